@@ -1,0 +1,166 @@
+"""One-file checkpoints: weights in safetensors, everything needed to rebuild in its metadata.
+
+Loading never executes code from the file, checks the config against the tensor shapes in
+the header before allocating anything, and fails with one sentence naming what is wrong.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_file
+
+from attnscope.config import ConfigError, ModelConfig
+from attnscope.model import Transformer
+from attnscope.tokenization import TextCodec, TokenizerError
+
+FORMAT = "attnscope-checkpoint"
+FORMAT_VERSION = "1"
+
+
+class CheckpointError(ValueError):
+    """A file is not a usable attnscope checkpoint; the message says why in one sentence."""
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """Everything a checkpoint holds besides the weights."""
+
+    config: ModelConfig
+    src_codec: TextCodec
+    tgt_codec: TextCodec
+    src_lang: str
+    tgt_lang: str
+    summary: dict[str, Any] = field(default_factory=dict)  # data, steps, epochs, BLEU, date, ...
+
+    def metadata(self) -> dict[str, str]:
+        return {"format": FORMAT, "format_version": FORMAT_VERSION, "config": self.config.to_json(),
+                "src_tokenizer": self.src_codec.to_json(), "tgt_tokenizer": self.tgt_codec.to_json(),
+                "src_lang": self.src_lang, "tgt_lang": self.tgt_lang,
+                "summary": json.dumps(self.summary, sort_keys=True)}
+
+
+def unique_state_params(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """State entries (parameters themselves) with tied ones kept once, under their first name."""
+    seen: set[int] = set()
+    out = {}
+    for name, tensor in model.state_dict(keep_vars=True).items():
+        if id(tensor) not in seen:
+            seen.add(id(tensor))
+            out[name] = tensor
+    return out
+
+
+def unique_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """Detached state dict with tied tensors stored once."""
+    return {k: v.detach() for k, v in unique_state_params(model).items()}
+
+
+def atomic_write(path: Path, write: Any) -> None:
+    """Write via `write(tmp_path)` to a temp file beside `path`, then rename over it.
+
+    A crash or a full disk mid-way never replaces a good file with a broken one.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        write(tmp)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save(model: Transformer, bundle: Bundle, path: str | os.PathLike[str], *, half: bool = False) -> Path:
+    """Write the model and its bundle to one `.safetensors` file (fp16 storage if `half`)."""
+    path = Path(path)
+    tensors = {k: (v.half() if half and v.is_floating_point() else v).contiguous().cpu()
+               for k, v in unique_state(model).items()}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata=bundle.metadata()))
+    except OSError as err:
+        raise CheckpointError(f"could not save checkpoint to {path}: {err.strerror or err}") from None
+    return path
+
+
+def read_bundle(path: str | os.PathLike[str]) -> tuple[Bundle, dict[str, tuple[int, ...]]]:
+    """The bundle and tensor shapes from the file header, without reading the weights."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"{path} does not exist or is not a file")
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            meta = f.metadata() or {}
+            shapes = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}
+    except (SafetensorError, OSError, ValueError) as err:
+        raise CheckpointError(f"{path.name} is not a safetensors file ({str(err)[:120]})") from None
+    if meta.get("format") != FORMAT:
+        raise CheckpointError(f"{path.name} is a safetensors file but not an attnscope checkpoint "
+                              "(its metadata has no 'format': 'attnscope-checkpoint')")
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise CheckpointError(f"{path.name} has checkpoint format version {meta.get('format_version')!r}; "
+                              f"this attnscope reads version {FORMAT_VERSION}")
+    return _bundle_from_metadata(meta, path.name), shapes
+
+
+def _bundle_from_metadata(meta: dict[str, str], name: str) -> Bundle:
+    missing = [k for k in ("config", "src_tokenizer", "tgt_tokenizer", "src_lang", "tgt_lang") if k not in meta]
+    if missing:
+        raise CheckpointError(f"{name} lacks metadata fields: {', '.join(missing)}")
+    try:
+        config = ModelConfig.from_json(meta["config"])
+        src, tgt = TextCodec.from_json(meta["src_tokenizer"]), TextCodec.from_json(meta["tgt_tokenizer"])
+        summary = json.loads(meta.get("summary", "{}"))
+    except (ConfigError, TokenizerError) as err:
+        raise CheckpointError(f"{name}: {err}") from None
+    except json.JSONDecodeError:
+        raise CheckpointError(f"{name}: its training summary is not valid JSON") from None
+    if not isinstance(summary, dict):
+        raise CheckpointError(f"{name}: its training summary must be a JSON object")
+    for side, codec, size in (("source", src, config.src_vocab_size), ("target", tgt, config.tgt_vocab_size)):
+        if codec.vocab_size != size:
+            raise CheckpointError(f"{name}: the {side} tokenizer has {codec.vocab_size} tokens "
+                                  f"but the model expects {size}")
+    return Bundle(config, src, tgt, meta["src_lang"], meta["tgt_lang"], summary)
+
+
+def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
+    """Shapes of the tensors a checkpoint of `config` must hold (built on the meta device)."""
+    with torch.device("meta"):
+        model = Transformer(config)
+    return {k: tuple(v.shape) for k, v in unique_state(model).items()}
+
+
+def check_shapes(found: dict[str, tuple[int, ...]], expected: dict[str, tuple[int, ...]], name: str) -> None:
+    missing = sorted(set(expected) - set(found))
+    extra = sorted(set(found) - set(expected))
+    if missing:
+        raise CheckpointError(f"{name} is missing tensor {missing[0]}" + (f" and {len(missing) - 1} more" if len(missing) > 1 else ""))
+    if extra:
+        raise CheckpointError(f"{name} has unexpected tensor {extra[0]}" + (f" and {len(extra) - 1} more" if len(extra) > 1 else ""))
+    for key, shape in expected.items():
+        if found[key] != shape:
+            raise CheckpointError(f"{name}: tensor {key} has shape {list(found[key])}, the config needs {list(shape)}")
+
+
+def load(path: str | os.PathLike[str], device: str | torch.device = "cpu") -> tuple[Transformer, Bundle]:
+    """Rebuild the model (fp32, eval mode) and its bundle from a checkpoint file."""
+    path = Path(path)
+    bundle, shapes = read_bundle(path)
+    check_shapes(shapes, expected_shapes(bundle.config), path.name)
+    model = Transformer(bundle.config)
+    targets = unique_state(model)
+    with safe_open(str(path), framework="pt") as f, torch.no_grad():
+        for key, tensor in targets.items():
+            tensor.copy_(f.get_tensor(key).to(tensor.dtype))
+    return model.to(device).eval(), bundle

@@ -1,0 +1,174 @@
+"""Parallel corpora (Multi30k task 1 and synthetic toy tasks) and token-count batching."""
+from __future__ import annotations
+
+import gzip
+import os
+import random
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import torch
+from torch import Tensor
+
+from attnscope.config import BOS_ID, EOS_ID, PAD_ID
+
+LANGUAGES = ("en", "de", "fr", "cs")
+SPLITS = ("train", "val", "test_2016_flickr", "test_2017_flickr")
+DATA_ENV = "ATTNSCOPE_DATA"
+MULTI30K_URL = "https://github.com/multi30k/dataset/raw/master/data/task1/raw/{name}"
+TOY_TASKS = ("copy", "reverse", "sort")
+TOY_SYMBOLS = tuple("abcdefghijklmnopqrstuvwxyz")
+
+Pair = tuple[str, str]
+
+
+class DataError(FileNotFoundError):
+    """A corpus file is missing or unreadable; the message says which and where to get it."""
+
+
+def data_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """The Multi30k directory: an explicit path, else $ATTNSCOPE_DATA, else ./data/multi30k."""
+    return Path(explicit or os.environ.get(DATA_ENV) or "data/multi30k")
+
+
+def corpus_file(directory: Path, split: str, lang: str) -> Path:
+    path = directory / f"{split}.{lang}.gz"
+    if not path.is_file():
+        raise DataError(f"missing corpus file {path}: download it from "
+                        f"{MULTI30K_URL.format(name=path.name)} (or run "
+                        f"`python -m attnscope.data download --data-dir {directory}`), "
+                        f"or point {DATA_ENV} at a directory that has it")
+    return path
+
+
+def read_lines(path: Path) -> list[str]:
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return [line.strip() for line in f]
+
+
+def load_pairs(directory: Path, split: str, src_lang: str, tgt_lang: str) -> list[Pair]:
+    """Sentence pairs of one Multi30k split, e.g. ("train", "en", "de")."""
+    for lang in (src_lang, tgt_lang):
+        if lang not in LANGUAGES:
+            raise DataError(f"unknown language {lang!r}; Multi30k has {', '.join(LANGUAGES)}")
+    src = read_lines(corpus_file(directory, split, src_lang))
+    tgt = read_lines(corpus_file(directory, split, tgt_lang))
+    if len(src) != len(tgt):
+        raise DataError(f"{split}.{src_lang} has {len(src)} lines but {split}.{tgt_lang} has {len(tgt)}")
+    return list(zip(src, tgt))
+
+
+def download(directory: Path, splits: Sequence[str] = SPLITS, langs: Sequence[str] = LANGUAGES) -> list[Path]:
+    """Fetch missing Multi30k files from the public repository (needs internet)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    fetched = []
+    for split in splits:
+        for lang in langs:
+            path = directory / f"{split}.{lang}.gz"
+            if path.exists() or (split == "test_2017_flickr" and lang == "cs"):
+                continue  # no Czech test_2017 exists
+            tmp = path.with_suffix(".part")
+            urllib.request.urlretrieve(MULTI30K_URL.format(name=path.name), tmp)
+            tmp.replace(path)
+            fetched.append(path)
+    return fetched
+
+
+def toy_pairs(task: str, n: int, seed: int, *, min_len: int = 3, max_len: int = 10,
+              n_symbols: int = 10) -> list[Pair]:
+    """Seeded synthetic pairs: copy, reverse or sort a random string of letters."""
+    if task not in TOY_TASKS:
+        raise ValueError(f"unknown toy task {task!r}; choose one of {', '.join(TOY_TASKS)}")
+    rng = random.Random(seed)
+    symbols = TOY_SYMBOLS[:n_symbols]
+    out = []
+    for _ in range(n):
+        seq = [rng.choice(symbols) for _ in range(rng.randint(min_len, max_len))]
+        target = {"copy": seq, "reverse": seq[::-1], "sort": sorted(seq)}[task]
+        out.append((" ".join(seq), " ".join(target)))
+    return out
+
+
+@dataclass(frozen=True)
+class Example:
+    src: list[int]  # subword ids + <eos>
+    tgt: list[int]  # <bos> + subword ids + <eos>
+
+
+def make_example(src_ids: list[int], tgt_ids: list[int], max_len: int) -> Example:
+    """Add special tokens, truncating so that both sides fit in `max_len` positions."""
+    return Example(src_ids[: max_len - 1] + [EOS_ID], [BOS_ID] + tgt_ids[: max_len - 2] + [EOS_ID])
+
+
+@dataclass(frozen=True)
+class Batch:
+    src: Tensor  # (B, S) padded with PAD_ID
+    tgt_in: Tensor  # (B, T) <bos> y1 .. yn
+    tgt_out: Tensor  # (B, T) y1 .. yn <eos>
+
+    @property
+    def n_target_tokens(self) -> int:
+        return int((self.tgt_out != PAD_ID).sum())
+
+    def to(self, device: torch.device | str) -> "Batch":
+        return Batch(self.src.to(device), self.tgt_in.to(device), self.tgt_out.to(device))
+
+
+def pad(seqs: Sequence[Sequence[int]]) -> Tensor:
+    out = torch.full((len(seqs), max(len(s) for s in seqs)), PAD_ID, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        out[i, : len(s)] = torch.tensor(s, dtype=torch.long)
+    return out
+
+
+def collate(examples: Sequence[Example]) -> Batch:
+    return Batch(pad([e.src for e in examples]), pad([e.tgt[:-1] for e in examples]),
+                 pad([e.tgt[1:] for e in examples]))
+
+
+def token_batches(examples: Sequence[Example], max_tokens: int, *, shuffle: bool, seed: int = 0,
+                  bucket_factor: int = 100) -> list[list[int]]:
+    """Indices grouped so that each batch's padded size (rows x longest) stays under `max_tokens`.
+
+    Examples are sorted by length inside large random buckets, so batches have little padding
+    while their order (and the mix of lengths across an epoch) stays random.
+    """
+    order = list(range(len(examples)))
+    rng = random.Random(seed)
+    if shuffle:
+        rng.shuffle(order)
+    size = lambda i: max(len(examples[i].src), len(examples[i].tgt))  # noqa: E731
+    batches: list[list[int]] = []
+    bucket_len = max(1, bucket_factor * max(1, max_tokens // 30))
+    for start in range(0, len(order), bucket_len):
+        current: list[int] = []
+        longest = 0
+        for i in sorted(order[start:start + bucket_len], key=size):
+            longest_if_added = max(longest, size(i))
+            if current and longest_if_added * (len(current) + 1) > max_tokens:
+                batches.append(current)
+                current, longest_if_added = [], size(i)
+            current.append(i)
+            longest = longest_if_added
+        if current:
+            batches.append(current)
+    if shuffle:
+        rng.shuffle(batches)
+    return batches
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """`python -m attnscope.data download [--data-dir D]`: fetch Multi30k for users with internet."""
+    import argparse
+    parser = argparse.ArgumentParser(prog="python -m attnscope.data")
+    parser.add_argument("command", choices=["download"])
+    parser.add_argument("--data-dir", default=None)
+    args = parser.parse_args(argv)
+    for path in download(data_dir(args.data_dir)):
+        print(f"fetched {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+"""Corpus BLEU and chrF of a checkpoint on a Multi30k split (`python -m attnscope.evaluate`)."""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Sequence
+
+import sacrebleu
+
+from attnscope import checkpoint
+from attnscope.data import data_dir, load_pairs
+from attnscope.device import pick_device
+from attnscope.translator import Translator
+
+
+def scores(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, float]:
+    """sacreBLEU cased (13a), lowercased (-lc, as in published Multi30k tables) and chrF."""
+    refs = [list(references)]
+    return {"bleu": round(sacrebleu.corpus_bleu(hypotheses, refs).score, 2),
+            "bleu_lc": round(sacrebleu.corpus_bleu(hypotheses, refs, lowercase=True).score, 2),
+            "chrf": round(sacrebleu.corpus_chrf(hypotheses, refs).score, 2)}
+
+
+def evaluate(translator: Translator, sources: Sequence[str], references: Sequence[str],
+             beam_size: int = 1) -> dict[str, float]:
+    hyps = translator.translate_batch(list(sources), beam_size=beam_size)
+    return scores(hyps, references)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m attnscope.evaluate", description=__doc__)
+    parser.add_argument("--checkpoint", required=True)
+    parser.add_argument("--split", action="append", help="split name (repeatable); default test_2016_flickr")
+    parser.add_argument("--beam", type=int, action="append", help="beam size (repeatable); default 1")
+    parser.add_argument("--data-dir", default=None, help="Multi30k directory (default $ATTNSCOPE_DATA)")
+    parser.add_argument("--device", default="auto")
+    args = parser.parse_args(argv)
+    device = pick_device(args.device)
+    model, bundle = checkpoint.load(args.checkpoint, device)
+    translator = Translator(model, bundle, device)
+    for split in args.split or ["test_2016_flickr"]:
+        pairs = load_pairs(data_dir(args.data_dir), split, bundle.src_lang, bundle.tgt_lang)
+        for beam in args.beam or [1]:
+            start = time.perf_counter()
+            result = evaluate(translator, [s for s, _ in pairs], [t for _, t in pairs], beam)
+            result.update(split=split, beam=beam, sentences=len(pairs),
+                          seconds=round(time.perf_counter() - start, 1))
+            print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

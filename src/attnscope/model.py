@@ -1,0 +1,278 @@
+"""The encoder-decoder Transformer of "Attention Is All You Need" (Vaswani et al. 2017, fig. 1).
+
+Every attention module has a named role and a hook point on its softmaxed weights
+(shape [batch, head, query, key], after the softmax, before dropout), so a recorder can
+capture exactly what the model computed. When nothing is hooked, attention runs through
+`F.scaled_dot_product_attention`; both paths compute the same function.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from attnscope.config import PAD_ID, ModelConfig
+
+Role = Literal["encoder_self", "decoder_self", "cross"]
+
+
+class HookPoint(nn.Module):
+    """Identity module marking a tensor that hooks may read (TransformerLens-style)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x
+
+    @property
+    def hooked(self) -> bool:
+        return bool(self._forward_hooks)
+
+
+def split_heads(x: Tensor, n_heads: int) -> Tensor:
+    b, n, d = x.shape
+    return x.view(b, n, n_heads, d // n_heads).transpose(1, 2)  # (B, H, N, dh)
+
+
+class MultiHeadAttention(nn.Module):
+    """Scaled dot-product attention over several heads (section 3.2.2)."""
+
+    def __init__(self, *, d_model: int, n_heads: int, dropout: float, role: Role) -> None:
+        super().__init__()
+        self.role, self.n_heads = role, n_heads
+        self.q_proj = nn.Linear(d_model, d_model)
+        self.k_proj = nn.Linear(d_model, d_model)
+        self.v_proj = nn.Linear(d_model, d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
+        self.dropout = dropout
+        self.hook_pattern = HookPoint()  # weights (B, H, Q, K)
+
+    def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """Keys and values of `x`, each (B, H, K, dh); cached by incremental decoding."""
+        return split_heads(self.k_proj(x), self.n_heads), split_heads(self.v_proj(x), self.n_heads)
+
+    def forward(self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor) -> Tensor:
+        """Attend from `query` (B, Q, D) to projected keys/values; `mask` is True where allowed."""
+        q = split_heads(self.q_proj(query), self.n_heads)  # (B, H, Q, dh)
+        p = self.dropout if self.training else 0.0
+        if self.hook_pattern.hooked:
+            scores = q @ keys.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, Q, K)
+            weights = self.hook_pattern(scores.masked_fill(~mask, float("-inf")).softmax(-1))
+            out = F.dropout(weights, p, self.training) @ values  # (B, H, Q, dh)
+        else:
+            out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, dropout_p=p)
+        b, h, n, dh = out.shape
+        return self.out_proj(out.transpose(1, 2).reshape(b, n, h * dh))  # (B, Q, D)
+
+
+class FeedForward(nn.Module):
+    """Position-wise two-layer network with ReLU (section 3.3)."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float) -> None:
+        super().__init__()
+        self.up, self.down, self.dropout = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model), nn.Dropout(dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.down(self.dropout(F.relu(self.up(x))))
+
+
+class Residual(nn.Module):
+    """Residual connection with LayerNorm after (post-LN, the paper's) or before (pre-LN)."""
+
+    def __init__(self, d_model: int, dropout: float, pre: bool) -> None:
+        super().__init__()
+        self.norm, self.dropout, self.pre = nn.LayerNorm(d_model), nn.Dropout(dropout), pre
+
+    def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
+        if self.pre:
+            return x + self.dropout(sublayer(self.norm(x)))
+        return self.norm(x + self.dropout(sublayer(x)))
+
+
+@dataclass
+class LayerCache:
+    """Keys/values one decoder layer has seen: its own past (grows) and the source (fixed)."""
+
+    self_k: Tensor | None = None  # (B, H, t, dh)
+    self_v: Tensor | None = None
+    cross_k: Tensor | None = None  # (B, H, S, dh)
+    cross_v: Tensor | None = None
+
+
+@dataclass
+class DecoderCache:
+    """Per-layer KV cache for incremental decoding."""
+
+    layers: list[LayerCache]
+    length: int = 0  # target positions already processed
+
+    @classmethod
+    def empty(cls, n_layers: int) -> "DecoderCache":
+        return cls([LayerCache() for _ in range(n_layers)])
+
+    def reorder(self, index: Tensor) -> None:
+        """Keep batch rows `index` (beam search reorders and prunes hypotheses)."""
+        for layer in self.layers:
+            for name in ("self_k", "self_v", "cross_k", "cross_v"):
+                value = getattr(layer, name)
+                if value is not None:
+                    setattr(layer, name, value.index_select(0, index))
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, c: ModelConfig) -> None:
+        super().__init__()
+        pre = c.norm == "pre"
+        self.self_attn = MultiHeadAttention(d_model=c.d_model, n_heads=c.n_heads,
+                                            dropout=c.attention_dropout, role="encoder_self")
+        self.ffn = FeedForward(c.d_model, c.d_ff, c.dropout)
+        self.attn_block, self.ffn_block = Residual(c.d_model, c.dropout, pre), Residual(c.d_model, c.dropout, pre)
+
+    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
+        x = self.attn_block(x, lambda h: self.self_attn(h, *self.self_attn.project_kv(h), mask))
+        return self.ffn_block(x, self.ffn)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, c: ModelConfig) -> None:
+        super().__init__()
+        pre = c.norm == "pre"
+        kw = dict(d_model=c.d_model, n_heads=c.n_heads, dropout=c.attention_dropout)
+        self.self_attn = MultiHeadAttention(**kw, role="decoder_self")
+        self.cross_attn = MultiHeadAttention(**kw, role="cross")
+        self.ffn = FeedForward(c.d_model, c.d_ff, c.dropout)
+        self.self_block, self.cross_block, self.ffn_block = (Residual(c.d_model, c.dropout, pre) for _ in range(3))
+
+    def _self(self, h: Tensor, mask: Tensor, cache: LayerCache | None) -> Tensor:
+        k, v = self.self_attn.project_kv(h)
+        if cache is not None:
+            if cache.self_k is not None:
+                k, v = torch.cat([cache.self_k, k], dim=2), torch.cat([cache.self_v, v], dim=2)
+            cache.self_k, cache.self_v = k, v
+        return self.self_attn(h, k, v, mask)
+
+    def _cross(self, h: Tensor, memory: Tensor, mask: Tensor, cache: LayerCache | None) -> Tensor:
+        if cache is not None and cache.cross_k is not None:
+            k, v = cache.cross_k, cache.cross_v
+        else:
+            k, v = self.cross_attn.project_kv(memory)
+            if cache is not None:
+                cache.cross_k, cache.cross_v = k, v
+        return self.cross_attn(h, k, v, mask)
+
+    def forward(self, x: Tensor, memory: Tensor, self_mask: Tensor, cross_mask: Tensor,
+                cache: LayerCache | None = None) -> Tensor:
+        x = self.self_block(x, lambda h: self._self(h, self_mask, cache))
+        x = self.cross_block(x, lambda h: self._cross(h, memory, cross_mask, cache))
+        return self.ffn_block(x, self.ffn)
+
+
+class SinusoidalPositions(nn.Module):
+    """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...) (section 3.5)."""
+
+    def __init__(self, max_len: int, d_model: int) -> None:
+        super().__init__()
+        self.register_buffer("table", sinusoidal_table(max_len, d_model), persistent=False)
+
+    def forward(self, length: int, offset: int = 0) -> Tensor:
+        return self.table[offset:offset + length]  # (N, D)
+
+
+class LearnedPositions(nn.Module):
+    """One trained vector per position (as in BERT and the seed tutorial's en-fr model)."""
+
+    def __init__(self, max_len: int, d_model: int) -> None:
+        super().__init__()
+        self.table = nn.Embedding(max_len, d_model)
+
+    def forward(self, length: int, offset: int = 0) -> Tensor:
+        return self.table.weight[offset:offset + length]  # (N, D)
+
+
+def sinusoidal_table(max_len: int, d_model: int) -> Tensor:
+    """The fixed sinusoidal encodings, (max_len, d_model)."""
+    position = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)  # (N, 1)
+    inv_freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
+    table = torch.zeros(max_len, d_model)
+    table[:, 0::2] = torch.sin(position * inv_freq)
+    table[:, 1::2] = torch.cos(position * inv_freq[: d_model // 2])
+    return table
+
+
+def causal_mask(n_queries: int, n_keys: int, device: torch.device) -> Tensor:
+    """True where query i (the last `n_queries` of `n_keys` positions) may see key j <= i."""
+    offset = n_keys - n_queries
+    q = torch.arange(n_queries, device=device).unsqueeze(1) + offset
+    return torch.arange(n_keys, device=device).unsqueeze(0) <= q  # (Q, K)
+
+
+class Transformer(nn.Module):
+    """Encoder-decoder Transformer; `forward(src, tgt_in)` returns next-token logits."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        c = self.config = config
+        self.tgt_embed = nn.Embedding(c.tgt_vocab_size, c.d_model, padding_idx=PAD_ID)
+        self.src_embed = self.tgt_embed if c.share_embeddings else nn.Embedding(c.src_vocab_size, c.d_model, padding_idx=PAD_ID)
+        positions = SinusoidalPositions if c.positional == "sinusoidal" else LearnedPositions
+        self.positions = positions(c.max_len, c.d_model)
+        self.embed_dropout = nn.Dropout(c.dropout)
+        self.encoder = nn.ModuleList(EncoderLayer(c) for _ in range(c.n_encoder_layers))
+        self.decoder = nn.ModuleList(DecoderLayer(c) for _ in range(c.n_decoder_layers))
+        pre = c.norm == "pre"
+        self.encoder_norm = nn.LayerNorm(c.d_model) if pre else nn.Identity()
+        self.decoder_norm = nn.LayerNorm(c.d_model) if pre else nn.Identity()
+        self.generator = nn.Linear(c.d_model, c.tgt_vocab_size)
+        self._init_weights()
+        if c.tie_embeddings:
+            self.generator.weight = self.tgt_embed.weight
+
+    def _init_weights(self) -> None:
+        for name, p in self.named_parameters():
+            if "embed" in name or name.startswith("positions"):
+                nn.init.normal_(p, 0.0, self.config.d_model ** -0.5)
+            elif p.dim() > 1:
+                nn.init.xavier_uniform_(p)
+        with torch.no_grad():
+            self.tgt_embed.weight[PAD_ID].zero_()
+            self.src_embed.weight[PAD_ID].zero_()
+
+    def _embed(self, table: nn.Embedding, ids: Tensor, offset: int = 0) -> Tensor:
+        x = table(ids) * math.sqrt(self.config.d_model) + self.positions(ids.shape[1], offset)
+        return self.embed_dropout(x)  # (B, N, D)
+
+    def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
+        """Source ids (B, S) -> memory (B, S, D) and the key mask (B, 1, 1, S) for cross-attention."""
+        if src.shape[1] > self.config.max_len:
+            raise ValueError(f"source has {src.shape[1]} tokens; this model handles at most {self.config.max_len}")
+        mask = (src != PAD_ID)[:, None, None, :]  # (B, 1, 1, S)
+        x = self._embed(self.src_embed, src)
+        for layer in self.encoder:
+            x = layer(x, mask)
+        return self.encoder_norm(x), mask
+
+    def decode(self, tgt: Tensor, memory: Tensor, src_mask: Tensor, cache: DecoderCache | None = None) -> Tensor:
+        """Target ids (B, T) -> logits (B, T, V). With a cache, `tgt` holds only the new positions."""
+        offset = cache.length if cache is not None else 0
+        n_keys = offset + tgt.shape[1]
+        if n_keys > self.config.max_len:
+            raise ValueError(f"target reached {n_keys} tokens; this model handles at most {self.config.max_len}")
+        self_mask = causal_mask(tgt.shape[1], n_keys, tgt.device)[None, None]  # (1, 1, T, K)
+        if cache is None:
+            self_mask = self_mask & (tgt != PAD_ID)[:, None, None, :]  # (B, 1, T, T)
+        x = self._embed(self.tgt_embed, tgt, offset)
+        for i, layer in enumerate(self.decoder):
+            x = layer(x, memory, self_mask, src_mask, None if cache is None else cache.layers[i])
+        if cache is not None:
+            cache.length = n_keys
+        return self.generator(self.decoder_norm(x))
+
+    def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
+        memory, src_mask = self.encode(src)
+        return self.decode(tgt, memory, src_mask)
+
+    def attention_modules(self) -> dict[str, MultiHeadAttention]:
+        """Every attention module by its dotted name, encoder first, in forward order."""
+        return {name: m for name, m in self.named_modules() if isinstance(m, MultiHeadAttention)}
