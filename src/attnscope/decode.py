@@ -1,11 +1,49 @@
-"""Decoding with the KV cache: greedy search over a batch of sources."""
+"""Greedy decoding, forced decoding and teacher forcing, step by step, with the KV cache.
+
+Each step's attention rows come from the same forward pass that chose the token, so what
+a view shows for step t is exactly what the model computed at step t.
+"""
 from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Sequence
 
 import torch
 from torch import Tensor
 
+from attnscope.capture import Recording, model_lock, record_attention
 from attnscope.config import BOS_ID, EOS_ID, PAD_ID
 from attnscope.model import DecoderCache, Transformer
+
+
+@dataclass
+class RawStep:
+    """One decoding step in ids and tensors (the Translator turns it into a DecodeStep)."""
+
+    token_id: int
+    log_prob: float
+    top_ids: list[int]
+    top_probs: list[float]
+    entropy: float
+    forced: bool = False
+    cross: Tensor | None = None  # (L, H, S)
+    decoder_self: Tensor | None = None  # (L, H, t+1)
+
+
+@dataclass
+class Decoded:
+    """A decoded (or teacher-forced) target with its steps and, if captured, all attention."""
+
+    ids: list[int]  # generated ids, ending with <eos> when the model produced it
+    steps: list[RawStep] = field(default_factory=list)
+    encoder: Tensor | None = None  # (L, H, S, S)
+    decoder: Tensor | None = None  # (L, H, T, T), T = len(ids): inputs <bos> y1 .. y_{T-1}
+    cross: Tensor | None = None  # (L, H, T, S)
+
+    @property
+    def log_prob(self) -> float:
+        return sum(s.log_prob for s in self.steps)
 
 
 def default_max_len(model: Transformer, src_len: int) -> int:
@@ -13,25 +51,118 @@ def default_max_len(model: Transformer, src_len: int) -> int:
     return min(model.config.max_len, 2 * src_len + 10)
 
 
+def names_by_role(model: Transformer) -> dict[str, list[str]]:
+    """Attention module names grouped by role, each list in layer order."""
+    groups: dict[str, list[str]] = {"encoder_self": [], "decoder_self": [], "cross": []}
+    for name, module in model.attention_modules().items():
+        groups[module.role].append(name)
+    return groups
+
+
+def _step_stats(logits: Tensor, top_k: int) -> tuple[Tensor, list[int], list[float], float]:
+    log_probs = logits.float().log_softmax(-1)  # (V,)
+    probs = log_probs.exp()
+    top = probs.topk(min(top_k, probs.shape[-1]))
+    entropy = float(-(probs * log_probs).nan_to_num().sum())
+    return log_probs, top.indices.tolist(), top.values.tolist(), entropy
+
+
+def _last_rows(rec: Recording, names: list[str]) -> Tensor:
+    """Last query row of each module's latest call: (L, H, K), from batch item 0."""
+    return torch.stack([rec.calls[n][-1][0, :, -1, :] for n in names])
+
+
 @torch.no_grad()
-def greedy_batch(model: Transformer, src: Tensor, max_len: int | None = None) -> list[list[int]]:
+def greedy(model: Transformer, src_ids: Sequence[int], *, max_len: int | None = None, use_cache: bool = True,
+           capture: bool = True, prefix: Sequence[int] = (), top_k: int = 10) -> Decoded:
+    """Decode one source greedily; the first len(prefix) tokens are forced (the "what if" branch)."""
+    max_len = max_len or default_max_len(model, len(src_ids))
+    src = torch.tensor([list(src_ids)], dtype=torch.long, device=_device(model))
+    roles = names_by_role(model)
+    recorder = record_attention(model) if capture else contextlib.nullcontext()
+    with model_lock(model), recorder as rec:
+        memory, src_mask = model.encode(src)
+        out = Decoded([])
+        if capture:
+            out.encoder = torch.stack([rec.calls[n][0][0] for n in roles["encoder_self"]])
+            rec.clear()
+        cache = DecoderCache.empty(len(model.decoder)) if use_cache else None
+        inputs = [BOS_ID]
+        while len(out.ids) < max_len and (not out.ids or out.ids[-1] != EOS_ID):
+            feed = inputs[-1:] if use_cache else inputs
+            logits = model.decode(torch.tensor([feed], device=src.device), memory, src_mask, cache)[0, -1]
+            log_probs, top_ids, top_probs, entropy = _step_stats(logits, top_k)
+            t = len(out.ids)
+            forced = t < len(prefix)
+            token = int(prefix[t]) if forced else top_ids[0]
+            step = RawStep(token, float(log_probs[token]), top_ids, top_probs, entropy, forced)
+            if capture:
+                step.cross, step.decoder_self = _last_rows(rec, roles["cross"]), _last_rows(rec, roles["decoder_self"])
+                rec.clear()
+            out.steps.append(step)
+            out.ids.append(token)
+            inputs.append(token)
+    if capture:
+        out.decoder, out.cross = _stack_rows(out.steps)
+    return out
+
+
+def _stack_rows(steps: list[RawStep]) -> tuple[Tensor, Tensor]:
+    """Full (L, H, T, T) decoder and (L, H, T, S) cross matrices from per-step rows."""
+    n = len(steps)
+    decoder = torch.stack([torch.nn.functional.pad(s.decoder_self, (0, n - s.decoder_self.shape[-1]))
+                           for s in steps], dim=2)
+    cross = torch.stack([s.cross for s in steps], dim=2)
+    return decoder, cross
+
+
+@torch.no_grad()
+def teacher_force(model: Transformer, src_ids: Sequence[int], tgt_ids: Sequence[int], *, top_k: int = 10) -> Decoded:
+    """Score a given target (ids, usually ending in <eos>) in one full forward pass."""
+    src = torch.tensor([list(src_ids)], dtype=torch.long, device=_device(model))
+    tgt_in = torch.tensor([[BOS_ID, *list(tgt_ids)[:-1]]], dtype=torch.long, device=src.device)
+    roles = names_by_role(model)
+    with record_attention(model) as rec:
+        logits = model(src, tgt_in)[0]  # (T, V)
+    weights = rec.weights
+    stack = lambda role: torch.stack([weights[n][0] for n in roles[role]])  # noqa: E731
+    out = Decoded(list(tgt_ids), encoder=stack("encoder_self"), decoder=stack("decoder_self"), cross=stack("cross"))
+    for t, token in enumerate(tgt_ids):
+        log_probs, top_ids, top_probs, entropy = _step_stats(logits[t], top_k)
+        out.steps.append(RawStep(int(token), float(log_probs[token]), top_ids, top_probs, entropy, True,
+                                 out.cross[:, :, t], out.decoder[:, :, t, : t + 1]))
+    return out
+
+
+@torch.no_grad()
+def greedy_batch(model: Transformer, src: Tensor, max_len: int | None = None, use_cache: bool = True) -> list[list[int]]:
     """Greedy decoding of padded sources (B, S); returns each target's ids without specials."""
     max_len = max_len or default_max_len(model, src.shape[1])
-    memory, src_mask = model.encode(src)
-    cache = DecoderCache.empty(len(model.decoder))
-    b = src.shape[0]
-    token = torch.full((b, 1), BOS_ID, dtype=torch.long, device=src.device)
-    out = torch.full((b, 0), PAD_ID, dtype=torch.long, device=src.device)
-    done = torch.zeros(b, dtype=torch.bool, device=src.device)
-    for _ in range(max_len - 1):
-        logits = model.decode(token, memory, src_mask, cache)[:, -1]  # (B, V)
-        token = logits.argmax(-1).masked_fill(done, PAD_ID).unsqueeze(1)  # (B, 1)
-        out = torch.cat([out, token], dim=1)
-        done |= token.squeeze(1) == EOS_ID
-        if bool(done.all()):
+    with model_lock(model):
+        memory, src_mask = model.encode(src)
+        cache = DecoderCache.empty(len(model.decoder)) if use_cache else None
+        b = src.shape[0]
+        out = torch.full((b, 1), BOS_ID, dtype=torch.long, device=src.device)
+        done = torch.zeros(b, dtype=torch.bool, device=src.device)
+        while out.shape[1] < max_len + 1 and not bool(done.all()):
+            feed = out[:, -1:] if use_cache else out
+            logits = model.decode(feed, memory, src_mask, cache)[:, -1]  # (B, V)
+            token = logits.argmax(-1).masked_fill(done, PAD_ID)
+            out = torch.cat([out, token.unsqueeze(1)], dim=1)
+            done |= token == EOS_ID
+    return [strip_specials(row) for row in out[:, 1:].tolist()]
+
+
+def strip_specials(ids: Sequence[int]) -> list[int]:
+    """Ids up to the first <eos>, without <bos>/<pad>."""
+    kept = []
+    for i in ids:
+        if i == EOS_ID:
             break
-    return [[i for i in row if i not in (PAD_ID, EOS_ID)] for row in _cut_at_eos(out.tolist())]
+        if i not in (BOS_ID, PAD_ID):
+            kept.append(i)
+    return kept
 
 
-def _cut_at_eos(rows: list[list[int]]) -> list[list[int]]:
-    return [row[: row.index(EOS_ID)] if EOS_ID in row else row for row in rows]
+def _device(model: Transformer) -> torch.device:
+    return next(model.parameters()).device

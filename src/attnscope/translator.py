@@ -1,15 +1,48 @@
-"""A loaded model with its tokenizers: text in, translation out."""
+"""A loaded model with its tokenizers: text in, translation (and everything it attended to) out."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
+import numpy as np
 import torch
 
+from attnscope.beam import BeamResult, beam_search, beam_search_batch
+from attnscope.capture import model_lock
 from attnscope.checkpoint import Bundle
-from attnscope.data import Example, make_example, pad
-from attnscope.decode import greedy_batch
+from attnscope.config import BOS_ID, EOS_ID
+from attnscope.data import pad
+from attnscope.decode import Decoded, greedy, greedy_batch, teacher_force
 from attnscope.model import Transformer
+from attnscope.record import AttentionRecord, DecodeStep
+
+MAX_CHARS = 2000  # longer input is cut before tokenizing (the model reads at most max_len tokens anyway)
+MAX_BEAM = 16
+
+
+class InputError(ValueError):
+    """The user's text or options cannot be translated; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class Translation:
+    """One translated sentence with its tokens, decoding steps and captured attention."""
+
+    text: str
+    source_tokens: tuple[str, ...]  # pieces of the source ids, ending with <eos>
+    target_tokens: tuple[str, ...]  # decoder inputs: <bos> y1 .. y_{n-1}; row t chose steps[t]
+    source_ids: tuple[int, ...]
+    target_ids: tuple[int, ...]  # generated ids, ending with <eos> when the model produced it
+    attention: AttentionRecord | None
+    steps: list[DecodeStep] | None
+    notes: tuple[str, ...] = ()  # truncation, unknown characters, ...
+    beam: BeamResult | None = None
+    log_prob: float = 0.0
+
+    @property
+    def output_tokens(self) -> tuple[str, ...]:
+        """What each step produced (target_tokens shifted by one, ending with <eos>)."""
+        return tuple(s.token for s in self.steps) if self.steps else ()
 
 
 @dataclass
@@ -18,33 +51,109 @@ class Translator:
 
     model: Transformer
     bundle: Bundle
-    device: torch.device = torch.device("cpu")
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
 
-    def encode_source(self, text: str) -> Example:
-        """Source ids with <eos>, truncated to what the model can read."""
-        return make_example(self.bundle.src_codec.encode(text), [], self.model.config.max_len)
+    @property
+    def name(self) -> str:
+        return str(self.bundle.summary.get("name", f"{self.bundle.src_lang}-{self.bundle.tgt_lang}"))
+
+    def source(self, text: str) -> tuple[list[int], list[str]]:
+        """Source ids (with <eos>, cut to fit the model) and notes for the user."""
+        if not isinstance(text, str) or not text.strip():
+            raise InputError("Type a sentence to translate: the text is empty.")
+        notes = []
+        if len(text) > MAX_CHARS:
+            text = text[:MAX_CHARS]
+            notes.append(f"The text was cut to its first {MAX_CHARS:,} characters.")
+        ids = self.bundle.src_codec.encode(text)
+        limit = self.model.config.max_len - 1
+        if len(ids) > limit:
+            notes.append(f"The sentence has {len(ids)} tokens; this model reads at most {limit}, "
+                         f"so only the first {limit} were translated.")
+            ids = ids[:limit]
+        unknown = self.bundle.src_codec.unknown_characters(text)
+        if unknown:
+            notes.append("The tokenizer does not know " + ", ".join(repr(u) for u in unknown[:10]) +
+                         "; they were read as <unk>.")
+        return ids + [EOS_ID], notes
+
+    def translate(self, text: str, beam_size: int = 1, max_len: int | None = None, use_cache: bool = True,
+                  capture: bool = True, prefix: Sequence[int] = (), length_penalty: float = 1.0) -> Translation:
+        """Translate one sentence; with `capture`, record every head and every step.
+
+        `prefix` forces the first tokens (ids) and lets the model continue (greedy only).
+        With beam search, steps and attention are those of the best hypothesis, from one
+        teacher-forced pass over it (exactly what the model computes for that prefix).
+        """
+        if not 1 <= beam_size <= MAX_BEAM:
+            raise InputError(f"Beam size must be between 1 and {MAX_BEAM}, got {beam_size}.")
+        src_ids, notes = self.source(text)
+        max_len = self._max_len(max_len)
+        beam = None
+        if beam_size == 1:
+            decoded = greedy(self.model, src_ids, max_len=max_len, use_cache=use_cache, capture=capture, prefix=prefix)
+        else:
+            src = torch.tensor([src_ids], device=self.device)
+            beam = beam_search(self.model, src, beam_size, max_len=max_len, length_penalty=length_penalty,
+                               use_cache=use_cache)[0]
+            best = beam.hypotheses[0][0]
+            decoded = teacher_force(self.model, src_ids, best) if capture else Decoded(best)
+        return self._result(src_ids, decoded, tuple(notes), beam)
+
+    def score(self, text: str, reference: str) -> Translation:
+        """Teacher-force a reference translation: its probabilities and attention."""
+        src_ids, notes = self.source(text)
+        if not reference.strip():
+            raise InputError("The reference translation is empty.")
+        tgt = self.bundle.tgt_codec.encode(reference)[: self.model.config.max_len - 1] + [EOS_ID]
+        return self._result(src_ids, teacher_force(self.model, src_ids, tgt), tuple(notes), None)
+
+    def hypothesis(self, text: str, ids: Sequence[int]) -> Translation:
+        """Record of any given output (e.g. a beam hypothesis), by teacher forcing."""
+        src_ids, notes = self.source(text)
+        return self._result(src_ids, teacher_force(self.model, src_ids, list(ids)), tuple(notes), None)
+
+    def _max_len(self, max_len: int | None) -> int:
+        limit = self.model.config.max_len
+        if max_len is not None and not 1 <= max_len <= limit:
+            raise InputError(f"Maximum output length must be between 1 and {limit}, got {max_len}.")
+        return max_len or limit
+
+    def _result(self, src_ids: list[int], decoded: Decoded, notes: tuple[str, ...], beam: BeamResult | None) -> Translation:
+        codec_src, codec_tgt = self.bundle.src_codec, self.bundle.tgt_codec
+        source_tokens = tuple(codec_src.pieces(src_ids))
+        target_tokens = tuple(codec_tgt.pieces([BOS_ID, *decoded.ids[:-1]])) if decoded.ids else ()
+        record, steps = None, None
+        if decoded.encoder is not None and decoded.ids:
+            np_ = lambda t: t.float().cpu().numpy()  # noqa: E731
+            record = AttentionRecord(source_tokens, target_tokens, np_(decoded.encoder), np_(decoded.decoder), np_(decoded.cross))
+            steps = [DecodeStep(t, s.token_id, codec_tgt.pieces([s.token_id])[0], float(np.exp(s.log_prob)),
+                                tuple(zip(codec_tgt.pieces(s.top_ids), s.top_probs)), s.entropy,
+                                np_(s.cross), np_(s.decoder_self))
+                     for t, s in enumerate(decoded.steps)]
+        return Translation(codec_tgt.decode(decoded.ids), source_tokens, target_tokens, tuple(src_ids),
+                           tuple(decoded.ids), record, steps, notes, beam, decoded.log_prob)
 
     @torch.no_grad()
     def translate_batch(self, texts: Sequence[str], beam_size: int = 1, max_len: int | None = None,
-                        batch_size: int = 64) -> list[str]:
+                        batch_size: int = 64, use_cache: bool = True) -> list[str]:
         """Translate many sentences, batching sources of similar length together."""
-        if beam_size != 1:
-            from attnscope.beam import beam_search_batch
-        was_training = self.model.training
-        self.model.eval()
-        sources = [self.encode_source(t).src for t in texts]
+        if not 1 <= beam_size <= MAX_BEAM:
+            raise InputError(f"Beam size must be between 1 and {MAX_BEAM}, got {beam_size}.")
+        sources = [self.source(t)[0] if t.strip() else [EOS_ID] for t in texts]
         order = sorted(range(len(texts)), key=lambda i: len(sources[i]))
         out: list[str] = [""] * len(texts)
-        try:
-            for start in range(0, len(order), batch_size):
-                idx = order[start:start + batch_size]
-                src = pad([sources[i] for i in idx]).to(self.device)
-                if beam_size == 1:
-                    ids = greedy_batch(self.model, src, max_len)
-                else:
-                    ids = beam_search_batch(self.model, src, beam_size, max_len)
-                for i, row in zip(idx, ids):
-                    out[i] = self.bundle.tgt_codec.decode(row)
-        finally:
-            self.model.train(was_training)
+        with model_lock(self.model):
+            was_training = self.model.training
+            self.model.eval()
+            try:
+                for start in range(0, len(order), batch_size):
+                    idx = order[start:start + batch_size]
+                    src = pad([sources[i] for i in idx]).to(self.device)
+                    ids = (greedy_batch(self.model, src, max_len, use_cache) if beam_size == 1
+                           else beam_search_batch(self.model, src, beam_size, max_len))
+                    for i, row in zip(idx, ids):
+                        out[i] = self.bundle.tgt_codec.decode(row)
+            finally:
+                self.model.train(was_training)
         return out

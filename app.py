@@ -1,0 +1,37 @@
+"""attnscope: router and shared sidebar (active checkpoint, attention kind, layer, head)."""
+import streamlit as st
+
+from attnscope.record import KIND_LABELS, KINDS
+from attnscope.ui import state
+
+st.set_page_config(page_title="attnscope", page_icon="🔍", layout="wide")
+state.restore_from_url()
+
+with st.sidebar:
+    st.markdown("## 🔍 attnscope")
+    choices = list(state.available_checkpoints())
+    if not choices:
+        st.error(f"No checkpoints found in {state.shipped_dir()}.")
+        st.stop()
+    if st.session_state.get("checkpoint") not in choices:
+        st.session_state["checkpoint"] = choices[0]
+    st.selectbox("Checkpoint", choices, key="checkpoint")
+    tr = state.translator()
+    if tr is not None:
+        c = tr.model.config
+        st.caption(f"{tr.bundle.src_lang} → {tr.bundle.tgt_lang} · {c.n_encoder_layers}+{c.n_decoder_layers} layers · "
+                   f"{c.n_heads} heads · d_model {c.d_model}")
+        st.session_state.setdefault("kind", "cross")
+        st.radio("Attention", KINDS, format_func=KIND_LABELS.get, key="kind")
+        n_layers = c.n_encoder_layers if st.session_state["kind"] == "encoder" else c.n_decoder_layers
+        if st.session_state.get("layer", 0) >= n_layers:
+            st.session_state["layer"] = n_layers - 1
+        st.selectbox("Layer", list(range(n_layers)), key="layer")
+        heads = ["mean", *range(c.n_heads)]
+        if st.session_state.get("head", "mean") not in heads:
+            st.session_state["head"] = "mean"
+        st.selectbox("Head", heads, key="head", format_func=lambda h: "mean of heads" if h == "mean" else f"head {h}")
+
+pages = [st.Page("pages/translate.py", title="Translate", icon="🌍", default=True)]
+st.navigation(pages).run()
+state.write_url()

@@ -1,0 +1,52 @@
+"""`python -m attnscope translate "..."`: translate and write tokens, steps and all attention."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from attnscope.checkpoint import CheckpointError
+from attnscope.loading import load
+from attnscope.translator import InputError, Translation
+
+
+def steps_json(result: Translation) -> list[dict[str, object]]:
+    return [{"step": s.index, "token": s.token, "token_id": s.token_id, "prob": round(s.prob, 6),
+             "entropy": round(s.entropy, 6), "top_k": [[t, round(p, 6)] for t, p in s.top_k]}
+            for s in result.steps or []]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m attnscope", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    tr = sub.add_parser("translate", help="translate one sentence")
+    tr.add_argument("text")
+    tr.add_argument("--checkpoint", default=None, help="checkpoint file (default: shipped en->de)")
+    tr.add_argument("--beam", type=int, default=1)
+    tr.add_argument("--max-len", type=int, default=None)
+    tr.add_argument("--json", type=Path, default=None, help="write tokens, steps and attention as JSON")
+    tr.add_argument("--npz", type=Path, default=None, help="write the attention record as NPZ")
+    args = parser.parse_args(argv)
+    try:
+        translator = load(args.checkpoint)
+        result = translator.translate(args.text, beam_size=args.beam, max_len=args.max_len)
+    except (CheckpointError, InputError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
+    print(result.text)
+    settings = {"checkpoint": translator.name, "sentence": args.text, "beam": args.beam, "max_len": args.max_len}
+    if args.json and result.attention is not None:
+        payload = json.loads(result.attention.to_json(settings))
+        payload.update(translation=result.text, steps=steps_json(result))
+        args.json.write_text(json.dumps(payload))
+    if args.npz and result.attention is not None:
+        args.npz.write_bytes(result.attention.to_npz(settings))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

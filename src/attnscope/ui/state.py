@@ -1,0 +1,92 @@
+"""Shared app state: cached models and results, sidebar selections, shareable URLs."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from attnscope import checkpoint
+from attnscope.checkpoint import CheckpointError
+from attnscope.loading import default_checkpoint, shipped_dir
+from attnscope.record import KINDS
+from attnscope.translator import InputError, Translation, Translator
+
+EXAMPLES = (
+    "A little girl climbs into a wooden playhouse.",
+    "Two dogs are running through the snow.",
+    "A man in a blue shirt is playing the guitar on the street.",
+    "The woman with the red hat is reading a book in the park.",
+)
+URL_KEYS = ("sentence", "checkpoint", "kind", "layer", "head", "step")
+
+
+def available_checkpoints() -> dict[str, Path]:
+    """Checkpoints the user can pick, by display name (file stem), default first."""
+    found = {p.stem: p for p in sorted(shipped_dir().glob("*.safetensors"))}
+    default = default_checkpoint().stem
+    return dict(sorted(found.items(), key=lambda kv: kv[0] != default))
+
+
+@st.cache_resource(max_entries=6, show_spinner="Loading the model…")
+def _load(path: str, mtime: float) -> Translator:
+    model, bundle = checkpoint.load(path)
+    return Translator(model, bundle)
+
+
+def translator(name: str | None = None) -> Translator | None:
+    """The translator of the named (default: active) checkpoint, or None with an error shown."""
+    choices = available_checkpoints()
+    name = name or st.session_state.get("checkpoint") or next(iter(choices), None)
+    if name not in choices:
+        st.error(f"No checkpoint named {name!r}. Available: {', '.join(choices) or 'none'}.")
+        return None
+    path = choices[name]
+    try:
+        return _load(str(path), path.stat().st_mtime)
+    except CheckpointError as err:
+        st.error(f"Could not load {name}: {err}")
+        return None
+
+
+@st.cache_data(max_entries=64, show_spinner="Translating…")
+def _translate(_translator: Translator, checkpoint_name: str, text: str, beam: int, max_len: int | None) -> Translation:
+    return _translator.translate(text, beam_size=beam, max_len=max_len)
+
+
+def translate(tr: Translator, text: str, beam: int = 1, max_len: int | None = None) -> Translation | None:
+    """Cached translation with every head captured; None (and a message) for bad input."""
+    try:
+        return _translate(tr, tr.name, text, beam, max_len)
+    except InputError as err:
+        st.warning(str(err))
+        return None
+
+
+def restore_from_url() -> None:
+    """On a session's first run, copy shareable view state from the URL into session_state."""
+    if st.session_state.get("_url_restored"):
+        return
+    st.session_state["_url_restored"] = True
+    params = st.query_params
+    if "sentence" in params:
+        st.session_state["sentence"] = params["sentence"][:2000]
+    if params.get("checkpoint") in available_checkpoints():
+        st.session_state["checkpoint"] = params["checkpoint"]
+    if params.get("kind") in KINDS:
+        st.session_state["kind"] = params["kind"]
+    for key in ("layer", "step"):
+        if params.get(key, "").isdigit():
+            st.session_state[key] = int(params[key])
+    head = params.get("head", "")
+    if head == "mean" or head.isdigit():
+        st.session_state["head"] = "mean" if head == "mean" else int(head)
+
+
+def write_url() -> None:
+    """Mirror the current view into the URL so it can be shared or bookmarked."""
+    for key in URL_KEYS:
+        value = st.session_state.get(key)
+        if value is None or value == "":
+            st.query_params.pop(key, None)
+        elif st.query_params.get(key) != str(value):
+            st.query_params[key] = str(value)

@@ -1,0 +1,1 @@
+"""Pure plotly figure builders: records in, `go.Figure` out (no streamlit here)."""
