@@ -1,0 +1,29 @@
+"""AppTest fixtures: a toy 'reverse' checkpoint trained in seconds, served as the only checkpoint."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from tests.support import ROOT, train_toy_checkpoint
+
+APP = str(ROOT / "app.py")
+
+
+@pytest.fixture(scope="session")
+def toy_checkpoint_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding one checkpoint: a tiny model trained to reverse letter strings."""
+    folder = tmp_path_factory.mktemp("checkpoints")
+    train_toy_checkpoint(tmp_path_factory.mktemp("toy-run"), folder)
+    return folder
+
+
+@pytest.fixture
+def app(toy_checkpoint_dir: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
+    """The app against the toy checkpoint, with caches cleared so every test starts fresh."""
+    monkeypatch.setenv("ATTNSCOPE_CHECKPOINTS", str(toy_checkpoint_dir))
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    return AppTest.from_file(APP, default_timeout=60)

@@ -1,0 +1,14 @@
+"""Key journey in a real browser: type a sentence, see the translation and the heatmaps."""
+from __future__ import annotations
+
+from playwright.sync_api import Page, expect
+
+
+def test_type_a_sentence_and_see_translation_and_heatmaps(server: str, page: Page) -> None:
+    page.goto(server)
+    box = page.get_by_label("Sentence (en)")
+    box.fill("a b c d e")
+    box.press("Control+Enter")
+    expect(page.get_by_text("e d c b a")).to_be_visible()
+    expect(page.locator(".js-plotly-plot").first).to_be_visible()
+    assert "sentence=a+b+c+d+e" in page.url or "sentence=a%20b%20c%20d%20e" in page.url

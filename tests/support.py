@@ -1,0 +1,19 @@
+"""Helpers shared by the app and browser tests."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from attnscope.train import TrainConfig, train
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def train_toy_checkpoint(run_dir: Path, folder: Path) -> Path:
+    """Train a tiny model to reverse letter strings (seconds) and put it in `folder`."""
+    best = train(TrainConfig(out_dir=str(run_dir), task="reverse", preset="toy", toy_size=2000, max_tokens=600,
+                             lr=3e-3, warmup=100, epochs=12, threads=1, src_lang="en", tgt_lang="en",
+                             name="toy-reverse"))
+    target = folder / "toy-reverse.safetensors"
+    shutil.copy(best, target)
+    return target
