@@ -48,6 +48,7 @@ class MultiHeadAttention(nn.Module):
         self.out_proj = nn.Linear(d_model, d_model)
         self.dropout = dropout
         self.hook_pattern = HookPoint()  # weights (B, H, Q, K)
+        self.head_mask: Tensor | None = None  # (H,) 0/1 gate on each head's output; set by analysis.ablated()
 
     def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """Keys and values of `x`, each (B, H, K, dh); cached by incremental decoding."""
@@ -63,6 +64,8 @@ class MultiHeadAttention(nn.Module):
             out = F.dropout(weights, p, self.training) @ values  # (B, H, Q, dh)
         else:
             out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, dropout_p=p)
+        if self.head_mask is not None:
+            out = out * self.head_mask.view(1, -1, 1, 1)  # ablated heads contribute nothing
         b, h, n, dh = out.shape
         return self.out_proj(out.transpose(1, 2).reshape(b, n, h * dh))  # (B, Q, D)
 
