@@ -32,6 +32,13 @@ with st.sidebar:
             st.session_state["head"] = "mean"
         st.selectbox("Head", heads, key="head", format_func=lambda h: "mean of heads" if h == "mean" else f"head {h}")
 
-pages = [st.Page("pages/translate.py", title="Translate", icon="🌍", default=True)]
+    with st.expander("Figure downloads"):
+        st.radio("Camera button saves", ["png", "svg"], key="image_format", horizontal=True)
+
+pages = [st.Page("pages/translate.py", title="Translate", icon="🌍", default=True),
+         st.Page("pages/step.py", title="Step through decoding", icon="👣"),
+         st.Page("pages/heads.py", title="Heads & layers", icon="🧩"),
+         st.Page("pages/positional.py", title="Positional encoding", icon="〰️"),
+         st.Page("pages/anatomy.py", title="Model anatomy", icon="🦴")]
 st.navigation(pages).run()
 state.write_url()

@@ -130,3 +130,4 @@ class DecodeStep:
     entropy: float  # of the next-token distribution, in nats
     cross: np.ndarray  # [L, H, S] cross-attention row over the source
     decoder_self: np.ndarray  # [L, H, t+1] masked self-attention row over the prefix
+    top_ids: tuple[int, ...] = ()  # vocabulary ids of `top_k`, e.g. to force a rival token

@@ -7,7 +7,14 @@ from streamlit.testing.v1 import AppTest
 
 
 def chart_specs(at: AppTest) -> list[dict]:
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    """The large per-head heatmaps (not the all-heads grids), in tab order."""
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    return [s for s in specs if "every layer and head" not in s["layout"]["title"]["text"]]
+
+
+def grid_specs(at: AppTest) -> list[dict]:
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    return [s for s in specs if "every layer and head" in s["layout"]["title"]["text"]]
 
 
 def test_page_translates_and_shows_three_heatmaps(app: AppTest) -> None:
@@ -19,6 +26,9 @@ def test_page_translates_and_shows_three_heatmaps(app: AppTest) -> None:
     assert len(specs) == 3
     encoder = specs[0]["layout"]["xaxis"]["ticktext"]
     assert encoder == ["a", "b", "c", "d", "<eos>"]
+    grids = grid_specs(app)
+    assert len(grids) == 3
+    assert grids[0]["layout"]["xaxis"]["ticktext"] == ["head 0", "head 1", "head 2", "head 3"]
 
 
 def test_tokens_are_tick_labels_and_repeats_stay_separate(app: AppTest) -> None:

@@ -6,7 +6,7 @@ from playwright.sync_api import Page, expect
 
 def test_type_a_sentence_and_see_translation_and_heatmaps(server: str, page: Page) -> None:
     page.goto(server)
-    box = page.get_by_label("Sentence (en)")
+    box = page.locator("textarea[aria-label=\"Sentence (en)\"]")
     box.fill("a b c d e")
     box.press("Control+Enter")
     expect(page.get_by_text("e d c b a")).to_be_visible()

@@ -62,6 +62,58 @@ def translate(tr: Translator, text: str, beam: int = 1, max_len: int | None = No
         return None
 
 
+@st.cache_data(max_entries=64, show_spinner="Decoding the forced branch…")
+def _force(_translator: Translator, checkpoint_name: str, text: str, prefix: tuple[int, ...], max_len: int | None) -> Translation:
+    return _translator.translate(text, max_len=max_len, prefix=prefix)
+
+
+def force(tr: Translator, text: str, prefix: tuple[int, ...], max_len: int | None = None) -> Translation | None:
+    """Greedy continuation after forcing `prefix` (cached)."""
+    try:
+        return _force(tr, tr.name, text, prefix, max_len)
+    except InputError as err:
+        st.warning(str(err))
+        return None
+
+
+@st.cache_data(max_entries=64, show_spinner="Scoring…")
+def _score(_translator: Translator, checkpoint_name: str, text: str, reference: str) -> Translation:
+    return _translator.score(text, reference)
+
+
+def score(tr: Translator, text: str, reference: str) -> Translation | None:
+    """Teacher-forced record of `reference` (cached)."""
+    try:
+        return _score(tr, tr.name, text, reference)
+    except InputError as err:
+        st.warning(str(err))
+        return None
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _hypothesis(_translator: Translator, checkpoint_name: str, text: str, ids: tuple[int, ...]) -> Translation:
+    return _translator.hypothesis(text, ids)
+
+
+def hypothesis(tr: Translator, text: str, ids: tuple[int, ...]) -> Translation:
+    """Teacher-forced record of a given output, e.g. one beam hypothesis (cached)."""
+    return _hypothesis(tr, tr.name, text, ids)
+
+
+def keep(key: str, default: object) -> dict[str, object]:
+    """Widget kwargs whose value survives page switches (Streamlit drops state of unrendered widgets).
+
+    The value lives under `key`; the widget uses a shadow key and copies back on change.
+    """
+    st.session_state.setdefault(key, default)
+    st.session_state["_w_" + key] = st.session_state[key]
+    return {"key": "_w_" + key, "on_change": _copy_back, "args": (key,)}
+
+
+def _copy_back(key: str) -> None:
+    st.session_state[key] = st.session_state["_w_" + key]
+
+
 def restore_from_url() -> None:
     """On a session's first run, copy shareable view state from the URL into session_state."""
     if st.session_state.get("_url_restored"):

@@ -1,0 +1,36 @@
+"""Model anatomy: the checkpoint's config, where the parameters are, and every tensor's shape."""
+import dataclasses
+
+import pandas as pd
+import streamlit as st
+
+from attnscope.anatomy import parameter_table, shape_walkthrough
+from attnscope.ui import state, widgets
+
+st.title("Model anatomy")
+tr = state.translator()
+if tr is None:
+    st.stop()
+c = tr.model.config
+left, right = st.columns(2)
+with left:
+    st.subheader("Config")
+    st.dataframe(pd.DataFrame({"field": [f.name for f in dataclasses.fields(c)],
+                               "value": [str(getattr(c, f.name)) for f in dataclasses.fields(c)]}),
+                 hide_index=True, width="stretch")
+with right:
+    st.subheader("Parameters")
+    table = parameter_table(tr.model)
+    st.metric("Total parameters", f"{int(table['parameters'].sum()):,}")
+    st.dataframe(table, hide_index=True, width="stretch")
+    summary = tr.bundle.summary
+    st.caption(" · ".join(f"{k}: {summary[k]}" for k in ("data", "steps", "epochs", "best_val_bleu", "date") if k in summary))
+
+st.subheader("Tensor shapes for the current sentence")
+text = widgets.sentence_box(tr)
+result = state.translate(tr, text, int(st.session_state.get("beam", 1)), int(st.session_state.get("max_len", 100)))
+if result is not None:
+    s, t = len(result.source_tokens), len(result.target_tokens)
+    st.markdown(f"S = {s} source tokens, T = {t} decoder positions, D = {c.d_model}, H = {c.n_heads}, "
+                f"d_head = D / H = {c.head_dim}, V = {c.tgt_vocab_size}.")
+    st.dataframe(shape_walkthrough(tr.model, s, t), hide_index=True, width="stretch")

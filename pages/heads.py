@@ -1,0 +1,37 @@
+"""Heads & layers: all heads at once, head statistics, comparisons, ablation, rollout."""
+import streamlit as st
+
+from attnscope.analysis import head_stats
+from attnscope.record import KIND_LABELS
+from attnscope.ui import heads_tools, state, widgets
+from attnscope.viz.grid import heads_grid
+
+st.title("Heads & layers")
+tr = state.translator()
+if tr is None:
+    st.stop()
+text = widgets.sentence_box(tr)
+beam, max_len = widgets.decoding_options(tr)
+result = state.translate(tr, text, beam, max_len)
+if result is None:
+    st.stop()
+st.markdown(f"> {result.text}")
+kind = st.session_state.get("kind", "cross")
+rows = result.output_tokens if kind == "cross" else None
+head = st.session_state.get("head", "mean")
+layer = min(st.session_state.get("layer", 0), result.attention.n_layers(kind) - 1)
+widgets.chart(heads_grid(result.attention, kind, per_head_scale=st.session_state.get("per_head_scale", False),
+                         row_labels=rows, selected=(layer, None if head == "mean" else head)), "heads-grid")
+
+stats, compare, ablation, rollout = st.tabs(["Head statistics", "Compare", "Ablation", "Rollout"])
+with stats:
+    st.caption(f"{KIND_LABELS['encoder']}, {KIND_LABELS['decoder']} and cross-attention heads for this sentence. "
+               "Click a column header to sort.")
+    st.dataframe(head_stats(result.attention).round(3), hide_index=True, width="stretch")
+    heads_tools.split_statistics(tr)
+with compare:
+    heads_tools.comparison(tr, text, result)
+with ablation:
+    heads_tools.ablation(tr, text, result)
+with rollout:
+    heads_tools.rollout_view(result)

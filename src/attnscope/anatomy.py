@@ -1,0 +1,63 @@
+"""The model's anatomy: parameter counts per module, tensor shapes at every stage, raw encodings."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import torch
+
+from attnscope.model import Transformer
+
+
+def parameter_table(model: Transformer) -> pd.DataFrame:
+    """Parameters per top-level part and per layer, tied matrices counted once (where first used)."""
+    seen: set[int] = set()
+    rows = []
+    for name, p in model.named_parameters(remove_duplicate=False):
+        if id(p) in seen:
+            continue
+        seen.add(id(p))
+        parts = name.split(".")
+        group = ".".join(parts[:2]) if parts[0] in ("encoder", "decoder") else parts[0]
+        rows.append({"module": group, "tensor": name, "shape": "×".join(map(str, p.shape)), "parameters": p.numel()})
+    frame = pd.DataFrame(rows)
+    return frame.groupby("module", sort=False, as_index=False)["parameters"].sum()
+
+
+def shape_walkthrough(model: Transformer, src_len: int, tgt_len: int) -> pd.DataFrame:
+    """Tensor shapes at every stage for one sentence pair (batch of 1): B=1, S, T, D, H, d_head."""
+    c = model.config
+    d, h, dh, s, t = c.d_model, c.n_heads, c.head_dim, src_len, tgt_len
+    rows = [
+        ("source ids", "[1, S]", (1, s)),
+        ("source embeddings × √d_model + positions", "[1, S, D]", (1, s, d)),
+        ("encoder self-attn: Q, K, V per head", "[1, H, S, d_head]", (1, h, s, dh)),
+        ("encoder self-attn: scores Q·Kᵀ/√d_head", "[1, H, S, S]", (1, h, s, s)),
+        ("encoder self-attn: weights (softmax)", "[1, H, S, S]", (1, h, s, s)),
+        ("encoder self-attn: weights · V, heads concatenated", "[1, S, D]", (1, s, d)),
+        ("encoder feed-forward hidden", "[1, S, d_ff]", (1, s, c.d_ff)),
+        ("encoder output (memory)", "[1, S, D]", (1, s, d)),
+        ("target ids (<bos> y1 …)", "[1, T]", (1, t)),
+        ("decoder masked self-attn: weights", "[1, H, T, T]", (1, h, t, t)),
+        ("cross-attn: Q from decoder, K/V from memory", "Q [1, H, T, d_head], K/V [1, H, S, d_head]", (1, h, t, dh)),
+        ("cross-attn: weights", "[1, H, T, S]", (1, h, t, s)),
+        ("decoder output", "[1, T, D]", (1, t, d)),
+        ("logits over the target vocabulary", "[1, T, V]", (1, t, c.tgt_vocab_size)),
+    ]
+    return pd.DataFrame([{"stage": name, "shape": sym, "this sentence": "×".join(map(str, shape)),
+                          "values": math.prod(shape)} for name, sym, shape in rows])
+
+
+@torch.no_grad()
+def model_positions(model: Transformer, n: int) -> np.ndarray:
+    """The positional vectors the model adds at positions 0..n-1, (n, D)."""
+    return model.positions(n).float().cpu().numpy()
+
+
+@torch.no_grad()
+def embedding_norms(model: Transformer, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """L2 norms of every scaled target-token embedding and of the first n positional vectors."""
+    scale = math.sqrt(model.config.d_model)
+    tokens = (model.tgt_embed.weight[4:].float() * scale).norm(dim=-1).cpu().numpy()  # skip special tokens
+    return tokens, np.linalg.norm(model_positions(model, n), axis=-1)

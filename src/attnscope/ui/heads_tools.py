@@ -1,0 +1,136 @@
+"""Widgets of the Heads & layers page: split statistics, comparisons, ablation, rollout."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from attnscope.analysis import ablate_sentence, ablation_bleu, head_stats_over, rollout, source_alignment
+from attnscope.data import DataError, data_dir, load_pairs
+from attnscope.record import KINDS
+from attnscope.translator import Translation, Translator
+from attnscope.ui import state, widgets
+from attnscope.viz.heatmap import attention_heatmap, head_weights
+
+MAX_SAMPLE = 200  # sentences per split sample: keeps a CPU-only analysis under a minute or two
+SPLITS = ("val", "test_2016_flickr", "test_2017_flickr")
+
+
+def _pairs(tr: Translator, split: str, n: int) -> list[tuple[str, str]] | None:
+    try:
+        return load_pairs(data_dir(), split, tr.bundle.src_lang, tr.bundle.tgt_lang)[:n]
+    except DataError as err:
+        st.warning(f"{err}")
+        return None
+
+
+def split_statistics(tr: Translator) -> None:
+    st.markdown("**Averaged over a sample of a Multi30k split**")
+    cols = st.columns(3)
+    split = cols[0].selectbox("Split", SPLITS, key="stats_split")
+    n = cols[1].number_input(f"Sentences (max {MAX_SAMPLE})", 1, MAX_SAMPLE, 20, key="stats_n")
+    if cols[2].button("Compute", key="stats_go"):
+        pairs = _pairs(tr, split, int(n))
+        if pairs:
+            bar = st.progress(0.0, text="Translating…")
+            frame = head_stats_over(tr, [s for s, _ in pairs], lambda i, total: bar.progress(i / total, text=f"{i}/{total} sentences"))
+            st.session_state["split_stats"] = (tr.name, split, len(pairs), frame)
+    saved = st.session_state.get("split_stats")
+    if saved and saved[0] == tr.name:
+        st.caption(f"{saved[2]} sentences of {saved[1]}")
+        st.dataframe(saved[3].round(3), hide_index=True, width="stretch")
+
+
+def _pick(label: str, key: str, tr: Translator) -> tuple[str, int, int | None]:
+    c = tr.model.config
+    cols = st.columns(3)
+    kind = cols[0].selectbox(f"{label}: attention", KINDS, key=f"{key}_kind")
+    n_layers = c.n_encoder_layers if kind == "encoder" else c.n_decoder_layers
+    layer = cols[1].selectbox(f"{label}: layer", range(n_layers), key=f"{key}_layer")
+    head = cols[2].selectbox(f"{label}: head", ["mean", *range(c.n_heads)], key=f"{key}_head")
+    return kind, layer, None if head == "mean" else head
+
+
+def comparison(tr: Translator, text: str, result: Translation) -> None:
+    """Two heads/layers of this sentence, this sentence vs another, or two checkpoints, with their difference."""
+    mode = st.radio("Compare", ["two heads or layers", "two sentences", "two checkpoints"], horizontal=True, key="cmp_mode")
+    a = _pick("A", "cmp_a", tr)
+    if mode == "two heads or layers":
+        b = _pick("B", "cmp_b", tr)
+        rec_a, rec_b = result.attention, result.attention
+    elif mode == "two sentences":
+        other = st.text_input("Second sentence", "A little boy climbs into a wooden playhouse.", key="cmp_sentence")
+        second = state.translate(tr, other, 1, 100)
+        if second is None:
+            return
+        b, rec_a, rec_b = a, result.attention, second.attention
+    else:
+        names = [n for n in state.available_checkpoints() if n != tr.name]
+        if not names:
+            st.info("Only one checkpoint is available; add another (Checkpoints page) to compare.")
+            return
+        other_tr = state.translator(st.selectbox("Second checkpoint", names, key="cmp_ckpt"))
+        if other_tr is None:
+            return
+        second = state.score(other_tr, text, result.text)  # same output text, teacher-forced
+        if second is None:
+            return
+        st.caption("The second checkpoint is teacher-forced on the first one's translation, so both read the same target.")
+        b, rec_a, rec_b = a, result.attention, second.attention
+    za, zb = head_weights(rec_a, a[0], a[1], a[2]), head_weights(rec_b, b[0], b[1], b[2])
+    qa, ka = rec_a.axes(a[0])
+    qb, kb = rec_b.axes(b[0])
+    cols = st.columns(3)
+    with cols[0]:
+        widgets.chart(attention_heatmap(za, qa, ka, title="A"), "cmp-a")
+    with cols[1]:
+        widgets.chart(attention_heatmap(zb, qb, kb, title="B"), "cmp-b")
+    with cols[2]:
+        if za.shape == zb.shape and (qa, ka) == (qb, kb):
+            diff = attention_heatmap(za - zb, qa, ka, title="A − B", per_head_scale=True)
+            diff.update_traces(colorscale="RdBu", zmid=0)
+            widgets.chart(diff, "cmp-diff")
+            st.caption(f"max |A − B| = {float(np.abs(za - zb).max()):.3f}")
+        else:
+            st.info("A difference map needs the same tokens on both axes; these maps have different tokens.")
+
+
+def ablation(tr: Translator, text: str, result: Translation) -> None:
+    """Switch heads off and see the translation, token probabilities and BLEU change."""
+    c = tr.model.config
+    options = [(k, layer, h) for k in KINDS for layer in range(c.n_encoder_layers if k == "encoder" else c.n_decoder_layers)
+               for h in range(c.n_heads)]
+    chosen = st.multiselect("Heads to switch off", options, key="ablate_heads",
+                            format_func=lambda o: f"{o[0]} L{o[1]} H{o[2]}")
+    if not chosen:
+        st.caption("Pick one or more heads; their outputs are set to zero.")
+        return
+    outcome = ablate_sentence(tr, text, chosen)
+    st.markdown(f"**With all heads:** {outcome.baseline.text}  \n**Without them:** {outcome.ablated.text}")
+    st.dataframe(outcome.token_changes.round(4), hide_index=True, width="stretch")
+    cols = st.columns(3)
+    split = cols[0].selectbox("BLEU on split", SPLITS, key="ablate_split")
+    n = cols[1].number_input(f"Sentences (max {MAX_SAMPLE})", 1, MAX_SAMPLE, 50, key="ablate_n")
+    if cols[2].button("Measure BLEU change", key="ablate_go"):
+        pairs = _pairs(tr, split, int(n))
+        if pairs:
+            with st.spinner("Translating with and without the heads…"):
+                st.session_state["ablate_bleu"] = ablation_bleu(tr, pairs, chosen)
+    if "ablate_bleu" in st.session_state:
+        st.dataframe(pd.DataFrame([st.session_state["ablate_bleu"]]), hide_index=True)
+
+
+def rollout_view(result: Translation) -> None:
+    """Encoder rollout (Abnar & Zuidema 2020) and the decoder's composed source alignment."""
+    record = result.attention
+    rolled = rollout(record)
+    layer = st.selectbox("Rollout up to encoder layer", range(len(rolled)), index=len(rolled) - 1, key="rollout_layer")
+    cols = st.columns(2)
+    with cols[0]:
+        widgets.chart(attention_heatmap(rolled[layer], record.source_tokens, record.source_tokens,
+                                        title=f"Encoder rollout through layer {layer}", row_title="encoder position",
+                                        col_title="input token"), "rollout")
+    with cols[1]:
+        widgets.chart(attention_heatmap(source_alignment(record), result.output_tokens, record.source_tokens,
+                                        title="Decoder source alignment (self-attention ∘ cross-attention)",
+                                        row_title="generated token", col_title="source token"), "alignment")

@@ -1,0 +1,60 @@
+"""Positional encodings: curves per dimension, position x dimension map, offset similarity, norms."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+
+def encoding_curves(table: np.ndarray, dims: Sequence[int], *, title: str) -> go.Figure:
+    """Value of chosen dimensions over positions: each pair oscillates at its own frequency."""
+    fig = go.Figure()
+    for d in dims:
+        fig.add_trace(go.Scatter(x=np.arange(table.shape[0]), y=table[:, d], mode="lines", name=f"dim {d}"))
+    fig.update_layout(title=title, xaxis_title="position", yaxis_title="value", height=380,
+                      margin=dict(l=10, r=10, t=50, b=10))
+    return fig
+
+
+def encoding_heatmap(table: np.ndarray, *, title: str) -> go.Figure:
+    """Positions as rows, dimensions as columns."""
+    fig = go.Figure(go.Heatmap(z=table.astype(np.float32), colorscale="RdBu", zmid=0,
+                               hovertemplate="position %{y}<br>dimension %{x}<br>value %{z:.3f}<extra></extra>"))
+    fig.update_yaxes(title="position", autorange="reversed")
+    fig.update_xaxes(title="dimension")
+    fig.update_layout(title=title, height=420, margin=dict(l=10, r=10, t=50, b=10))
+    return fig
+
+
+def similarity_heatmap(table: np.ndarray, *, title: str) -> go.Figure:
+    """Dot products between the encodings of every pair of positions."""
+    sim = (table @ table.T).astype(np.float32)
+    fig = go.Figure(go.Heatmap(z=sim, colorscale="Viridis",
+                               hovertemplate="positions %{y} · %{x}<br>dot product %{z:.2f}<extra></extra>"))
+    fig.update_yaxes(title="position", autorange="reversed")
+    fig.update_xaxes(title="position")
+    fig.update_layout(title=title, height=420, margin=dict(l=10, r=10, t=50, b=10))
+    return fig
+
+
+def offset_profile(table: np.ndarray, anchors: Sequence[int], *, title: str) -> go.Figure:
+    """Dot product of position p with p+k as a function of k, for several p: same curve = offset-only."""
+    fig = go.Figure()
+    n = table.shape[0]
+    for p in anchors:
+        offsets = np.arange(0, n - p)
+        fig.add_trace(go.Scatter(x=offsets, y=table[p + offsets] @ table[p], mode="lines", name=f"from position {p}"))
+    fig.update_layout(title=title, xaxis_title="offset k", yaxis_title="PE(p) · PE(p+k)", height=380,
+                      margin=dict(l=10, r=10, t=50, b=10))
+    return fig
+
+
+def norms_histogram(token_norms: np.ndarray, position_norms: np.ndarray, *, title: str) -> go.Figure:
+    """How large scaled token embeddings are next to the positional encodings added to them."""
+    fig = go.Figure()
+    fig.add_trace(go.Histogram(x=token_norms, name="token embedding × √d_model", opacity=0.7))
+    fig.add_trace(go.Histogram(x=position_norms, name="positional encoding", opacity=0.7))
+    fig.update_layout(title=title, barmode="overlay", xaxis_title="L2 norm", yaxis_title="count", height=360,
+                      margin=dict(l=10, r=10, t=50, b=10))
+    return fig
