@@ -67,6 +67,7 @@ class TrainConfig:
     half: bool = False  # store checkpoints in fp16
     keep_evals: bool = False  # also keep eval-<step>.safetensors at every validation (for averaging)
     name: str | None = None  # checkpoint name shown in the app; default e.g. multi30k-en-de
+    init_from: str | None = None  # start from this checkpoint's weights, tokenizers and step count (fresh optimizer)
 
     def __post_init__(self) -> None:
         if self.task != "multi30k" and self.task not in TOY_TASKS:
@@ -196,15 +197,16 @@ class Trainer:
         torch.manual_seed(self.cfg.seed)
         last = self.out / "last.safetensors"
         resume = last.is_file() and (self.out / "last.state.safetensors").is_file()
-        if resume:
-            model, bundle = checkpoint.load(last, "cpu")
+        start = last if resume else (Path(self.cfg.init_from) if self.cfg.init_from else None)
+        if start is not None:
+            model, bundle = checkpoint.load(start, "cpu")
             self.config, codecs = bundle.config, (bundle.src_codec, bundle.tgt_codec)
         else:
             base = dict(PRESETS[self.cfg.preset], **self.cfg.model)
             self.config, codecs, model = None, None, None  # type: ignore[assignment]
-        max_len = self.config.max_len if resume else base.get("max_len", 256)
+        max_len = self.config.max_len if start is not None else base.get("max_len", 256)
         self.corpus = build_corpus(self.cfg, codecs, max_len)
-        if not resume:
+        if start is None:
             src, tgt = self.corpus.bundle_codecs
             joint = src.to_json() == tgt.to_json()
             base.setdefault("share_embeddings", joint)
@@ -216,6 +218,9 @@ class Trainer:
         self.state = {"step": 0, "epoch": 0, "batch": 0, "best_bleu": -1.0, "elapsed": 0.0, "history": []}
         if resume:
             self.state.update(load_training_state(self.out / "last.state.safetensors", self.optimizer, self.model))
+        elif start is not None:  # continue the schedule where the earlier run stopped
+            self.state.update(step=int(bundle.summary.get("steps", 0)), epoch=int(bundle.summary.get("epochs", 0)),
+                              best_bleu=float(bundle.summary.get("best_val_bleu", -1.0)))
 
     def bundle(self) -> Bundle:
         src, tgt = self.corpus.bundle_codecs
@@ -365,14 +370,15 @@ def parse_args(argv: Sequence[str] | None = None) -> TrainConfig:
     p.add_argument("--half", action="store_true", help="store checkpoints in fp16")
     p.add_argument("--keep-evals", action="store_true", help="keep a checkpoint of every validation")
     p.add_argument("--name", default=None)
+    p.add_argument("--init-from", default=None, help="start from a checkpoint (e.g. a shipped one) with a fresh optimizer")
     a = p.parse_args(argv)
     overrides = {}
     for item in a.set:
         key, _, value = item.partition("=")
         overrides[key] = json.loads(value) if value[:1].isdigit() or value in ("true", "false") else value
-    given = {k: v for k, v in vars(a).items() if v is not None and k not in ("out", "src", "tgt", "set", "vocab_size", "data_dir", "half", "keep_evals")}
+    given = {k: v for k, v in vars(a).items() if v is not None and k not in ("out", "src", "tgt", "set", "vocab_size", "data_dir", "half", "keep_evals", "init_from")}
     return TrainConfig(out_dir=a.out, src_lang=a.src, tgt_lang=a.tgt, data_dir=a.data_dir, vocab_size=a.vocab_size,
-                       model=overrides, half=a.half, keep_evals=a.keep_evals, **given)
+                       model=overrides, half=a.half, keep_evals=a.keep_evals, init_from=a.init_from, **given)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
