@@ -12,3 +12,22 @@ def test_type_a_sentence_and_see_translation_and_heatmaps(server: str, page: Pag
     expect(page.get_by_text("e d c b a")).to_be_visible()
     expect(page.locator(".js-plotly-plot").first).to_be_visible()
     assert "sentence=a+b+c+d+e" in page.url or "sentence=a%20b%20c%20d%20e" in page.url
+
+
+def test_step_forward_twice_switch_page_and_come_back(server: str, page: Page) -> None:
+    page.goto(server)
+    box = page.locator("textarea[aria-label=\"Sentence (en)\"]")
+    box.fill("a b c d")
+    box.press("Control+Enter")
+    expect(page.get_by_text("d c b a")).to_be_visible()
+    page.get_by_role("link", name="Step through decoding").click()
+    expect(page.get_by_text("Step 0: chose “d”")).to_be_visible()
+    page.get_by_role("button", name="Next ▶").click()
+    expect(page.get_by_text("Step 1: chose “c”")).to_be_visible()
+    page.get_by_role("button", name="Next ▶").click()
+    expect(page.get_by_text("Step 2: chose “b”")).to_be_visible()
+    page.get_by_role("link", name="Positional encoding").click()
+    expect(page.get_by_text("Sinusoidal encoding", exact=False).first).to_be_visible()
+    page.get_by_role("link", name="Step through decoding").click()
+    expect(page.get_by_text("Step 2: chose “b”")).to_be_visible()
+    expect(box).to_have_value("a b c d")

@@ -1,0 +1,68 @@
+"""AppTest journeys on Heads & layers, Positional encoding and Model anatomy."""
+from __future__ import annotations
+
+import json
+
+from streamlit.testing.v1 import AppTest
+
+
+def titles(app: AppTest) -> list[str]:
+    return [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in app.get("plotly_chart")]
+
+
+def open_page(app: AppTest, page: str, sentence: str = "a b c d") -> AppTest:
+    app.session_state["sentence"] = sentence
+    app.run()
+    return app.switch_page(page).run()
+
+
+def test_head_statistics_table_has_a_row_per_head(app: AppTest) -> None:
+    open_page(app, "pages/heads.py")
+    table = app.dataframe[0].value
+    assert len(table) == 3 * 2 * 4  # kinds x layers x heads of the toy model
+    assert {"entropy", "diagonal", "eos_share"} <= set(table.columns)
+
+
+def test_compare_two_heads_shows_their_difference(app: AppTest) -> None:
+    open_page(app, "pages/heads.py")
+    app.selectbox(key="cmp_b_head").set_value(1).run()
+    assert "A − B" in titles(app)
+    assert not app.exception
+
+
+def test_ablating_every_cross_head_changes_the_translation(app: AppTest) -> None:
+    open_page(app, "pages/heads.py")
+    heads = [("cross", layer, head) for layer in range(2) for head in range(4)]
+    app.multiselect(key="ablate_heads").set_value(heads).run()
+    assert not app.exception
+    text = next(m.value for m in app.markdown if m.value.startswith("**With all heads:**"))
+    before, after = text.split("  \n")
+    assert before == "**With all heads:** d c b a"
+    assert after != "**Without them:** d c b a"
+
+
+def test_rollout_views_render(app: AppTest) -> None:
+    open_page(app, "pages/heads.py")
+    assert any(t.startswith("Encoder rollout") for t in titles(app))
+    assert any(t.startswith("Decoder source alignment") for t in titles(app))
+
+
+def test_split_statistics_without_data_explain_what_is_missing(app: AppTest, monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("ATTNSCOPE_DATA", str(tmp_path))
+    open_page(app, "pages/heads.py")
+    app.button(key="stats_go").click().run()
+    assert not app.exception
+    assert any("missing corpus file" in w.value for w in app.warning)
+
+
+def test_positional_page_shows_sinusoids_and_the_models_own(app: AppTest) -> None:
+    open_page(app, "pages/positional.py")
+    assert any(t.startswith("Sinusoidal encoding") for t in titles(app))
+    assert any("Identical to the table above" in c.value for c in app.caption)
+
+
+def test_anatomy_counts_every_parameter(app: AppTest) -> None:
+    open_page(app, "pages/anatomy.py")
+    shapes = app.dataframe[2].value
+    assert "cross-attn: weights" in list(shapes["stage"])
+    assert not app.exception
