@@ -1,0 +1,259 @@
+"""Benchmarks (`python -m attnscope.bench`): speed, memory and quality, measured side by side.
+
+Every figure is a median over repetitions in one process, reported with the machine. Ratios
+compare against an honest baseline run in the same process (nn.Transformer for training,
+uncached decoding, capture off). `--tiny` runs everything on a tiny random model in seconds
+(the test suite's smoke test); it proves the code runs, its numbers mean nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from attnscope import checkpoint
+from attnscope.config import BOS_ID, ModelConfig
+from attnscope.data import DataError, data_dir, load_pairs, pad
+from attnscope.device import autocast, autocast_dtype, cpu_has_fast_bf16, pick_device
+from attnscope.evaluate import scores
+from attnscope.loading import default_checkpoint, shipped_dir
+from attnscope.model import DecoderCache, Transformer, sinusoidal_table
+from attnscope.translator import Translator
+from attnscope.train import label_smoothed_loss
+
+SENTENCES = ("A man in an orange hat starring at something.", "Two dogs are running through the snow.",
+             "A little girl climbs into a wooden playhouse.", "A group of people standing in front of an igloo.",
+             "The woman with the red hat is reading a book in the park.")
+
+
+def median_time(fn: Callable[[], Any], repeats: int) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def machine() -> dict[str, Any]:
+    cpu = platform.processor()
+    try:
+        cpu = next(l.split(":", 1)[1].strip() for l in Path("/proc/cpuinfo").read_text().splitlines() if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return {"cpu": cpu, "threads": torch.get_num_threads(), "torch": torch.__version__, "python": platform.python_version(),
+            "device": str(pick_device()), "fast_bf16": cpu_has_fast_bf16()}
+
+
+class TorchBaseline(nn.Module):
+    """nn.Transformer with our embeddings, positions and tied output layer: the training baseline."""
+
+    def __init__(self, c: ModelConfig) -> None:
+        super().__init__()
+        self.d = c.d_model
+        self.embed = nn.Embedding(c.tgt_vocab_size, c.d_model)
+        self.register_buffer("pe", sinusoidal_table(c.max_len, c.d_model), persistent=False)
+        self.core = nn.Transformer(c.d_model, c.n_heads, c.n_encoder_layers, c.n_decoder_layers, c.d_ff, c.dropout,
+                                   batch_first=True, norm_first=c.norm == "pre")
+        self.out = nn.Linear(c.d_model, c.tgt_vocab_size)
+        self.out.weight = self.embed.weight
+
+    def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
+        emb = lambda x: self.embed(x) * math.sqrt(self.d) + self.pe[: x.shape[1]]  # noqa: E731
+        causal = torch.ones(tgt.shape[1], tgt.shape[1], dtype=torch.bool, device=tgt.device).triu(1)  # True = masked
+        h = self.core(emb(src), emb(tgt), tgt_mask=causal, src_key_padding_mask=src == 0,
+                      tgt_key_padding_mask=tgt == 0, memory_key_padding_mask=src == 0, tgt_is_causal=True)
+        return self.out(h)
+
+
+def training_throughput(c: ModelConfig, batch: int, length: int, steps: int, repeats: int) -> list[dict[str, Any]]:
+    """Target tokens per second of a training step, ours vs nn.Transformer, same sizes and optimizer."""
+    device = pick_device()
+    g = torch.Generator().manual_seed(0)
+    src = torch.randint(4, c.src_vocab_size, (batch, length), generator=g).to(device)
+    tgt = torch.randint(4, c.tgt_vocab_size, (batch, length + 1), generator=g).to(device)
+    precisions = [None] + ([torch.bfloat16] if autocast_dtype(device) is not None else [])
+    rows = []
+    for dtype in precisions:
+        result: dict[str, Any] = {"precision": "fp32" if dtype is None else "bf16"}
+        for name, model in (("attnscope", Transformer(c)), ("nn.Transformer", TorchBaseline(c))):
+            model.to(device).train()
+            opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+
+            def run() -> None:
+                for _ in range(steps):
+                    with autocast(device, dtype):
+                        logits = model(src, tgt[:, :-1])
+                    loss, n = label_smoothed_loss(logits, tgt[:, 1:], 0.1)
+                    opt.zero_grad()
+                    (loss / n).backward()
+                    opt.step()
+            seconds = median_time(run, repeats)
+            result[f"{name} tokens/s"] = round(batch * length * steps / seconds)
+        result["ratio"] = round(result["attnscope tokens/s"] / result["nn.Transformer tokens/s"], 3)
+        rows.append(result)
+    return rows
+
+
+@torch.no_grad()
+def decode_n(model: Transformer, src: Tensor, n: int, use_cache: bool) -> Tensor:
+    """Greedy decoding of exactly n tokens (no early stop), to time a fixed amount of work."""
+    memory, mask = model.encode(src)
+    cache = DecoderCache.empty(len(model.decoder)) if use_cache else None
+    out = torch.full((src.shape[0], 1), BOS_ID, dtype=torch.long, device=src.device)
+    for _ in range(n):
+        logits = model.decode(out[:, -1:] if use_cache else out, memory, mask, cache)[:, -1]
+        out = torch.cat([out, logits.argmax(-1, keepdim=True)], 1)
+    return out
+
+
+def decoding_speed(tr: Translator, lengths: Sequence[int], batches: Sequence[int], repeats: int) -> list[dict[str, Any]]:
+    rows = []
+    for b in batches:
+        texts = [SENTENCES[i % len(SENTENCES)] for i in range(b)]
+        src = pad([tr.source(t)[0] for t in texts]).to(tr.device)
+        for n in lengths:
+            n = min(n, tr.model.config.max_len - 1)
+            cached = median_time(lambda: decode_n(tr.model, src, n, True), repeats)
+            full = median_time(lambda: decode_n(tr.model, src, n, False), repeats)
+            same = torch.equal(decode_n(tr.model, src, n, True), decode_n(tr.model, src, n, False))
+            rows.append({"batch": b, "tokens": n, "cached ms": round(cached * 1e3, 1), "uncached ms": round(full * 1e3, 1),
+                         "speed-up": round(full / cached, 2), "identical output": same})
+    return rows
+
+
+def capture_overhead(tr: Translator, repeats: int) -> dict[str, Any]:
+    plain = median_time(lambda: [tr.translate(s, capture=False) for s in SENTENCES], repeats)
+    captured = median_time(lambda: [tr.translate(s, capture=True) for s in SENTENCES], repeats)
+    return {"plain ms/sentence": round(plain / len(SENTENCES) * 1e3, 1),
+            "captured ms/sentence": round(captured / len(SENTENCES) * 1e3, 1), "ratio": round(captured / plain, 3)}
+
+
+def batch_throughput(tr: Translator, texts: list[str], one_by_one: int) -> list[dict[str, Any]]:
+    rows = []
+    for beam in (1, 4):
+        start = time.perf_counter()
+        tr.translate_batch(texts, beam_size=beam)
+        batched = len(texts) / (time.perf_counter() - start)
+        subset = texts[:one_by_one]
+        start = time.perf_counter()
+        for t in subset:
+            tr.translate_batch([t], beam_size=beam)
+        single = len(subset) / (time.perf_counter() - start)
+        rows.append({"beam": beam, "batched sent/s": round(batched, 1), "one-by-one sent/s": round(single, 1),
+                     "speed-up": round(batched / single, 2), "sentences": len(texts)})
+    return rows
+
+
+def memory(path: Path) -> dict[str, Any]:
+    """Peak RSS of a fresh process that loads the model and translates; size of one record."""
+    code = ("import resource, attnscope; tr = attnscope.load(%r); tr.translate(%r); "
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)") % (str(path), SENTENCES[0])
+    rss_kb = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()[-1])
+    tr = Translator(*checkpoint.load(path))
+    record = tr.translate("A man in a blue shirt is playing the guitar on the street while two dogs watch him closely.").attention
+    n = sum(record.array(k).nbytes for k in ("encoder", "decoder", "cross"))
+    return {"peak RSS MB (load + translate)": round(rss_kb / 1024, 1),
+            "record tokens (source x target)": f"{len(record.source_tokens)} x {len(record.target_tokens)}",
+            "record KB float32": round(n / 1024, 1), "record KB float16": round(n / 2048, 1)}
+
+
+def quality(paths: Sequence[Path], splits: Sequence[str], beams: Sequence[int], limit: int | None) -> list[dict[str, Any]]:
+    rows = []
+    for path in paths:
+        tr = Translator(*checkpoint.load(path))
+        for split in splits:
+            try:
+                pairs = load_pairs(data_dir(), split, tr.bundle.src_lang, tr.bundle.tgt_lang)[:limit]
+            except DataError as err:
+                rows.append({"checkpoint": path.stem, "split": split, "error": str(err)})
+                continue
+            for beam in beams:
+                hyps = tr.translate_batch([s for s, _ in pairs], beam_size=beam)
+                rows.append({"checkpoint": path.stem, "split": split, "beam": beam, **scores(hyps, [t for _, t in pairs])})
+    return rows
+
+
+def print_table(title: str, rows: list[dict[str, Any]] | dict[str, Any]) -> None:
+    rows = [rows] if isinstance(rows, dict) else rows
+    print(f"\n## {title}")
+    if not rows:
+        return
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    print("| " + " | ".join(keys) + " |\n|" + "---|" * len(keys))
+    for r in rows:
+        print("| " + " | ".join(str(r.get(k, "")) for k in keys) + " |")
+
+
+def tiny_checkpoint(folder: Path) -> Path:
+    """A random tiny model saved as a checkpoint (for --tiny)."""
+    from attnscope.checkpoint import Bundle
+    from attnscope.tokenization import TextCodec, train_word_level
+    codec = TextCodec(train_word_level([" ".join(SENTENCES)]))
+    c = ModelConfig(src_vocab_size=codec.vocab_size, tgt_vocab_size=codec.vocab_size, d_model=32, n_heads=4, d_ff=64,
+                    n_encoder_layers=2, n_decoder_layers=2, max_len=64, share_embeddings=True)
+    torch.manual_seed(0)
+    return checkpoint.save(Transformer(c).eval(), Bundle(c, codec, codec, "en", "de", {"name": "tiny"}), folder / "tiny.safetensors")
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(prog="python -m attnscope.bench", description=__doc__)
+    parser.add_argument("--tiny", action="store_true", help="seconds-long smoke run on a random tiny model")
+    parser.add_argument("--out", type=Path, default=Path("bench-report.json"))
+    parser.add_argument("--checkpoint", type=Path, default=None, help="model for decoding/capture (default: shipped en->de)")
+    parser.add_argument("--skip", action="append", default=[], choices=["training", "decoding", "capture", "batch", "memory", "quality"])
+    args = parser.parse_args(argv)
+    if args.tiny:
+        import tempfile
+        path = tiny_checkpoint(Path(tempfile.mkdtemp()))
+        reps, lengths, batches, train_steps, quality_limit, one_by_one = 2, (5, 10), (1, 4), 2, 20, 5
+    else:
+        path = args.checkpoint or default_checkpoint()
+        reps, lengths, batches, train_steps, quality_limit, one_by_one = 5, (10, 30, 60), (1, 32), 5, None, 100
+    tr = Translator(*checkpoint.load(path))
+    c = tr.model.config
+    report: dict[str, Any] = {"machine": machine(), "checkpoint": path.name, "tiny": args.tiny}
+    sections: list[tuple[str, str, Callable[[], Any]]] = [
+        ("training", "1. Training throughput (target tokens/s), ours vs nn.Transformer",
+         lambda: training_throughput(c, 32 if args.tiny else 64, 12 if args.tiny else 24, train_steps, reps)),
+        ("decoding", "2. Greedy decoding, KV cache vs full recomputation", lambda: decoding_speed(tr, lengths, batches, reps)),
+        ("capture", "3. Capture overhead (every head + steps) vs plain translation", lambda: capture_overhead(tr, reps)),
+        ("batch", "4. Batch translation throughput", lambda: _batch(tr, args.tiny, one_by_one)),
+        ("memory", "5. Memory", lambda: memory(path)),
+        ("quality", "6. Quality (sacreBLEU cased, lowercased, chrF)",
+         lambda: quality([path] if args.tiny else sorted(shipped_dir().glob("*.safetensors")),
+                         ["val", "test_2016_flickr", "test_2017_flickr"], (1, 4), quality_limit)),
+    ]
+    for key, title, run in sections:
+        if key in args.skip:
+            continue
+        report[key] = run()
+        print_table(title, report[key])
+    args.out.write_text(json.dumps(report, indent=2))
+    print(f"\nwrote {args.out}")
+    return report
+
+
+def _batch(tr: Translator, tiny: bool, one_by_one: int) -> list[dict[str, Any]]:
+    try:
+        texts = [s for s, _ in load_pairs(data_dir(), "test_2016_flickr", tr.bundle.src_lang, tr.bundle.tgt_lang)]
+    except DataError:
+        texts = list(SENTENCES) * 20
+    return batch_throughput(tr, texts[:40] if tiny else texts, one_by_one)
+
+
+if __name__ == "__main__":
+    main()

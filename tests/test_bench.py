@@ -1,0 +1,18 @@
+"""The benchmark runs end to end in its tiny mode (numbers are not checked: benchmarks are not tests)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from attnscope.bench import main
+
+
+def test_bench_tiny_mode_writes_a_full_report(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("ATTNSCOPE_DATA", str(tmp_path / "no-data"))
+    out = tmp_path / "report.json"
+    main(["--tiny", "--out", str(out), "--skip", "memory"])
+    report = json.loads(out.read_text())
+    assert {"machine", "training", "decoding", "capture", "batch", "quality"} <= set(report)
+    assert all(row["identical output"] for row in report["decoding"])
+    assert report["training"][0]["ratio"] > 0
+    assert "missing corpus file" in report["quality"][0]["error"]
