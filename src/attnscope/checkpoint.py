@@ -160,7 +160,13 @@ def load(path: str | os.PathLike[str], device: str | torch.device = "cpu") -> tu
     check_shapes(shapes, expected_shapes(bundle.config), path.name)
     model = Transformer(bundle.config)
     targets = unique_state(model)
-    with safe_open(str(path), framework="pt") as f, torch.no_grad():
-        for key, tensor in targets.items():
-            tensor.copy_(f.get_tensor(key).to(tensor.dtype))
+    try:
+        with safe_open(str(path), framework="pt") as f, torch.no_grad():
+            for key, tensor in targets.items():
+                tensor.copy_(f.get_tensor(key).to(tensor.dtype))
+    except (SafetensorError, OSError, ValueError, RuntimeError) as err:
+        raise CheckpointError(f"{path.name}: its weights cannot be read ({str(err)[:120]})") from None
+    bad = [k for k, t in targets.items() if t.is_floating_point() and not bool(torch.isfinite(t).all())]
+    if bad:
+        raise CheckpointError(f"{path.name}: tensor {bad[0]} contains NaN or infinite values")
     return model.to(device).eval(), bundle

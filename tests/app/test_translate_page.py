@@ -61,7 +61,7 @@ def test_layer_and_head_selectors_change_the_heatmap(app: AppTest) -> None:
     app.session_state["sentence"] = "a b c"
     app.run()
     before = chart_specs(app)[2]["data"][0]["z"]
-    app.selectbox(key="head").set_value(1).run()
+    app.selectbox(key="_w_head").set_value(1).run()
     after = chart_specs(app)[2]
     assert "head 1" in after["layout"]["title"]["text"]
     assert after["data"][0]["z"] != before

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from attnscope import checkpoint
+from attnscope import checkpoint, registry
 from attnscope.checkpoint import CheckpointError
 from attnscope.loading import default_checkpoint, shipped_dir
 from attnscope.record import KINDS
@@ -20,11 +20,34 @@ EXAMPLES = (
 URL_KEYS = ("sentence", "checkpoint", "kind", "layer", "head", "step")
 
 
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _entry(path: str, mtime: float, origin: str) -> registry.Entry:
+    return registry.entry(Path(path), origin)  # type: ignore[arg-type]
+
+
+def entries() -> dict[str, registry.Entry]:
+    """Every checkpoint this session can use: shipped (default first), shared user models, own uploads."""
+    found: dict[str, registry.Entry] = {}
+    folders = [(shipped_dir(), "shipped"), (registry.user_dir(), "user")]
+    session = st.session_state.get("session_models_dir")
+    if session:
+        folders.append((Path(session), "session"))
+    default = default_checkpoint().stem
+    for folder, origin in folders:
+        paths = sorted(folder.glob("*.safetensors"), key=lambda p: p.stem != default) if folder.is_dir() else []
+        for path in paths:
+            if path.stem in found:
+                continue
+            try:
+                found[path.stem] = _entry(str(path), path.stat().st_mtime, origin)
+            except (CheckpointError, OSError):
+                continue  # listed with its problem on the Checkpoints page
+    return found
+
+
 def available_checkpoints() -> dict[str, Path]:
     """Checkpoints the user can pick, by display name (file stem), default first."""
-    found = {p.stem: p for p in sorted(shipped_dir().glob("*.safetensors"))}
-    default = default_checkpoint().stem
-    return dict(sorted(found.items(), key=lambda kv: kv[0] != default))
+    return {name: e.path for name, e in entries().items()}
 
 
 @st.cache_resource(max_entries=6, show_spinner="Loading the model…")

@@ -1,0 +1,118 @@
+"""Where checkpoints live: shipped (read-only), shared user models, and one session's uploads.
+
+Uploads are validated completely (header, config, shapes, weights) from a temporary file
+before they are kept, and stored under a sanitised name that can never escape its folder
+or replace a shipped checkpoint.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from attnscope import checkpoint
+from attnscope.checkpoint import Bundle, CheckpointError
+from attnscope.loading import shipped_dir
+
+USER_MODELS_ENV = "ATTNSCOPE_USER_MODELS"
+MAX_UPLOAD_BYTES = 200 * 1024 * 1024  # also streamlit's server.maxUploadSize (MB) in .streamlit/config.toml
+Origin = Literal["shipped", "user", "session"]
+
+
+def user_dir() -> Path:
+    """Shared folder of trained and saved uploaded models ($ATTNSCOPE_USER_MODELS or ./user_models)."""
+    return Path(os.environ.get(USER_MODELS_ENV) or Path(__file__).resolve().parents[2] / "user_models")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A checkpoint file and what its header says."""
+
+    name: str
+    path: Path
+    origin: Origin
+    bundle: Bundle
+    size: int
+
+    @property
+    def parameters(self) -> int:
+        return self.bundle.config.parameter_count()
+
+    def sha256(self) -> str:
+        digest = hashlib.sha256()
+        with self.path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        return digest.hexdigest()
+
+
+def entry(path: Path, origin: Origin) -> Entry:
+    bundle, _ = checkpoint.read_bundle(path)
+    return Entry(path.stem, path, origin, bundle, path.stat().st_size)
+
+
+def scan(folder: Path, origin: Origin) -> tuple[list[Entry], list[str]]:
+    """Valid checkpoints in `folder` and one message per file that is not."""
+    entries, problems = [], []
+    if not folder.is_dir():
+        return entries, problems
+    for path in sorted(folder.glob("*.safetensors")):
+        try:
+            entries.append(entry(path, origin))
+        except CheckpointError as err:
+            problems.append(str(err))
+    return entries, problems
+
+
+def safe_name(filename: str) -> str:
+    """A file stem made only of letters, digits, '-', '_' and '.', without any directory part."""
+    stem = Path(filename.replace("\\", "/")).name
+    stem = stem[: -len(".safetensors")] if stem.endswith(".safetensors") else Path(stem).stem
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", stem).strip(".-")[:80]
+    if not stem:
+        raise CheckpointError(f"the file name {filename!r} has no usable characters; rename it and upload again")
+    return stem
+
+
+def validate_upload(data: bytes, filename: str) -> Path:
+    """Write the bytes to a temporary file and load them fully; return the temp path if valid."""
+    if len(data) > MAX_UPLOAD_BYTES:
+        raise CheckpointError(f"{filename} is {len(data) / 1e6:.0f} MB; the limit is {MAX_UPLOAD_BYTES / 1e6:.0f} MB")
+    if not filename.lower().endswith(".safetensors"):
+        raise CheckpointError(f"{filename} is not a .safetensors file; attnscope checkpoints are safetensors bundles")
+    fd, tmp = tempfile.mkstemp(suffix=".safetensors")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    try:
+        checkpoint.load(tmp)
+    except CheckpointError as err:
+        Path(tmp).unlink(missing_ok=True)
+        raise CheckpointError(str(err).replace(Path(tmp).name, filename)) from None
+    return Path(tmp)
+
+
+def store(tmp: Path, filename: str, folder: Path, taken: set[str]) -> Path:
+    """Move a validated file into `folder` under a safe name that is not taken (or shipped)."""
+    name = safe_name(filename)
+    reserved = {p.stem for p in shipped_dir().glob("*.safetensors")} | taken
+    if name in reserved:
+        raise CheckpointError(f"a checkpoint named {name!r} already exists; rename the file and upload again")
+    folder.mkdir(parents=True, exist_ok=True)
+    target = (folder / f"{name}.safetensors").resolve()
+    if target.parent != folder.resolve():
+        raise CheckpointError(f"refusing to store {filename!r} outside the models folder")
+    checkpoint.atomic_write(target, lambda out: shutil.copyfile(tmp, out))
+    tmp.unlink(missing_ok=True)
+    return target
+
+
+def delete(path: Path) -> None:
+    """Delete a user checkpoint; shipped ones are read-only."""
+    if path.resolve().parent == shipped_dir().resolve():
+        raise CheckpointError(f"{path.stem} is a shipped checkpoint and cannot be deleted")
+    path.unlink()

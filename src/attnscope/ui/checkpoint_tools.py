@@ -1,0 +1,78 @@
+"""Widgets of the Checkpoints page: activate, download, delete, upload."""
+from __future__ import annotations
+
+import tempfile
+
+import streamlit as st
+
+from attnscope import registry
+from attnscope.checkpoint import CheckpointError
+from attnscope.ui import state
+
+
+def _activate(name: str) -> None:
+    st.session_state["checkpoint"] = name
+
+
+def manage(entries: dict[str, registry.Entry]) -> None:
+    """Pick one checkpoint to activate, download, inspect or delete."""
+    st.subheader("Manage")
+    names = list(entries)
+    current = st.session_state.get("checkpoint")
+    name = st.selectbox("Checkpoint", names, index=names.index(current) if current in names else 0, key="manage_name")
+    chosen = entries[name]
+    cols = st.columns(3)
+    cols[0].button("Set active", on_click=_activate, args=(name,), key="activate", disabled=name == current)
+    cols[1].download_button("Download", chosen.path.read_bytes(), f"{name}.safetensors",
+                            "application/octet-stream", key="download_ckpt")
+    if chosen.origin == "shipped":
+        cols[2].caption("Shipped checkpoints are read-only.")
+    elif cols[2].button("Delete", key="delete", type="secondary"):
+        st.session_state["confirm_delete"] = name
+    if st.session_state.get("confirm_delete") == name and chosen.origin != "shipped":
+        st.warning(f"Delete {name} for good?")
+        if st.button("Yes, delete it", key="confirm"):
+            registry.delete(chosen.path)
+            st.session_state.pop("confirm_delete", None)
+            if st.session_state.get("checkpoint") == name:
+                st.session_state.pop("checkpoint")
+            st.rerun()
+    with st.expander("Details"):
+        st.markdown(f"**SHA-256** `{chosen.sha256()}`  \n**File** `{chosen.path.name}` · {chosen.size / 1e6:.1f} MB")
+        st.json({"config": chosen.bundle.config.__dict__, "summary": chosen.bundle.summary})
+    if chosen.origin == "session" and st.button("Save to the shared models folder", key="share"):
+        try:
+            registry.store(chosen.path, chosen.path.name, registry.user_dir(),
+                           {n for n, e in entries.items() if e.origin != "session"})
+            st.success(f"Saved {name} for everyone.")
+            st.rerun()
+        except CheckpointError as err:
+            st.error(str(err))
+
+
+def upload() -> None:
+    """Upload an attnscope .safetensors bundle; it is private to this session until shared."""
+    st.subheader("Upload")
+    st.caption(f"An attnscope checkpoint (.safetensors, at most {registry.MAX_UPLOAD_BYTES // 2**20} MB). It is checked "
+               "completely before use, nothing in it is executed, and only you see it until you save it for everyone.")
+    file = st.file_uploader("Checkpoint file", key="upload_file")
+    if file is None or st.session_state.get("_uploaded") == (file.name, file.size):
+        return
+    st.session_state["_uploaded"] = (file.name, file.size)
+    try:
+        tmp = registry.validate_upload(file.getvalue(), file.name)
+        folder = st.session_state.setdefault("session_models_dir", tempfile.mkdtemp(prefix="attnscope-session-"))
+        path = registry.store(tmp, file.name, registry.Path(folder), set(state.entries()))
+    except CheckpointError as err:
+        st.error(f"Upload rejected: {err}")
+        return
+    st.session_state["checkpoint"] = path.stem
+    st.session_state["_flash"] = f"Loaded {path.stem}; it is now the active checkpoint on every page."
+    st.rerun()
+
+
+def flash() -> None:
+    """Show a message left by the previous run (e.g. before a rerun refreshed the list)."""
+    message = st.session_state.pop("_flash", None)
+    if message:
+        st.success(message)
