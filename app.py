@@ -40,6 +40,7 @@ pages = [st.Page("pages/translate.py", title="Translate", icon="🌍", default=T
          st.Page("pages/heads.py", title="Heads & layers", icon="🧩"),
          st.Page("pages/positional.py", title="Positional encoding", icon="〰️"),
          st.Page("pages/anatomy.py", title="Model anatomy", icon="🦴"),
+         st.Page("pages/train.py", title="Train", icon="🏋️"),
          st.Page("pages/checkpoints.py", title="Checkpoints", icon="💾")]
 st.navigation(pages).run()
 state.write_url()

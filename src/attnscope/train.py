@@ -189,7 +189,7 @@ class Trainer:
         self.dtype = autocast_dtype(self.device, cfg.precision)  # type: ignore[arg-type]
 
     # --- set-up -----------------------------------------------------------------------------
-    def _setup(self) -> None:
+    def setup(self) -> None:
         if self.cfg.threads:
             torch.set_num_threads(self.cfg.threads)
         if self.world > 1 and not dist.is_initialized():
@@ -250,16 +250,16 @@ class Trainer:
         return val_loss, bleu, (pairs[0][0], hyps[0])
 
     # --- the loop ---------------------------------------------------------------------------
-    def _batches(self, epoch: int) -> list[list[int]]:
+    def epoch_batches(self, epoch: int) -> list[list[int]]:
         batches = token_batches(self.corpus.train, self.cfg.max_tokens, shuffle=True, seed=self.cfg.seed + epoch)
         usable = len(batches) // self.world * self.world
         return batches[self.rank:usable:self.world]
 
     def run(self) -> Path:
-        self._setup()
+        self.setup()
         cfg, st = self.cfg, self.state
         self.out.mkdir(parents=True, exist_ok=True)
-        self._n_batches = len(self._batches(0))
+        self._n_batches = len(self.epoch_batches(0))
         total = cfg.max_steps or cfg.epochs * self._n_batches
         eval_every = cfg.eval_every or self._n_batches
         log = (self.out / "log.jsonl").open("a") if self.rank == 0 else None
@@ -268,11 +268,11 @@ class Trainer:
         loss_avg: float | None = None
         best_path = self.out / "best.safetensors"
         while st["step"] < total and st["epoch"] < cfg.epochs and not self.stop.is_set():
-            batches = self._batches(st["epoch"])
+            batches = self.epoch_batches(st["epoch"])
             for idx in batches[st["batch"]:]:
                 if st["step"] >= total or self.stop.is_set():
                     break
-                loss = self._train_step(idx)
+                loss = self.train_step(idx)
                 n_tok = sum(len(self.corpus.train[i].tgt) - 1 for i in idx)
                 tokens += n_tok
                 loss_avg = loss if loss_avg is None else 0.98 * loss_avg + 0.02 * loss
@@ -299,7 +299,7 @@ class Trainer:
         self._emit("done", loss_avg, tokens, checkpoint=str(best_path))
         return best_path
 
-    def _train_step(self, idx: list[int]) -> float:
+    def train_step(self, idx: list[int]) -> float:
         batch = collate([self.corpus.train[i] for i in idx]).to(self.device)
         for group in self.optimizer.param_groups:
             group["lr"] = lr_at(self.state["step"] + 1, self.cfg.lr, self.cfg.warmup)

@@ -1,8 +1,9 @@
 """A loaded model with its tokenizers: text in, translation (and everything it attended to) out."""
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -57,6 +58,17 @@ class Translator:
     def name(self) -> str:
         return str(self.bundle.summary.get("name", f"{self.bundle.src_lang}-{self.bundle.tgt_lang}"))
 
+    @contextmanager
+    def inference(self) -> Iterator[None]:
+        """Hold the model's lock and run it in eval mode (a training job may share the model)."""
+        with model_lock(self.model):
+            was_training = self.model.training
+            self.model.eval()
+            try:
+                yield
+            finally:
+                self.model.train(was_training)
+
     def source(self, text: str) -> tuple[list[int], list[str]]:
         """Source ids (with <eos>, cut to fit the model) and notes for the user."""
         if not isinstance(text, str) or not text.strip():
@@ -90,14 +102,15 @@ class Translator:
         src_ids, notes = self.source(text)
         max_len = self._max_len(max_len)
         beam = None
-        if beam_size == 1:
-            decoded = greedy(self.model, src_ids, max_len=max_len, use_cache=use_cache, capture=capture, prefix=prefix)
-        else:
-            src = torch.tensor([src_ids], device=self.device)
-            beam = beam_search(self.model, src, beam_size, max_len=max_len, length_penalty=length_penalty,
-                               use_cache=use_cache)[0]
-            best = beam.hypotheses[0][0]
-            decoded = teacher_force(self.model, src_ids, best) if capture else Decoded(best)
+        with self.inference():
+            if beam_size == 1:
+                decoded = greedy(self.model, src_ids, max_len=max_len, use_cache=use_cache, capture=capture, prefix=prefix)
+            else:
+                src = torch.tensor([src_ids], device=self.device)
+                beam = beam_search(self.model, src, beam_size, max_len=max_len, length_penalty=length_penalty,
+                                   use_cache=use_cache)[0]
+                best = beam.hypotheses[0][0]
+                decoded = teacher_force(self.model, src_ids, best) if capture else Decoded(best)
         return self._result(src_ids, decoded, tuple(notes), beam)
 
     def score(self, text: str, reference: str) -> Translation:
@@ -106,12 +119,16 @@ class Translator:
         if not reference.strip():
             raise InputError("The reference translation is empty.")
         tgt = self.bundle.tgt_codec.encode(reference)[: self.model.config.max_len - 1] + [EOS_ID]
-        return self._result(src_ids, teacher_force(self.model, src_ids, tgt), tuple(notes), None)
+        with self.inference():
+            decoded = teacher_force(self.model, src_ids, tgt)
+        return self._result(src_ids, decoded, tuple(notes), None)
 
     def hypothesis(self, text: str, ids: Sequence[int]) -> Translation:
         """Record of any given output (e.g. a beam hypothesis), by teacher forcing."""
         src_ids, notes = self.source(text)
-        return self._result(src_ids, teacher_force(self.model, src_ids, list(ids)), tuple(notes), None)
+        with self.inference():
+            decoded = teacher_force(self.model, src_ids, list(ids))
+        return self._result(src_ids, decoded, tuple(notes), None)
 
     def _max_len(self, max_len: int | None) -> int:
         limit = self.model.config.max_len
@@ -143,17 +160,12 @@ class Translator:
         sources = [self.source(t)[0] if t.strip() else [EOS_ID] for t in texts]
         order = sorted(range(len(texts)), key=lambda i: len(sources[i]))
         out: list[str] = [""] * len(texts)
-        with model_lock(self.model):
-            was_training = self.model.training
-            self.model.eval()
-            try:
-                for start in range(0, len(order), batch_size):
-                    idx = order[start:start + batch_size]
-                    src = pad([sources[i] for i in idx]).to(self.device)
-                    ids = (greedy_batch(self.model, src, max_len, use_cache) if beam_size == 1
-                           else beam_search_batch(self.model, src, beam_size, max_len))
-                    for i, row in zip(idx, ids):
-                        out[i] = self.bundle.tgt_codec.decode(row)
-            finally:
-                self.model.train(was_training)
+        with self.inference():
+            for start in range(0, len(order), batch_size):
+                idx = order[start:start + batch_size]
+                src = pad([sources[i] for i in idx]).to(self.device)
+                ids = (greedy_batch(self.model, src, max_len, use_cache) if beam_size == 1
+                       else beam_search_batch(self.model, src, beam_size, max_len))
+                for i, row in zip(idx, ids):
+                    out[i] = self.bundle.tgt_codec.decode(row)
         return out
