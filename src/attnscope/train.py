@@ -261,9 +261,8 @@ class Trainer:
         self.out.mkdir(parents=True, exist_ok=True)
         self._n_batches = len(self.epoch_batches(0))
         total = cfg.max_steps or cfg.epochs * self._n_batches
-        eval_every = cfg.eval_every or self._n_batches
         log = (self.out / "log.jsonl").open("a") if self.rank == 0 else None
-        bar = tqdm(total=total, initial=st["step"], disable=self.rank != 0, unit="step")
+        bar = tqdm(total=total, initial=st["step"], disable=True if self.rank != 0 else None, unit="step")
         started, last_save, tokens = time.perf_counter() - st["elapsed"], time.perf_counter(), 0
         loss_avg: float | None = None
         best_path = self.out / "best.safetensors"
@@ -282,7 +281,7 @@ class Trainer:
                 bar.update(1)
                 bar.set_postfix(loss=f"{loss_avg:.3f}", epoch=st["epoch"])
                 self._emit("step", loss_avg, tokens)
-                if st["step"] % eval_every == 0:
+                if cfg.eval_every and st["step"] % cfg.eval_every == 0:
                     self._validate(loss_avg, tokens, log, best_path)
                 elif self.rank == 0 and time.perf_counter() - last_save > cfg.save_minutes * 60:
                     self._save("last")
@@ -290,8 +289,10 @@ class Trainer:
             else:
                 st["epoch"] += 1
                 st["batch"] = 0
+                if not cfg.eval_every:
+                    self._validate(loss_avg, tokens, log, best_path)
         loss_avg = loss_avg if loss_avg is not None else float("nan")
-        if st["step"] % eval_every != 0 or not best_path.exists():
+        if not st["history"] or st["history"][-1]["step"] != st["step"] or not best_path.exists():
             self._validate(loss_avg, tokens, log, best_path)
         bar.close()
         if log:

@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from tests.support import ROOT, train_toy_checkpoint
 
+expect.set_options(timeout=30_000)  # a loaded 2-core machine can take seconds to translate and draw
 CHROMIUM = os.environ.get("ATTNSCOPE_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
@@ -27,12 +28,21 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """URL of a streamlit server running app.py on a toy checkpoint."""
+def e2e_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The toy reverse model as a file a user could upload (renamed so it does not clash)."""
+    folder = tmp_path_factory.mktemp("e2e-upload")
+    path = train_toy_checkpoint(tmp_path_factory.mktemp("e2e-run"), folder)
+    return path.rename(folder / "uploaded-reverse.safetensors")
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory, e2e_checkpoint: Path) -> Iterator[str]:
+    """URL of a streamlit server running app.py on a toy checkpoint, with its own user-models folder."""
     folder = tmp_path_factory.mktemp("e2e-checkpoints")
-    train_toy_checkpoint(tmp_path_factory.mktemp("e2e-run"), folder)
+    (folder / "toy-reverse.safetensors").write_bytes(e2e_checkpoint.read_bytes())
     port = free_port()
-    env = dict(os.environ, ATTNSCOPE_CHECKPOINTS=str(folder))
+    env = dict(os.environ, ATTNSCOPE_CHECKPOINTS=str(folder),
+               ATTNSCOPE_USER_MODELS=str(tmp_path_factory.mktemp("e2e-user-models")))
     log = (tmp_path_factory.mktemp("e2e-log") / "streamlit.log").open("w")
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
                              "--server.headless", "true", "--browser.gatherUsageStats", "false"],

@@ -1,0 +1,39 @@
+"""Browser journeys for model management: upload a checkpoint, watch a toy model train live."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from playwright.sync_api import Page, expect
+
+
+def test_upload_a_checkpoint_and_translate_with_it(server: str, page: Page, e2e_checkpoint: Path) -> None:
+    page.goto(server)
+    page.get_by_role("link", name="Checkpoints").click()
+    page.locator("input[type=file]").set_input_files(str(e2e_checkpoint))
+    expect(page.get_by_text("it is now the active checkpoint on every page")).to_be_visible()
+    page.get_by_role("link", name="Translate").click()
+    box = page.locator("textarea[aria-label=\"Sentence (en)\"]")
+    box.fill("c d e")
+    box.press("Control+Enter")
+    expect(page.get_by_text("e d c")).to_be_visible()
+
+
+def test_bad_upload_shows_a_message_and_the_app_keeps_working(server: str, page: Page, tmp_path: Path) -> None:
+    bad = tmp_path / "broken.safetensors"
+    bad.write_bytes(b"definitely not a checkpoint")
+    page.goto(server)
+    page.get_by_role("link", name="Checkpoints").click()
+    page.locator("input[type=file]").set_input_files(str(bad))
+    expect(page.get_by_text("Upload rejected")).to_be_visible()
+    page.get_by_role("link", name="Translate").click()
+    expect(page.locator(".js-plotly-plot").first).to_be_visible()
+
+
+def test_live_training_progress(server: str, page: Page) -> None:
+    page.goto(server)
+    page.get_by_role("link", name="Train").click()
+    page.get_by_label("Run name").fill("browser-copy")
+    page.get_by_role("button", name="Start training").click()
+    expect(page.get_by_text("step ", exact=False).first).to_be_visible()
+    expect(page.get_by_text("Learning curves")).to_be_visible(timeout=120_000)
+    expect(page.get_by_text("Saved as browser-copy")).to_be_visible(timeout=240_000)
