@@ -53,7 +53,8 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, *, max_len: int
     max_len = max_len or default_max_len(model, src.shape[1])
     with model_lock(model):
         memory, src_mask = model.encode(src)
-        memory, src_mask = memory.repeat_interleave(k, 0), src_mask.repeat_interleave(k, 0)  # (B*k, S, D)
+        memory = memory.repeat_interleave(k, 0)  # (B*k, S, D)
+        src_mask = None if src_mask is None else src_mask.repeat_interleave(k, 0)
         cache = DecoderCache.empty(len(model.decoder)) if use_cache else None
         tokens = torch.full((b * k, 1), BOS_ID, dtype=torch.long, device=src.device)
         scores = torch.full((b, k), float("-inf"), device=src.device)

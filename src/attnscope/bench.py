@@ -214,8 +214,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--tiny", action="store_true", help="seconds-long smoke run on a random tiny model")
     parser.add_argument("--out", type=Path, default=Path("bench-report.json"))
     parser.add_argument("--checkpoint", type=Path, default=None, help="model for decoding/capture (default: shipped en->de)")
+    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
     parser.add_argument("--skip", action="append", default=[], choices=["training", "decoding", "capture", "batch", "memory", "quality"])
     args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     if args.tiny:
         import tempfile
         path = tiny_checkpoint(Path(tempfile.mkdtemp()))

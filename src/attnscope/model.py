@@ -54,13 +54,15 @@ class MultiHeadAttention(nn.Module):
         """Keys and values of `x`, each (B, H, K, dh); cached by incremental decoding."""
         return split_heads(self.k_proj(x), self.n_heads), split_heads(self.v_proj(x), self.n_heads)
 
-    def forward(self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor) -> Tensor:
-        """Attend from `query` (B, Q, D) to projected keys/values; `mask` is True where allowed."""
+    def forward(self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> Tensor:
+        """Attend from `query` (B, Q, D) to projected keys/values; `mask` is True where allowed (None: all)."""
         q = split_heads(self.q_proj(query), self.n_heads)  # (B, H, Q, dh)
         p = self.dropout if self.training else 0.0
         if self.hook_pattern.hooked:
             scores = q @ keys.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, Q, K)
-            weights = self.hook_pattern(scores.masked_fill(~mask, float("-inf")).softmax(-1))
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            weights = self.hook_pattern(scores.softmax(-1))
             out = F.dropout(weights, p, self.training) @ values  # (B, H, Q, dh)
         else:
             out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, dropout_p=p)
@@ -133,7 +135,7 @@ class EncoderLayer(nn.Module):
         self.ffn = FeedForward(c.d_model, c.d_ff, c.dropout)
         self.attn_block, self.ffn_block = Residual(c.d_model, c.dropout, pre), Residual(c.d_model, c.dropout, pre)
 
-    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
+    def forward(self, x: Tensor, mask: Tensor | None) -> Tensor:
         x = self.attn_block(x, lambda h: self.self_attn(h, *self.self_attn.project_kv(h), mask))
         return self.ffn_block(x, self.ffn)
 
@@ -148,7 +150,7 @@ class DecoderLayer(nn.Module):
         self.ffn = FeedForward(c.d_model, c.d_ff, c.dropout)
         self.self_block, self.cross_block, self.ffn_block = (Residual(c.d_model, c.dropout, pre) for _ in range(3))
 
-    def _self(self, h: Tensor, mask: Tensor, cache: LayerCache | None) -> Tensor:
+    def _self(self, h: Tensor, mask: Tensor | None, cache: LayerCache | None) -> Tensor:
         k, v = self.self_attn.project_kv(h)
         if cache is not None:
             if cache.self_k is not None:
@@ -156,7 +158,7 @@ class DecoderLayer(nn.Module):
             cache.self_k, cache.self_v = k, v
         return self.self_attn(h, k, v, mask)
 
-    def _cross(self, h: Tensor, memory: Tensor, mask: Tensor, cache: LayerCache | None) -> Tensor:
+    def _cross(self, h: Tensor, memory: Tensor, mask: Tensor | None, cache: LayerCache | None) -> Tensor:
         if cache is not None and cache.cross_k is not None:
             k, v = cache.cross_k, cache.cross_v
         else:
@@ -165,7 +167,7 @@ class DecoderLayer(nn.Module):
                 cache.cross_k, cache.cross_v = k, v
         return self.cross_attn(h, k, v, mask)
 
-    def forward(self, x: Tensor, memory: Tensor, self_mask: Tensor, cross_mask: Tensor,
+    def forward(self, x: Tensor, memory: Tensor, self_mask: Tensor | None, cross_mask: Tensor | None,
                 cache: LayerCache | None = None) -> Tensor:
         x = self.self_block(x, lambda h: self._self(h, self_mask, cache))
         x = self.cross_block(x, lambda h: self._cross(h, memory, cross_mask, cache))
@@ -246,25 +248,29 @@ class Transformer(nn.Module):
         x = table(ids) * math.sqrt(self.config.d_model) + self.positions(ids.shape[1], offset)
         return self.embed_dropout(x)  # (B, N, D)
 
-    def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
-        """Source ids (B, S) -> memory (B, S, D) and the key mask (B, 1, 1, S) for cross-attention."""
+    def encode(self, src: Tensor) -> tuple[Tensor, Tensor | None]:
+        """Source ids (B, S) -> memory (B, S, D) and the key mask (B, 1, 1, S), None if nothing is padded."""
         if src.shape[1] > self.config.max_len:
             raise ValueError(f"source has {src.shape[1]} tokens; this model handles at most {self.config.max_len}")
-        mask = (src != PAD_ID)[:, None, None, :]  # (B, 1, 1, S)
+        mask: Tensor | None = (src != PAD_ID)[:, None, None, :]  # (B, 1, 1, S)
+        if bool(mask.all()):
+            mask = None  # lets SDPA take its unmasked fast path
         x = self._embed(self.src_embed, src)
         for layer in self.encoder:
             x = layer(x, mask)
         return self.encoder_norm(x), mask
 
-    def decode(self, tgt: Tensor, memory: Tensor, src_mask: Tensor, cache: DecoderCache | None = None) -> Tensor:
+    def decode(self, tgt: Tensor, memory: Tensor, src_mask: Tensor | None, cache: DecoderCache | None = None) -> Tensor:
         """Target ids (B, T) -> logits (B, T, V). With a cache, `tgt` holds only the new positions."""
         offset = cache.length if cache is not None else 0
         n_keys = offset + tgt.shape[1]
         if n_keys > self.config.max_len:
             raise ValueError(f"target reached {n_keys} tokens; this model handles at most {self.config.max_len}")
-        self_mask = causal_mask(tgt.shape[1], n_keys, tgt.device)[None, None]  # (1, 1, T, K)
+        self_mask: Tensor | None = causal_mask(tgt.shape[1], n_keys, tgt.device)[None, None]  # (1, 1, T, K)
         if cache is None:
             self_mask = self_mask & (tgt != PAD_ID)[:, None, None, :]  # (B, 1, T, T)
+        elif tgt.shape[1] == 1:
+            self_mask = None  # one new position may see every cached one
         x = self._embed(self.tgt_embed, tgt, offset)
         for i, layer in enumerate(self.decoder):
             x = layer(x, memory, self_mask, src_mask, None if cache is None else cache.layers[i])
