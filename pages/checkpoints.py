@@ -4,6 +4,7 @@ import streamlit as st
 
 from attnscope import registry
 from attnscope.ui import state
+from attnscope.ui.text import plain
 from attnscope.ui.checkpoint_tools import flash, manage, upload
 
 st.title("Checkpoints")
@@ -20,6 +21,6 @@ rows = [{"name": e.name, "origin": e.origin, "pair": f"{e.bundle.src_lang}→{e.
 st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
 for folder, origin in ((registry.user_dir(), "user"),):
     for problem in registry.scan(folder, origin)[1]:
-        st.warning(f"Skipped a file in {folder}: {problem}")
+        st.warning(plain(f"Skipped a file in {folder}: {problem}"))
 manage(entries)
 upload()

@@ -4,6 +4,7 @@ import streamlit as st
 from attnscope.analysis import head_stats
 from attnscope.record import KIND_LABELS
 from attnscope.ui import heads_tools, state, widgets
+from attnscope.ui.text import plain
 from attnscope.viz.grid import heads_grid
 
 st.title("Heads & layers")
@@ -15,7 +16,7 @@ beam, max_len = widgets.decoding_options(tr)
 result = state.translate(tr, text, beam, max_len)
 if result is None:
     st.stop()
-st.markdown(f"> {result.text}")
+st.markdown(f"> {plain(result.text)}")
 kind = st.session_state.get("kind", "cross")
 rows = result.output_tokens if kind == "cross" else None
 head = st.session_state.get("head", "mean")

@@ -4,6 +4,7 @@ import time
 import streamlit as st
 
 from attnscope.ui import state, widgets
+from attnscope.ui.text import plain
 from attnscope.ui.stepping import beam_view, force_branch, step_controls
 from attnscope.viz.steps import shaded_tokens, step_rows, top_k_bars
 
@@ -17,13 +18,13 @@ result = state.translate(tr, text, beam, max_len)
 if result is None or not result.steps:
     st.stop()
 for note in result.notes:
-    st.info(note)
+    st.info(plain(note))
 
 t = step_controls(len(result.steps))
 step = result.steps[t]
 prefix = " ".join(result.target_tokens[: t + 1])
-st.markdown(f"**Decoder input so far:** `{prefix}` → **chose** `{step.token}` with probability {step.prob:.3f}")
-st.caption(f"Full translation: {result.text}")
+st.markdown(f"**Decoder input so far:** {plain(prefix)} → **chose** “{plain(step.token)}” with probability {step.prob:.3f}")
+st.caption(f"Full translation: {plain(result.text)}")
 
 layer, head = st.session_state.get("layer", 0), st.session_state.get("head", "mean")
 layer = min(layer, step.cross.shape[0] - 1)

@@ -3,6 +3,7 @@ import streamlit as st
 
 from attnscope.record import KIND_LABELS, KINDS
 from attnscope.ui import state, widgets
+from attnscope.ui.text import plain
 from attnscope.ui.compare import reference_comparison
 from attnscope.viz.grid import heads_grid
 from attnscope.viz.heatmap import record_heatmap
@@ -17,9 +18,9 @@ result = state.translate(tr, text, beam, max_len)
 if result is None:
     st.stop()
 for note in result.notes:
-    st.info(note)
+    st.info(plain(note))
 st.subheader(f"Translation ({tr.bundle.tgt_lang})")
-st.markdown(f"> {result.text or '(empty)'}")
+st.markdown(f"> {plain(result.text) or '(empty)'}")
 
 layer, head = st.session_state.get("layer", 0), st.session_state.get("head", "mean")
 head_index = None if head == "mean" else head

@@ -17,3 +17,9 @@ def train_toy_checkpoint(run_dir: Path, folder: Path) -> Path:
     target = folder / "toy-reverse.safetensors"
     shutil.copy(best, target)
     return target
+
+
+def shown(element: object) -> str:
+    """What a message element displays: its markdown body with backslash escapes removed."""
+    import re
+    return re.sub(r"\\(.)", r"\1", str(getattr(element, "value", element)))

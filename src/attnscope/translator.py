@@ -157,8 +157,9 @@ class Translator:
         """Translate many sentences, batching sources of similar length together."""
         if not 1 <= beam_size <= MAX_BEAM:
             raise InputError(f"Beam size must be between 1 and {MAX_BEAM}, got {beam_size}.")
-        sources = [self.source(t)[0] if t.strip() else [EOS_ID] for t in texts]
-        order = sorted(range(len(texts)), key=lambda i: len(sources[i]))
+        kept = [i for i, t in enumerate(texts) if isinstance(t, str) and t.strip()]  # blank input -> ""
+        sources = {i: self.source(texts[i])[0] for i in kept}
+        order = sorted(kept, key=lambda i: len(sources[i]))
         out: list[str] = [""] * len(texts)
         with self.inference():
             for start in range(0, len(order), batch_size):

@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.support import shown
+
 
 class _Boom:
     """Unpickling this would create a marker file: proof that code ran."""
@@ -41,12 +43,12 @@ def test_upload_a_valid_bundle_makes_it_active_everywhere(page: AppTest, toy_che
     data = (toy_checkpoint_dir / "toy-reverse.safetensors").read_bytes()
     upload(page, "../../My Model!.safetensors", data)
     assert not page.exception
-    assert any("Loaded My-Model" in s.value for s in page.success)
+    assert any("Loaded My-Model" in shown(s) for s in page.success)
     assert page.session_state["checkpoint"] == "My-Model"
     assert list(page.dataframe[0].value["name"]) == ["toy-reverse", "My-Model"]
     page.switch_page("pages/translate.py").run()
     assert not page.exception
-    assert any(m.value == "> c b a" for m in page.markdown)
+    assert any(shown(m) == "> c b a" for m in page.markdown)
 
 
 @pytest.mark.parametrize("name,data,message", [
@@ -56,27 +58,27 @@ def test_upload_a_valid_bundle_makes_it_active_everywhere(page: AppTest, toy_che
 def test_bad_uploads_are_rejected_and_the_app_keeps_working(page: AppTest, name: str, data: bytes, message: str) -> None:
     upload(page, name, data)
     assert not page.exception
-    assert any(message in e.value for e in page.error), [e.value for e in page.error]
+    assert any(message in shown(e) for e in page.error), [shown(e) for e in page.error]
     assert page.session_state["checkpoint"] == "toy-reverse"
     page.switch_page("pages/translate.py").run()
-    assert any(m.value == "> c b a" for m in page.markdown)
+    assert any(shown(m) == "> c b a" for m in page.markdown)
 
 
 def test_truncated_bundle_is_rejected(page: AppTest, toy_checkpoint_dir: Path) -> None:
     data = (toy_checkpoint_dir / "toy-reverse.safetensors").read_bytes()
     upload(page, "cut.safetensors", data[: len(data) // 2])
-    assert any("Upload rejected" in e.value for e in page.error)
+    assert any("Upload rejected" in shown(e) for e in page.error)
     assert page.session_state["checkpoint"] == "toy-reverse"
 
 
 def test_a_pickle_that_would_run_code_is_never_executed(page: AppTest, tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
     upload(page, "evil.safetensors", pickle.dumps(_Boom(str(marker))))
-    assert any("Upload rejected" in e.value for e in page.error)
+    assert any("Upload rejected" in shown(e) for e in page.error)
     assert not marker.exists()
 
 
 def test_uploading_under_a_shipped_name_is_refused(page: AppTest, toy_checkpoint_dir: Path) -> None:
     data = (toy_checkpoint_dir / "toy-reverse.safetensors").read_bytes()
     upload(page, "toy-reverse.safetensors", data)
-    assert any("already exists" in e.value for e in page.error)
+    assert any("already exists" in shown(e) for e in page.error)

@@ -5,6 +5,8 @@ import json
 
 from streamlit.testing.v1 import AppTest
 
+from tests.support import shown
+
 
 def titles(app: AppTest) -> list[str]:
     return [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in app.get("plotly_chart")]
@@ -35,7 +37,7 @@ def test_ablating_every_cross_head_changes_the_translation(app: AppTest) -> None
     heads = [("cross", layer, head) for layer in range(2) for head in range(4)]
     app.multiselect(key="ablate_heads").set_value(heads).run()
     assert not app.exception
-    text = next(m.value for m in app.markdown if m.value.startswith("**With all heads:**"))
+    text = next(shown(m) for m in app.markdown if shown(m).startswith("**With all heads:**"))
     before, after = text.split("  \n")
     assert before == "**With all heads:** d c b a"
     assert after != "**Without them:** d c b a"
@@ -52,7 +54,7 @@ def test_split_statistics_without_data_explain_what_is_missing(app: AppTest, mon
     open_page(app, "pages/heads.py")
     app.button(key="stats_go").click().run()
     assert not app.exception
-    assert any("missing corpus file" in w.value for w in app.warning)
+    assert any("missing corpus file" in shown(w) for w in app.warning)
 
 
 def test_positional_page_shows_sinusoids_and_the_models_own(app: AppTest) -> None:

@@ -5,6 +5,8 @@ import json
 
 from streamlit.testing.v1 import AppTest
 
+from tests.support import shown
+
 
 def open_step_page(app: AppTest, sentence: str = "a b c d") -> AppTest:
     app.session_state["sentence"] = sentence
@@ -37,7 +39,7 @@ def test_forcing_a_token_changes_the_continuation(app: AppTest) -> None:
     assert app.session_state["step"] == 0
     app.text_input(key="force_typed").set_value("b").run()
     assert not app.exception
-    texts = [m.value for m in app.markdown]
+    texts = [shown(m) for m in app.markdown]
     assert "**Model's choice:** d c b a" in texts
     forced = next(t for t in texts if t.startswith("**Forced branch:**"))
     assert forced.startswith("**Forced branch:** b") and forced != "**Forced branch:** d c b a"
@@ -46,7 +48,7 @@ def test_forcing_a_token_changes_the_continuation(app: AppTest) -> None:
 def test_rival_candidate_is_forced(app: AppTest) -> None:
     open_step_page(app)
     rival = app.selectbox(key="force_choice").value
-    forced = next(m.value for m in app.markdown if m.value.startswith("**Forced branch:**"))
+    forced = next(shown(m) for m in app.markdown if shown(m).startswith("**Forced branch:**"))
     assert forced.startswith(f"**Forced branch:** {rival}")
 
 

@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.support import shown
+
 from attnscope.ui import train_tools
 
 
@@ -28,7 +30,7 @@ def test_train_a_toy_task_to_completion_and_use_it(train_page: AppTest) -> None:
     assert job.status == "finished", job.error
     assert job.snapshots and job.snapshots[-1].record.cross.shape[-1] == len(job.snapshots[-1].record.source_tokens)
     app.run()
-    assert any("Saved as my-copy-model" in s.value for s in app.success)
+    assert any("Saved as my-copy-model" in shown(s) for s in app.success)
     app.switch_page("pages/checkpoints.py").run()
     assert "my-copy-model" in list(app.dataframe[0].value["name"])
     app.session_state["checkpoint"] = "my-copy-model"
@@ -57,7 +59,7 @@ def test_estimate_reports_seconds_per_epoch(train_page: AppTest) -> None:
     app = train_page
     app.button(key="train_estimate").click().run()
     assert not app.exception
-    assert any("per epoch" in i.value for i in app.info)
+    assert any("per epoch" in shown(i) for i in app.info)
 
 
 def test_multi30k_without_data_says_what_is_missing(train_page: AppTest, tmp_path: Path, monkeypatch) -> None:
@@ -65,4 +67,4 @@ def test_multi30k_without_data_says_what_is_missing(train_page: AppTest, tmp_pat
     app = train_page
     app.radio(key="train_data").set_value("Multi30k").run()
     assert not app.exception
-    assert any("missing corpus file" in w.value for w in app.warning)
+    assert any("missing corpus file" in shown(w) for w in app.warning)

@@ -5,6 +5,8 @@ import json
 
 from streamlit.testing.v1 import AppTest
 
+from tests.support import shown
+
 
 def chart_specs(at: AppTest) -> list[dict]:
     """The large per-head heatmaps (not the all-heads grids), in tab order."""
@@ -21,7 +23,7 @@ def test_page_translates_and_shows_three_heatmaps(app: AppTest) -> None:
     app.session_state["sentence"] = "a b c d"
     app.run()
     assert not app.exception
-    assert any(m.value == "> d c b a" for m in app.markdown)
+    assert any(shown(m) == "> d c b a" for m in app.markdown)
     specs = chart_specs(app)
     assert len(specs) == 3
     encoder = specs[0]["layout"]["xaxis"]["ticktext"]
@@ -46,7 +48,7 @@ def test_empty_sentence_gives_a_message_not_a_traceback(app: AppTest) -> None:
     app.session_state["sentence"] = "   "
     app.run()
     assert not app.exception
-    assert any("empty" in w.value for w in app.warning)
+    assert any("empty" in shown(w) for w in app.warning)
     assert not app.get("plotly_chart")
 
 
@@ -54,7 +56,7 @@ def test_unknown_characters_are_reported(app: AppTest) -> None:
     app.session_state["sentence"] = "a b ☃"
     app.run()
     assert not app.exception
-    assert any("☃" in i.value for i in app.info)
+    assert any("☃" in shown(i) for i in app.info)
 
 
 def test_layer_and_head_selectors_change_the_heatmap(app: AppTest) -> None:
@@ -76,5 +78,5 @@ def test_url_parameters_restore_the_view(app: AppTest) -> None:
     assert not app.exception
     assert app.session_state["sentence"] == "c b a"
     assert app.session_state["layer"] == 1 and app.session_state["head"] == 2
-    assert any(m.value.startswith("> ") for m in app.markdown)
+    assert any(shown(m).startswith("> ") for m in app.markdown)
     assert "layer 1 · head 2" in chart_specs(app)[1]["layout"]["title"]["text"]

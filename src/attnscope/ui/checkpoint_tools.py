@@ -8,6 +8,7 @@ import streamlit as st
 from attnscope import registry
 from attnscope.checkpoint import CheckpointError
 from attnscope.ui import state
+from attnscope.ui.text import plain
 
 
 def _activate(name: str) -> None:
@@ -47,7 +48,7 @@ def manage(entries: dict[str, registry.Entry]) -> None:
             st.success(f"Saved {name} for everyone.")
             st.rerun()
         except CheckpointError as err:
-            st.error(str(err))
+            st.error(plain(err))
 
 
 def upload() -> None:
@@ -64,7 +65,7 @@ def upload() -> None:
         folder = st.session_state.setdefault("session_models_dir", tempfile.mkdtemp(prefix="attnscope-session-"))
         path = registry.store(tmp, file.name, registry.Path(folder), set(state.entries()))
     except CheckpointError as err:
-        st.error(f"Upload rejected: {err}")
+        st.error(f"Upload rejected: {plain(err)}")
         return
     st.session_state["checkpoint"] = path.stem
     st.session_state["_flash"] = f"Loaded {path.stem}; it is now the active checkpoint on every page."
@@ -75,4 +76,4 @@ def flash() -> None:
     """Show a message left by the previous run (e.g. before a rerun refreshed the list)."""
     message = st.session_state.pop("_flash", None)
     if message:
-        st.success(message)
+        st.success(plain(message))

@@ -6,6 +6,7 @@ import streamlit as st
 
 from attnscope.translator import Translation
 from attnscope.ui import widgets
+from attnscope.ui.text import plain
 from attnscope.viz.heatmap import record_heatmap
 
 
@@ -23,9 +24,9 @@ def reference_comparison(free: Translation, forced: Translation, layer: int, hea
     if split is None:
         st.success("The model's own translation is exactly the reference.")
     else:
-        st.warning(f"The outputs diverge at step {split}: the model chose "
-                   f"“{free.output_tokens[split] if split < len(free.output_tokens) else '(end)'}”, the reference has "
-                   f"“{forced.output_tokens[split] if split < len(forced.output_tokens) else '(end)'}”.")
+        chose = free.output_tokens[split] if split < len(free.output_tokens) else "(end)"
+        wanted = forced.output_tokens[split] if split < len(forced.output_tokens) else "(end)"
+        st.warning(f"The outputs diverge at step {split}: the model chose “{plain(chose)}”, the reference has “{plain(wanted)}”.")
     cols = st.columns(2)
     kind_layer = min(layer, free.attention.n_layers("cross") - 1)
     with cols[0]:

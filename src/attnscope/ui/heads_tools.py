@@ -10,6 +10,7 @@ from attnscope.data import DataError, data_dir, load_pairs
 from attnscope.record import KINDS
 from attnscope.translator import Translation, Translator
 from attnscope.ui import state, widgets
+from attnscope.ui.text import plain
 from attnscope.viz.heatmap import attention_heatmap, head_weights
 
 MAX_SAMPLE = 200  # sentences per split sample: keeps a CPU-only analysis under a minute or two
@@ -20,7 +21,7 @@ def _pairs(tr: Translator, split: str, n: int) -> list[tuple[str, str]] | None:
     try:
         return load_pairs(data_dir(), split, tr.bundle.src_lang, tr.bundle.tgt_lang)[:n]
     except DataError as err:
-        st.warning(f"{err}")
+        st.warning(plain(err))
         return None
 
 
@@ -106,7 +107,7 @@ def ablation(tr: Translator, text: str, result: Translation) -> None:
         st.caption("Pick one or more heads; their outputs are set to zero.")
         return
     outcome = ablate_sentence(tr, text, chosen)
-    st.markdown(f"**With all heads:** {outcome.baseline.text}  \n**Without them:** {outcome.ablated.text}")
+    st.markdown(f"**With all heads:** {plain(outcome.baseline.text)}  \n**Without them:** {plain(outcome.ablated.text)}")
     st.dataframe(outcome.token_changes.round(4), hide_index=True, width="stretch")
     cols = st.columns(3)
     split = cols[0].selectbox("BLEU on split", SPLITS, key="ablate_split")

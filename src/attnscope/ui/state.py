@@ -10,6 +10,7 @@ from attnscope.checkpoint import CheckpointError
 from attnscope.loading import default_checkpoint, shipped_dir
 from attnscope.record import KINDS
 from attnscope.translator import InputError, Translation, Translator
+from attnscope.ui.text import plain
 
 EXAMPLES = (
     "A little girl climbs into a wooden playhouse.",
@@ -61,13 +62,13 @@ def translator(name: str | None = None) -> Translator | None:
     choices = available_checkpoints()
     name = name or st.session_state.get("checkpoint") or next(iter(choices), None)
     if name not in choices:
-        st.error(f"No checkpoint named {name!r}. Available: {', '.join(choices) or 'none'}.")
+        st.error(f"No checkpoint named {plain(repr(name))}. Available: {plain(', '.join(choices) or 'none')}.")
         return None
     path = choices[name]
     try:
         return _load(str(path), path.stat().st_mtime)
     except CheckpointError as err:
-        st.error(f"Could not load {name}: {err}")
+        st.error(f"Could not load {plain(name)}: {plain(err)}")
         return None
 
 
@@ -81,7 +82,7 @@ def translate(tr: Translator, text: str, beam: int = 1, max_len: int | None = No
     try:
         return _translate(tr, tr.name, text, beam, max_len)
     except InputError as err:
-        st.warning(str(err))
+        st.warning(plain(err))
         return None
 
 
@@ -95,7 +96,7 @@ def force(tr: Translator, text: str, prefix: tuple[int, ...], max_len: int | Non
     try:
         return _force(tr, tr.name, text, prefix, max_len)
     except InputError as err:
-        st.warning(str(err))
+        st.warning(plain(err))
         return None
 
 
@@ -109,7 +110,7 @@ def score(tr: Translator, text: str, reference: str) -> Translation | None:
     try:
         return _score(tr, tr.name, text, reference)
     except InputError as err:
-        st.warning(str(err))
+        st.warning(plain(err))
         return None
 
 

@@ -5,6 +5,7 @@ import streamlit as st
 
 from attnscope.translator import Translation, Translator
 from attnscope.ui import state, widgets
+from attnscope.ui.text import plain
 from attnscope.viz.beam_tree import beam_tree
 from attnscope.viz.heatmap import record_heatmap
 
@@ -50,11 +51,11 @@ def force_branch(tr: Translator, text: str, result: Translation, t: int, max_len
         return
     left, right = st.columns(2)
     with left:
-        st.markdown(f"**Model's choice:** {result.text}")
+        st.markdown(f"**Model's choice:** {plain(result.text)}")
         widgets.chart(record_heatmap(result.attention, "cross", min(st.session_state.get("layer", 0), result.attention.n_layers("cross") - 1),
                                      None, row_labels=result.output_tokens), "branch-original")
     with right:
-        st.markdown(f"**Forced branch:** {branch.text}")
+        st.markdown(f"**Forced branch:** {plain(branch.text)}")
         widgets.chart(record_heatmap(branch.attention, "cross", min(st.session_state.get("layer", 0), branch.attention.n_layers("cross") - 1),
                                      None, row_labels=branch.output_tokens), "branch-forced")
     st.caption(f"Log-probability of the whole output: model's choice {result.log_prob:.2f}, forced branch {branch.log_prob:.2f}.")

@@ -14,6 +14,7 @@ from attnscope.jobs import TrainJob, estimate_epoch_seconds
 from attnscope.registry import user_dir
 from attnscope.train import TrainConfig
 from attnscope.ui import widgets
+from attnscope.ui.text import plain
 from attnscope.viz.heatmap import record_heatmap
 
 MAX_EPOCHS = 200
@@ -55,7 +56,7 @@ def run_form() -> TrainConfig | None:
         tgt = cols[2].selectbox("Target language", [l for l in LANGUAGES if l != src], key="train_tgt")
         missing = multi30k_available(src, tgt)
         if missing:
-            st.warning(missing)
+            st.warning(plain(missing))
             return None
     preset = st.selectbox("Model size", list(PRESETS), index=0 if task != "multi30k" else 1, key="train_preset")
     overrides = {}
@@ -83,7 +84,7 @@ def run_form() -> TrainConfig | None:
                            max_tokens=int(max_tokens), lr=float(lr), warmup=int(warmup), name=safe,
                            bleu_sentences=200 if task == "multi30k" else None, save_minutes=2.0)
     except ValueError as err:
-        st.error(str(err))
+        st.error(plain(err))
         return None
 
 
@@ -100,7 +101,7 @@ def estimate(config: TrainConfig) -> None:
         try:
             seconds, n_batches = estimate_epoch_seconds(config)
         except (DataError, ValueError) as err:
-            st.error(str(err))
+            st.error(plain(err))
             return
     st.info(f"About {seconds:.0f} s per epoch ({n_batches} batches), so {config.epochs} epochs ≈ "
             f"{seconds * config.epochs / 60:.1f} min on this machine.")
@@ -129,7 +130,7 @@ def progress(job: TrainJob) -> None:
     else:
         st.progress(0.0, text=f"{job.status}: preparing data and model…")
     if job.error:
-        st.error(f"Training failed: {job.error}. Checkpoints written before the failure are kept; start again to resume.")
+        st.error(f"Training failed: {plain(job.error)}. Checkpoints written before the failure are kept; start again to resume.")
     if job.published:
         st.success(f"Saved as {job.published.stem}: select it in the sidebar on any page.")
     if job.events:
@@ -139,7 +140,7 @@ def progress(job: TrainJob) -> None:
                                  value=len(job.snapshots) - 1, format_func=lambda i: str(job.snapshots[i].step),
                                  key=f"snapshot-{job.id}")
         snap = job.snapshots[index]
-        st.markdown(f"**Step {snap.step}** (val BLEU {snap.bleu}): {job.sample} → *{snap.translation}*")
+        st.markdown(f"**Step {snap.step}** (val BLEU {snap.bleu}): {plain(job.sample)} → {plain(snap.translation)}")
         layer = snap.record.n_layers("cross") - 1
         widgets.chart(record_heatmap(snap.record, "cross", layer, None), f"snapshot-heatmap-{job.id}")
     rows = [{"step": e.step, "val loss": round(e.val_loss or 0, 3), "BLEU": e.bleu, "sample": e.sample[1] if e.sample else ""}
