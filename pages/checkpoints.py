@@ -5,7 +5,7 @@ import streamlit as st
 from attnscope import registry
 from attnscope.ui import state
 from attnscope.ui.text import plain
-from attnscope.ui.checkpoint_tools import flash, manage, upload
+from attnscope.ui.checkpoint_tools import flash, import_state_dict, manage, upload
 
 st.title("Checkpoints")
 flash()
@@ -24,3 +24,4 @@ for folder, origin in ((registry.user_dir(), "user"),):
         st.warning(plain(f"Skipped a file in {folder}: {problem}"))
 manage(entries)
 upload()
+import_state_dict()

@@ -35,6 +35,7 @@ class ModelConfig:
     norm: Norm = "post"  # "post" is the paper's; "pre" trains more stably when deep
     tie_embeddings: bool = True  # target embedding shares its matrix with the output layer
     share_embeddings: bool = False  # source and target embeddings are one matrix (joint vocabulary)
+    final_norm: bool | None = None  # LayerNorm after each stack; None = only with pre-LN (nn.Transformer always has one)
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -58,12 +59,18 @@ class ModelConfig:
             raise ConfigError(f"positional must be 'sinusoidal' or 'learned', got {self.positional!r}")
         if self.norm not in ("post", "pre"):
             raise ConfigError(f"norm must be 'post' or 'pre', got {self.norm!r}")
+        if self.final_norm is not None and not isinstance(self.final_norm, bool):
+            raise ConfigError(f"config field final_norm must be true, false or null, got {self.final_norm!r}")
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ConfigError("share_embeddings needs one joint vocabulary, but the sizes are "
                               f"{self.src_vocab_size} and {self.tgt_vocab_size}")
         if self.parameter_count() > MAX_PARAMETERS:
             raise ConfigError(f"this config would have {self.parameter_count():,} parameters, "
                               f"more than the limit of {MAX_PARAMETERS:,}")
+
+    @property
+    def has_final_norm(self) -> bool:
+        return self.norm == "pre" if self.final_norm is None else self.final_norm
 
     @property
     def head_dim(self) -> int:
@@ -77,7 +84,7 @@ class ModelConfig:
         norm = 2 * d
         encoder = self.n_encoder_layers * (attention + ffn + 2 * norm)
         decoder = self.n_decoder_layers * (2 * attention + ffn + 3 * norm)
-        finals = 2 * norm if self.norm == "pre" else 0
+        finals = 2 * norm if self.has_final_norm else 0
         src_emb = 0 if self.share_embeddings else self.src_vocab_size * d
         tgt_emb = self.tgt_vocab_size * d
         output = self.tgt_vocab_size + (0 if self.tie_embeddings else self.tgt_vocab_size * d)

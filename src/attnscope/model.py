@@ -226,9 +226,8 @@ class Transformer(nn.Module):
         self.embed_dropout = nn.Dropout(c.dropout)
         self.encoder = nn.ModuleList(EncoderLayer(c) for _ in range(c.n_encoder_layers))
         self.decoder = nn.ModuleList(DecoderLayer(c) for _ in range(c.n_decoder_layers))
-        pre = c.norm == "pre"
-        self.encoder_norm = nn.LayerNorm(c.d_model) if pre else nn.Identity()
-        self.decoder_norm = nn.LayerNorm(c.d_model) if pre else nn.Identity()
+        self.encoder_norm = nn.LayerNorm(c.d_model) if c.has_final_norm else nn.Identity()
+        self.decoder_norm = nn.LayerNorm(c.d_model) if c.has_final_norm else nn.Identity()
         self.generator = nn.Linear(c.d_model, c.tgt_vocab_size)
         self._init_weights()
         if c.tie_embeddings:

@@ -82,3 +82,36 @@ def test_uploading_under_a_shipped_name_is_refused(page: AppTest, toy_checkpoint
     data = (toy_checkpoint_dir / "toy-reverse.safetensors").read_bytes()
     upload(page, "toy-reverse.safetensors", data)
     assert any("already exists" in shown(e) for e in page.error)
+
+
+def test_import_an_nn_transformer_state_dict_and_inspect_it(page: AppTest) -> None:
+    import io
+
+    import torch
+
+    from tests.test_convert import TutorialSeq2Seq, codecs
+
+    src_codec, tgt_codec = codecs(20, 24)
+    torch.manual_seed(0)
+    buffer = io.BytesIO()
+    torch.save(TutorialSeq2Seq(20, 24).state_dict(), buffer)
+    page.file_uploader(key="import_weights").upload("tutorial.pt", buffer.getvalue())
+    page.file_uploader(key="import_src_tok").upload("src.json", src_codec.to_json().encode())
+    page.file_uploader(key="import_tgt_tok").upload("tgt.json", tgt_codec.to_json().encode())
+    page.number_input(key="import_heads").set_value(4)
+    page.text_input(key="import_name").set_value("tutorial model").run()
+    page.button(key="import_go").click().run()
+    assert not page.exception
+    assert page.session_state["checkpoint"] == "tutorial-model"
+    page.session_state["sentence"] = "s1 s2 s3"
+    page.switch_page("pages/translate.py").run()
+    assert not page.exception
+    assert len(page.get("plotly_chart")) == 6
+
+
+def test_import_with_a_broken_tokenizer_is_rejected(page: AppTest) -> None:
+    page.file_uploader(key="import_weights").upload("x.pt", b"not torch")
+    page.file_uploader(key="import_src_tok").upload("src.json", b"{not json").run()
+    page.button(key="import_go").click().run()
+    assert any("Import rejected" in shown(e) for e in page.error)
+    assert page.session_state["checkpoint"] == "toy-reverse"

@@ -1,0 +1,99 @@
+"""Importing an nn.Transformer seq2seq model (as the seed tutorials build it) gives identical outputs."""
+from __future__ import annotations
+
+import io
+import math
+import pickle
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from attnscope.capture import record_attention
+from attnscope.checkpoint import CheckpointError
+from attnscope.convert import ImportSettings, from_torch_transformer, read_state_dict
+from attnscope.model import sinusoidal_table
+from attnscope.tokenization import TextCodec, train_word_level
+
+
+class TutorialSeq2Seq(nn.Module):
+    """Token embeddings * sqrt(d), a positional encoding, nn.Transformer, a linear generator."""
+
+    def __init__(self, v_src: int, v_tgt: int, d: int = 16, heads: int = 4, learned: bool = False, norm_first: bool = False) -> None:
+        super().__init__()
+        self.d = d
+        self.transformer = nn.Transformer(d, heads, 2, 2, 32, dropout=0.0, batch_first=True, norm_first=norm_first)
+        self.src_tok_emb = nn.Embedding(v_src, d)
+        self.tgt_tok_emb = nn.Embedding(v_tgt, d)
+        self.generator = nn.Linear(d, v_tgt)
+        if learned:
+            self.pos_embedding = nn.Embedding(40, d)
+        else:
+            self.register_buffer("pos_embedding", sinusoidal_table(40, d).unsqueeze(1))
+
+    def positions(self, n: int) -> torch.Tensor:
+        table = self.pos_embedding.weight if isinstance(self.pos_embedding, nn.Embedding) else self.pos_embedding[:, 0]
+        return table[:n]
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+        emb = lambda table, x: table(x) * math.sqrt(self.d) + self.positions(x.shape[1])  # noqa: E731
+        causal = torch.ones(tgt.shape[1], tgt.shape[1], dtype=torch.bool).triu(1)
+        h = self.transformer(emb(self.src_tok_emb, src), emb(self.tgt_tok_emb, tgt), tgt_mask=causal)
+        return self.generator(h)
+
+
+def codecs(n_src: int, n_tgt: int) -> tuple[TextCodec, TextCodec]:
+    return (TextCodec(train_word_level([" ".join(f"s{i}" for i in range(n_src - 4))])),
+            TextCodec(train_word_level([" ".join(f"t{i}" for i in range(n_tgt - 4))])))
+
+
+@pytest.mark.parametrize("learned,norm_first", [(False, False), (True, False), (False, True)])
+def test_imported_model_matches_the_original(learned: bool, norm_first: bool) -> None:
+    torch.manual_seed(0)
+    src_codec, tgt_codec = codecs(20, 24)
+    original = TutorialSeq2Seq(20, 24, learned=learned, norm_first=norm_first).eval()
+    buffer = io.BytesIO()
+    torch.save(original.state_dict(), buffer)
+    state = read_state_dict(buffer.getvalue(), "model.pt")
+    model, bundle = from_torch_transformer(state, src_codec, tgt_codec, ImportSettings(n_heads=4, norm_first=norm_first))
+    src, tgt = torch.randint(4, 20, (2, 7)), torch.randint(4, 24, (2, 5))
+    with torch.no_grad():
+        expected = original(src, tgt)
+        got = model(src, tgt)
+    assert torch.allclose(got, expected, atol=1e-5)
+    assert bundle.config.positional == ("learned" if learned else "sinusoidal")
+    with torch.no_grad(), record_attention(original) as theirs, record_attention(model) as ours:
+        original(src, tgt)
+        model(src, tgt)
+    assert torch.allclose(theirs.weights["transformer.decoder.layers.1.multihead_attn"],
+                          ours.weights["decoder.1.cross_attn"], atol=1e-5)
+
+
+def test_a_pickle_that_would_run_code_is_refused(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+
+    class Evil:
+        def __reduce__(self):
+            return (Path.touch, (marker,))
+
+    with pytest.raises(CheckpointError, match="cannot be loaded safely|can be loaded safely"):
+        read_state_dict(pickle.dumps({"w": Evil()}), "evil.pt")
+    assert not marker.exists()
+
+
+def test_files_without_a_transformer_are_refused() -> None:
+    buffer = io.BytesIO()
+    torch.save({"linear.weight": torch.zeros(2, 2)}, buffer)
+    state = read_state_dict(buffer.getvalue(), "x.pt")
+    with pytest.raises(CheckpointError, match="no nn.Transformer found"):
+        from_torch_transformer(state, *codecs(10, 10), ImportSettings(n_heads=2))
+    with pytest.raises(CheckpointError, match="not a PyTorch weights file"):
+        read_state_dict(b"garbage", "x.pt")
+
+
+def test_wrong_head_count_is_explained() -> None:
+    src_codec, tgt_codec = codecs(20, 24)
+    state = TutorialSeq2Seq(20, 24).state_dict()
+    with pytest.raises(CheckpointError, match="not divisible"):
+        from_torch_transformer(state, src_codec, tgt_codec, ImportSettings(n_heads=5))
