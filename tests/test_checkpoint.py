@@ -1,0 +1,100 @@
+"""One-file checkpoints: exact round trips and one clear sentence for every malformed file."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import save_file
+
+from attnscope import checkpoint
+from attnscope.checkpoint import Bundle, CheckpointError, atomic_write
+from attnscope.config import ModelConfig
+from attnscope.model import Transformer
+from attnscope.tokenization import TextCodec, train_word_level
+
+
+@pytest.fixture
+def saved(tmp_path: Path) -> tuple[Path, Transformer, Bundle]:
+    codec = TextCodec(train_word_level(["a b c d e f g"]))
+    config = ModelConfig(src_vocab_size=codec.vocab_size, tgt_vocab_size=codec.vocab_size, d_model=16, n_heads=4,
+                         d_ff=32, n_encoder_layers=1, n_decoder_layers=2, share_embeddings=True, max_len=20)
+    torch.manual_seed(0)
+    model = Transformer(config).eval()
+    bundle = Bundle(config, codec, codec, "en", "de", {"steps": 3})
+    return checkpoint.save(model, bundle, tmp_path / "m.safetensors"), model, bundle
+
+
+def tensors_and_meta(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    from safetensors import safe_open
+    with safe_open(str(path), "pt") as f:
+        return {k: f.get_tensor(k) for k in f.keys()}, f.metadata()
+
+
+def test_round_trip_is_exact_and_keeps_ties(saved) -> None:
+    path, model, bundle = saved
+    loaded, b = checkpoint.load(path)
+    for (k, v), (k2, v2) in zip(model.state_dict().items(), loaded.state_dict().items()):
+        assert k == k2 and torch.equal(v, v2)
+    assert loaded.generator.weight is loaded.tgt_embed.weight is loaded.src_embed.weight
+    assert b.config == bundle.config and b.summary == {"steps": 3} and b.src_lang == "en"
+
+
+def test_half_precision_is_close(saved, tmp_path: Path) -> None:
+    _, model, bundle = saved
+    path = checkpoint.save(model, bundle, tmp_path / "half.safetensors", half=True)
+    loaded, _ = checkpoint.load(path)
+    assert torch.allclose(loaded.tgt_embed.weight, model.tgt_embed.weight, atol=1e-2)
+    assert next(iter(tensors_and_meta(path)[0].values())).dtype == torch.float16
+
+
+def rewrite(path: Path, tensors=None, meta=None) -> Path:
+    t, m = tensors_and_meta(path)
+    save_file(tensors if tensors is not None else t, str(path), metadata=meta if meta is not None else m)
+    return path
+
+
+@pytest.mark.parametrize("damage,message", [
+    (lambda p: p.unlink(), "does not exist"),
+    (lambda p: p.write_text("hello"), "is not a safetensors file"),
+    (lambda p: p.write_bytes(p.read_bytes()[:-500]), "safetensors file|cannot be read"),
+    (lambda p: rewrite(p, meta={}), "not an attnscope checkpoint"),
+    (lambda p: rewrite(p, meta=tensors_and_meta(p)[1] | {"format_version": "99"}), "format version '99'"),
+    (lambda p: rewrite(p, tensors={k: v for k, v in tensors_and_meta(p)[0].items() if k != "generator.bias"}), "missing tensor generator.bias"),
+    (lambda p: rewrite(p, tensors=tensors_and_meta(p)[0] | {"extra": torch.zeros(1)}), "unexpected tensor extra"),
+    (lambda p: rewrite(p, tensors=tensors_and_meta(p)[0] | {"generator.bias": torch.zeros(3)}), "generator.bias has shape"),
+    (lambda p: rewrite(p, meta=tensors_and_meta(p)[1] | {"config": "{"}), "not valid JSON"),
+    (lambda p: rewrite(p, meta=tensors_and_meta(p)[1] | {"config": json.dumps({"src_vocab_size": "x", "tgt_vocab_size": 1})}), "must be int"),
+    (lambda p: rewrite(p, meta=tensors_and_meta(p)[1] | {"src_tokenizer": "{bad"}), "does not parse"),
+    (lambda p: rewrite(p, meta=tensors_and_meta(p)[1] | {"config": json.dumps({"src_vocab_size": 5000, "tgt_vocab_size": 5000, "share_embeddings": True})}), "tokens but the model expects"),
+    (lambda p: rewrite(p, meta=tensors_and_meta(p)[1] | {"config": json.dumps({"src_vocab_size": 12, "tgt_vocab_size": 12, "d_model": 10**6})}), "parameters"),
+    (lambda p: rewrite(p, tensors=tensors_and_meta(p)[0] | {"generator.bias": torch.full(tensors_and_meta(p)[0]["generator.bias"].shape, float("nan"))}), "NaN"),
+])
+def test_malformed_files_give_one_clear_error(saved, damage, message: str) -> None:
+    path = saved[0]
+    damage(path)
+    with pytest.raises(CheckpointError, match=message):
+        checkpoint.load(path)
+
+
+def test_interrupted_write_keeps_the_old_file(saved) -> None:
+    path = saved[0]
+    before = path.read_bytes()
+
+    def crash(tmp: str) -> None:
+        Path(tmp).write_bytes(b"half a file")
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError):
+        atomic_write(path, crash)
+    assert path.read_bytes() == before
+    assert [p.name for p in path.parent.iterdir()] == ["m.safetensors"]
+
+
+def test_save_failure_is_a_clear_message(saved, tmp_path: Path) -> None:
+    _, model, bundle = saved
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(CheckpointError, match="could not save checkpoint"):
+        checkpoint.save(model, bundle, blocker / "sub" / "m.safetensors")

@@ -1,0 +1,121 @@
+"""The Transformer itself: shapes, masks, both attention paths, positional encodings, norms."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from attnscope.config import ConfigError, ModelConfig
+from attnscope.model import DecoderCache, Transformer, sinusoidal_table
+
+VARIANTS = [dict(norm=n, positional=p, tie_embeddings=t, share_embeddings=s)
+            for n in ("post", "pre") for p in ("sinusoidal", "learned") for t, s in ((True, True), (False, False))]
+
+
+def make(**kw) -> Transformer:
+    torch.manual_seed(0)
+    base = dict(src_vocab_size=30, tgt_vocab_size=30, d_model=16, n_heads=4, d_ff=32, n_encoder_layers=2,
+                n_decoder_layers=2, dropout=0.0, attention_dropout=0.0, max_len=32)
+    return Transformer(ModelConfig(**(base | kw))).eval()
+
+
+@pytest.mark.parametrize("kw", VARIANTS)
+def test_shapes_and_parameter_count(kw: dict) -> None:
+    model = make(**kw)
+    out = model(torch.randint(4, 30, (3, 7)), torch.randint(4, 30, (3, 5)))
+    assert out.shape == (3, 5, 30)
+    assert model.config.parameter_count() == sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize("kw", VARIANTS)
+def test_explicit_softmax_path_equals_sdpa(kw: dict) -> None:
+    model = make(**kw)
+    src, tgt = torch.randint(4, 30, (2, 6)), torch.randint(4, 30, (2, 5))
+    src[1, 4:] = 0
+    tgt[1, 3:] = 0
+    with torch.no_grad():
+        fast = model(src, tgt)
+        handles = [m.hook_pattern.register_forward_hook(lambda *a: None) for m in model.attention_modules().values()]
+        slow = model(src, tgt)
+    for h in handles:
+        h.remove()
+    assert torch.allclose(fast, slow, atol=1e-5)
+
+
+def test_no_future_leakage() -> None:
+    model = make()
+    src, tgt = torch.randint(4, 30, (1, 6)), torch.randint(4, 30, (1, 6))
+    changed = tgt.clone()
+    changed[0, 4] = (tgt[0, 4] + 1 - 4) % 26 + 4
+    with torch.no_grad():
+        a, b = model(src, tgt), model(src, changed)
+    assert torch.allclose(a[0, :4], b[0, :4], atol=1e-6)
+    assert not torch.allclose(a[0, 4:], b[0, 4:])
+
+
+def test_padding_changes_nothing() -> None:
+    model = make()
+    src, tgt = torch.randint(4, 30, (1, 5)), torch.randint(4, 30, (1, 4))
+    padded_src = torch.cat([src, torch.zeros(1, 3, dtype=torch.long)], 1)
+    padded_tgt = torch.cat([tgt, torch.zeros(1, 2, dtype=torch.long)], 1)
+    with torch.no_grad():
+        alone = model(src, tgt)
+        padded = model(padded_src, padded_tgt)[:, :4]
+    assert torch.allclose(alone, padded, atol=1e-5)
+
+
+@pytest.mark.parametrize("kw", VARIANTS[:4])
+def test_incremental_decoding_matches_full_forward(kw: dict) -> None:
+    model = make(**kw)
+    src, tgt = torch.randint(4, 30, (2, 6)), torch.randint(4, 30, (2, 5))
+    with torch.no_grad():
+        full = model(src, tgt)
+        memory, mask = model.encode(src)
+        cache = DecoderCache.empty(2)
+        steps = [model.decode(tgt[:, t:t + 1], memory, mask, cache) for t in range(5)]
+    assert torch.allclose(torch.cat(steps, 1), full, atol=1e-5)
+    cache.reorder(torch.tensor([1, 1]))
+    assert torch.equal(cache.layers[0].self_k[0], cache.layers[0].self_k[1])
+
+
+def test_sinusoidal_table_follows_the_formula() -> None:
+    table = sinusoidal_table(50, 16)
+    for pos in (0, 7, 49):
+        for i in range(8):
+            angle = pos / 10000 ** (2 * i / 16)
+            assert table[pos, 2 * i] == pytest.approx(math.sin(angle), abs=1e-5)
+            assert table[pos, 2 * i + 1] == pytest.approx(math.cos(angle), abs=1e-5)
+
+
+def test_too_long_input_is_refused_clearly() -> None:
+    model = make()
+    with pytest.raises(ValueError, match="at most 32"):
+        model.encode(torch.ones(1, 40, dtype=torch.long))
+
+
+def test_attention_modules_are_named_by_role_in_forward_order() -> None:
+    roles = [(n, m.role) for n, m in make().attention_modules().items()]
+    assert roles == [("encoder.0.self_attn", "encoder_self"), ("encoder.1.self_attn", "encoder_self"),
+                     ("decoder.0.self_attn", "decoder_self"), ("decoder.0.cross_attn", "cross"),
+                     ("decoder.1.self_attn", "decoder_self"), ("decoder.1.cross_attn", "cross")]
+
+
+@pytest.mark.parametrize("bad,message", [
+    (dict(d_model=10, n_heads=4), "not divisible"), (dict(dropout=1.5), "dropout"),
+    (dict(positional="rotary"), "positional"), (dict(norm="mid"), "norm"), (dict(d_model=True), "must be int"),
+    (dict(d_model=1_000_000), "parameters"), (dict(share_embeddings=True, tgt_vocab_size=31), "joint vocabulary"),
+])
+def test_config_validation(bad: dict, message: str) -> None:
+    base = dict(src_vocab_size=30, tgt_vocab_size=30)
+    with pytest.raises(ConfigError, match=message):
+        ModelConfig(**(base | bad))
+
+
+def test_config_from_untrusted_dict() -> None:
+    with pytest.raises(ConfigError, match="unknown fields: evil"):
+        ModelConfig.from_dict({"src_vocab_size": 3, "tgt_vocab_size": 3, "evil": 1})
+    with pytest.raises(ConfigError, match="lacks required"):
+        ModelConfig.from_dict({"d_model": 8})
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        ModelConfig.from_json("{")

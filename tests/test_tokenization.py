@@ -1,0 +1,47 @@
+"""Tokenizers: round trips, special ids, readable pieces, clear errors."""
+from __future__ import annotations
+
+import pytest
+
+from attnscope.tokenization import TextCodec, TokenizerError, train_bpe, train_word_level
+
+CORPUS = ["A man rides a red bike down the street.", "Two dogs are running through the snow!",
+          "Ein Mann fährt ein rotes Fahrrad.", "Zwei Hunde rennen durch den Schnee."] * 10
+
+
+@pytest.fixture(scope="module")
+def codec() -> TextCodec:
+    return TextCodec(train_bpe(CORPUS, 120))
+
+
+def test_round_trip_and_special_ids(codec: TextCodec) -> None:
+    for text in ("A man rides a bike.", "Zwei Hunde rennen!", "the dog! the dog."):
+        assert codec.decode(codec.encode(text)) == text
+    assert [codec.tokenizer.token_to_id(t) for t in ("<pad>", "<bos>", "<eos>", "<unk>")] == [0, 1, 2, 3]
+    assert codec.decode([1, *codec.encode("A man"), 2, 5, 6]) == "A man"
+
+
+def test_pieces_are_readable(codec: TextCodec) -> None:
+    pieces = codec.pieces(codec.encode("A man rides."))
+    assert pieces[0] == "A" and pieces[-1] == "."
+    assert not any("▁" in p for p in pieces)
+    assert any(p.startswith("##") for p in codec.pieces(codec.encode("Schneemann")))
+
+
+def test_unknown_characters_are_reported(codec: TextCodec) -> None:
+    assert codec.unknown_characters("A ☃ man 😀") == ["☃", "😀"]
+    assert 3 in codec.encode("☃")
+
+
+def test_word_level_round_trip() -> None:
+    codec = TextCodec(train_word_level(["a b c", "d e"]))
+    assert codec.decode(codec.encode("a b e")) == "a b e"
+    assert codec.pieces(codec.encode("a b")) == ["a", "b"]
+
+
+def test_bad_tokenizer_json_is_a_clear_error(codec: TextCodec) -> None:
+    with pytest.raises(TokenizerError, match="does not parse"):
+        TextCodec.from_json("{nope")
+    broken = codec.to_json().replace('"<bos>"', '"<start>"')
+    with pytest.raises(TokenizerError, match="<bos> at id 1"):
+        TextCodec.from_json(broken)
