@@ -265,6 +265,7 @@ class Trainer:
         bar = tqdm(total=total, initial=st["step"], disable=True if self.rank != 0 else None, unit="step")
         started, last_save, tokens = time.perf_counter() - st["elapsed"], time.perf_counter(), 0
         loss_avg: float | None = None
+        self._validated_at = -1
         best_path = self.out / "best.safetensors"
         while st["step"] < total and st["epoch"] < cfg.epochs and not self.stop.is_set():
             batches = self.epoch_batches(st["epoch"])
@@ -292,7 +293,7 @@ class Trainer:
                 if not cfg.eval_every:
                     self._validate(loss_avg, tokens, log, best_path)
         loss_avg = loss_avg if loss_avg is not None else float("nan")
-        if not st["history"] or st["history"][-1]["step"] != st["step"] or not best_path.exists():
+        if self._validated_at != st["step"]:  # the same decision on every rank (they meet at a barrier)
             self._validate(loss_avg, tokens, log, best_path)
         bar.close()
         if log:
@@ -315,6 +316,7 @@ class Trainer:
 
     def _validate(self, loss: float, tokens: int, log: Any, best_path: Path) -> None:
         st = self.state
+        self._validated_at = st["step"]
         if self.rank == 0:
             val_loss, bleu, sample = self._evaluate()
             st["history"].append({"step": st["step"], "val_loss": round(val_loss, 4), "bleu": bleu})

@@ -1,0 +1,96 @@
+"""Training: schedule, a toy task learned for real, exact resume, DDP on CPU, the CLI."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+
+from attnscope import checkpoint
+from attnscope.data import toy_pairs
+from attnscope.train import TrainConfig, lr_at, parse_args, train
+from attnscope.translator import Translator
+
+TOY = dict(task="reverse", preset="toy", toy_size=2000, max_tokens=600, lr=3e-3, warmup=100, threads=1)
+
+
+def test_learning_rate_warms_up_then_decays() -> None:
+    assert lr_at(50, 1e-3, 100) == pytest.approx(5e-4)
+    assert lr_at(100, 1e-3, 100) == pytest.approx(1e-3)
+    assert lr_at(400, 1e-3, 100) == pytest.approx(5e-4)
+
+
+def test_a_toy_task_is_learned(tmp_path: Path) -> None:
+    events = []
+    best = train(TrainConfig(out_dir=str(tmp_path), epochs=25, **TOY), progress=events.append)
+    translator = Translator(*checkpoint.load(best))
+    pairs = toy_pairs("reverse", 100, seed=999)
+    hyps = translator.translate_batch([s for s, _ in pairs])
+    accuracy = sum(h == t for h, (_, t) in zip(hyps, pairs)) / len(pairs)
+    assert accuracy >= 0.9, accuracy
+    kinds = {e.kind for e in events}
+    assert kinds == {"step", "eval", "done"}
+    assert [json.loads(l)["kind"] for l in (tmp_path / "log.jsonl").read_text().splitlines()] == ["eval"] * 25
+
+
+def test_a_stopped_run_resumes_to_the_same_weights(tmp_path: Path) -> None:
+    straight = train(TrainConfig(out_dir=str(tmp_path / "a"), epochs=2, **TOY))
+    stop = threading.Event()
+    stop_after = lambda e: stop.set() if e.kind == "step" and e.step == 10 else None  # noqa: E731
+    train(TrainConfig(out_dir=str(tmp_path / "b"), epochs=2, **TOY), progress=stop_after, stop=stop)
+    assert checkpoint.read_bundle(tmp_path / "b" / "last.safetensors")[0].summary["steps"] == 10
+    resumed = train(TrainConfig(out_dir=str(tmp_path / "b"), epochs=2, **TOY))
+    a, _ = checkpoint.load(straight)
+    b, _ = checkpoint.load(resumed)
+    for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert torch.allclose(x, y, atol=1e-6), name
+
+
+def test_a_killed_run_leaves_a_loadable_checkpoint_and_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "attnscope.train", "--out", str(out), "--task", "sort", "--preset", "toy",
+           "--epochs", "200", "--toy-size", "1000", "--threads", "1", "--max-tokens", "300"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while not (out / "log.jsonl").exists() or len((out / "log.jsonl").read_text().splitlines()) < 2:
+            assert proc.poll() is None, "training exited early"
+            threading.Event().wait(0.2)
+    finally:
+        proc.kill()  # SIGKILL: no cleanup at all
+        proc.wait()
+    model, bundle = checkpoint.load(out / "last.safetensors")
+    steps = bundle.summary["steps"]
+    assert steps > 0
+    train(parse_args(cmd[3:-8] + ["--task", "sort", "--preset", "toy", "--epochs", "3", "--toy-size", "1000",
+                                  "--threads", "1", "--max-tokens", "300"]))
+    assert checkpoint.read_bundle(out / "last.safetensors")[0].summary["steps"] > steps
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_distributed_training_on_cpu_with_gloo(tmp_path: Path) -> None:
+    out = tmp_path / "ddp"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={free_port()}",
+           "-m", "attnscope.train", "--out", str(out), "--task", "copy", "--preset", "toy", "--epochs", "2",
+           "--toy-size", "400", "--threads", "1", "--max-tokens", "300"]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    assert result.returncode == 0, result.stderr[-2000:]
+    log = [json.loads(l) for l in (out / "log.jsonl").read_text().splitlines()]
+    assert [r["epoch"] for r in log] == [1, 2]  # written once, by rank 0
+    checkpoint.load(out / "best.safetensors")
+
+
+def test_cli_overrides() -> None:
+    cfg = parse_args(["--out", "x", "--set", "dropout=0.3", "--set", "positional=learned", "--epochs", "3",
+                      "--init-from", "c.safetensors"])
+    assert cfg.model == {"dropout": 0.3, "positional": "learned"} and cfg.epochs == 3 and cfg.init_from == "c.safetensors"
