@@ -28,7 +28,8 @@ with right:
 
 st.subheader("Tensor shapes for the current sentence")
 text = widgets.sentence_box(tr)
-result = state.translate(tr, text, int(st.session_state.get("beam", 1)), int(st.session_state.get("max_len", 100)))
+result = state.translate(tr, text, int(st.session_state.get("beam", 1)),
+                         min(int(st.session_state.get("max_len", 100)), c.max_len))
 if result is not None:
     s, t = len(result.source_tokens), len(result.target_tokens)
     st.markdown(f"S = {s} source tokens, T = {t} decoder positions, D = {c.d_model}, H = {c.n_heads}, "

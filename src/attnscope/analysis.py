@@ -89,6 +89,17 @@ def head_stats_over(translator: Translator, sentences: Sequence[str],
     return pd.concat(frames).groupby(["kind", "layer", "head"], as_index=False, sort=False)[list(STAT_COLUMNS)].mean()
 
 
+def head_stats_delta(a: AttentionRecord, b: AttentionRecord) -> pd.DataFrame:
+    """Per-head statistics of two records (e.g. two checkpoints on one sentence) and B − A."""
+    left, right = head_stats(a), head_stats(b)
+    keys = ["kind", "layer", "head"]
+    merged = left.merge(right, on=keys, suffixes=("_a", "_b"))
+    for column in STAT_COLUMNS:
+        merged[f"{column}_delta"] = merged[f"{column}_b"] - merged[f"{column}_a"]
+    return merged[keys + [f"{c}_{s}" for c in ("entropy", "max_weight", "diagonal", "eos_share")
+                          for s in ("a", "b", "delta")]]
+
+
 def _with_residual(a: np.ndarray) -> np.ndarray:
     """0.5 A + 0.5 I, rows renormalised (Abnar & Zuidema 2020): the residual path carries half."""
     mixed = 0.5 * a + 0.5 * np.eye(a.shape[-1])

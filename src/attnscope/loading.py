@@ -28,5 +28,6 @@ def load(path: str | os.PathLike[str] | None = None, device: str | None = None) 
         CheckpointError: the file is missing or not a valid attnscope checkpoint.
     """
     dev = pick_device(device)
-    model, bundle = checkpoint.load(Path(path) if path is not None else default_checkpoint(), dev)
-    return Translator(model, bundle, dev)
+    file = Path(path) if path is not None else default_checkpoint()
+    model, bundle = checkpoint.load(file, dev)
+    return Translator(model, bundle, dev, label=file.stem)

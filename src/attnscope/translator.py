@@ -53,10 +53,11 @@ class Translator:
     model: Transformer
     bundle: Bundle
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    label: str = ""  # the checkpoint's file name; distinguishes copies of one run
 
     @property
     def name(self) -> str:
-        return str(self.bundle.summary.get("name", f"{self.bundle.src_lang}-{self.bundle.tgt_lang}"))
+        return self.label or str(self.bundle.summary.get("name", f"{self.bundle.src_lang}-{self.bundle.tgt_lang}"))
 
     @contextmanager
     def inference(self) -> Iterator[None]:

@@ -68,3 +68,19 @@ def test_anatomy_counts_every_parameter(app: AppTest) -> None:
     shapes = app.dataframe[2].value
     assert "cross-attn: weights" in list(shapes["stage"])
     assert not app.exception
+
+
+def test_compare_two_checkpoints(app: AppTest, toy_checkpoint_dir, tmp_path, monkeypatch) -> None:
+    import shutil
+    folder = tmp_path / "two"
+    folder.mkdir()
+    for name in ("toy-reverse", "toy-reverse-copy"):
+        shutil.copy(toy_checkpoint_dir / "toy-reverse.safetensors", folder / f"{name}.safetensors")
+    monkeypatch.setenv("ATTNSCOPE_CHECKPOINTS", str(folder))
+    open_page(app, "pages/heads.py")
+    app.radio(key="cmp_mode").set_value("two checkpoints").run()
+    assert not app.exception
+    assert any(shown(m).startswith("**toy-reverse-copy:**") for m in app.markdown)
+    delta = app.dataframe[-1].value
+    assert "entropy_delta" in delta.columns and float(delta["entropy_delta"].abs().max()) < 1e-6
+    assert "A − B" in titles(app)

@@ -15,3 +15,18 @@ def test_page_runs(app: AppTest, page: str, min_charts: int) -> None:
     app.switch_page(page).run()
     assert not app.exception, [e.value for e in app.exception]
     assert len(app.get("plotly_chart")) >= min_charts
+
+
+def test_anatomy_shows_shapes_without_warnings(app: AppTest) -> None:
+    app.session_state["sentence"] = "a b c"
+    app.run()
+    app.switch_page("pages/anatomy.py").run()
+    assert not app.warning and len(app.dataframe) == 3
+
+
+def test_switching_to_a_model_with_a_shorter_limit_clamps_the_length(app: AppTest) -> None:
+    app.session_state["max_len"] = 500
+    app.session_state["sentence"] = "a b"
+    app.run()
+    assert not app.exception
+    assert app.session_state["max_len"] == 64

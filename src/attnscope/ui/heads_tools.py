@@ -5,7 +5,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from attnscope.analysis import ablate_sentence, ablation_bleu, head_stats_over, rollout, source_alignment
+from attnscope.analysis import (ablate_sentence, ablation_bleu, head_stats_delta, head_stats_over, rollout,
+                                source_alignment)
 from attnscope.data import DataError, data_dir, load_pairs
 from attnscope.record import KINDS
 from attnscope.translator import Translation, Translator
@@ -61,7 +62,7 @@ def comparison(tr: Translator, text: str, result: Translation) -> None:
         rec_a, rec_b = result.attention, result.attention
     elif mode == "two sentences":
         other = st.text_input("Second sentence", "A little boy climbs into a wooden playhouse.", key="cmp_sentence")
-        second = state.translate(tr, other, 1, 100)
+        second = state.translate(tr, other, 1, None)
         if second is None:
             return
         b, rec_a, rec_b = a, result.attention, second.attention
@@ -74,9 +75,17 @@ def comparison(tr: Translator, text: str, result: Translation) -> None:
         if other_tr is None:
             return
         second = state.score(other_tr, text, result.text)  # same output text, teacher-forced
-        if second is None:
+        own = state.translate(other_tr, text, 1, None)
+        if second is None or own is None:
             return
-        st.caption("The second checkpoint is teacher-forced on the first one's translation, so both read the same target.")
+        cols = st.columns(2)
+        cols[0].markdown(f"**{plain(tr.name)}:** {plain(result.text)}")
+        cols[1].markdown(f"**{plain(other_tr.name)}:** {plain(own.text)}")
+        st.caption("For the maps and statistics below, the second checkpoint is teacher-forced on the first one's "
+                   "translation, so both read the same target.")
+        if result.attention.encoder.shape[:2] == second.attention.encoder.shape[:2]:
+            delta = head_stats_delta(result.attention, second.attention)
+            st.dataframe(delta.round(3), hide_index=True, width="stretch")
         b, rec_a, rec_b = a, result.attention, second.attention
     za, zb = head_weights(rec_a, a[0], a[1], a[2]), head_weights(rec_b, b[0], b[1], b[2])
     qa, ka = rec_a.axes(a[0])

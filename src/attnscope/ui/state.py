@@ -54,7 +54,7 @@ def available_checkpoints() -> dict[str, Path]:
 @st.cache_resource(max_entries=6, show_spinner="Loading the model…")
 def _load(path: str, mtime: float) -> Translator:
     model, bundle = checkpoint.load(path)
-    return Translator(model, bundle)
+    return Translator(model, bundle, label=Path(path).stem)
 
 
 def translator(name: str | None = None) -> Translator | None:

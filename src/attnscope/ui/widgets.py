@@ -27,6 +27,8 @@ def decoding_options(tr: Translator) -> tuple[int, int]:
     col_beam, col_len = st.columns(2)
     beam = col_beam.number_input("Beam size (1 = greedy)", 1, 16, **state.keep("beam", 1))
     limit = tr.model.config.max_len
+    if st.session_state.get("max_len", 0) > limit:  # a smaller model became active
+        st.session_state["max_len"] = limit
     max_len = col_len.number_input("Maximum output tokens", 1, limit, **state.keep("max_len", min(100, limit)))
     return int(beam), int(max_len)
 
