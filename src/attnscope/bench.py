@@ -187,6 +187,68 @@ def quality(paths: Sequence[Path], splits: Sequence[str], beams: Sequence[int], 
     return rows
 
 
+def app_latency(path: Path, sentences: Sequence[str] = SENTENCES) -> dict[str, Any]:
+    """Seconds from submitting a sentence to every heatmap drawn (headless Chromium), and AppTest page runs."""
+    import shutil
+    import socket
+    import tempfile
+    import urllib.request
+
+    from playwright.sync_api import sync_playwright
+    from streamlit.testing.v1 import AppTest
+
+    root = Path(__file__).resolve().parents[2]
+    folder = Path(tempfile.mkdtemp())
+    shutil.copy(path, folder / path.name)
+    env = dict(os.environ, ATTNSCOPE_CHECKPOINTS=str(folder))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(root / "app.py"), "--server.port", str(port),
+                               "--server.headless", "true"], cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    tr = Translator(*checkpoint.load(path))
+    times = []
+    try:
+        for _ in range(120):
+            try:
+                urllib.request.urlopen(f"{url}/_stcore/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.5)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=os.environ.get("ATTNSCOPE_CHROMIUM", "/usr/bin/chromium"),
+                                        args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(120_000)
+            page.goto(url)
+            page.locator(".js-plotly-plot").first.wait_for()
+            box = page.locator(f"textarea[aria-label=\"Sentence ({tr.bundle.src_lang})\"]")
+            for sentence in sentences:
+                expected = tr.translate(sentence, max_len=100, capture=False).text
+                start = time.perf_counter()
+                box.fill(sentence)
+                box.press("Control+Enter")
+                page.get_by_text(expected, exact=False).first.wait_for()
+                page.wait_for_function("document.querySelectorAll('.js-plotly-plot .heatmaplayer').length >= 6")
+                times.append(time.perf_counter() - start)
+            browser.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+    os.environ["ATTNSCOPE_CHECKPOINTS"] = str(folder)
+    runs = {}
+    for page_file in ("pages/translate.py", "pages/step.py", "pages/heads.py"):
+        at = AppTest.from_file(str(root / "app.py"), default_timeout=120)
+        at.session_state["sentence"] = sentences[0]
+        at.run()
+        at.switch_page(page_file)
+        runs[page_file] = round(median_time(lambda: at.run(), 3), 3)
+    return {"browser: submit to all heatmaps, median s": round(statistics.median(times), 2),
+            "browser: max s": round(max(times), 2), "sentences": len(times),
+            **{f"AppTest {k} rerun s": v for k, v in runs.items()}}
+
+
 def print_table(title: str, rows: list[dict[str, Any]] | dict[str, Any]) -> None:
     rows = [rows] if isinstance(rows, dict) else rows
     print(f"\n## {title}")
@@ -215,7 +277,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--out", type=Path, default=Path("bench-report.json"))
     parser.add_argument("--checkpoint", type=Path, default=None, help="model for decoding/capture (default: shipped en->de)")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
-    parser.add_argument("--skip", action="append", default=[], choices=["training", "decoding", "capture", "batch", "memory", "quality"])
+    parser.add_argument("--skip", action="append", default=[],
+                        choices=["training", "decoding", "capture", "batch", "memory", "quality", "app"])
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -239,6 +302,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         ("quality", "6. Quality (sacreBLEU cased, lowercased, chrF)",
          lambda: quality([path] if args.tiny else sorted(shipped_dir().glob("*.safetensors")),
                          ["val", "test_2016_flickr", "test_2017_flickr"], (1, 4), quality_limit)),
+        ("app", "7. App latency (headless Chromium against streamlit run; AppTest reruns)", lambda: app_latency(path)),
     ]
     for key, title, run in sections:
         if key in args.skip:
