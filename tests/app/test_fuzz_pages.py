@@ -21,7 +21,7 @@ def test_pages_survive_any_text(toy_checkpoint_dir, monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("ATTNSCOPE_CHECKPOINTS", str(toy_checkpoint_dir))
     st.cache_data.clear()
 
-    @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
     @given(text=TEXTS)
     def check(text: str) -> None:
         at = AppTest.from_file(APP, default_timeout=60)
@@ -29,10 +29,7 @@ def test_pages_survive_any_text(toy_checkpoint_dir, monkeypatch: pytest.MonkeyPa
         at.run()
         at.switch_page(page).run()
         assert not at.exception, [e.value for e in at.exception]
-        for element in (*at.markdown, *at.info, *at.warning):
-            raw = text.strip()[:20]
-            if any(ch in raw for ch in "<*[`") and raw in element.value:
-                raise AssertionError(f"user text shown unescaped: {element.value!r}")
-            assert not re.search(r"(?<!\\)<script", element.value), element.value
+        for element in (*at.markdown, *at.info, *at.warning):  # our own templates use neither < nor [
+            assert not re.search(r"(?<!\\)[<\[`]", element.value), element.value
 
     check()

@@ -9,7 +9,7 @@ from playwright.sync_api import Page, expect
 def test_upload_a_checkpoint_and_translate_with_it(server: str, page: Page, e2e_checkpoint: Path) -> None:
     page.goto(server)
     page.get_by_role("link", name="Checkpoints").click()
-    page.locator("input[type=file]").set_input_files(str(e2e_checkpoint))
+    page.locator("input[type=file]").first.set_input_files(str(e2e_checkpoint))
     expect(page.get_by_text("it is now the active checkpoint on every page")).to_be_visible()
     page.get_by_role("link", name="Translate").click()
     box = page.locator("textarea[aria-label=\"Sentence (en)\"]")
@@ -23,7 +23,7 @@ def test_bad_upload_shows_a_message_and_the_app_keeps_working(server: str, page:
     bad.write_bytes(b"definitely not a checkpoint")
     page.goto(server)
     page.get_by_role("link", name="Checkpoints").click()
-    page.locator("input[type=file]").set_input_files(str(bad))
+    page.locator("input[type=file]").first.set_input_files(str(bad))
     expect(page.get_by_text("Upload rejected")).to_be_visible()
     page.get_by_role("link", name="Translate").click()
     expect(page.locator(".js-plotly-plot").first).to_be_visible()
