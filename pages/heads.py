@@ -11,11 +11,7 @@ st.title("Heads & layers")
 tr = state.translator()
 if tr is None:
     st.stop()
-text = widgets.sentence_box(tr)
-beam, max_len = widgets.decoding_options(tr)
-result = state.translate(tr, text, beam, max_len)
-if result is None:
-    st.stop()
+text, beam, max_len, result = widgets.translated_sentence(tr)
 st.markdown(f"> {plain(result.text)}")
 kind = st.session_state.get("kind", "cross")
 rows = result.output_tokens if kind == "cross" else None

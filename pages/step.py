@@ -12,13 +12,7 @@ st.title("Step through decoding")
 tr = state.translator()
 if tr is None:
     st.stop()
-text = widgets.sentence_box(tr)
-beam, max_len = widgets.decoding_options(tr)
-result = state.translate(tr, text, beam, max_len)
-if result is None or not result.steps:
-    st.stop()
-for note in result.notes:
-    st.info(plain(note))
+text, beam, max_len, result = widgets.translated_sentence(tr)
 
 t = step_controls(len(result.steps))
 step = result.steps[t]

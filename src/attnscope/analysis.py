@@ -13,7 +13,7 @@ import torch
 from attnscope.capture import model_lock
 from attnscope.evaluate import scores
 from attnscope.model import Transformer
-from attnscope.record import KINDS, AttentionRecord, Kind
+from attnscope.record import KINDS, AttentionRecord
 from attnscope.translator import Translation, Translator
 
 ROLE_OF_KIND = {"encoder": "encoder_self", "decoder": "decoder_self", "cross": "cross"}

@@ -23,6 +23,7 @@ _LOCKS: "weakref.WeakKeyDictionary[nn.Module, threading.RLock]" = weakref.WeakKe
 _LOCKS_GUARD = threading.Lock()
 _FASTPATH_GUARD = threading.Lock()
 _fastpath_users = 0
+_fastpath_before = True  # the setting found when the first recording started, restored by the last
 
 
 def model_lock(module: nn.Module) -> threading.RLock:
@@ -81,8 +82,10 @@ def _force_weights(_module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, 
 @contextmanager
 def _fastpath_disabled() -> Iterator[None]:
     """Fused encoder kernels and nested tensors skip attention hooks (and trim padded maps)."""
-    global _fastpath_users
+    global _fastpath_users, _fastpath_before
     with _FASTPATH_GUARD:
+        if _fastpath_users == 0:
+            _fastpath_before = torch.backends.mha.get_fastpath_enabled()
         _fastpath_users += 1
         torch.backends.mha.set_fastpath_enabled(False)
     try:
@@ -91,7 +94,7 @@ def _fastpath_disabled() -> Iterator[None]:
         with _FASTPATH_GUARD:
             _fastpath_users -= 1
             if _fastpath_users == 0:
-                torch.backends.mha.set_fastpath_enabled(True)
+                torch.backends.mha.set_fastpath_enabled(_fastpath_before)
 
 
 @contextmanager

@@ -8,7 +8,7 @@ capture exactly what the model computed. When nothing is hooked, attention runs 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Literal
 
 import torch

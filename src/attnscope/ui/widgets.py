@@ -8,6 +8,7 @@ import streamlit as st
 
 from attnscope.translator import Translation, Translator
 from attnscope.ui import state
+from attnscope.ui.text import plain
 
 
 def sentence_box(tr: Translator) -> str:
@@ -31,6 +32,18 @@ def decoding_options(tr: Translator) -> tuple[int, int]:
         st.session_state["max_len"] = limit
     max_len = col_len.number_input("Maximum output tokens", 1, limit, **state.keep("max_len", min(100, limit)))
     return int(beam), int(max_len)
+
+
+def translated_sentence(tr: Translator) -> tuple[str, int, int, Translation]:
+    """Sentence box, decoding options and the cached translation with its notes; stops the page on bad input."""
+    text = sentence_box(tr)
+    beam, max_len = decoding_options(tr)
+    result = state.translate(tr, text, beam, max_len)
+    if result is None or not result.steps:
+        st.stop()
+    for note in result.notes:
+        st.info(plain(note))
+    return text, beam, max_len, result
 
 
 def chart(fig: go.Figure, key: str) -> None:

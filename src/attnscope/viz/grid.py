@@ -7,7 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attnscope.record import KIND_LABELS, AttentionRecord, Kind
-from attnscope.viz.heatmap import COLORSCALE, MASKED_COLOR, causal_cells
+from attnscope.viz.heatmap import COLORSCALE, causal_cells
 
 GRID_HOVER = "%{customdata}<br>weight %{z:.3f}<extra></extra>"
 
@@ -51,6 +51,6 @@ def heads_grid(record: AttentionRecord, kind: Kind, *, per_head_scale: bool = Fa
                       line=dict(color="crimson", width=2))
     fig.update_layout(title=f"{KIND_LABELS[kind]} · every layer and head", plot_bgcolor="white",
                       height=min(1100, 140 + n_layers * max(110, 9 * n_q)), margin=dict(l=10, r=10, t=80, b=10))
-    fig.add_annotation(text=f"grey: masked (future) positions" if masked is not None else "", showarrow=False,
+    fig.add_annotation(text="grey: masked (future) positions" if masked is not None else "", showarrow=False,
                        xref="paper", yref="paper", x=1, y=-0.02, font=dict(color="#777", size=11))
     return fig

@@ -1,0 +1,88 @@
+"""Tiny models, tokenizers and translators for the inspection-engine tests.
+
+Import explicitly (`from tests.engine_fixtures import ...`); nothing here is collected as tests.
+Every model is random (seeded), in eval mode, without dropout, and small enough that a
+forward pass takes milliseconds.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+import torch
+
+from attnscope.checkpoint import Bundle, save
+from attnscope.config import EOS_ID, ModelConfig
+from attnscope.model import Transformer
+from attnscope.tokenization import TextCodec, train_word_level
+from attnscope.translator import Translator
+
+SEEDS = (0, 1, 2)
+SYMBOLS = "a b c d e f g h i j k l"  # word-level vocabulary: 4 specials + 12 symbols
+MAX_LEN = 24
+
+
+def codec() -> TextCodec:
+    """A word-level tokenizer whose tokens are the letters a..l."""
+    return TextCodec(train_word_level([SYMBOLS, "a b c", "l k j"]))
+
+
+def tiny_config(vocab: int = 16, **overrides) -> ModelConfig:
+    base = dict(src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=16, n_heads=4, d_ff=32, n_encoder_layers=2,
+                n_decoder_layers=3, dropout=0.0, attention_dropout=0.0, max_len=MAX_LEN)
+    return ModelConfig(**(base | overrides))
+
+
+def tiny_model(seed: int, eos_bias: float = 0.0, **overrides) -> Transformer:
+    """A random tiny Transformer in eval mode; `eos_bias` makes <eos> likelier (hypotheses end early)."""
+    torch.manual_seed(seed)
+    model = Transformer(tiny_config(**overrides)).eval()
+    if eos_bias:
+        with torch.no_grad():
+            model.generator.bias[EOS_ID] += eos_bias
+    return model
+
+
+def random_source(seed: int, n: int = 6, vocab: int = 16) -> list[int]:
+    """n random non-special ids followed by <eos>."""
+    g = torch.Generator().manual_seed(1000 + seed)
+    return torch.randint(4, vocab, (n,), generator=g).tolist() + [EOS_ID]
+
+
+def tiny_bundle(**overrides) -> Bundle:
+    c = codec()
+    return Bundle(tiny_config(c.vocab_size, **overrides), c, c, "en", "de", {"name": "tiny"})
+
+
+def tiny_translator(seed: int, eos_bias: float = 0.0, **overrides) -> Translator:
+    bundle = tiny_bundle(**overrides)
+    torch.manual_seed(seed)
+    model = Transformer(bundle.config).eval()
+    if eos_bias:
+        with torch.no_grad():
+            model.generator.bias[EOS_ID] += eos_bias
+    return Translator(model, bundle, label=f"tiny-{seed}")
+
+
+def no_hooks_left(module: torch.nn.Module) -> bool:
+    return all(not m._forward_hooks and not m._forward_pre_hooks for m in module.modules())
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A saved tiny checkpoint (word-level a..l tokenizer, random weights, seed 0)."""
+    translator = tiny_translator(0, eos_bias=2.0)
+    return save(translator.model, translator.bundle, tmp_path_factory.mktemp("engine") / "tiny.safetensors")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_torch_thread() -> Iterator[None]:
+    """Tiny models gain nothing from intra-op threads, and on a busy machine the thread
+    hand-offs cost far more than the arithmetic; the previous setting is restored afterwards."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -1,0 +1,376 @@
+"""record_attention: what it captures, that it changes nothing, and that it cleans up after itself."""
+from __future__ import annotations
+
+import math
+import threading
+
+import pytest
+import torch
+from torch import nn
+
+from attnscope.capture import attention_modules, record_attention
+from attnscope.config import BOS_ID, PAD_ID
+from attnscope.model import DecoderCache, split_heads
+from tests.engine_fixtures import SEEDS, no_hooks_left, one_torch_thread, tiny_model  # noqa: F401 (autouse fixture)
+
+
+def batch(seed: int, b: int = 3, s: int = 7, t: int = 5) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random source/target ids; with b > 1, row 1's source and row b-1's target end in padding."""
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(4, 16, (b, s), generator=g)
+    tgt = torch.randint(4, 16, (b, t), generator=g)
+    tgt[:, 0] = BOS_ID
+    if b > 1:
+        src[1, s - 2:] = PAD_ID
+        tgt[b - 1, t - 2:] = PAD_ID
+    return src, tgt
+
+
+def expected_shape(name: str, b: int, s: int, t: int) -> tuple[int, int, int, int]:
+    if name.startswith("encoder."):
+        return (b, 4, s, s)
+    if name.endswith("cross_attn"):
+        return (b, 4, t, s)
+    return (b, 4, t, t)
+
+
+# ---------------------------------------------------------------- our own model
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_one_full_tensor_per_attention_module(seed: int) -> None:
+    model = tiny_model(seed)
+    src, tgt = batch(seed)
+    with torch.no_grad(), record_attention(model) as rec:
+        model(src, tgt)
+    assert list(rec.calls) == list(model.attention_modules())  # every module, in forward order
+    assert len(rec.calls) == 2 + 2 * 3
+    assert all(len(calls) == 1 for calls in rec.calls.values())
+    for name, w in rec.weights.items():
+        assert w.shape == expected_shape(name, 3, 7, 5), name
+        assert torch.allclose(w.sum(-1), torch.ones(w.shape[:-1]), atol=1e-5), name
+    assert rec.notes == []
+
+
+def test_weights_are_the_softmax_the_model_computes() -> None:
+    """Encoder layer 0, recomputed by hand from the module's own projections."""
+    model = tiny_model(0)
+    src, tgt = batch(0)
+    with torch.no_grad(), record_attention(model) as rec:
+        model(src, tgt)
+        x = model._embed(model.src_embed, src)
+        attn = model.encoder[0].self_attn
+        q, k = split_heads(attn.q_proj(x), 4), split_heads(attn.k_proj(x), 4)
+        scores = (q @ k.transpose(-2, -1) / math.sqrt(4)).masked_fill((src == PAD_ID)[:, None, None, :], -math.inf)
+        want = scores.softmax(-1)
+    got = rec.weights["encoder.0.self_attn"]
+    assert (got - want).abs().max() <= 1e-6
+    assert torch.all(got[1, :, :, -2:] == 0)  # padded source keys
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_capturing_does_not_change_the_logits(seed: int) -> None:
+    """Recording switches attention from fused SDPA to an explicit softmax: the same function.
+
+    The two are different kernels, so float32 results may differ in the last bits (observed:
+    about 1e-6 on logits of magnitude ~1-5, i.e. a few float32 ulps). Hence a tight relative
+    tolerance in float32 and, to show that the functions are identical, 1e-12 in float64.
+    """
+    model = tiny_model(seed)
+    src, tgt = batch(seed)
+    with torch.no_grad():
+        plain = model(src, tgt)
+        with record_attention(model):
+            captured = model(src, tgt)
+    torch.testing.assert_close(captured, plain, rtol=1e-6, atol=1e-6)
+    assert torch.equal(captured.argmax(-1), plain.argmax(-1))
+    model64 = model.double()
+    with torch.no_grad():
+        plain64 = model64(src, tgt)
+        with record_attention(model64):
+            captured64 = model64(src, tgt)
+    assert (captured64 - plain64).abs().max() <= 1e-12
+
+
+def test_cached_decoding_calls_stack_into_the_full_matrix() -> None:
+    """Recording.weights pads each one-query call with zeros and stacks the calls by query."""
+    model = tiny_model(1)
+    src, tgt = batch(1, b=1)
+    with torch.no_grad():
+        with record_attention(model) as full:
+            model(src, tgt)
+        with record_attention(model) as steps:
+            memory, mask = model.encode(src)
+            cache = DecoderCache.empty(3)
+            for t in range(tgt.shape[1]):
+                model.decode(tgt[:, t:t + 1], memory, mask, cache)
+    assert all(len(steps.calls[n]) == tgt.shape[1] for n in steps.calls if n.startswith("decoder."))
+    for name, w in full.weights.items():
+        assert steps.weights[name].shape == w.shape, name
+        assert (steps.weights[name] - w).abs().max() <= 1e-5, name
+
+
+def test_hooks_are_removed_afterwards() -> None:
+    model = tiny_model(0)
+    src, tgt = batch(0)
+    with torch.no_grad(), record_attention(model) as rec:
+        assert not no_hooks_left(model)  # hooks are there while recording...
+        model(src, tgt)
+    assert no_hooks_left(model)  # ...and gone afterwards
+    n_calls = sum(len(c) for c in rec.calls.values())
+    with torch.no_grad():
+        model(src, tgt)
+    assert sum(len(c) for c in rec.calls.values()) == n_calls  # nothing recorded after the block
+
+
+def test_hooks_are_removed_when_the_forward_raises() -> None:
+    model = tiny_model(0)
+    model.train()
+    with pytest.raises(ValueError, match="at most 24"):
+        with pytest.warns(UserWarning), record_attention(model):
+            model(torch.ones(1, 30, dtype=torch.long), torch.ones(1, 3, dtype=torch.long))
+    assert no_hooks_left(model)
+    assert model.training  # mode restored too
+    assert torch.backends.mha.get_fastpath_enabled()
+
+
+def test_a_training_model_is_recorded_in_eval_mode_and_restored() -> None:
+    model = tiny_model(2, dropout=0.3, attention_dropout=0.3)
+    src, tgt = batch(2)
+    model.train()
+    seen_modes = []
+    recordings = []
+    for _ in range(2):
+        with pytest.warns(UserWarning, match="switched to eval mode"):
+            with torch.no_grad(), record_attention(model) as rec:
+                seen_modes.append({m.training for m in model.modules()})
+                model(src, tgt)
+        recordings.append(rec)
+    assert seen_modes == [{False}, {False}]
+    assert all(m.training for m in model.modules())
+    for rec in recordings:
+        assert len(rec.notes) == 1 and "training mode" in rec.notes[0] and "eval mode" in rec.notes[0]
+    # no dropout on the weights: two recordings are identical and every row sums to 1
+    for name, w in recordings[0].weights.items():
+        assert torch.equal(w, recordings[1].weights[name]), name
+        assert torch.allclose(w.sum(-1), torch.ones(w.shape[:-1]), atol=1e-5), name
+
+
+def test_an_eval_model_stays_in_eval_mode_without_notes() -> None:
+    model = tiny_model(0)
+    with torch.no_grad(), record_attention(model) as rec:
+        model(*batch(0))
+    assert rec.notes == []
+    assert not any(m.training for m in model.modules())
+
+
+def test_concurrent_recordings_on_one_model_each_get_their_own_weights() -> None:
+    model = tiny_model(3)
+    inputs = [batch(100 + i, b=1 + i % 2, s=4 + i, t=3 + i) for i in range(5)]
+    with torch.no_grad():
+        reference = []
+        for src, tgt in inputs:
+            with record_attention(model) as rec:
+                model(src, tgt)
+            reference.append(rec.weights)
+    start = threading.Barrier(len(inputs))
+    results: dict[int, list[dict[str, torch.Tensor]]] = {i: [] for i in range(len(inputs))}
+    errors: list[BaseException] = []
+
+    def work(i: int) -> None:
+        try:
+            start.wait()
+            for _ in range(4):
+                with torch.no_grad(), record_attention(model) as rec:
+                    model(*inputs[i])
+                assert all(len(calls) == 1 for calls in rec.calls.values())
+                results[i].append(rec.weights)
+        except BaseException as err:  # noqa: BLE001 - reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(inputs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for i, runs in results.items():
+        assert len(runs) == 4
+        for weights in runs:
+            assert weights.keys() == reference[i].keys()
+            for name, w in weights.items():
+                assert torch.equal(w, reference[i][name]), (i, name)
+    assert no_hooks_left(model)
+    assert torch.backends.mha.get_fastpath_enabled()
+
+
+def test_forward_passes_of_other_threads_are_not_recorded() -> None:
+    """Another thread runs the shared model while hooks are installed: its weights are ignored."""
+    model = tiny_model(4)
+    mine, theirs = batch(4, b=1), batch(5, b=2)
+    with torch.no_grad(), record_attention(model) as ref:
+        model(*mine)
+    other_done = threading.Event()
+
+    def other() -> None:
+        with torch.no_grad():
+            model(*theirs)  # no recording, no lock: runs while the main thread's hooks are installed
+        other_done.set()
+
+    with torch.no_grad(), record_attention(model) as rec:
+        thread = threading.Thread(target=other)
+        thread.start()
+        assert other_done.wait(30)
+        thread.join()
+        model(*mine)
+    assert all(len(calls) == 1 for calls in rec.calls.values())
+    for name, w in rec.weights.items():
+        assert torch.equal(w, ref.weights[name]), name
+
+
+# ---------------------------------------------------------------- torch.nn models
+
+
+def padding_masks(b: int, s: int, t: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """True = padded. Row 1 has 3 padded source positions, row 0 has 2 padded target positions."""
+    src_pad = torch.zeros(b, s, dtype=torch.bool)
+    src_pad[1, s - 3:] = True
+    tgt_pad = torch.zeros(b, t, dtype=torch.bool)
+    tgt_pad[0, t - 2:] = True
+    return src_pad, tgt_pad
+
+
+def check_maps(w: torch.Tensor, shape: tuple[int, ...], padded_keys: torch.Tensor) -> None:
+    assert w.shape == shape
+    assert torch.allclose(w.sum(-1), torch.ones(w.shape[:-1]), atol=1e-5)
+    assert torch.all(w.transpose(1, 3)[padded_keys] == 0)  # (B, K, Q, H)[b, k] for padded keys
+
+
+def test_nn_transformer_with_padding_gives_full_size_maps() -> None:
+    torch.manual_seed(0)
+    model = nn.Transformer(d_model=16, nhead=4, num_encoder_layers=2, num_decoder_layers=2, dim_feedforward=32,
+                           dropout=0.0, batch_first=True).eval()
+    b, s, t = 3, 8, 5
+    src, tgt = torch.randn(b, s, 16), torch.randn(b, t, 16)
+    src_pad, tgt_pad = padding_masks(b, s, t)
+    kw = dict(src_key_padding_mask=src_pad, tgt_key_padding_mask=tgt_pad, memory_key_padding_mask=src_pad,
+              tgt_mask=nn.Transformer.generate_square_subsequent_mask(t))
+    with torch.no_grad():
+        plain = model(src, tgt, **kw)
+        with record_attention(model) as rec:
+            captured = model(src, tgt, **kw)
+    assert len(rec.weights) == 2 + 2 * 2
+    for name, w in rec.weights.items():
+        if name.startswith("encoder."):
+            check_maps(w, (b, 4, s, s), src_pad)
+        elif name.endswith("multihead_attn"):
+            check_maps(w, (b, 4, t, s), src_pad)
+        else:
+            check_maps(w, (b, 4, t, t), tgt_pad)
+            upper = torch.triu(torch.ones(t, t, dtype=torch.bool), 1)
+            assert torch.all(w[..., upper] == 0), name
+    assert (captured - plain).abs().max() <= 1e-5
+    assert no_hooks_left(model)
+    assert torch.backends.mha.get_fastpath_enabled()
+
+
+def test_nested_tensor_encoder_gives_full_size_maps() -> None:
+    torch.manual_seed(1)
+    layer = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True)
+    encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=True).eval()
+    assert encoder.use_nested_tensor
+    b, s = 3, 9
+    x = torch.randn(b, s, 16)
+    src_pad, _ = padding_masks(b, s, 1)
+    with torch.no_grad():
+        plain = encoder(x, src_key_padding_mask=src_pad)
+        with record_attention(encoder) as rec:
+            captured = encoder(x, src_key_padding_mask=src_pad)
+    assert list(rec.weights) == ["layers.0.self_attn", "layers.1.self_attn"]
+    for w in rec.weights.values():
+        check_maps(w, (b, 4, s, s), src_pad)
+    keep = ~src_pad
+    assert (captured[keep] - plain[keep]).abs().max() <= 1e-5  # the fast path zeroes padded rows; compare the rest
+    assert torch.backends.mha.get_fastpath_enabled()
+
+
+class HandWritten(nn.Module):
+    """A minimal encoder-decoder that calls nn.MultiheadAttention positionally, without weights."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.enc = nn.MultiheadAttention(16, 4, batch_first=True)
+        self.dec = nn.MultiheadAttention(16, 4, batch_first=True)
+        self.cross = nn.MultiheadAttention(16, 2, batch_first=True)
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor, src_pad: torch.Tensor) -> torch.Tensor:
+        memory = self.enc(src, src, src, src_pad, False)[0]  # (query, key, value, key_padding_mask, need_weights)
+        causal = torch.triu(torch.ones(tgt.shape[1], tgt.shape[1], dtype=torch.bool), 1)
+        h = self.dec(tgt, tgt, tgt, None, False, causal)[0]
+        return self.cross(h, memory, memory, src_pad, need_weights=False)[0]
+
+
+def test_hand_written_model_with_positional_args_yields_per_head_weights() -> None:
+    torch.manual_seed(2)
+    model = HandWritten().eval()
+    b, s, t = 3, 7, 4
+    src, tgt = torch.randn(b, s, 16), torch.randn(b, t, 16)
+    src_pad, _ = padding_masks(b, s, t)
+    with torch.no_grad():
+        plain = model(src, tgt, src_pad)
+        with record_attention(model) as rec:
+            captured = model(src, tgt, src_pad)
+        direct = model.enc(src, src, src, key_padding_mask=src_pad, need_weights=True, average_attn_weights=False)[1]
+    assert list(rec.weights) == ["enc", "dec", "cross"]
+    check_maps(rec.weights["enc"], (b, 4, s, s), src_pad)
+    check_maps(rec.weights["dec"], (b, 4, t, t), torch.zeros(b, t, dtype=torch.bool))
+    assert torch.all(rec.weights["dec"][..., torch.triu(torch.ones(t, t, dtype=torch.bool), 1)] == 0)
+    check_maps(rec.weights["cross"], (b, 2, t, s), src_pad)
+    assert (rec.weights["enc"] - direct).abs().max() <= 1e-6
+    assert (captured - plain).abs().max() <= 1e-5
+    assert no_hooks_left(model)
+
+
+def test_unbatched_multihead_attention_gets_a_batch_axis() -> None:
+    torch.manual_seed(3)
+    mha = nn.MultiheadAttention(8, 2).eval()
+    x = torch.randn(5, 8)  # (L, E): unbatched
+    with torch.no_grad(), record_attention(mha) as rec:
+        mha(x, x, x, need_weights=False)
+    assert list(rec.weights) == [""]
+    assert rec.weights[""].shape == (1, 2, 5, 5)
+
+
+# ---------------------------------------------------------------- global state and errors
+
+
+def test_fastpath_is_enabled_again_after_recording() -> None:
+    assert torch.backends.mha.get_fastpath_enabled()
+    model = tiny_model(0)
+    with torch.no_grad(), record_attention(model):
+        assert not torch.backends.mha.get_fastpath_enabled()
+        model(*batch(0))
+    assert torch.backends.mha.get_fastpath_enabled()
+
+
+def test_fastpath_stays_off_if_the_user_turned_it_off() -> None:
+    model = tiny_model(0)
+    torch.backends.mha.set_fastpath_enabled(False)
+    try:
+        with torch.no_grad(), record_attention(model):
+            model(*batch(0))
+        assert not torch.backends.mha.get_fastpath_enabled()
+    finally:
+        torch.backends.mha.set_fastpath_enabled(True)
+
+
+def test_a_module_without_attention_raises_a_clear_error() -> None:
+    module = nn.Sequential(nn.Linear(4, 4), nn.ReLU())  # in training mode, as built
+    with pytest.raises(ValueError, match="Sequential has no attention modules to record"):
+        with pytest.warns(UserWarning, match="eval mode"), record_attention(module):
+            pass
+    assert module.training
+    with pytest.raises(ValueError, match="MultiheadAttention"):
+        attention_modules(nn.Linear(2, 2))
+    assert no_hooks_left(module)
+    assert torch.backends.mha.get_fastpath_enabled()

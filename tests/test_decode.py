@@ -1,0 +1,177 @@
+"""Greedy, forced and teacher-forced decoding: what each step shows is what the model computed."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from attnscope.config import BOS_ID, EOS_ID, PAD_ID
+from attnscope.decode import default_max_len, greedy, greedy_batch, names_by_role, strip_specials, teacher_force
+from attnscope.data import pad
+from tests.engine_fixtures import SEEDS, one_torch_thread, random_source, tiny_model  # noqa: F401 (autouse fixture)
+
+# eos_bias 0: random models rarely stop, so outputs run to max_len; 3: outputs end early with <eos>.
+MODELS = [(seed, bias) for seed in SEEDS for bias in (0.0, 3.0)]
+
+
+@pytest.mark.parametrize("seed,bias", MODELS)
+def test_cached_equals_uncached(seed: int, bias: float) -> None:
+    model, src = tiny_model(seed, bias), random_source(seed)
+    cached = greedy(model, src, max_len=14)
+    full = greedy(model, src, max_len=14, use_cache=False)
+    assert cached.ids == full.ids
+    assert len(cached.steps) == len(cached.ids)
+    assert [s.log_prob for s in cached.steps] == pytest.approx([s.log_prob for s in full.steps], abs=1e-5)
+    assert (cached.cross - full.cross).abs().max() <= 1e-5
+    assert (cached.decoder - full.decoder).abs().max() <= 1e-5
+
+
+def test_some_outputs_stop_at_eos_and_others_run_to_max_len() -> None:
+    """The models above cover both endings (otherwise the tests would not exercise them)."""
+    endings = set()
+    for seed, bias in MODELS:
+        ids = greedy(tiny_model(seed, bias), random_source(seed), max_len=14, capture=False).ids
+        assert EOS_ID not in ids[:-1]
+        endings.add("eos" if ids[-1] == EOS_ID else "max_len")
+        if ids[-1] != EOS_ID:
+            assert len(ids) == 14
+    assert endings == {"eos", "max_len"}
+
+
+@pytest.mark.parametrize("seed,bias", MODELS)
+@pytest.mark.parametrize("norm,positional", [("post", "sinusoidal"), ("pre", "learned")])
+def test_step_rows_equal_one_teacher_forced_pass(seed: int, bias: float, norm: str, positional: str) -> None:
+    model, src = tiny_model(seed, bias, norm=norm, positional=positional), random_source(seed)
+    decoded = greedy(model, src, max_len=12)
+    forced = teacher_force(model, src, decoded.ids)
+    n_dec = model.config.n_decoder_layers
+    for t, step in enumerate(decoded.steps):
+        assert step.cross.shape == (n_dec, 4, len(src))
+        assert step.decoder_self.shape == (n_dec, 4, t + 1)
+        assert (step.cross - forced.cross[:, :, t]).abs().max() <= 1e-5
+        assert (step.decoder_self - forced.decoder[:, :, t, : t + 1]).abs().max() <= 1e-5
+        assert step.log_prob == pytest.approx(forced.steps[t].log_prob, abs=1e-5)
+    assert decoded.encoder.shape == forced.encoder.shape == (2, 4, len(src), len(src))
+    assert decoded.decoder.shape == forced.decoder.shape == (n_dec, 4, len(decoded.ids), len(decoded.ids))
+    assert (decoded.encoder - forced.encoder).abs().max() <= 1e-5
+    assert (decoded.decoder - forced.decoder).abs().max() <= 1e-5
+    assert (decoded.cross - forced.cross).abs().max() <= 1e-5
+
+
+@pytest.mark.parametrize("seed,bias", MODELS)
+def test_rows_sum_to_one_and_the_future_is_exactly_zero(seed: int, bias: float) -> None:
+    model = tiny_model(seed, bias)
+    for decoded in (greedy(model, random_source(seed), max_len=10),
+                    teacher_force(model, random_source(seed), [5, 6, 7, EOS_ID])):
+        for weights in (decoded.encoder, decoded.decoder, decoded.cross):
+            assert torch.allclose(weights.sum(-1), torch.ones(weights.shape[:-1]), atol=1e-5)
+        for step in decoded.steps:
+            assert torch.allclose(step.cross.sum(-1), torch.ones(step.cross.shape[:-1]), atol=1e-5)
+            assert torch.allclose(step.decoder_self.sum(-1), torch.ones(step.decoder_self.shape[:-1]), atol=1e-5)
+        upper = torch.triu(torch.ones(decoded.decoder.shape[-2:], dtype=torch.bool), diagonal=1)
+        assert torch.all(decoded.decoder[..., upper] == 0)
+        assert torch.all(decoded.decoder[..., ~upper] > 0)  # softmax never gives exact zeros to allowed keys
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_forced_prefix_is_taken_and_decoding_continues_from_it(seed: int) -> None:
+    model, src = tiny_model(seed, 1.0), random_source(seed)
+    free = greedy(model, src, max_len=12)
+    # a prefix the model would not choose itself: start with a token other than its first choice
+    first = next(i for i in range(4, 16) if i != free.ids[0])
+    prefix = [first, 9, 4]
+    out = greedy(model, src, max_len=12, prefix=prefix)
+    assert out.ids[:3] == prefix
+    assert [s.forced for s in out.steps] == [True] * 3 + [False] * (len(out.steps) - 3)
+    assert out.ids[0] != out.steps[0].top_ids[0]  # forced against the model's own choice
+    # after the prefix the model continues greedily: every free token is the argmax of one
+    # independent teacher-forced pass over the whole output, and log-probs match that pass
+    forced = teacher_force(model, src, out.ids)
+    for t, step in enumerate(out.steps):
+        assert step.log_prob == pytest.approx(forced.steps[t].log_prob, abs=1e-5)
+        if t >= 3:
+            assert step.token_id == forced.steps[t].top_ids[0]
+    assert len(out.ids) > 3
+    uncached = greedy(model, src, max_len=12, prefix=prefix, use_cache=False)
+    assert uncached.ids == out.ids
+
+
+def test_a_forced_eos_ends_decoding() -> None:
+    out = greedy(tiny_model(0), random_source(0), max_len=12, prefix=[7, EOS_ID])
+    assert out.ids == [7, EOS_ID]
+    assert all(s.forced for s in out.steps)
+
+
+@pytest.mark.parametrize("seed,bias", MODELS)
+def test_greedy_batch_on_a_padded_batch_equals_one_by_one(seed: int, bias: float) -> None:
+    model = tiny_model(seed, bias)
+    sources = [random_source(seed, 7), random_source(seed + 5, 2), random_source(seed + 9, 4), random_source(seed + 3, 5)]
+    batch = pad(sources)
+    assert (batch == PAD_ID).any()
+    for use_cache in (True, False):
+        together = greedy_batch(model, batch, max_len=12, use_cache=use_cache)
+        alone = [strip_specials(greedy(model, s, max_len=12, capture=False).ids) for s in sources]
+        assert together == alone
+
+
+def test_default_max_len_never_exceeds_the_model() -> None:
+    model = tiny_model(0)  # max_len 24
+    assert default_max_len(model, 3) == 16
+    for src_len in (1, 7, 8, 24, 100):
+        assert default_max_len(model, src_len) <= model.config.max_len
+    src = random_source(0, n=model.config.max_len - 1)  # the longest source the model reads
+    out = greedy(model, src, capture=False)  # default budget: runs to the positional table, not past it
+    assert len(out.ids) <= model.config.max_len
+    assert len(greedy_batch(model, torch.tensor([src]))[0]) <= model.config.max_len
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_top_k_is_sorted_and_entropy_is_a_valid_entropy(seed: int) -> None:
+    model = tiny_model(seed, 1.0)
+    out = greedy(model, random_source(seed), max_len=10, top_k=5, prefix=[6])
+    vocab = model.config.tgt_vocab_size
+    for step in out.steps:
+        assert len(step.top_ids) == len(step.top_probs) == 5
+        assert step.top_probs == sorted(step.top_probs, reverse=True)
+        assert 0 < sum(step.top_probs) <= 1 + 1e-6
+        assert 0 <= step.entropy <= math.log(vocab) + 1e-6
+        assert len(set(step.top_ids)) == 5
+        if not step.forced:
+            assert step.token_id == step.top_ids[0]
+            assert math.exp(step.log_prob) == pytest.approx(step.top_probs[0], rel=1e-5)
+    everything = greedy(model, random_source(seed), max_len=3, top_k=1000)
+    assert len(everything.steps[0].top_ids) == vocab
+
+
+def test_entropy_matches_the_distribution() -> None:
+    model, src = tiny_model(1), random_source(1)
+    out = greedy(model, src, max_len=4, capture=False)
+    with torch.no_grad():
+        memory, mask = model.encode(torch.tensor([src]))
+        logits = model.decode(torch.tensor([[BOS_ID]]), memory, mask)[0, -1]
+    p = logits.softmax(-1)
+    assert out.steps[0].entropy == pytest.approx(float(-(p * p.log()).sum()), abs=1e-5)
+    assert out.steps[0].log_prob == pytest.approx(float(p.max().log()), abs=1e-5)
+
+
+def test_capture_false_gives_the_same_output_without_attention() -> None:
+    model, src = tiny_model(2, 1.0), random_source(2)
+    with_attention, without = greedy(model, src, max_len=12), greedy(model, src, max_len=12, capture=False)
+    assert with_attention.ids == without.ids
+    assert without.encoder is None and without.decoder is None and without.cross is None
+    assert all(s.cross is None and s.decoder_self is None for s in without.steps)
+    assert [s.log_prob for s in with_attention.steps] == pytest.approx([s.log_prob for s in without.steps], abs=1e-5)
+
+
+def test_names_by_role_lists_every_module_in_layer_order() -> None:
+    roles = names_by_role(tiny_model(0))
+    assert roles == {"encoder_self": ["encoder.0.self_attn", "encoder.1.self_attn"],
+                     "decoder_self": [f"decoder.{i}.self_attn" for i in range(3)],
+                     "cross": [f"decoder.{i}.cross_attn" for i in range(3)]}
+
+
+def test_strip_specials() -> None:
+    assert strip_specials([BOS_ID, 5, PAD_ID, 6, EOS_ID, 7]) == [5, 6]
+    assert strip_specials([5, 6]) == [5, 6]
+    assert strip_specials([EOS_ID, 5]) == []
