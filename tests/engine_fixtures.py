@@ -20,7 +20,7 @@ from attnscope.translator import Translator
 
 SEEDS = (0, 1, 2)
 SYMBOLS = "a b c d e f g h i j k l"  # word-level vocabulary: 4 specials + 12 symbols
-MAX_LEN = 24
+MAX_LEN = 32
 
 
 def codec() -> TextCodec:

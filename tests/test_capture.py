@@ -126,9 +126,9 @@ def test_hooks_are_removed_afterwards() -> None:
 def test_hooks_are_removed_when_the_forward_raises() -> None:
     model = tiny_model(0)
     model.train()
-    with pytest.raises(ValueError, match="at most 24"):
+    with pytest.raises(ValueError, match="at most 32"):
         with pytest.warns(UserWarning), record_attention(model):
-            model(torch.ones(1, 30, dtype=torch.long), torch.ones(1, 3, dtype=torch.long))
+            model(torch.ones(1, 40, dtype=torch.long), torch.ones(1, 3, dtype=torch.long))
     assert no_hooks_left(model)
     assert model.training  # mode restored too
     assert torch.backends.mha.get_fastpath_enabled()

@@ -116,7 +116,7 @@ def test_greedy_batch_on_a_padded_batch_equals_one_by_one(seed: int, bias: float
 
 
 def test_default_max_len_never_exceeds_the_model() -> None:
-    model = tiny_model(0)  # max_len 24
+    model = tiny_model(0)  # max_len 32
     assert default_max_len(model, 3) == 16
     for src_len in (1, 7, 8, 24, 100):
         assert default_max_len(model, src_len) <= model.config.max_len
