@@ -158,6 +158,7 @@ class Translator:
         """Translate many sentences, batching sources of similar length together."""
         if not 1 <= beam_size <= MAX_BEAM:
             raise InputError(f"Beam size must be between 1 and {MAX_BEAM}, got {beam_size}.")
+        max_len = self._max_len(max_len)  # the budget translate() uses, not one from the batch's padded width
         kept = [i for i, t in enumerate(texts) if isinstance(t, str) and t.strip()]  # blank input -> ""
         sources = {i: self.source(texts[i])[0] for i in kept}
         order = sorted(kept, key=lambda i: len(sources[i]))
