@@ -7,6 +7,7 @@ import streamlit as st
 from attnscope.anatomy import parameter_table, shape_walkthrough
 from attnscope.ui import state, widgets
 
+state.through_router()
 st.title("Model anatomy")
 tr = state.translator()
 if tr is None:

@@ -7,6 +7,7 @@ from attnscope.ui import state
 from attnscope.ui.text import plain
 from attnscope.ui.checkpoint_tools import flash, import_state_dict, manage, upload
 
+state.through_router()
 st.title("Checkpoints")
 flash()
 entries = state.entries()

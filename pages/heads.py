@@ -7,6 +7,7 @@ from attnscope.ui import heads_tools, state, widgets
 from attnscope.ui.text import plain
 from attnscope.viz.grid import heads_grid
 
+state.through_router()
 st.title("Heads & layers")
 tr = state.translator()
 if tr is None:

@@ -8,6 +8,7 @@ from attnscope.ui import state, widgets
 from attnscope.viz.positional import (encoding_curves, encoding_heatmap, norms_histogram, offset_profile,
                                       similarity_heatmap)
 
+state.through_router()
 st.title("Positional encoding")
 tr = state.translator()
 if tr is None:

@@ -8,6 +8,7 @@ from attnscope.ui.text import plain
 from attnscope.ui.stepping import beam_view, force_branch, step_controls
 from attnscope.viz.steps import shaded_tokens, step_rows, top_k_bars
 
+state.through_router()
 st.title("Step through decoding")
 tr = state.translator()
 if tr is None:

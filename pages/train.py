@@ -1,8 +1,9 @@
 """Train a model in the background and watch it learn: curves, samples, attention forming."""
 import streamlit as st
 
-from attnscope.ui import train_tools
+from attnscope.ui import state, train_tools
 
+state.through_router()
 st.title("Train")
 job = train_tools.jobs().get(st.session_state.get("train_job", ""))
 

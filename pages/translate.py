@@ -8,6 +8,7 @@ from attnscope.ui.compare import reference_comparison
 from attnscope.viz.grid import heads_grid
 from attnscope.viz.heatmap import record_heatmap
 
+state.through_router()
 st.title("Translate")
 tr = state.translator()
 if tr is None:

@@ -115,3 +115,72 @@ def test_import_with_a_broken_tokenizer_is_rejected(page: AppTest) -> None:
     page.button(key="import_go").click().run()
     assert any("Import rejected" in shown(e) for e in page.error)
     assert page.session_state["checkpoint"] == "toy-reverse"
+
+
+def _damaged(source: Path, tensors=None, meta=None) -> bytes:
+    """The toy bundle rewritten with replaced tensors and/or metadata fields, as bytes."""
+    from safetensors import safe_open
+    from safetensors.torch import save
+
+    with safe_open(str(source), "pt") as f:
+        t, m = {k: f.get_tensor(k) for k in f.keys()}, f.metadata()
+    return save(tensors(t) if tensors else t, metadata=m | (meta or {}))
+
+
+def _absurd_config(meta_config: str) -> str:
+    import json
+    return json.dumps(json.loads(meta_config) | {"d_model": 1_000_000, "d_ff": 4_000_000})
+
+
+HUGE_HEADER = (2**62).to_bytes(8, "little") + b"{}"  # claims an exabyte-sized header
+HUGE_TENSOR = (b'{"w":{"dtype":"F32","shape":[100000,100000],"data_offsets":[0,40000000000]}}')
+HUGE_TENSOR = len(HUGE_TENSOR).to_bytes(8, "little") + HUGE_TENSOR  # 40 GB declared, nothing stored
+
+
+@pytest.mark.parametrize("case,make,message", [
+    ("huge header", lambda src: HUGE_HEADER, "is not a safetensors file"),
+    ("huge tensor, no data", lambda src: HUGE_TENSOR, "is not a safetensors file"),
+    ("misshaped tensor", lambda src: _damaged(src, tensors=lambda t: t | {"generator.bias": t["generator.bias"][:3]}),
+     "generator.bias has shape"),
+    ("missing tensor", lambda src: _damaged(src, tensors=lambda t: {k: v for k, v in t.items() if k != "generator.bias"}),
+     "missing tensor generator.bias"),
+    ("extra tensor", lambda src: _damaged(src, tensors=lambda t: t | {"extra": t["generator.bias"].clone()}), "unexpected tensor extra"),
+    ("config field of the wrong type", lambda src: _damaged(src, meta={"config": '{"src_vocab_size": "many", "tgt_vocab_size": 1}'}),
+     "must be int"),
+    ("summary of the wrong type", lambda src: _damaged(src, meta={"summary": "[1, 2]"}), "must be a JSON object"),
+    ("absurd sizes", lambda src: _damaged(src, meta={"config": _absurd_config(_meta(src)["config"])}), "parameters"),
+    ("tokenizer that does not parse", lambda src: _damaged(src, meta={"tgt_tokenizer": "{\"model\": "}), "does not parse"),
+])
+def test_hostile_files_are_rejected_in_one_sentence_and_the_active_model_stays(
+        page: AppTest, toy_checkpoint_dir: Path, case: str, make, message: str) -> None:
+    upload(page, "hostile.safetensors", make(toy_checkpoint_dir / "toy-reverse.safetensors"))
+    assert not page.exception, case
+    errors = [shown(e) for e in page.error]
+    assert len(errors) == 1 and errors[0].startswith("Upload rejected") and message in errors[0], (case, errors)
+    assert "\n" not in errors[0] and "Traceback" not in errors[0]
+    assert page.session_state["checkpoint"] == "toy-reverse"
+    assert list(page.dataframe[0].value["name"]) == ["toy-reverse"]  # nothing was stored
+    page.switch_page("pages/translate.py").run()
+    assert any(shown(m) == "> c b a" for m in page.markdown)
+
+
+def _meta(path: Path) -> dict[str, str]:
+    from safetensors import safe_open
+    with safe_open(str(path), "pt") as f:
+        return f.metadata()
+
+
+def test_an_oversized_upload_is_refused_with_the_limit(page: AppTest, toy_checkpoint_dir: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from attnscope import registry
+    monkeypatch.setattr(registry, "MAX_UPLOAD_BYTES", 1000)
+    upload(page, "big.safetensors", (toy_checkpoint_dir / "toy-reverse.safetensors").read_bytes())
+    assert any("the limit is" in shown(e) for e in page.error), [shown(e) for e in page.error]
+    assert page.session_state["checkpoint"] == "toy-reverse"
+
+
+def test_an_absolute_path_name_is_stored_under_its_stem_only(page: AppTest, toy_checkpoint_dir: Path) -> None:
+    upload(page, "/etc/cron.d/evil.safetensors", (toy_checkpoint_dir / "toy-reverse.safetensors").read_bytes())
+    assert page.session_state["checkpoint"] == "evil"
+    stored = Path(page.session_state["session_models_dir"]) / "evil.safetensors"
+    assert stored.is_file() and not Path("/etc/cron.d/evil.safetensors").exists()

@@ -47,7 +47,10 @@ def test_forcing_a_token_changes_the_continuation(app: AppTest) -> None:
 
 def test_rival_candidate_is_forced(app: AppTest) -> None:
     open_step_page(app)
-    rival = app.selectbox(key="force_choice").value
+    box = app.selectbox(key="force_choice")
+    assert not {"<pad>", "<bos>"} & set(box.options)
+    rival = next(tok for tok in box.options if not tok.startswith("<"))
+    box.set_value(rival).run()
     forced = next(shown(m) for m in app.markdown if shown(m).startswith("**Forced branch:**"))
     assert forced.startswith(f"**Forced branch:** {rival}")
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from attnscope.config import BOS_ID, PAD_ID
 from attnscope.translator import Translation, Translator
 from attnscope.ui import state, widgets
 from attnscope.ui.text import plain
@@ -35,7 +36,8 @@ def force_branch(tr: Translator, text: str, result: Translation, t: int, max_len
     """“Force another token here”: decode on from a different choice and compare the branches."""
     st.subheader(f"What if step {t} chose something else?")
     step = result.steps[t]
-    rivals = [tok for tok, _ in step.top_k if tok != step.token]
+    # <pad> and <bos> are never outputs; forcing them would decode to nothing visible
+    rivals = [tok for (tok, _), i in zip(step.top_k, step.top_ids) if tok != step.token and i not in (PAD_ID, BOS_ID)]
     cols = st.columns([2, 2, 1])
     choice = cols[0].selectbox("A top-k candidate", rivals, key="force_choice")
     typed = cols[1].text_input("…or type a word", key="force_typed", max_chars=100)
