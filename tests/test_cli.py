@@ -15,7 +15,7 @@ from attnscope.record import AttentionRecord
 from tests.engine_fixtures import one_torch_thread, tiny_checkpoint  # noqa: F401 (fixtures)
 
 
-def test_translate_prints_and_writes_json_and_npz(tiny_checkpoint: Path, tmp_path: Path,
+def test_translate_prints_and_writes_json_and_npz(tiny_checkpoint: Path, tmp_path: Path,  # noqa: F811 (fixture)
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     out_json, out_npz = tmp_path / "out.json", tmp_path / "out.npz"
     code = main(["translate", "a b c d", "--checkpoint", str(tiny_checkpoint), "--json", str(out_json),
@@ -47,7 +47,7 @@ def test_translate_prints_and_writes_json_and_npz(tiny_checkpoint: Path, tmp_pat
         np.testing.assert_array_equal(record.array(kind), expected.attention.array(kind))
 
 
-def test_beam_and_max_len_options(tiny_checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_beam_and_max_len_options(tiny_checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811 (fixture)
     out_json = tmp_path / "beam.json"
     assert main(["translate", "l k j", "--checkpoint", str(tiny_checkpoint), "--beam", "3", "--max-len", "6",
                  "--json", str(out_json)]) == 0
@@ -58,7 +58,7 @@ def test_beam_and_max_len_options(tiny_checkpoint: Path, tmp_path: Path, capsys:
     assert len(payload["steps"]) == len(expected.target_ids) <= 6
 
 
-def test_notes_go_to_stderr(tiny_checkpoint: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_notes_go_to_stderr(tiny_checkpoint: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811 (fixture)
     assert main(["translate", "a zz", "--checkpoint", str(tiny_checkpoint)]) == 0
     printed = capsys.readouterr()
     assert printed.err.startswith("note: The tokenizer does not know 'zz'")
@@ -81,7 +81,7 @@ def test_a_bad_checkpoint_exits_2_with_one_line(tmp_path: Path, capsys: pytest.C
     assert capsys.readouterr().err.count("\n") == 1
 
 
-def test_empty_text_exits_2(tiny_checkpoint: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_empty_text_exits_2(tiny_checkpoint: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811 (fixture)
     assert main(["translate", "   ", "--checkpoint", str(tiny_checkpoint)]) == 2
     assert capsys.readouterr().err == "error: Type a sentence to translate: the text is empty.\n"
     assert main(["translate", "a", "--checkpoint", str(tiny_checkpoint), "--beam", "0"]) == 2

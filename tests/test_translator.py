@@ -229,7 +229,7 @@ def test_translate_restores_a_training_model() -> None:
 # ------------------------------------------------------------------------- attnscope.load
 
 
-def test_load_a_saved_checkpoint(tiny_checkpoint: Path) -> None:
+def test_load_a_saved_checkpoint(tiny_checkpoint: Path) -> None:  # noqa: F811 (fixture)
     loaded = attnscope.load(tiny_checkpoint)
     original = tiny_translator(0, eos_bias=2.0)  # what the fixture saved
     assert isinstance(loaded, attnscope.Translator)
@@ -242,7 +242,7 @@ def test_load_a_saved_checkpoint(tiny_checkpoint: Path) -> None:
         np.testing.assert_allclose(a.attention.cross, b.attention.cross, atol=1e-6)
 
 
-def test_load_uses_the_checkpoints_folder_by_default(tiny_checkpoint: Path, tmp_path: Path,
+def test_load_uses_the_checkpoints_folder_by_default(tiny_checkpoint: Path, tmp_path: Path,  # noqa: F811 (fixture)
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     shutil.copy(tiny_checkpoint, tmp_path / "multi30k-en-de.safetensors")
     monkeypatch.setenv("ATTNSCOPE_CHECKPOINTS", str(tmp_path))
