@@ -6,7 +6,7 @@ import json
 import plotly.graph_objects as go
 import streamlit as st
 
-from attnscope.translator import Translation, Translator
+from attnscope.translator import MAX_BEAM, MAX_CHARS, Translation, Translator
 from attnscope.ui import state
 from attnscope.ui.text import plain
 
@@ -19,14 +19,14 @@ def sentence_box(tr: Translator) -> str:
     if example != "—" and st.session_state.get("_last_example") != example:
         st.session_state["sentence"] = example
     st.session_state["_last_example"] = example
-    return cols[0].text_area(f"Sentence ({tr.bundle.src_lang})", max_chars=2000, height=80,
+    return cols[0].text_area(f"Sentence ({tr.bundle.src_lang})", max_chars=MAX_CHARS, height=80,
                              help="Press Ctrl+Enter (or click outside) to translate.", **state.keep("sentence", state.EXAMPLES[0]))
 
 
 def decoding_options(tr: Translator) -> tuple[int, int]:
     """Beam size and maximum output length, shared by the pages that decode."""
     col_beam, col_len = st.columns(2)
-    beam = col_beam.number_input("Beam size (1 = greedy)", 1, 16, **state.keep("beam", 1))
+    beam = col_beam.number_input(f"Beam size (1 = greedy, max {MAX_BEAM})", 1, MAX_BEAM, **state.keep("beam", 1))
     limit = tr.model.config.max_len
     if st.session_state.get("max_len", 0) > limit:  # a smaller model became active
         st.session_state["max_len"] = limit
