@@ -159,8 +159,11 @@ def batch_throughput(tr: Translator, texts: list[str], one_by_one: int) -> list[
 
 def memory(path: Path) -> dict[str, Any]:
     """Peak RSS of a fresh process that loads the model and translates; size of one record."""
-    code = ("import resource, attnscope; tr = attnscope.load(%r); tr.translate(%r); "
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)") % (str(path), SENTENCES[0])
+    # VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec, so it would report the (large)
+    # benchmark process that forked the child rather than the child itself
+    code = ("import resource, re, attnscope; tr = attnscope.load(%r); tr.translate(%r)\n"
+            "try: print(re.search(r'VmHWM:\\s*(\\d+)', open('/proc/self/status').read()).group(1))\n"
+            "except OSError: print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)") % (str(path), SENTENCES[0])
     rss_kb = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()[-1])
     tr = Translator(*checkpoint.load(path))
     record = tr.translate("A man in a blue shirt is playing the guitar on the street while two dogs watch him closely.").attention
