@@ -23,3 +23,10 @@ def shown(element: object) -> str:
     """What a message element displays: its markdown body with backslash escapes removed."""
     import re
     return re.sub(r"\\(.)", r"\1", str(getattr(element, "value", element)))
+
+
+def tensors_and_meta(path: Path) -> tuple[dict, dict[str, str]]:
+    """Every tensor and the metadata of a safetensors file (to build damaged copies in tests)."""
+    from safetensors import safe_open
+    with safe_open(str(path), "pt") as f:
+        return {k: f.get_tensor(k) for k in f.keys()}, f.metadata()

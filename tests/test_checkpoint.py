@@ -13,6 +13,7 @@ from attnscope.checkpoint import Bundle, CheckpointError, atomic_write
 from attnscope.config import ModelConfig
 from attnscope.model import Transformer
 from attnscope.tokenization import TextCodec, train_word_level
+from tests.support import tensors_and_meta
 
 
 @pytest.fixture
@@ -24,12 +25,6 @@ def saved(tmp_path: Path) -> tuple[Path, Transformer, Bundle]:
     model = Transformer(config).eval()
     bundle = Bundle(config, codec, codec, "en", "de", {"steps": 3})
     return checkpoint.save(model, bundle, tmp_path / "m.safetensors"), model, bundle
-
-
-def tensors_and_meta(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
-    from safetensors import safe_open
-    with safe_open(str(path), "pt") as f:
-        return {k: f.get_tensor(k) for k in f.keys()}, f.metadata()
 
 
 def test_round_trip_is_exact_and_keeps_ties(saved) -> None:

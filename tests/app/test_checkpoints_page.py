@@ -1,13 +1,14 @@
 """AppTest journeys on the Checkpoints page: list, upload, reject bad files, stay working."""
 from __future__ import annotations
 
+import json
 import pickle
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.support import shown
+from tests.support import shown, tensors_and_meta
 
 
 class _Boom:
@@ -117,19 +118,16 @@ def test_import_with_a_broken_tokenizer_is_rejected(page: AppTest) -> None:
     assert page.session_state["checkpoint"] == "toy-reverse"
 
 
-def _damaged(source: Path, tensors=None, meta=None) -> bytes:
-    """The toy bundle rewritten with replaced tensors and/or metadata fields, as bytes."""
-    from safetensors import safe_open
+def _damaged(source: Path, tensors=lambda t: t, meta=lambda m: {}) -> bytes:
+    """The toy bundle with its tensors replaced and metadata fields overridden, as bytes."""
     from safetensors.torch import save
 
-    with safe_open(str(source), "pt") as f:
-        t, m = {k: f.get_tensor(k) for k in f.keys()}, f.metadata()
-    return save(tensors(t) if tensors else t, metadata=m | (meta or {}))
+    t, m = tensors_and_meta(source)
+    return save(tensors(t), metadata=m | meta(m))
 
 
-def _absurd_config(meta_config: str) -> str:
-    import json
-    return json.dumps(json.loads(meta_config) | {"d_model": 1_000_000, "d_ff": 4_000_000})
+def _absurd_config(m: dict[str, str]) -> dict[str, str]:
+    return {"config": json.dumps(json.loads(m["config"]) | {"d_model": 1_000_000, "d_ff": 4_000_000})}
 
 
 HUGE_HEADER = (2**62).to_bytes(8, "little") + b"{}"  # claims an exabyte-sized header
@@ -145,11 +143,11 @@ HUGE_TENSOR = len(HUGE_TENSOR).to_bytes(8, "little") + HUGE_TENSOR  # 40 GB decl
     ("missing tensor", lambda src: _damaged(src, tensors=lambda t: {k: v for k, v in t.items() if k != "generator.bias"}),
      "missing tensor generator.bias"),
     ("extra tensor", lambda src: _damaged(src, tensors=lambda t: t | {"extra": t["generator.bias"].clone()}), "unexpected tensor extra"),
-    ("config field of the wrong type", lambda src: _damaged(src, meta={"config": '{"src_vocab_size": "many", "tgt_vocab_size": 1}'}),
+    ("config field of the wrong type", lambda src: _damaged(src, meta=lambda m: {"config": '{"src_vocab_size": "many", "tgt_vocab_size": 1}'}),
      "must be int"),
-    ("summary of the wrong type", lambda src: _damaged(src, meta={"summary": "[1, 2]"}), "must be a JSON object"),
-    ("absurd sizes", lambda src: _damaged(src, meta={"config": _absurd_config(_meta(src)["config"])}), "parameters"),
-    ("tokenizer that does not parse", lambda src: _damaged(src, meta={"tgt_tokenizer": "{\"model\": "}), "does not parse"),
+    ("summary of the wrong type", lambda src: _damaged(src, meta=lambda m: {"summary": "[1, 2]"}), "must be a JSON object"),
+    ("absurd sizes", lambda src: _damaged(src, meta=_absurd_config), "parameters"),
+    ("tokenizer that does not parse", lambda src: _damaged(src, meta=lambda m: {"tgt_tokenizer": "{\"model\": "}), "does not parse"),
 ])
 def test_hostile_files_are_rejected_in_one_sentence_and_the_active_model_stays(
         page: AppTest, toy_checkpoint_dir: Path, case: str, make, message: str) -> None:
@@ -163,11 +161,6 @@ def test_hostile_files_are_rejected_in_one_sentence_and_the_active_model_stays(
     page.switch_page("pages/translate.py").run()
     assert any(shown(m) == "> c b a" for m in page.markdown)
 
-
-def _meta(path: Path) -> dict[str, str]:
-    from safetensors import safe_open
-    with safe_open(str(path), "pt") as f:
-        return f.metadata()
 
 
 def test_an_oversized_upload_is_refused_with_the_limit(page: AppTest, toy_checkpoint_dir: Path,
