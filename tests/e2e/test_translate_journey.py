@@ -1,6 +1,8 @@
 """Key journey in a real browser: type a sentence, see the translation and the heatmaps."""
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import Page, expect
 
 
@@ -11,7 +13,7 @@ def test_type_a_sentence_and_see_translation_and_heatmaps(server: str, page: Pag
     box.press("Control+Enter")
     expect(page.get_by_text("e d c b a")).to_be_visible()
     expect(page.locator(".js-plotly-plot").first).to_be_visible()
-    assert "sentence=a+b+c+d+e" in page.url or "sentence=a%20b%20c%20d%20e" in page.url
+    expect(page).to_have_url(re.compile(r"sentence=a(\+|%20)b(\+|%20)c(\+|%20)d(\+|%20)e"))  # waits for the URL update
 
 
 def test_step_forward_twice_switch_page_and_come_back(server: str, page: Page) -> None:
