@@ -94,3 +94,14 @@ def test_cli_overrides() -> None:
     cfg = parse_args(["--out", "x", "--set", "dropout=0.3", "--set", "positional=learned", "--epochs", "3",
                       "--init-from", "c.safetensors"])
     assert cfg.model == {"dropout": 0.3, "positional": "learned"} and cfg.epochs == 3 and cfg.init_from == "c.safetensors"
+
+
+def test_a_run_started_from_a_checkpoint_may_raise_dropout_but_not_change_shapes(tmp_path: Path) -> None:
+    first = train(TrainConfig(out_dir=str(tmp_path / "a"), epochs=1, **TOY))
+    tuned = train(TrainConfig(out_dir=str(tmp_path / "b"), epochs=2, init_from=str(first),
+                              model={"dropout": 0.3, "attention_dropout": 0.2}, **TOY))
+    model, bundle = checkpoint.load(tuned)
+    assert (bundle.config.dropout, bundle.config.attention_dropout) == (0.3, 0.2)
+    assert bundle.config.d_model == checkpoint.load(first)[1].config.d_model
+    with pytest.raises(ValueError, match="cannot change d_model"):
+        train(TrainConfig(out_dir=str(tmp_path / "c"), epochs=2, init_from=str(first), model={"d_model": 64}, **TOY))

@@ -81,6 +81,22 @@ class TrainConfig:
         return self.name or (f"multi30k-{pair}" if self.task == "multi30k" else f"toy-{self.task}")
 
 
+# Fields a run started from a checkpoint may change: they alter training, not the shapes of the weights.
+REGULARIZATION_FIELDS = ("dropout", "attention_dropout")
+
+
+def with_regularization(model: Transformer, overrides: dict[str, Any]) -> tuple[ModelConfig, Transformer]:
+    """The same weights under new dropout rates, e.g. to fine-tune a shipped model with more dropout."""
+    refused = sorted(set(overrides) - set(REGULARIZATION_FIELDS))
+    if refused:
+        raise ValueError(f"cannot change {', '.join(refused)} when starting from a checkpoint; "
+                         f"only {' and '.join(REGULARIZATION_FIELDS)} may be set")
+    config = dataclasses.replace(model.config, **overrides)
+    rebuilt = Transformer(config)
+    rebuilt.load_state_dict(model.state_dict())
+    return config, rebuilt
+
+
 @dataclass(frozen=True)
 class TrainEvent:
     """What a progress callback receives: after each step, each validation and at the end."""
@@ -201,6 +217,8 @@ class Trainer:
         if start is not None:
             model, bundle = checkpoint.load(start, "cpu")
             self.config, codecs = bundle.config, (bundle.src_codec, bundle.tgt_codec)
+            if not resume and self.cfg.model:
+                self.config, model = with_regularization(model, self.cfg.model)
         else:
             base = dict(PRESETS[self.cfg.preset], **self.cfg.model)
             self.config, codecs, model = None, None, None  # type: ignore[assignment]
@@ -218,9 +236,8 @@ class Trainer:
         self.state = {"step": 0, "epoch": 0, "batch": 0, "best_bleu": -1.0, "elapsed": 0.0, "history": []}
         if resume:
             self.state.update(load_training_state(self.out / "last.state.safetensors", self.optimizer, self.model))
-        elif start is not None:  # continue the schedule where the earlier run stopped
-            self.state.update(step=int(bundle.summary.get("steps", 0)), epoch=int(bundle.summary.get("epochs", 0)),
-                              best_bleu=float(bundle.summary.get("best_val_bleu", -1.0)))
+        elif start is not None:  # continue the schedule where the earlier run stopped; "best" is this run's own
+            self.state.update(step=int(bundle.summary.get("steps", 0)), epoch=int(bundle.summary.get("epochs", 0)))
 
     def bundle(self) -> Bundle:
         src, tgt = self.corpus.bundle_codecs
