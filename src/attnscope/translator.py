@@ -54,10 +54,16 @@ class Translator:
     bundle: Bundle
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
     label: str = ""  # the checkpoint's file name; distinguishes copies of one run
+    revision: float = 0.0  # modification time of that file: a re-published checkpoint is another model
 
     @property
     def name(self) -> str:
         return self.label or str(self.bundle.summary.get("name", f"{self.bundle.src_lang}-{self.bundle.tgt_lang}"))
+
+    @property
+    def cache_key(self) -> str:
+        """Names these exact weights, so cached results never outlive the file they came from."""
+        return f"{self.name}@{self.revision!r}"
 
     @contextmanager
     def inference(self) -> Iterator[None]:

@@ -36,9 +36,9 @@ def split_statistics(tr: Translator) -> None:
         if pairs:
             bar = st.progress(0.0, text="Translating…")
             frame = head_stats_over(tr, [s for s, _ in pairs], lambda i, total: bar.progress(i / total, text=f"{i}/{total} sentences"))
-            st.session_state["split_stats"] = (tr.name, split, len(pairs), frame)
+            st.session_state["split_stats"] = (tr.cache_key, split, len(pairs), frame)
     saved = st.session_state.get("split_stats")
-    if saved and saved[0] == tr.name:
+    if saved and saved[0] == tr.cache_key:
         st.caption(f"{saved[2]} sentences of {saved[1]}")
         st.dataframe(saved[3].round(3), hide_index=True, width="stretch")
 

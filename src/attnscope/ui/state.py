@@ -55,7 +55,7 @@ def available_checkpoints() -> dict[str, Path]:
 @st.cache_resource(max_entries=6, show_spinner="Loading the model…")
 def _load(path: str, mtime: float) -> Translator:
     model, bundle = checkpoint.load(path)
-    return Translator(model, bundle, label=Path(path).stem)
+    return Translator(model, bundle, label=Path(path).stem, revision=mtime)
 
 
 def translator(name: str | None = None) -> Translator | None:
@@ -74,55 +74,55 @@ def translator(name: str | None = None) -> Translator | None:
 
 
 @st.cache_data(max_entries=64, show_spinner="Translating…")
-def _translate(_translator: Translator, checkpoint_name: str, text: str, beam: int, max_len: int | None) -> Translation:
+def _translate(_translator: Translator, checkpoint_key: str, text: str, beam: int, max_len: int | None) -> Translation:
     return _translator.translate(text, beam_size=beam, max_len=max_len)
 
 
 def translate(tr: Translator, text: str, beam: int = 1, max_len: int | None = None) -> Translation | None:
     """Cached translation with every head captured; None (and a message) for bad input."""
     try:
-        return _translate(tr, tr.name, text, beam, max_len)
+        return _translate(tr, tr.cache_key, text, beam, max_len)
     except InputError as err:
         st.warning(plain(err))
         return None
 
 
 @st.cache_data(max_entries=64, show_spinner="Decoding the forced branch…")
-def _force(_translator: Translator, checkpoint_name: str, text: str, prefix: tuple[int, ...], max_len: int | None) -> Translation:
+def _force(_translator: Translator, checkpoint_key: str, text: str, prefix: tuple[int, ...], max_len: int | None) -> Translation:
     return _translator.translate(text, max_len=max_len, prefix=prefix)
 
 
 def force(tr: Translator, text: str, prefix: tuple[int, ...], max_len: int | None = None) -> Translation | None:
     """Greedy continuation after forcing `prefix` (cached)."""
     try:
-        return _force(tr, tr.name, text, prefix, max_len)
+        return _force(tr, tr.cache_key, text, prefix, max_len)
     except InputError as err:
         st.warning(plain(err))
         return None
 
 
 @st.cache_data(max_entries=64, show_spinner="Scoring…")
-def _score(_translator: Translator, checkpoint_name: str, text: str, reference: str) -> Translation:
+def _score(_translator: Translator, checkpoint_key: str, text: str, reference: str) -> Translation:
     return _translator.score(text, reference)
 
 
 def score(tr: Translator, text: str, reference: str) -> Translation | None:
     """Teacher-forced record of `reference` (cached)."""
     try:
-        return _score(tr, tr.name, text, reference)
+        return _score(tr, tr.cache_key, text, reference)
     except InputError as err:
         st.warning(plain(err))
         return None
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def _hypothesis(_translator: Translator, checkpoint_name: str, text: str, ids: tuple[int, ...]) -> Translation:
+def _hypothesis(_translator: Translator, checkpoint_key: str, text: str, ids: tuple[int, ...]) -> Translation:
     return _translator.hypothesis(text, ids)
 
 
 def hypothesis(tr: Translator, text: str, ids: tuple[int, ...]) -> Translation:
     """Teacher-forced record of a given output, e.g. one beam hypothesis (cached)."""
-    return _hypothesis(tr, tr.name, text, ids)
+    return _hypothesis(tr, tr.cache_key, text, ids)
 
 
 def keep(key: str, default: object) -> dict[str, object]:

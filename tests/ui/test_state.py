@@ -1,0 +1,71 @@
+"""The app's shared caches: many sessions at once on one model, and a re-published checkpoint."""
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+import streamlit as st
+import numpy as np
+
+from attnscope.checkpoint import save
+from attnscope.record import KINDS
+from attnscope.ui import state
+from tests.engine_fixtures import no_hooks_left, one_torch_thread, tiny_translator  # noqa: F401 (autouse fixture)
+
+SENTENCES = ["a b c", "d e f g", "b a", "j i h g f", "c c d", "e d c b a b", "l k", "g g g g g"]
+
+
+@pytest.fixture(autouse=True)
+def fresh_caches() -> None:
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+def published(folder: Path, seed: int, mtime: float) -> Path:
+    """A model saved as `tiny.safetensors` (the same name every time), stamped with `mtime`."""
+    tr = tiny_translator(seed, eos_bias=2.0)
+    path = save(tr.model, tr.bundle, folder / "tiny.safetensors")
+    os.utime(path, (mtime, mtime))
+    return path
+
+
+def test_concurrent_sessions_on_one_cached_model_each_get_their_own_results(tmp_path: Path) -> None:
+    path = published(tmp_path, 0, 1_000_000.0)
+    tr = state._load(str(path), path.stat().st_mtime)
+    expected = {s: tr.translate(s) for s in SENTENCES}
+    st.cache_data.clear()
+    results: dict[int, object] = {}
+    start = threading.Barrier(len(SENTENCES))
+
+    def session(i: int) -> None:
+        start.wait()
+        mine = state._load(str(path), path.stat().st_mtime)  # every session shares the one cached model
+        results[i] = (mine is tr, state.translate(mine, SENTENCES[i]), state.force(mine, SENTENCES[i], (4,)))
+
+    threads = [threading.Thread(target=session, args=(i,)) for i in range(len(SENTENCES))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == list(range(len(SENTENCES)))
+    for i, (shared, translation, forced) in results.items():
+        want = expected[SENTENCES[i]]
+        assert shared and translation.text == want.text and translation.source_tokens == want.source_tokens
+        for kind in KINDS:
+            assert np.array_equal(getattr(translation.attention, kind), getattr(want.attention, kind)), (i, kind)
+        assert forced.target_ids[0] == 4
+    assert no_hooks_left(tr.model) and all(m.head_mask is None for m in tr.model.attention_modules().values())
+
+
+def test_a_republished_checkpoint_is_never_answered_from_the_old_models_cache(tmp_path: Path) -> None:
+    path = published(tmp_path, 0, 1_000_000.0)
+    old = state.translate(state._load(str(path), path.stat().st_mtime), "a b c")
+    path = published(tmp_path, 1, 2_000_000.0)  # a training run re-publishes under the same name
+    tr = state._load(str(path), path.stat().st_mtime)
+    new = state.translate(tr, "a b c")
+    assert tr.name == "tiny" and old is not new
+    fresh = tr.translate("a b c")
+    assert all(np.array_equal(getattr(new.attention, k), getattr(fresh.attention, k)) for k in KINDS)
+    assert not np.array_equal(old.attention.encoder, fresh.attention.encoder)
