@@ -79,6 +79,27 @@ def test_incremental_decoding_matches_full_forward(kw: dict) -> None:
     assert torch.equal(cache.layers[0].self_k[0], cache.layers[0].self_k[1])
 
 
+def test_packed_projections_equal_the_separate_ones() -> None:
+    attn = make().encoder[0].self_attn
+    x = torch.randn(2, 5, 16)
+    heads = lambda t: t.view(2, 5, 4, 4).transpose(1, 2)  # noqa: E731
+    q, k, v = attn.project_qkv(x)
+    assert torch.allclose(q, heads(attn.q_proj(x)), atol=1e-6)
+    assert torch.allclose(attn.project_q(x), q, atol=1e-6)
+    assert torch.allclose(k, heads(attn.k_proj(x)), atol=1e-6) and torch.allclose(v, heads(attn.v_proj(x)), atol=1e-6)
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(attn.project_kv(x), (k, v)))
+
+
+def test_last_only_gives_the_last_positions_logits() -> None:
+    model = make()
+    src, tgt = torch.randint(4, 30, (2, 6)), torch.randint(4, 30, (2, 5))
+    with torch.no_grad():
+        memory, mask = model.encode(src)
+        last = model.decode(tgt, memory, mask, last_only=True)
+        full = model(src, tgt)
+    assert last.shape == (2, 1, 30) and torch.allclose(last, full[:, -1:], atol=1e-6)
+
+
 def test_sinusoidal_table_follows_the_formula() -> None:
     table = sinusoidal_table(50, 16)
     for pos in (0, 7, 49):

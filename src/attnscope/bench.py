@@ -37,14 +37,18 @@ SENTENCES = ("A man in an orange hat starring at something.", "Two dogs are runn
              "The woman with the red hat is reading a book in the park.")
 
 
-def median_time(fn: Callable[[], Any], repeats: int) -> float:
-    fn()  # warm-up
-    times = []
+def median_times(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+    """Median seconds of each function, run in turn within every repetition, so that a change in
+    machine load (another process, CPU frequency) hits every contender alike."""
+    for fn in fns.values():
+        fn()  # warm-up
+    times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def machine() -> dict[str, Any]:
@@ -88,23 +92,30 @@ def training_throughput(c: ModelConfig, batch: int, length: int, steps: int, rep
     rows = []
     for dtype in precisions:
         result: dict[str, Any] = {"precision": "fp32" if dtype is None else "bf16"}
-        for name, model in (("attnscope", Transformer(c)), ("nn.Transformer", TorchBaseline(c))):
-            model.to(device).train()
-            opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
-
-            def run() -> None:
-                for _ in range(steps):
-                    with autocast(device, dtype):
-                        logits = model(src, tgt[:, :-1])
-                    loss, n = label_smoothed_loss(logits, tgt[:, 1:], 0.1)
-                    opt.zero_grad()
-                    (loss / n).backward()
-                    opt.step()
-            seconds = median_time(run, repeats)
+        runs = {name: training_steps(model, src, tgt, steps, device, dtype)
+                for name, model in (("attnscope", Transformer(c)), ("nn.Transformer", TorchBaseline(c)))}
+        for name, seconds in median_times(runs, repeats).items():
             result[f"{name} tokens/s"] = round(batch * length * steps / seconds)
         result["ratio"] = round(result["attnscope tokens/s"] / result["nn.Transformer tokens/s"], 3)
         rows.append(result)
     return rows
+
+
+def training_steps(model: nn.Module, src: Tensor, tgt: Tensor, steps: int, device: torch.device,
+                   dtype: torch.dtype | None) -> Callable[[], None]:
+    """`steps` optimizer steps of `model` on one fixed batch, as a function to time."""
+    model.to(device).train()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+
+    def run() -> None:
+        for _ in range(steps):
+            with autocast(device, dtype):
+                logits = model(src, tgt[:, :-1])
+            loss, n = label_smoothed_loss(logits, tgt[:, 1:], 0.1)
+            opt.zero_grad()
+            (loss / n).backward()
+            opt.step()
+    return run
 
 
 @torch.no_grad()
@@ -114,7 +125,7 @@ def decode_n(model: Transformer, src: Tensor, n: int, use_cache: bool) -> Tensor
     cache = DecoderCache.empty(len(model.decoder)) if use_cache else None
     out = torch.full((src.shape[0], 1), BOS_ID, dtype=torch.long, device=src.device)
     for _ in range(n):
-        logits = model.decode(out[:, -1:] if use_cache else out, memory, mask, cache)[:, -1]
+        logits = model.decode(out[:, -1:] if use_cache else out, memory, mask, cache, last_only=True)[:, -1]
         out = torch.cat([out, logits.argmax(-1, keepdim=True)], 1)
     return out
 
@@ -126,8 +137,9 @@ def decoding_speed(tr: Translator, lengths: Sequence[int], batches: Sequence[int
         src = pad([tr.source(t)[0] for t in texts]).to(tr.device)
         for n in lengths:
             n = min(n, tr.model.config.max_len - 1)
-            cached = median_time(lambda: decode_n(tr.model, src, n, True), repeats)
-            full = median_time(lambda: decode_n(tr.model, src, n, False), repeats)
+            timed = median_times({"cached": lambda: decode_n(tr.model, src, n, True),
+                                  "full": lambda: decode_n(tr.model, src, n, False)}, repeats)
+            cached, full = timed["cached"], timed["full"]
             same = torch.equal(decode_n(tr.model, src, n, True), decode_n(tr.model, src, n, False))
             rows.append({"batch": b, "tokens": n, "cached ms": round(cached * 1e3, 1), "uncached ms": round(full * 1e3, 1),
                          "speed-up": round(full / cached, 2), "identical output": same})
@@ -135,8 +147,9 @@ def decoding_speed(tr: Translator, lengths: Sequence[int], batches: Sequence[int
 
 
 def capture_overhead(tr: Translator, repeats: int) -> dict[str, Any]:
-    plain = median_time(lambda: [tr.translate(s, capture=False) for s in SENTENCES], repeats)
-    captured = median_time(lambda: [tr.translate(s, capture=True) for s in SENTENCES], repeats)
+    timed = median_times({"plain": lambda: [tr.translate(s, capture=False) for s in SENTENCES],
+                          "captured": lambda: [tr.translate(s, capture=True) for s in SENTENCES]}, repeats)
+    plain, captured = timed["plain"], timed["captured"]
     return {"plain ms/sentence": round(plain / len(SENTENCES) * 1e3, 1),
             "captured ms/sentence": round(captured / len(SENTENCES) * 1e3, 1), "ratio": round(captured / plain, 3)}
 
@@ -245,7 +258,7 @@ def app_latency(path: Path, sentences: Sequence[str] = SENTENCES) -> dict[str, A
         at.session_state["sentence"] = sentences[0]
         at.run()
         at.switch_page(page_file)
-        runs[page_file] = round(median_time(lambda: at.run(), 3), 3)
+        runs[page_file] = round(median_times({page_file: lambda: at.run()}, 3)[page_file], 3)
     return {"browser: submit to all heatmaps, median s": round(statistics.median(times), 2),
             "browser: max s": round(max(times), 2), "sentences": len(times),
             **{f"AppTest {k} rerun s": v for k, v in runs.items()}}
@@ -287,16 +300,16 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if args.tiny:
         import tempfile
         path = tiny_checkpoint(Path(tempfile.mkdtemp()))
-        reps, lengths, batches, train_steps, quality_limit, one_by_one = 2, (5, 10), (1, 4), 2, 20, 5
+        reps, lengths, batches, train_steps, train_reps, quality_limit, one_by_one = 2, (5, 10), (1, 4), 2, 2, 20, 5
     else:
         path = args.checkpoint or default_checkpoint()
-        reps, lengths, batches, train_steps, quality_limit, one_by_one = 5, (10, 30, 60), (1, 32), 5, None, 100
+        reps, lengths, batches, train_steps, train_reps, quality_limit, one_by_one = 5, (10, 30, 60), (1, 32), 3, 11, None, 100
     tr = Translator(*checkpoint.load(path))
     c = tr.model.config
     report: dict[str, Any] = {"machine": machine(), "checkpoint": path.name, "tiny": args.tiny}
     sections: list[tuple[str, str, Callable[[], Any]]] = [
         ("training", "1. Training throughput (target tokens/s), ours vs nn.Transformer",
-         lambda: training_throughput(c, 32 if args.tiny else 64, 12 if args.tiny else 24, train_steps, reps)),
+         lambda: training_throughput(c, 32 if args.tiny else 64, 12 if args.tiny else 24, train_steps, train_reps)),
         ("decoding", "2. Greedy decoding, KV cache vs full recomputation", lambda: decoding_speed(tr, lengths, batches, reps)),
         ("capture", "3. Capture overhead (every head + steps) vs plain translation", lambda: capture_overhead(tr, reps)),
         ("batch", "4. Batch translation throughput", lambda: _batch(tr, args.tiny, one_by_one)),

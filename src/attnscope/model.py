@@ -50,13 +50,29 @@ class MultiHeadAttention(nn.Module):
         self.hook_pattern = HookPoint()  # weights (B, H, Q, K)
         self.head_mask: Tensor | None = None  # (H,) 0/1 gate on each head's output; set by analysis.ablated()
 
-    def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        """Keys and values of `x`, each (B, H, K, dh); cached by incremental decoding."""
-        return split_heads(self.k_proj(x), self.n_heads), split_heads(self.v_proj(x), self.n_heads)
+    def _packed(self, x: Tensor, *projections: nn.Linear) -> list[Tensor]:
+        """Several projections of `x` as one matmul, split into heads: a wide product uses the
+        CPU's threads far better than three narrow ones (measured in BENCHMARKS.md, section 1)."""
+        weight = torch.cat([p.weight for p in projections])
+        bias = torch.cat([p.bias for p in projections])
+        return [split_heads(t, self.n_heads) for t in F.linear(x, weight, bias).chunk(len(projections), -1)]
 
-    def forward(self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> Tensor:
-        """Attend from `query` (B, Q, D) to projected keys/values; `mask` is True where allowed (None: all)."""
-        q = split_heads(self.q_proj(query), self.n_heads)  # (B, H, Q, dh)
+    def project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Queries, keys and values of `x` for self-attention, each (B, H, N, dh)."""
+        q, k, v = self._packed(x, self.q_proj, self.k_proj, self.v_proj)
+        return q, k, v
+
+    def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """Keys and values of `x`, each (B, H, K, dh); computed once per source by incremental decoding."""
+        k, v = self._packed(x, self.k_proj, self.v_proj)
+        return k, v
+
+    def project_q(self, x: Tensor) -> Tensor:
+        return split_heads(self.q_proj(x), self.n_heads)
+
+    def forward(self, q: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> Tensor:
+        """Attend from projected queries `q` (B, H, Q, dh) to keys/values; `mask` is True where allowed (None: all).
+        Returns (B, Q, D)."""
         p = self.dropout if self.training else 0.0
         if self.hook_pattern.hooked:
             scores = q @ keys.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, Q, K)
@@ -136,7 +152,7 @@ class EncoderLayer(nn.Module):
         self.attn_block, self.ffn_block = Residual(c.d_model, c.dropout, pre), Residual(c.d_model, c.dropout, pre)
 
     def forward(self, x: Tensor, mask: Tensor | None) -> Tensor:
-        x = self.attn_block(x, lambda h: self.self_attn(h, *self.self_attn.project_kv(h), mask))
+        x = self.attn_block(x, lambda h: self.self_attn(*self.self_attn.project_qkv(h), mask))
         return self.ffn_block(x, self.ffn)
 
 
@@ -151,12 +167,12 @@ class DecoderLayer(nn.Module):
         self.self_block, self.cross_block, self.ffn_block = (Residual(c.d_model, c.dropout, pre) for _ in range(3))
 
     def _self(self, h: Tensor, mask: Tensor | None, cache: LayerCache | None) -> Tensor:
-        k, v = self.self_attn.project_kv(h)
+        q, k, v = self.self_attn.project_qkv(h)
         if cache is not None:
             if cache.self_k is not None:
                 k, v = torch.cat([cache.self_k, k], dim=2), torch.cat([cache.self_v, v], dim=2)
             cache.self_k, cache.self_v = k, v
-        return self.self_attn(h, k, v, mask)
+        return self.self_attn(q, k, v, mask)
 
     def _cross(self, h: Tensor, memory: Tensor, mask: Tensor | None, cache: LayerCache | None) -> Tensor:
         if cache is not None and cache.cross_k is not None:
@@ -165,7 +181,7 @@ class DecoderLayer(nn.Module):
             k, v = self.cross_attn.project_kv(memory)
             if cache is not None:
                 cache.cross_k, cache.cross_v = k, v
-        return self.cross_attn(h, k, v, mask)
+        return self.cross_attn(self.cross_attn.project_q(h), k, v, mask)
 
     def forward(self, x: Tensor, memory: Tensor, self_mask: Tensor | None, cross_mask: Tensor | None,
                 cache: LayerCache | None = None) -> Tensor:
@@ -259,8 +275,10 @@ class Transformer(nn.Module):
             x = layer(x, mask)
         return self.encoder_norm(x), mask
 
-    def decode(self, tgt: Tensor, memory: Tensor, src_mask: Tensor | None, cache: DecoderCache | None = None) -> Tensor:
-        """Target ids (B, T) -> logits (B, T, V). With a cache, `tgt` holds only the new positions."""
+    def decode(self, tgt: Tensor, memory: Tensor, src_mask: Tensor | None, cache: DecoderCache | None = None,
+               last_only: bool = False) -> Tensor:
+        """Target ids (B, T) -> logits (B, T, V), or (B, 1, V) for the last position only (what decoding
+        needs: the output layer is the costliest matmul of a step). With a cache, `tgt` holds only the new positions."""
         offset = cache.length if cache is not None else 0
         n_keys = offset + tgt.shape[1]
         if n_keys > self.config.max_len:
@@ -275,7 +293,7 @@ class Transformer(nn.Module):
             x = layer(x, memory, self_mask, src_mask, None if cache is None else cache.layers[i])
         if cache is not None:
             cache.length = n_keys
-        return self.generator(self.decoder_norm(x))
+        return self.generator(self.decoder_norm(x[:, -1:] if last_only else x))
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
         memory, src_mask = self.encode(src)
