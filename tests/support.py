@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def train_toy_checkpoint(run_dir: Path, folder: Path) -> Path:
     """Train a tiny model to reverse letter strings (seconds) and put it in `folder`."""
     best = train(TrainConfig(out_dir=str(run_dir), task="reverse", preset="toy", toy_size=2000, max_tokens=600,
-                             lr=3e-3, warmup=100, epochs=12, threads=1, src_lang="en", tgt_lang="en",
+                             lr=3e-3, warmup=100, epochs=24, threads=1, src_lang="en", tgt_lang="en",
                              name="toy-reverse"))
     target = folder / "toy-reverse.safetensors"
     shutil.copy(best, target)
