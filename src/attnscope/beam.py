@@ -64,7 +64,7 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, *, max_len: int
         done = [False] * b
         for step in range(1, max_len + 1):
             feed = tokens[:, -1:] if use_cache else tokens
-            logits = model.decode(feed, memory, src_mask, cache, last_only=True)[:, -1].float()
+            logits = model.next_logits(feed, memory, src_mask, cache).float()
             cand = (scores.view(-1, 1) + logits.log_softmax(-1)).view(b, -1)  # (B, k*V)
             top_scores, top_idx = cand.topk(2 * k, dim=1)
             parents, next_tokens, next_scores = [], [], []

@@ -125,7 +125,7 @@ def decode_n(model: Transformer, src: Tensor, n: int, use_cache: bool) -> Tensor
     cache = DecoderCache.empty(len(model.decoder)) if use_cache else None
     out = torch.full((src.shape[0], 1), BOS_ID, dtype=torch.long, device=src.device)
     for _ in range(n):
-        logits = model.decode(out[:, -1:] if use_cache else out, memory, mask, cache, last_only=True)[:, -1]
+        logits = model.next_logits(out[:, -1:] if use_cache else out, memory, mask, cache)
         out = torch.cat([out, logits.argmax(-1, keepdim=True)], 1)
     return out
 

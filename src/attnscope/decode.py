@@ -90,7 +90,7 @@ def greedy(model: Transformer, src_ids: Sequence[int], *, max_len: int | None = 
         inputs = [BOS_ID]
         while len(out.ids) < max_len and (not out.ids or out.ids[-1] != EOS_ID):
             feed = inputs[-1:] if use_cache else inputs
-            logits = model.decode(torch.tensor([feed], device=src.device), memory, src_mask, cache, last_only=True)[0, -1]
+            logits = model.next_logits(torch.tensor([feed], device=src.device), memory, src_mask, cache)[0]
             log_probs, top_ids, top_probs, entropy = _step_stats(logits, top_k)
             t = len(out.ids)
             forced = t < len(prefix)
@@ -146,7 +146,7 @@ def greedy_batch(model: Transformer, src: Tensor, max_len: int | None = None, us
         done = torch.zeros(b, dtype=torch.bool, device=src.device)
         while out.shape[1] < max_len + 1 and not bool(done.all()):
             feed = out[:, -1:] if use_cache else out
-            logits = model.decode(feed, memory, src_mask, cache, last_only=True)[:, -1]  # (B, V)
+            logits = model.next_logits(feed, memory, src_mask, cache)  # (B, V)
             token = logits.argmax(-1).masked_fill(done, PAD_ID)
             out = torch.cat([out, token.unsqueeze(1)], dim=1)
             done |= token == EOS_ID

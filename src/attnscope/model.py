@@ -295,6 +295,10 @@ class Transformer(nn.Module):
             cache.length = n_keys
         return self.generator(self.decoder_norm(x[:, -1:] if last_only else x))
 
+    def next_logits(self, tgt: Tensor, memory: Tensor, src_mask: Tensor | None, cache: DecoderCache | None = None) -> Tensor:
+        """Logits (B, V) of the token after `tgt`: one decoding step."""
+        return self.decode(tgt, memory, src_mask, cache, last_only=True)[:, -1]
+
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
         memory, src_mask = self.encode(src)
         return self.decode(tgt, memory, src_mask)
