@@ -156,6 +156,17 @@ def test_a_training_model_is_recorded_in_eval_mode_and_restored() -> None:
         assert torch.allclose(w.sum(-1), torch.ones(w.shape[:-1]), atol=1e-5), name
 
 
+def test_each_submodule_gets_its_own_mode_back() -> None:
+    model = tiny_model(3, dropout=0.3)
+    model.train()
+    model.encoder.eval()  # e.g. a frozen encoder while fine-tuning the decoder
+    before = {name: m.training for name, m in model.named_modules()}
+    with pytest.warns(UserWarning, match="switched to eval mode"), torch.no_grad(), record_attention(model):
+        assert not any(m.training for m in model.modules())
+        model(*batch(3))
+    assert {name: m.training for name, m in model.named_modules()} == before
+
+
 def test_an_eval_model_stays_in_eval_mode_without_notes() -> None:
     model = tiny_model(0)
     with torch.no_grad(), record_attention(model) as rec:

@@ -98,6 +98,20 @@ def _fastpath_disabled() -> Iterator[None]:
 
 
 @contextmanager
+def eval_mode(module: nn.Module) -> Iterator[bool]:
+    """Run with every submodule in eval mode, then give each its own mode back; yields whether
+    any was training. Touches only the modules that were training (cheap on every translation)."""
+    training = [m for m in module.modules() if m.training]
+    for m in training:
+        m.training = False
+    try:
+        yield bool(training)
+    finally:
+        for m in training:
+            m.training = True
+
+
+@contextmanager
 def record_attention(module: nn.Module) -> Iterator[Recording]:
     """Record the attention weights of every head while the block runs.
 
@@ -114,10 +128,8 @@ def record_attention(module: nn.Module) -> Iterator[Recording]:
         if threading.get_ident() == me:
             recording.calls.setdefault(name, []).append(weights.detach())
 
-    with model_lock(module), _fastpath_disabled():
-        was_training = module.training
+    with model_lock(module), _fastpath_disabled(), eval_mode(module) as was_training:
         if was_training:
-            module.eval()
             note = "the model was in training mode; switched to eval mode while recording (dropout would distort the weights)"
             recording.notes.append(note)
             warnings.warn(note, stacklevel=3)
@@ -134,7 +146,6 @@ def record_attention(module: nn.Module) -> Iterator[Recording]:
         finally:
             for handle in handles:
                 handle.remove()
-            module.train(was_training)
 
 
 def _per_head(weights: Tensor, mha: nn.MultiheadAttention) -> Tensor:

@@ -79,7 +79,7 @@ class MultiHeadAttention(nn.Module):
             if mask is not None:
                 scores = scores.masked_fill(~mask, float("-inf"))
             weights = self.hook_pattern(scores.softmax(-1))
-            out = F.dropout(weights, p, self.training) @ values  # (B, H, Q, dh)
+            out = (F.dropout(weights, p) if p else weights) @ values  # (B, H, Q, dh)
         else:
             out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, dropout_p=p)
         if self.head_mask is not None:

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from attnscope.beam import BeamResult, beam_search, beam_search_batch
-from attnscope.capture import model_lock
+from attnscope.capture import eval_mode, model_lock
 from attnscope.checkpoint import Bundle
 from attnscope.config import BOS_ID, EOS_ID
 from attnscope.data import pad
@@ -68,13 +68,8 @@ class Translator:
     @contextmanager
     def inference(self) -> Iterator[None]:
         """Hold the model's lock and run it in eval mode (a training job may share the model)."""
-        with model_lock(self.model):
-            was_training = self.model.training
-            self.model.eval()
-            try:
-                yield
-            finally:
-                self.model.train(was_training)
+        with model_lock(self.model), eval_mode(self.model):
+            yield
 
     def source(self, text: str) -> tuple[list[int], list[str]]:
         """Source ids (with <eos>, cut to fit the model) and notes for the user."""
