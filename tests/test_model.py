@@ -90,6 +90,20 @@ def test_packed_projections_equal_the_separate_ones() -> None:
     assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(attn.project_kv(x), (k, v)))
 
 
+def test_a_decode_packs_the_self_attention_weights_once_from_the_live_projections() -> None:
+    model = make()
+    src = torch.randint(4, 30, (1, 6))
+    with torch.no_grad():
+        memory, mask = model.encode(src)
+        cache = DecoderCache.empty(2)
+        model.decode(torch.tensor([[1]]), memory, mask, cache)
+        packed = [layer.qkv_weights for layer in cache.layers]
+        model.decode(torch.tensor([[5]]), memory, mask, cache)
+    for layer, made, module in zip(cache.layers, packed, model.decoder):
+        assert layer.qkv_weights is made  # the second step reused them
+        assert all(torch.equal(a, b) for a, b in zip(made, module.self_attn.qkv_weights()))
+
+
 def test_last_only_gives_the_last_positions_logits() -> None:
     model = make()
     src, tgt = torch.randint(4, 30, (2, 6)), torch.randint(4, 30, (2, 5))

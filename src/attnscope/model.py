@@ -36,6 +36,12 @@ def split_heads(x: Tensor, n_heads: int) -> Tensor:
     return x.view(b, n, n_heads, d // n_heads).transpose(1, 2)  # (B, H, N, dh)
 
 
+def packed_linear(*layers: nn.Linear) -> tuple[Tensor, Tensor]:
+    """Several linear layers of one input as one weight and bias: a wide product uses the CPU's
+    threads far better than narrow ones (measured in BENCHMARKS.md, section 1)."""
+    return torch.cat([layer.weight for layer in layers]), torch.cat([layer.bias for layer in layers])
+
+
 class MultiHeadAttention(nn.Module):
     """Scaled dot-product attention over several heads (section 3.2.2)."""
 
@@ -50,21 +56,23 @@ class MultiHeadAttention(nn.Module):
         self.hook_pattern = HookPoint()  # weights (B, H, Q, K)
         self.head_mask: Tensor | None = None  # (H,) 0/1 gate on each head's output; set by analysis.ablated()
 
-    def _packed(self, x: Tensor, *projections: nn.Linear) -> list[Tensor]:
-        """Several projections of `x` as one matmul, split into heads: a wide product uses the
-        CPU's threads far better than three narrow ones (measured in BENCHMARKS.md, section 1)."""
-        weight = torch.cat([p.weight for p in projections])
-        bias = torch.cat([p.bias for p in projections])
-        return [split_heads(t, self.n_heads) for t in F.linear(x, weight, bias).chunk(len(projections), -1)]
+    def _heads(self, projected: Tensor, n: int) -> list[Tensor]:
+        """Split n projections computed side by side into heads, each (B, H, N, dh)."""
+        return [split_heads(t, self.n_heads) for t in projected.chunk(n, -1)]
 
-    def project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """Queries, keys and values of `x` for self-attention, each (B, H, N, dh)."""
-        q, k, v = self._packed(x, self.q_proj, self.k_proj, self.v_proj)
+    def qkv_weights(self) -> tuple[Tensor, Tensor]:
+        """The q/k/v projections as one (3D, D) weight and its bias."""
+        return packed_linear(self.q_proj, self.k_proj, self.v_proj)
+
+    def project_qkv(self, x: Tensor, weights: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor, Tensor]:
+        """Queries, keys and values of `x` for self-attention, each (B, H, N, dh). Incremental decoding
+        passes `weights` (from qkv_weights()) packed once per sentence instead of once per step."""
+        q, k, v = self._heads(F.linear(x, *(weights or self.qkv_weights())), 3)
         return q, k, v
 
     def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """Keys and values of `x`, each (B, H, K, dh); computed once per source by incremental decoding."""
-        k, v = self._packed(x, self.k_proj, self.v_proj)
+        k, v = self._heads(F.linear(x, *packed_linear(self.k_proj, self.v_proj)), 2)
         return k, v
 
     def project_q(self, x: Tensor) -> Tensor:
@@ -120,6 +128,7 @@ class LayerCache:
     self_v: Tensor | None = None
     cross_k: Tensor | None = None  # (B, H, S, dh)
     cross_v: Tensor | None = None
+    qkv_weights: tuple[Tensor, Tensor] | None = None  # self-attention's packed projection, made at the first step
 
 
 @dataclass
@@ -167,7 +176,9 @@ class DecoderLayer(nn.Module):
         self.self_block, self.cross_block, self.ffn_block = (Residual(c.d_model, c.dropout, pre) for _ in range(3))
 
     def _self(self, h: Tensor, mask: Tensor | None, cache: LayerCache | None) -> Tensor:
-        q, k, v = self.self_attn.project_qkv(h)
+        if cache is not None and cache.qkv_weights is None:
+            cache.qkv_weights = self.self_attn.qkv_weights()
+        q, k, v = self.self_attn.project_qkv(h, None if cache is None else cache.qkv_weights)
         if cache is not None:
             if cache.self_k is not None:
                 k, v = torch.cat([cache.self_k, k], dim=2), torch.cat([cache.self_v, v], dim=2)
