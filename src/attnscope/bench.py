@@ -303,7 +303,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         reps, lengths, batches, train_steps, train_reps, quality_limit, one_by_one = 2, (5, 10), (1, 4), 2, 2, 20, 5
     else:
         path = args.checkpoint or default_checkpoint()
-        reps, lengths, batches, train_steps, train_reps, quality_limit, one_by_one = 5, (10, 30, 60), (1, 32), 3, 11, None, 100
+        reps, lengths, batches, train_steps, train_reps, quality_limit, one_by_one = 11, (10, 30, 60), (1, 32), 3, 11, None, 100
     tr = Translator(*checkpoint.load(path))
     c = tr.model.config
     report: dict[str, Any] = {"machine": machine(), "checkpoint": path.name, "tiny": args.tiny}
