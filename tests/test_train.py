@@ -39,6 +39,16 @@ def test_a_toy_task_is_learned(tmp_path: Path) -> None:
     assert [json.loads(l)["kind"] for l in (tmp_path / "log.jsonl").read_text().splitlines()] == ["eval"] * 25
 
 
+def test_every_checkpoint_of_a_validation_knows_its_score(tmp_path: Path) -> None:
+    train(TrainConfig(out_dir=str(tmp_path), epochs=3, keep_evals=True, **TOY))
+    evals = [json.loads(l) for l in (tmp_path / "log.jsonl").read_text().splitlines()]
+    for i, e in enumerate(evals):
+        summary = checkpoint.read_bundle(tmp_path / f"eval-{e['step']:07d}.safetensors")[0].summary
+        assert summary["best_val_bleu"] == max(x["bleu"] for x in evals[: i + 1])
+    best_so_far = max(e["bleu"] for e in evals)
+    assert checkpoint.read_bundle(tmp_path / "last.safetensors")[0].summary["best_val_bleu"] == best_so_far
+
+
 def test_a_stopped_run_resumes_to_the_same_weights(tmp_path: Path) -> None:
     straight = train(TrainConfig(out_dir=str(tmp_path / "a"), epochs=2, **TOY))
     stop = threading.Event()

@@ -337,13 +337,13 @@ class Trainer:
         if self.rank == 0:
             val_loss, bleu, sample = self._evaluate()
             st["history"].append({"step": st["step"], "val_loss": round(val_loss, 4), "bleu": bleu})
+            improved = bleu > st["best_bleu"]
+            st["best_bleu"] = max(bleu, st["best_bleu"])  # before saving: every file of this validation knows it
             path = self._save("last")
             if self.cfg.keep_evals:
                 self._save(f"eval-{st['step']:07d}")
-            if bleu > st["best_bleu"]:
-                st["best_bleu"] = bleu
+            if improved:
                 path = self._save("best")
-                self._save("last")  # so a resumed run knows the new best score
             record = {"kind": "eval", "step": st["step"], "epoch": st["epoch"], "loss": round(loss, 4),
                       "val_loss": round(val_loss, 4), "bleu": bleu, "elapsed": round(st["elapsed"], 1),
                       "sample": sample[1]}
