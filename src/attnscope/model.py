@@ -176,13 +176,13 @@ class DecoderLayer(nn.Module):
         self.self_block, self.cross_block, self.ffn_block = (Residual(c.d_model, c.dropout, pre) for _ in range(3))
 
     def _self(self, h: Tensor, mask: Tensor | None, cache: LayerCache | None) -> Tensor:
-        if cache is not None and cache.qkv_weights is None:
-            cache.qkv_weights = self.self_attn.qkv_weights()
-        q, k, v = self.self_attn.project_qkv(h, None if cache is None else cache.qkv_weights)
-        if cache is not None:
-            if cache.self_k is not None:
-                k, v = torch.cat([cache.self_k, k], dim=2), torch.cat([cache.self_v, v], dim=2)
-            cache.self_k, cache.self_v = k, v
+        if cache is None:
+            return self.self_attn(*self.self_attn.project_qkv(h), mask)
+        cache.qkv_weights = cache.qkv_weights or self.self_attn.qkv_weights()
+        q, k, v = self.self_attn.project_qkv(h, cache.qkv_weights)
+        if cache.self_k is not None:
+            k, v = torch.cat([cache.self_k, k], dim=2), torch.cat([cache.self_v, v], dim=2)
+        cache.self_k, cache.self_v = k, v
         return self.self_attn(q, k, v, mask)
 
     def _cross(self, h: Tensor, memory: Tensor, mask: Tensor | None, cache: LayerCache | None) -> Tensor:
