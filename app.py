@@ -1,7 +1,7 @@
 """attnscope: router and shared sidebar (active checkpoint, attention kind, layer, head)."""
 import streamlit as st
 
-from attnscope.record import KIND_LABELS, KINDS
+from attnscope.engine.record import KIND_LABELS, KINDS
 from attnscope.ui import state
 
 st.set_page_config(page_title="attnscope", page_icon="🔍", layout="wide")

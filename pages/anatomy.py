@@ -4,7 +4,7 @@ import dataclasses
 import pandas as pd
 import streamlit as st
 
-from attnscope.anatomy import parameter_table, shape_walkthrough
+from attnscope.engine.anatomy import parameter_table, shape_walkthrough
 from attnscope.ui import state, widgets
 
 state.through_router()

@@ -2,10 +2,10 @@
 import pandas as pd
 import streamlit as st
 
-from attnscope import registry
+from attnscope.checkpoints import registry
 from attnscope.ui import state
-from attnscope.ui.text import plain
 from attnscope.ui.checkpoint_tools import flash, import_state_dict, manage, upload
+from attnscope.ui.text import plain
 
 state.through_router()
 st.title("Checkpoints")

@@ -1,8 +1,8 @@
 """Heads & layers: all heads at once, head statistics, comparisons, ablation, rollout."""
 import streamlit as st
 
-from attnscope.analysis import head_stats
-from attnscope.record import KIND_LABELS
+from attnscope.engine.analysis import head_stats
+from attnscope.engine.record import KIND_LABELS
 from attnscope.ui import heads_tools, state, widgets
 from attnscope.ui.text import plain
 from attnscope.viz.grid import heads_grid

@@ -2,11 +2,10 @@
 import numpy as np
 import streamlit as st
 
-from attnscope.anatomy import embedding_norms, model_positions
-from attnscope.model import sinusoidal_table
+from attnscope.engine.anatomy import embedding_norms, model_positions
+from attnscope.model.transformer import sinusoidal_table
 from attnscope.ui import state, widgets
-from attnscope.viz.positional import (encoding_curves, encoding_heatmap, norms_histogram, offset_profile,
-                                      similarity_heatmap)
+from attnscope.viz.positional import encoding_curves, encoding_heatmap, norms_histogram, offset_profile, similarity_heatmap
 
 state.through_router()
 st.title("Positional encoding")

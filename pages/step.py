@@ -4,8 +4,8 @@ import time
 import streamlit as st
 
 from attnscope.ui import state, widgets
-from attnscope.ui.text import plain
 from attnscope.ui.stepping import beam_view, force_branch, step_controls
+from attnscope.ui.text import plain
 from attnscope.viz.steps import shaded_tokens, step_rows, top_k_bars
 
 state.through_router()

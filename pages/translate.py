@@ -1,10 +1,10 @@
 """Translate a sentence and see every kind of attention, one head large and all heads at once."""
 import streamlit as st
 
-from attnscope.record import KIND_LABELS, KINDS
+from attnscope.engine.record import KIND_LABELS, KINDS
 from attnscope.ui import state, widgets
-from attnscope.ui.text import plain
 from attnscope.ui.compare import reference_comparison
+from attnscope.ui.text import plain
 from attnscope.viz.grid import heads_grid
 from attnscope.viz.heatmap import record_heatmap
 

@@ -12,11 +12,11 @@ from typing import Iterator
 import pytest
 import torch
 
-from attnscope.checkpoint import Bundle, save
-from attnscope.config import EOS_ID, ModelConfig
-from attnscope.model import Transformer
-from attnscope.tokenization import TextCodec, train_word_level
-from attnscope.translator import Translator
+from attnscope.checkpoints.checkpoint import Bundle, save
+from attnscope.engine.translator import Translator
+from attnscope.model.config import EOS_ID, ModelConfig
+from attnscope.model.tokenization import TextCodec, train_word_level
+from attnscope.model.transformer import Transformer
 
 SEEDS = (0, 1, 2)
 SYMBOLS = "a b c d e f g h i j k l"  # word-level vocabulary: 4 specials + 12 symbols

@@ -4,7 +4,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from attnscope.train import TrainConfig, train
+from attnscope.training.loop import TrainConfig, train
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from attnscope.analysis import ablated, head_stats, head_stats_delta, rollout, source_alignment
-from attnscope.config import ModelConfig
-from attnscope.model import Transformer
+from attnscope.engine.analysis import ablated, head_stats, head_stats_delta, rollout, source_alignment
+from attnscope.model.config import ModelConfig
+from attnscope.model.transformer import Transformer
 from tests.record_fixtures import SRC, pattern_record
 
 

@@ -6,10 +6,10 @@ from collections import Counter
 import pytest
 import torch
 
-from attnscope.beam import beam_search, beam_search_batch, normalised
-from attnscope.config import BOS_ID, EOS_ID
-from attnscope.data import pad
-from attnscope.decode import greedy, strip_specials, teacher_force
+from attnscope.engine.beam import beam_search, beam_search_batch, normalised
+from attnscope.engine.decode import greedy, strip_specials, teacher_force
+from attnscope.model.batch import pad
+from attnscope.model.config import BOS_ID, EOS_ID
 from tests.engine_fixtures import SEEDS, one_torch_thread, random_source, tiny_model  # noqa: F401 (autouse fixture)
 
 MODELS = [(seed, bias) for seed in SEEDS for bias in (0.0, 2.0)]

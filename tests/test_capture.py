@@ -8,9 +8,9 @@ import pytest
 import torch
 from torch import nn
 
-from attnscope.capture import attention_modules, record_attention
-from attnscope.config import BOS_ID, PAD_ID
-from attnscope.model import DecoderCache, split_heads
+from attnscope.engine.capture import attention_modules, record_attention
+from attnscope.model.config import BOS_ID, PAD_ID
+from attnscope.model.transformer import DecoderCache, split_heads
 from tests.engine_fixtures import SEEDS, no_hooks_left, one_torch_thread, tiny_model  # noqa: F401 (autouse fixture)
 
 

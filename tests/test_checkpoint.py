@@ -8,11 +8,11 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from attnscope import checkpoint
-from attnscope.checkpoint import Bundle, CheckpointError, atomic_write
-from attnscope.config import ModelConfig
-from attnscope.model import Transformer
-from attnscope.tokenization import TextCodec, train_word_level
+from attnscope.checkpoints import checkpoint
+from attnscope.checkpoints.checkpoint import Bundle, CheckpointError, atomic_write
+from attnscope.model.config import ModelConfig
+from attnscope.model.tokenization import TextCodec, train_word_level
+from attnscope.model.transformer import Transformer
 from tests.support import tensors_and_meta
 
 

@@ -11,7 +11,7 @@ import pytest
 
 import attnscope
 from attnscope.__main__ import main
-from attnscope.record import AttentionRecord
+from attnscope.engine.record import AttentionRecord
 from tests.engine_fixtures import one_torch_thread, tiny_checkpoint  # noqa: F401 (fixtures)
 
 

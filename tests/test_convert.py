@@ -10,11 +10,11 @@ import pytest
 import torch
 from torch import nn
 
-from attnscope.capture import record_attention
-from attnscope.checkpoint import CheckpointError
-from attnscope.convert import ImportSettings, from_torch_transformer, read_state_dict
-from attnscope.model import sinusoidal_table
-from attnscope.tokenization import TextCodec, train_word_level
+from attnscope.checkpoints.checkpoint import CheckpointError
+from attnscope.checkpoints.convert import ImportSettings, from_torch_transformer, read_state_dict
+from attnscope.engine.capture import record_attention
+from attnscope.model.tokenization import TextCodec, train_word_level
+from attnscope.model.transformer import sinusoidal_table
 
 
 class TutorialSeq2Seq(nn.Module):

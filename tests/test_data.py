@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from attnscope.config import BOS_ID, EOS_ID, PAD_ID
-from attnscope.data import DataError, collate, load_pairs, make_example, token_batches, toy_pairs
+from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID
+from attnscope.training.data import DataError, collate, load_pairs, make_example, token_batches, toy_pairs
 
 
 def write(folder: Path, name: str, lines: list[str]) -> None:

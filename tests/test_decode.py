@@ -6,9 +6,9 @@ import math
 import pytest
 import torch
 
-from attnscope.config import BOS_ID, EOS_ID, PAD_ID
-from attnscope.decode import default_max_len, greedy, greedy_batch, names_by_role, strip_specials, teacher_force
-from attnscope.data import pad
+from attnscope.engine.decode import default_max_len, greedy, greedy_batch, names_by_role, strip_specials, teacher_force
+from attnscope.model.batch import pad
+from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID
 from tests.engine_fixtures import SEEDS, one_torch_thread, random_source, tiny_model  # noqa: F401 (autouse fixture)
 
 # eos_bias 0: random models rarely stop, so outputs run to max_len; 3: outputs end early with <eos>.

@@ -6,11 +6,11 @@ import threading
 import pytest
 import torch
 
-from attnscope.beam import beam_search
-from attnscope.capture import record_attention
-from attnscope.config import EOS_ID, ModelConfig
-from attnscope.decode import greedy, greedy_batch, teacher_force
-from attnscope.model import Transformer
+from attnscope.engine.beam import beam_search
+from attnscope.engine.capture import record_attention
+from attnscope.engine.decode import greedy, greedy_batch, teacher_force
+from attnscope.model.config import EOS_ID, ModelConfig
+from attnscope.model.transformer import Transformer
 
 SEEDS = (0, 1, 2)
 

@@ -6,11 +6,11 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from attnscope.checkpoint import Bundle
-from attnscope.config import ModelConfig
-from attnscope.model import Transformer
-from attnscope.tokenization import TextCodec, train_bpe
-from attnscope.translator import MAX_CHARS, InputError, Translator
+from attnscope.checkpoints.checkpoint import Bundle
+from attnscope.engine.translator import MAX_CHARS, InputError, Translator
+from attnscope.model.config import ModelConfig
+from attnscope.model.tokenization import TextCodec, train_bpe
+from attnscope.model.transformer import Transformer
 
 CORPUS = ["A man rides a bike.", "Two dogs run in the snow!", "Ein Mann fährt Fahrrad.", "Zwei Hunde laufen im Schnee."] * 5
 

@@ -6,8 +6,8 @@ import math
 import pytest
 import torch
 
-from attnscope.config import ConfigError, ModelConfig
-from attnscope.model import DecoderCache, Transformer, sinusoidal_table
+from attnscope.model.config import ConfigError, ModelConfig
+from attnscope.model.transformer import DecoderCache, Transformer, sinusoidal_table
 
 VARIANTS = [dict(norm=n, positional=p, tie_embeddings=t, share_embeddings=s)
             for n in ("post", "pre") for p in ("sinusoidal", "learned") for t, s in ((True, True), (False, False))]

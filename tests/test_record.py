@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from attnscope.record import KINDS, AttentionRecord, RecordError
+from attnscope.engine.record import KINDS, AttentionRecord, RecordError
 from tests.record_fixtures import SRC, TGT, pattern_record
 
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from attnscope import registry
-from attnscope.checkpoint import CheckpointError
+from attnscope.checkpoints import registry
+from attnscope.checkpoints.checkpoint import CheckpointError
 from tests.engine_fixtures import tiny_checkpoint  # noqa: F401 (fixture)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 import attnscope
-from attnscope.loading import shipped_dir
+from attnscope.checkpoints.registry import shipped_dir
 
 
 def test_the_default_checkpoint_translates_a_known_sentence() -> None:

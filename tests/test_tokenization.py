@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from attnscope.tokenization import TextCodec, TokenizerError, train_bpe, train_word_level
+from attnscope.model.tokenization import TextCodec, TokenizerError, train_bpe, train_word_level
 
 CORPUS = ["A man rides a red bike down the street.", "Two dogs are running through the snow!",
           "Ein Mann fährt ein rotes Fahrrad.", "Zwei Hunde rennen durch den Schnee."] * 10

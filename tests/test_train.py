@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from attnscope import checkpoint
-from attnscope.data import toy_pairs
-from attnscope.train import TrainConfig, lr_at, parse_args, train
-from attnscope.translator import Translator
+from attnscope.checkpoints import checkpoint
+from attnscope.engine.translator import Translator
+from attnscope.training.data import toy_pairs
+from attnscope.training.loop import TrainConfig, lr_at, parse_args, train
 
 TOY = dict(task="reverse", preset="toy", toy_size=2000, max_tokens=600, lr=3e-3, warmup=100, threads=1)
 
@@ -64,7 +64,7 @@ def test_a_stopped_run_resumes_to_the_same_weights(tmp_path: Path) -> None:
 
 def test_a_killed_run_leaves_a_loadable_checkpoint_and_resumes(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "attnscope.train", "--out", str(out), "--task", "sort", "--preset", "toy",
+    cmd = [sys.executable, "-m", "attnscope", "train", "--out", str(out), "--task", "sort", "--preset", "toy",
            "--epochs", "200", "--toy-size", "1000", "--threads", "1", "--max-tokens", "300"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -77,7 +77,7 @@ def test_a_killed_run_leaves_a_loadable_checkpoint_and_resumes(tmp_path: Path) -
     model, bundle = checkpoint.load(out / "last.safetensors")
     steps = bundle.summary["steps"]
     assert steps > 0
-    train(parse_args(cmd[3:-8] + ["--task", "sort", "--preset", "toy", "--epochs", "3", "--toy-size", "1000",
+    train(parse_args(cmd[4:-8] + ["--task", "sort", "--preset", "toy", "--epochs", "3", "--toy-size", "1000",
                                   "--threads", "1", "--max-tokens", "300"]))
     assert checkpoint.read_bundle(out / "last.safetensors")[0].summary["steps"] > steps
 
@@ -91,7 +91,7 @@ def free_port() -> int:
 def test_distributed_training_on_cpu_with_gloo(tmp_path: Path) -> None:
     out = tmp_path / "ddp"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={free_port()}",
-           "-m", "attnscope.train", "--out", str(out), "--task", "copy", "--preset", "toy", "--epochs", "2",
+           "-m", "attnscope", "train", "--out", str(out), "--task", "copy", "--preset", "toy", "--epochs", "2",
            "--toy-size", "400", "--threads", "1", "--max-tokens", "300"]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=dict(os.environ, OMP_NUM_THREADS="1"))
     assert result.returncode == 0, result.stderr[-2000:]

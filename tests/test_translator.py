@@ -10,12 +10,11 @@ import pytest
 import torch
 
 import attnscope
-from attnscope.beam import BeamResult
-from attnscope.config import BOS_ID, EOS_ID, UNK_ID
-from attnscope.record import AttentionRecord
-from attnscope.translator import MAX_BEAM, MAX_CHARS, InputError, Translator
-from tests.engine_fixtures import (MAX_LEN, SEEDS, one_torch_thread, tiny_checkpoint,  # noqa: F401 (fixtures)
-                                   tiny_translator)
+from attnscope.engine.beam import BeamResult
+from attnscope.engine.record import AttentionRecord
+from attnscope.engine.translator import MAX_BEAM, MAX_CHARS, InputError, Translator
+from attnscope.model.config import BOS_ID, EOS_ID, UNK_ID
+from tests.engine_fixtures import MAX_LEN, SEEDS, one_torch_thread, tiny_checkpoint, tiny_translator  # noqa: F401 (fixtures)
 
 # eos_bias 0: outputs run to max_len; 2: most end early with <eos> (see test_outputs_cover_both_endings)
 TRANSLATORS = [(seed, bias) for seed in SEEDS for bias in (0.0, 2.0)]

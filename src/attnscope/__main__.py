@@ -1,15 +1,24 @@
-"""`python -m attnscope translate "..."`: translate and write tokens, steps and all attention."""
+"""`python -m attnscope COMMAND`: translate a sentence, or train, evaluate, average and fetch data.
+
+`translate` is defined here; the other commands are the `main()` of the module that does the work.
+"""
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from pathlib import Path
 from typing import Sequence
 
-from attnscope.checkpoint import CheckpointError
-from attnscope.loading import load
-from attnscope.translator import InputError, Translation
+from attnscope.checkpoints.checkpoint import CheckpointError
+from attnscope.engine.loading import load
+from attnscope.engine.translator import InputError, Translation
+
+
+# Commands whose arguments the named module's main(argv) parses.
+DELEGATED = {"train": "attnscope.training.loop", "evaluate": "attnscope.training.evaluate",
+             "average": "attnscope.checkpoints.average", "data": "attnscope.training.data"}
 
 
 def steps_json(result: Translation) -> list[dict[str, object]]:
@@ -19,8 +28,14 @@ def steps_json(result: Translation) -> list[dict[str, object]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list and args_list[0] in DELEGATED:
+        importlib.import_module(DELEGATED[args_list[0]]).main(args_list[1:])
+        return 0
     parser = argparse.ArgumentParser(prog="python -m attnscope", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
+    for name, module in DELEGATED.items():
+        sub.add_parser(name, help=f"see python -m attnscope {name} --help ({module})", add_help=False)
     tr = sub.add_parser("translate", help="translate one sentence")
     tr.add_argument("text")
     tr.add_argument("--checkpoint", default=None, help="checkpoint file (default: shipped en->de)")
@@ -28,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     tr.add_argument("--max-len", type=int, default=None)
     tr.add_argument("--json", type=Path, default=None, help="write tokens, steps and attention as JSON")
     tr.add_argument("--npz", type=Path, default=None, help="write the attention record as NPZ")
-    args = parser.parse_args(argv)
+    args = parser.parse_args(args_list)
     try:
         translator = load(args.checkpoint)
         result = translator.translate(args.text, beam_size=args.beam, max_len=args.max_len)

@@ -165,7 +165,7 @@ def test_hostile_files_are_rejected_in_one_sentence_and_the_active_model_stays(
 
 def test_an_oversized_upload_is_refused_with_the_limit(page: AppTest, toy_checkpoint_dir: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from attnscope import registry
+    from attnscope.checkpoints import registry
     monkeypatch.setattr(registry, "MAX_UPLOAD_BYTES", 1000)
     upload(page, "big.safetensors", (toy_checkpoint_dir / "toy-reverse.safetensors").read_bytes())
     assert any("the limit is" in shown(e) for e in page.error), [shown(e) for e in page.error]

@@ -6,9 +6,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.support import shown
-
 from attnscope.ui import train_tools
+from tests.support import shown
 
 
 @pytest.fixture

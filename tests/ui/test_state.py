@@ -5,12 +5,12 @@ import os
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 import streamlit as st
-import numpy as np
 
-from attnscope.checkpoint import save
-from attnscope.record import KINDS
+from attnscope.checkpoints.checkpoint import save
+from attnscope.engine.record import KINDS
 from attnscope.ui import state
 from tests.engine_fixtures import no_hooks_left, one_torch_thread, tiny_translator  # noqa: F401 (autouse fixture)
 

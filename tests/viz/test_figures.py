@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnscope.beam import BeamNode, BeamResult
-from attnscope.model import sinusoidal_table
-from attnscope.record import DecodeStep
+from attnscope.engine.beam import BeamNode, BeamResult
+from attnscope.engine.record import DecodeStep
+from attnscope.model.transformer import sinusoidal_table
 from attnscope.viz.beam_tree import beam_tree
 from attnscope.viz.grid import heads_grid
 from attnscope.viz.heatmap import attention_heatmap, record_heatmap

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from attnscope import checkpoint, registry
-from attnscope.checkpoint import CheckpointError
-from attnscope.convert import ImportSettings, from_torch_transformer, read_state_dict
-from attnscope.tokenization import TextCodec, TokenizerError
+from attnscope.checkpoints import checkpoint, registry
+from attnscope.checkpoints.checkpoint import CheckpointError
+from attnscope.checkpoints.convert import ImportSettings, from_torch_transformer, read_state_dict
+from attnscope.model.tokenization import TextCodec, TokenizerError
 from attnscope.ui import state
 from attnscope.ui.text import plain
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from attnscope.translator import Translation
+from attnscope.engine.translator import Translation
 from attnscope.ui import widgets
 from attnscope.ui.text import plain
 from attnscope.viz.heatmap import record_heatmap

@@ -5,11 +5,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from attnscope.analysis import (ablate_sentence, ablation_bleu, head_stats_delta, head_stats_over, rollout,
-                                source_alignment)
-from attnscope.data import DataError, data_dir, load_pairs
-from attnscope.record import KINDS
-from attnscope.translator import Translation, Translator
+from attnscope.engine.analysis import ablate_sentence, ablation_bleu, head_stats_delta, head_stats_over, rollout, source_alignment
+from attnscope.engine.record import KINDS
+from attnscope.engine.translator import Translation, Translator
+from attnscope.training.data import DataError, data_dir, load_pairs
 from attnscope.ui import state, widgets
 from attnscope.ui.text import plain
 from attnscope.viz.heatmap import attention_heatmap, head_weights

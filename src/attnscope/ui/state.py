@@ -6,11 +6,11 @@ from pathlib import Path
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
-from attnscope import checkpoint, registry
-from attnscope.checkpoint import CheckpointError
-from attnscope.loading import default_checkpoint, shipped_dir
-from attnscope.record import KINDS
-from attnscope.translator import InputError, Translation, Translator
+from attnscope.checkpoints import checkpoint, registry
+from attnscope.checkpoints.checkpoint import CheckpointError
+from attnscope.checkpoints.registry import default_checkpoint, shipped_dir
+from attnscope.engine.record import KINDS
+from attnscope.engine.translator import InputError, Translation, Translator
 from attnscope.ui.text import plain
 
 EXAMPLES = (

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attnscope.config import BOS_ID, PAD_ID
-from attnscope.translator import Translation, Translator
+from attnscope.engine.translator import Translation, Translator
+from attnscope.model.config import BOS_ID, PAD_ID
 from attnscope.ui import state, widgets
 from attnscope.ui.text import plain
 from attnscope.viz.beam_tree import beam_tree

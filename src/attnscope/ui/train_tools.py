@@ -7,12 +7,12 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from attnscope.config import PRESETS
-from attnscope.data import DataError, LANGUAGES, TOY_TASKS, corpus_file, data_dir
-from attnscope.device import autocast_dtype, pick_device
-from attnscope.jobs import TrainJob, estimate_epoch_seconds
-from attnscope.registry import user_dir
-from attnscope.train import TrainConfig
+from attnscope.checkpoints.registry import user_dir
+from attnscope.model.config import PRESETS
+from attnscope.model.device import autocast_dtype, pick_device
+from attnscope.training.data import LANGUAGES, TOY_TASKS, DataError, corpus_file, data_dir
+from attnscope.training.jobs import TrainJob, estimate_epoch_seconds
+from attnscope.training.loop import TrainConfig
 from attnscope.ui import widgets
 from attnscope.ui.text import plain
 from attnscope.viz.heatmap import record_heatmap

@@ -6,7 +6,7 @@ import json
 import plotly.graph_objects as go
 import streamlit as st
 
-from attnscope.translator import MAX_BEAM, MAX_CHARS, Translation, Translator
+from attnscope.engine.translator import MAX_BEAM, MAX_CHARS, Translation, Translator
 from attnscope.ui import state
 from attnscope.ui.text import plain
 

@@ -5,7 +5,7 @@ from typing import Callable
 
 import plotly.graph_objects as go
 
-from attnscope.beam import BeamResult
+from attnscope.engine.beam import BeamResult
 
 STATUS_COLORS = {"extended": "steelblue", "pruned": "#bbbbbb", "finished": "seagreen"}
 

@@ -6,7 +6,7 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from attnscope.record import KIND_LABELS, AttentionRecord, Kind
+from attnscope.engine.record import KIND_LABELS, AttentionRecord, Kind
 from attnscope.viz.heatmap import COLORSCALE, causal_cells
 
 GRID_HOVER = "%{customdata}<br>weight %{z:.3f}<extra></extra>"

@@ -6,7 +6,7 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from attnscope.record import KIND_LABELS, AttentionRecord, Kind
+from attnscope.engine.record import KIND_LABELS, AttentionRecord, Kind
 
 COLORSCALE = "Blues"
 MASKED_COLOR = "#d9d9d9"  # cells a mask forbids (future positions) show as grey, not as 0

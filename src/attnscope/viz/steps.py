@@ -6,7 +6,7 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from attnscope.record import DecodeStep
+from attnscope.engine.record import DecodeStep
 from attnscope.viz.heatmap import COLORSCALE, MASKED_COLOR
 
 

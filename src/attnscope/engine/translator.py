@@ -8,14 +8,14 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 
-from attnscope.beam import BeamResult, beam_search, beam_search_batch
-from attnscope.capture import eval_mode, model_lock
-from attnscope.checkpoint import Bundle
-from attnscope.config import BOS_ID, EOS_ID
-from attnscope.data import pad
-from attnscope.decode import Decoded, greedy, greedy_batch, teacher_force
-from attnscope.model import Transformer
-from attnscope.record import AttentionRecord, DecodeStep
+from attnscope.checkpoints.checkpoint import Bundle
+from attnscope.engine.beam import BeamResult, beam_search, beam_search_batch
+from attnscope.engine.capture import eval_mode, model_lock
+from attnscope.engine.decode import Decoded, greedy, greedy_batch, teacher_force
+from attnscope.engine.record import AttentionRecord, DecodeStep
+from attnscope.model.batch import pad
+from attnscope.model.config import BOS_ID, EOS_ID
+from attnscope.model.transformer import Transformer
 
 MAX_CHARS = 2000  # longer input is cut before tokenizing (the model reads at most max_len tokens anyway)
 MAX_BEAM = 16

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from attnscope.model import Transformer
+from attnscope.model.transformer import Transformer
 
 
 def parameter_table(model: Transformer) -> pd.DataFrame:

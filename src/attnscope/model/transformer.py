@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnscope.config import PAD_ID, ModelConfig
+from attnscope.model.config import PAD_ID, ModelConfig
 
 Role = Literal["encoder_self", "decoder_self", "cross"]
 

@@ -1,4 +1,4 @@
-"""Benchmarks (`python -m attnscope.bench`): speed, memory and quality, measured side by side.
+"""Benchmarks (`python -m bench`): speed, memory and quality, measured side by side.
 
 Every figure is a median over repetitions in one process, reported with the machine. Ratios
 compare against an honest baseline run in the same process (nn.Transformer for training,
@@ -22,15 +22,16 @@ from typing import Any, Callable, Sequence
 import torch
 from torch import Tensor, nn
 
-from attnscope import checkpoint
-from attnscope.config import BOS_ID, ModelConfig
-from attnscope.data import DataError, data_dir, load_pairs, pad
-from attnscope.device import autocast, autocast_dtype, cpu_has_fast_bf16, pick_device
-from attnscope.evaluate import scores
-from attnscope.loading import default_checkpoint, shipped_dir
-from attnscope.model import DecoderCache, Transformer, sinusoidal_table
-from attnscope.translator import Translator
-from attnscope.train import label_smoothed_loss
+from attnscope.checkpoints import checkpoint
+from attnscope.checkpoints.registry import default_checkpoint, shipped_dir
+from attnscope.engine.bleu import scores
+from attnscope.engine.translator import Translator
+from attnscope.model.batch import pad
+from attnscope.model.config import BOS_ID, ModelConfig
+from attnscope.model.device import autocast, autocast_dtype, cpu_has_fast_bf16, pick_device
+from attnscope.model.transformer import DecoderCache, Transformer, sinusoidal_table
+from attnscope.training.data import DataError, data_dir, load_pairs
+from attnscope.training.loop import label_smoothed_loss
 
 SENTENCES = ("A man in an orange hat starring at something.", "Two dogs are running through the snow.",
              "A little girl climbs into a wooden playhouse.", "A group of people standing in front of an igloo.",
@@ -212,7 +213,7 @@ def app_latency(path: Path, sentences: Sequence[str] = SENTENCES) -> dict[str, A
     from playwright.sync_api import sync_playwright
     from streamlit.testing.v1 import AppTest
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[1]
     folder = Path(tempfile.mkdtemp())
     shutil.copy(path, folder / path.name)
     env = dict(os.environ, ATTNSCOPE_CHECKPOINTS=str(folder))
@@ -277,8 +278,8 @@ def print_table(title: str, rows: list[dict[str, Any]] | dict[str, Any]) -> None
 
 def tiny_checkpoint(folder: Path) -> Path:
     """A random tiny model saved as a checkpoint (for --tiny)."""
-    from attnscope.checkpoint import Bundle
-    from attnscope.tokenization import TextCodec, train_word_level
+    from attnscope.checkpoints.checkpoint import Bundle
+    from attnscope.model.tokenization import TextCodec, train_word_level
     codec = TextCodec(train_word_level([" ".join(SENTENCES)]))
     c = ModelConfig(src_vocab_size=codec.vocab_size, tgt_vocab_size=codec.vocab_size, d_model=32, n_heads=4, d_ff=64,
                     n_encoder_layers=2, n_decoder_layers=2, max_len=64, share_embeddings=True)
@@ -287,7 +288,7 @@ def tiny_checkpoint(folder: Path) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(prog="python -m attnscope.bench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--tiny", action="store_true", help="seconds-long smoke run on a random tiny model")
     parser.add_argument("--out", type=Path, default=Path("bench-report.json"))
     parser.add_argument("--checkpoint", type=Path, default=None, help="model for decoding/capture (default: shipped en->de)")

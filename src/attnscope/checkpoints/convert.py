@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from attnscope.checkpoint import Bundle, CheckpointError, check_shapes, expected_shapes, unique_state
-from attnscope.config import ConfigError, ModelConfig
-from attnscope.model import Transformer, sinusoidal_table
-from attnscope.tokenization import TextCodec
+from attnscope.checkpoints.checkpoint import Bundle, CheckpointError, check_shapes, expected_shapes, unique_state
+from attnscope.model.config import ConfigError, ModelConfig
+from attnscope.model.tokenization import TextCodec
+from attnscope.model.transformer import Transformer, sinusoidal_table
 
 LAYER = re.compile(r"^(?P<prefix>.*?)(?P<stack>encoder|decoder)\.layers\.(?P<i>\d+)\.self_attn\.in_proj_weight$")
 

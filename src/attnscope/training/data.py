@@ -12,7 +12,8 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-from attnscope.config import BOS_ID, EOS_ID, PAD_ID
+from attnscope.model.batch import pad
+from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID
 
 LANGUAGES = ("en", "de", "fr", "cs")
 SPLITS = ("train", "val", "test_2016_flickr", "test_2017_flickr")
@@ -38,7 +39,7 @@ def corpus_file(directory: Path, split: str, lang: str) -> Path:
     if not path.is_file():
         raise DataError(f"missing corpus file {path}: download it from "
                         f"{MULTI30K_URL.format(name=path.name)} (or run "
-                        f"`python -m attnscope.data download --data-dir {directory}`), "
+                        f"`python -m attnscope data download --data-dir {directory}`), "
                         f"or point {DATA_ENV} at a directory that has it")
     return path
 
@@ -116,13 +117,6 @@ class Batch:
         return Batch(self.src.to(device), self.tgt_in.to(device), self.tgt_out.to(device))
 
 
-def pad(seqs: Sequence[Sequence[int]]) -> Tensor:
-    out = torch.full((len(seqs), max(len(s) for s in seqs)), PAD_ID, dtype=torch.long)
-    for i, s in enumerate(seqs):
-        out[i, : len(s)] = torch.tensor(s, dtype=torch.long)
-    return out
-
-
 def collate(examples: Sequence[Example]) -> Batch:
     return Batch(pad([e.src for e in examples]), pad([e.tgt[:-1] for e in examples]),
                  pad([e.tgt[1:] for e in examples]))
@@ -160,15 +154,11 @@ def token_batches(examples: Sequence[Example], max_tokens: int, *, shuffle: bool
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """`python -m attnscope.data download [--data-dir D]`: fetch Multi30k for users with internet."""
+    """`python -m attnscope data download [--data-dir D]`: fetch Multi30k for users with internet."""
     import argparse
-    parser = argparse.ArgumentParser(prog="python -m attnscope.data")
+    parser = argparse.ArgumentParser(prog="python -m attnscope data")
     parser.add_argument("command", choices=["download"])
     parser.add_argument("--data-dir", default=None)
     args = parser.parse_args(argv)
     for path in download(data_dir(args.data_dir)):
         print(f"fetched {path}")
-
-
-if __name__ == "__main__":
-    main()

@@ -16,9 +16,9 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
-from attnscope.config import ConfigError, ModelConfig
-from attnscope.model import Transformer
-from attnscope.tokenization import TextCodec, TokenizerError
+from attnscope.model.config import ConfigError, ModelConfig
+from attnscope.model.tokenization import TextCodec, TokenizerError
+from attnscope.model.transformer import Transformer
 
 FORMAT = "attnscope-checkpoint"
 FORMAT_VERSION = "1"

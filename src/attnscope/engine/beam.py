@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from attnscope.capture import model_lock
-from attnscope.config import BOS_ID, EOS_ID
-from attnscope.decode import default_max_len, strip_specials
-from attnscope.model import DecoderCache, Transformer
+from attnscope.engine.capture import model_lock
+from attnscope.engine.decode import default_max_len, strip_specials
+from attnscope.model.config import BOS_ID, EOS_ID
+from attnscope.model.transformer import DecoderCache, Transformer
 
 
 @dataclass

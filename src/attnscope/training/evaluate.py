@@ -1,4 +1,4 @@
-"""Corpus BLEU and chrF of a checkpoint on a Multi30k split (`python -m attnscope.evaluate`)."""
+"""Corpus BLEU and chrF of a checkpoint on a Multi30k split (`python -m attnscope evaluate`)."""
 from __future__ import annotations
 
 import argparse
@@ -6,20 +6,11 @@ import json
 import time
 from typing import Sequence
 
-import sacrebleu
-
-from attnscope import checkpoint
-from attnscope.data import data_dir, load_pairs
-from attnscope.device import pick_device
-from attnscope.translator import Translator
-
-
-def scores(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, float]:
-    """sacreBLEU cased (13a), lowercased (-lc, as in published Multi30k tables) and chrF."""
-    refs = [list(references)]
-    return {"bleu": round(sacrebleu.corpus_bleu(hypotheses, refs).score, 2),
-            "bleu_lc": round(sacrebleu.corpus_bleu(hypotheses, refs, lowercase=True).score, 2),
-            "chrf": round(sacrebleu.corpus_chrf(hypotheses, refs).score, 2)}
+from attnscope.checkpoints import checkpoint
+from attnscope.engine.bleu import scores
+from attnscope.engine.translator import Translator
+from attnscope.model.device import pick_device
+from attnscope.training.data import data_dir, load_pairs
 
 
 def evaluate(translator: Translator, sources: Sequence[str], references: Sequence[str],
@@ -29,7 +20,7 @@ def evaluate(translator: Translator, sources: Sequence[str], references: Sequenc
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m attnscope.evaluate", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m attnscope evaluate", description=__doc__)
     parser.add_argument("--checkpoint", required=True)
     parser.add_argument("--split", action="append", help="split name (repeatable); default test_2016_flickr")
     parser.add_argument("--beam", type=int, action="append", help="beam size (repeatable); default 1")
@@ -47,7 +38,3 @@ def main(argv: Sequence[str] | None = None) -> None:
             result.update(split=split, beam=beam, sentences=len(pairs),
                           seconds=round(time.perf_counter() - start, 1))
             print(json.dumps(result))
-
-
-if __name__ == "__main__":
-    main()

@@ -12,9 +12,9 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-from attnscope.capture import Recording, model_lock, record_attention
-from attnscope.config import BOS_ID, EOS_ID, PAD_ID
-from attnscope.model import DecoderCache, Transformer
+from attnscope.engine.capture import Recording, model_lock, record_attention
+from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID
+from attnscope.model.transformer import DecoderCache, Transformer
 
 
 @dataclass

@@ -13,11 +13,11 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from attnscope import checkpoint
-from attnscope.checkpoint import CheckpointError
-from attnscope.record import AttentionRecord
-from attnscope.train import TrainConfig, TrainEvent, Trainer
-from attnscope.translator import Translator
+from attnscope.checkpoints import checkpoint
+from attnscope.checkpoints.checkpoint import CheckpointError
+from attnscope.engine.record import AttentionRecord
+from attnscope.engine.translator import Translator
+from attnscope.training.loop import TrainConfig, Trainer, TrainEvent
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Training loop shared by the CLI (`python -m attnscope.train`), torchrun and the Train page.
+"""Training loop shared by the CLI (`python -m attnscope train`), torchrun and the Train page.
 
 Label-smoothed cross-entropy, Adam(0.9, 0.98, 1e-9) with warmup then inverse-sqrt decay
 (section 5.3), gradient clipping, periodic validation loss and BLEU, best-checkpoint
@@ -25,16 +25,15 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 from tqdm import tqdm
 
-from attnscope import checkpoint
-from attnscope.checkpoint import Bundle, atomic_write
-from attnscope.config import PAD_ID, PRESETS, ModelConfig
-from attnscope.data import (TOY_TASKS, Example, collate, data_dir, load_pairs, make_example,
-                            token_batches, toy_pairs)
-from attnscope.device import autocast, autocast_dtype, pick_device
-from attnscope.evaluate import scores
-from attnscope.model import Transformer
-from attnscope.tokenization import TextCodec, train_bpe, train_word_level
-from attnscope.translator import Translator
+from attnscope.checkpoints import checkpoint
+from attnscope.checkpoints.checkpoint import Bundle, atomic_write
+from attnscope.engine.bleu import scores
+from attnscope.engine.translator import Translator
+from attnscope.model.config import PAD_ID, PRESETS, ModelConfig
+from attnscope.model.device import autocast, autocast_dtype, pick_device
+from attnscope.model.tokenization import TextCodec, train_bpe, train_word_level
+from attnscope.model.transformer import Transformer
+from attnscope.training.data import TOY_TASKS, Example, collate, data_dir, load_pairs, make_example, token_batches, toy_pairs
 
 
 @dataclass(frozen=True)
@@ -371,7 +370,7 @@ def train(cfg: TrainConfig, progress: Callable[[TrainEvent], None] | None = None
 
 
 def parse_args(argv: Sequence[str] | None = None) -> TrainConfig:
-    p = argparse.ArgumentParser(prog="python -m attnscope.train", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m attnscope train", description=__doc__)
     p.add_argument("--out", required=True, help="run directory (checkpoints, log.jsonl); resumes if it has one")
     p.add_argument("--task", default="multi30k")
     p.add_argument("--src", default="en")
@@ -405,7 +404,3 @@ def main(argv: Sequence[str] | None = None) -> None:
     train(parse_args(argv))
     if dist.is_initialized():
         dist.destroy_process_group()
-
-
-if __name__ == "__main__":
-    main()

@@ -1,4 +1,4 @@
-"""Average the weights of several checkpoints of one run (`python -m attnscope.average`).
+"""Average the weights of several checkpoints of one run (`python -m attnscope average`).
 
 Averaging the last few validation checkpoints smooths out the noise of the final updates
 and usually gains BLEU on small corpora; with `--half` it also writes the fp16 file we ship.
@@ -11,9 +11,9 @@ from typing import Sequence
 
 import torch
 
-from attnscope import checkpoint
-from attnscope.checkpoint import Bundle, CheckpointError
-from attnscope.model import Transformer
+from attnscope.checkpoints import checkpoint
+from attnscope.checkpoints.checkpoint import Bundle, CheckpointError
+from attnscope.model.transformer import Transformer
 
 
 def average(paths: Sequence[Path]) -> tuple[Transformer, Bundle]:
@@ -38,7 +38,7 @@ def average(paths: Sequence[Path]) -> tuple[Transformer, Bundle]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m attnscope.average", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m attnscope average", description=__doc__)
     parser.add_argument("checkpoints", nargs="+", type=Path)
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--half", action="store_true", help="store in fp16 (for shipping)")
@@ -51,7 +51,3 @@ def main(argv: Sequence[str] | None = None) -> None:
                     {**bundle.summary, **extra})
     checkpoint.save(model, bundle, args.out, half=args.half)
     print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.1f} MB) from {len(args.checkpoints)} checkpoints")
-
-
-if __name__ == "__main__":
-    main()

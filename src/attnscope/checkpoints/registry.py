@@ -15,9 +15,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from attnscope import checkpoint
-from attnscope.checkpoint import Bundle, CheckpointError
-from attnscope.loading import shipped_dir
+from attnscope.checkpoints import checkpoint
+from attnscope.checkpoints.checkpoint import Bundle, CheckpointError
+
+CHECKPOINTS_ENV = "ATTNSCOPE_CHECKPOINTS"
+DEFAULT_CHECKPOINT = "multi30k-en-de.safetensors"
+
+
+def shipped_dir() -> Path:
+    """The repository's checkpoints/ folder (or $ATTNSCOPE_CHECKPOINTS)."""
+    return Path(os.environ.get(CHECKPOINTS_ENV) or Path(__file__).resolve().parents[3] / "checkpoints")
+
+
+def default_checkpoint() -> Path:
+    return shipped_dir() / DEFAULT_CHECKPOINT
+
 
 USER_MODELS_ENV = "ATTNSCOPE_USER_MODELS"
 MAX_UPLOAD_BYTES = 200 * 1024 * 1024  # also streamlit's server.maxUploadSize (MB) in .streamlit/config.toml
@@ -26,7 +38,7 @@ Origin = Literal["shipped", "user", "session"]
 
 def user_dir() -> Path:
     """Shared folder of trained and saved uploaded models ($ATTNSCOPE_USER_MODELS or ./user_models)."""
-    return Path(os.environ.get(USER_MODELS_ENV) or Path(__file__).resolve().parents[2] / "user_models")
+    return Path(os.environ.get(USER_MODELS_ENV) or Path(__file__).resolve().parents[3] / "user_models")
 
 
 @dataclass(frozen=True)

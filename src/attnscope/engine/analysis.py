@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from attnscope.capture import model_lock
-from attnscope.evaluate import scores
-from attnscope.model import Transformer
-from attnscope.record import KINDS, AttentionRecord
-from attnscope.translator import Translation, Translator
+from attnscope.engine.bleu import scores
+from attnscope.engine.capture import model_lock
+from attnscope.engine.record import KINDS, AttentionRecord
+from attnscope.engine.translator import Translation, Translator
+from attnscope.model.transformer import Transformer
 
 ROLE_OF_KIND = {"encoder": "encoder_self", "decoder": "decoder_self", "cross": "cross"}
 STAT_COLUMNS = ("entropy", "max_weight", "diagonal", "previous_token", "next_token", "bos_share", "eos_share",

@@ -13,7 +13,7 @@ from typing import Iterable, Iterator
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
-from attnscope.config import BOS_ID, EOS_ID, PAD_ID, SPECIAL_TOKENS, UNK_ID
+from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID, SPECIAL_TOKENS, UNK_ID
 
 WORD_START = "▁"  # SentencePiece-style marker the Metaspace pre-tokenizer puts before each word
 CONTINUATION = "##"  # how continuation pieces are shown to users (BERT's convention)

@@ -17,7 +17,7 @@ from typing import Any, Iterator
 import torch
 from torch import Tensor, nn
 
-from attnscope.model import MultiHeadAttention
+from attnscope.model.transformer import MultiHeadAttention
 
 _LOCKS: "weakref.WeakKeyDictionary[nn.Module, threading.RLock]" = weakref.WeakKeyDictionary()
 _LOCKS_GUARD = threading.Lock()

@@ -1,0 +1,1 @@
+"""The one-file checkpoint format, the registry of shipped and user models, import and averaging."""

@@ -1,0 +1,1 @@
+"""The network: configuration, the Transformer, tokenizers and device choice (knows nothing of recording)."""
