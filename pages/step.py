@@ -1,12 +1,8 @@
 """Step through decoding: at each step the prefix, the choice, its rivals and where the model looked."""
-import time
-
 import streamlit as st
 
 from attnscope.ui import state, widgets
-from attnscope.ui.stepping import beam_view, force_branch, step_controls
-from attnscope.ui.text import plain
-from attnscope.viz.steps import shaded_tokens, step_rows, top_k_bars
+from attnscope.ui.stepping import beam_view, step_view
 
 state.through_router()
 st.title("Step through decoding")
@@ -14,36 +10,6 @@ tr = state.translator()
 if tr is None:
     st.stop()
 text, beam, max_len, result = widgets.translated_sentence(tr)
-
-t = step_controls(len(result.steps))
-step = result.steps[t]
-prefix = " ".join(result.target_tokens[: t + 1])
-st.markdown(f"**Decoder input so far:** {plain(prefix)} → **chose** “{plain(step.token)}” with probability {step.prob:.3f}")
-st.caption(f"Full translation: {plain(result.text)}")
-
-layer, head = st.session_state.get("layer", 0), st.session_state.get("head", "mean")
-layer = min(layer, step.cross.shape[0] - 1)
-source_row = step.cross[layer].mean(0) if head == "mean" else step.cross[layer, head]
-who = "mean of heads" if head == "mean" else f"head {head}"
-widgets.chart(shaded_tokens(result.source_tokens, source_row, title=f"Source as seen at step {t} (cross-attention, layer {layer}, {who})"),
-              "step-source")
-left, right = st.columns([2, 3])
-with left:
-    widgets.chart(top_k_bars(step), "step-topk")
-with right:
-    widgets.chart(step_rows(step.cross, result.source_tokens, title=f"Cross-attention of step {t}, every layer and head"),
-                  "step-cross")
-widgets.chart(step_rows(step.decoder_self, result.target_tokens, n_visible=t + 1,
-                        title=f"Decoder masked self-attention of step {t} (grey: future positions, masked)"),
-              "step-self")
-
-if beam == 1:
-    force_branch(tr, text, result, t, max_len)
-else:
-    beam_view(tr, text, result)
-
-if st.session_state.get("playing") and t < len(result.steps) - 1:
-    time.sleep(0.8)
-    st.session_state["step"] = t + 1
-    st.rerun()
-st.session_state["playing"] = False if t >= len(result.steps) - 1 else st.session_state.get("playing", False)
+step_view(tr, text, beam, max_len, result)
+if beam > 1:
+    beam_view(tr, text, beam, max_len, result)

@@ -22,6 +22,14 @@ def topk_title(app: AppTest) -> str:
     raise AssertionError("no top-k chart")
 
 
+def hypothesis_box(app: AppTest):
+    return next(box for box in app.selectbox if box.label == "Hypothesis")
+
+
+def chart_titles(app: AppTest) -> list[str]:
+    return [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in app.get("plotly_chart")]
+
+
 def test_next_button_and_slider_move_the_step(app: AppTest) -> None:
     open_step_page(app)
     assert topk_title(app).startswith("Step 0: chose “d”")
@@ -37,7 +45,7 @@ def test_next_button_and_slider_move_the_step(app: AppTest) -> None:
 def test_forcing_a_token_changes_the_continuation(app: AppTest) -> None:
     open_step_page(app)
     assert app.session_state["step"] == 0
-    app.text_input(key="force_typed").set_value("b").run()
+    app.text_input(key="force_typed-0").set_value("b").run()
     assert not app.exception
     texts = [shown(m) for m in app.markdown]
     assert "**Model's choice:** d c b a" in texts
@@ -47,7 +55,7 @@ def test_forcing_a_token_changes_the_continuation(app: AppTest) -> None:
 
 def test_rival_candidate_is_forced(app: AppTest) -> None:
     open_step_page(app)
-    box = app.selectbox(key="force_choice")
+    box = app.selectbox(key="force_choice-0")
     assert not {"<pad>", "<bos>"} & set(box.options)
     rival = next(tok for tok in box.options if not tok.startswith("<"))
     box.set_value(rival).run()
@@ -61,7 +69,7 @@ def test_beam_mode_shows_the_tree(app: AppTest) -> None:
     assert not app.exception
     titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in app.get("plotly_chart")]
     assert any(t.startswith("Beam search tree") for t in titles)
-    assert app.selectbox(key="hypothesis").options
+    assert hypothesis_box(app).options
 
 
 def test_url_step_is_restored(app: AppTest) -> None:
@@ -70,3 +78,57 @@ def test_url_step_is_restored(app: AppTest) -> None:
     app.run()
     app.switch_page("pages/step.py").run()
     assert topk_title(app).startswith("Step 2")
+
+
+def test_next_writes_the_step_into_the_url(app: AppTest) -> None:
+    open_step_page(app)
+    app.button(key="next").click().run()
+    assert app.query_params["step"] in ("1", ["1"])
+    assert any(t.startswith("Source as seen at step 1") for t in chart_titles(app))
+
+
+def test_play_walks_to_the_last_step_and_stops(app: AppTest) -> None:
+    open_step_page(app)
+    app.button(key="play").click().run()
+    assert topk_title(app).startswith("Step 4: chose “<eos>”")
+    assert not app.session_state["playing"]
+    assert app.button(key="play").label == "⏯ Play"
+
+
+def test_no_forced_branch_until_the_user_picks_one(app: AppTest) -> None:
+    open_step_page(app)
+    assert app.selectbox(key="force_choice-0").value is None
+    assert not any(shown(m).startswith("**Forced branch:**") for m in app.markdown)
+    assert not any("branch" in t for t in chart_titles(app)) and len(app.get("plotly_chart")) == 4
+
+
+def test_rival_choice_does_not_follow_to_another_step(app: AppTest) -> None:
+    open_step_page(app)
+    box = app.selectbox(key="force_choice-0")
+    box.set_value(next(tok for tok in box.options if not tok.startswith("<"))).run()
+    assert any(shown(m).startswith("**Forced branch:**") for m in app.markdown)
+    app.button(key="next").click().run()
+    assert app.selectbox(key="force_choice-1").value is None
+    assert not any(shown(m).startswith("**Forced branch:**") for m in app.markdown)
+
+
+def test_changing_the_beam_size_relabels_the_hypotheses(app: AppTest) -> None:
+    app.session_state["beam"] = 3
+    open_step_page(app)
+    assert len(hypothesis_box(app).options) == 3
+    app.number_input(key="_w_beam").set_value(5).run()
+    box = hypothesis_box(app)
+    assert len(box.options) == 5 and box.options[0].startswith("1. d c b a")
+    assert all("(empty output)" not in o for o in box.options)
+    tree = next(t for t in chart_titles(app) if t.startswith("Beam search tree"))
+    assert "best of 5 hypotheses" in tree
+
+
+def test_beam_tree_expands_on_request(app: AppTest) -> None:
+    app.session_state["beam"] = 4
+    open_step_page(app)
+    collapsed = next(t for t in chart_titles(app) if t.startswith("Beam search tree"))
+    app.slider(key="beam_top-4").set_value(4).run()
+    app.toggle(key="beam_pruned").set_value(True).run()
+    expanded = next(t for t in chart_titles(app) if t.startswith("Beam search tree"))
+    assert "paths of the 3 best of 4" in collapsed and "paths of the 4 best of 4" in expanded

@@ -174,9 +174,9 @@ def restore_from_url() -> None:
         st.session_state["head"] = "mean" if head == "mean" else int(head)
 
 
-def write_url() -> None:
+def write_url(keys: tuple[str, ...] = URL_KEYS) -> None:
     """Mirror the current view into the URL so it can be shared or bookmarked."""
-    for key in URL_KEYS:
+    for key in keys:
         value = st.session_state.get(key)
         if value is None or value == "":
             st.query_params.pop(key, None)

@@ -1,18 +1,33 @@
-"""Widgets of the step-through page: step controls, forcing a token, the beam tree."""
+"""Widgets of the step-through page: the step view (a fragment), forcing a token, the beam tree.
+
+Moving through the steps reruns only the step fragment, and its figures come from
+`ui.figures` (built once per step), so a click redraws four charts instead of the page.
+"""
 from __future__ import annotations
 
+import time
+
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 from attnscope.engine.translator import Translation, Translator
 from attnscope.model.config import BOS_ID, PAD_ID
-from attnscope.ui import state, widgets
+from attnscope.ui import figures, selection, state, widgets
 from attnscope.ui.text import plain
-from attnscope.viz.beam_tree import beam_tree
-from attnscope.viz.heatmap import record_heatmap
+from attnscope.viz.beam_tree import beam_tree, hypothesis_nodes
+
+PLAY_SECONDS = 0.6  # pause between steps while playing
 
 
 def _move(delta: int, n: int) -> None:
     st.session_state["step"] = max(0, min(n - 1, st.session_state.get("step", 0) + delta))
+
+
+def _toggle_play(n: int) -> None:
+    playing = not st.session_state.get("playing", False)
+    st.session_state["playing"] = playing
+    if playing and st.session_state.get("step", 0) >= n - 1:
+        st.session_state["step"] = 0
 
 
 def step_controls(n_steps: int) -> int:
@@ -22,61 +37,112 @@ def step_controls(n_steps: int) -> int:
     cols = st.columns([1, 1, 1, 6])
     cols[0].button("◀ Previous", on_click=_move, args=(-1, n_steps), disabled=current == 0, key="prev")
     cols[1].button("Next ▶", on_click=_move, args=(1, n_steps), disabled=current >= n_steps - 1, key="next")
-    if cols[2].button("⏯ Play" if not st.session_state.get("playing") else "⏸ Pause", key="play"):
-        st.session_state["playing"] = not st.session_state.get("playing", False)
-        if st.session_state["playing"] and current >= n_steps - 1:
-            st.session_state["step"] = 0
+    cols[2].button("⏸ Pause" if st.session_state.get("playing") else "⏯ Play", on_click=_toggle_play,
+                   args=(n_steps,), key="play")
     if n_steps > 1:
         with cols[3]:
             st.slider("Step", 0, n_steps - 1, **state.keep("step", current))
     return int(st.session_state["step"])
 
 
+@st.fragment
+def step_view(tr: Translator, text: str, beam: int, max_len: int, result: Translation) -> None:
+    """Controls and figures of the current step; reruns on its own when the step changes."""
+    n = len(result.steps)
+    t = step_controls(n)
+    step = result.steps[t]
+    prefix = " ".join(result.target_tokens[: t + 1])
+    st.markdown(f"**Decoder input so far:** {plain(prefix)} → **chose** “{plain(step.token)}” with probability {step.prob:.3f}")
+    st.caption(f"Full translation: {plain(result.text)}")
+    key = figures.result_key(tr, text, beam, max_len)
+    shown = figures.step_figures(result, key, t, selection.fit_layer(step.cross.shape[0]), selection.head())
+    widgets.chart(shown.source, "step-source")
+    left, right = st.columns([2, 3])
+    with left:
+        widgets.chart(shown.top_k, "step-topk")
+    with right:
+        widgets.chart(shown.cross, "step-cross")
+    widgets.chart(shown.self_, "step-self")
+    if beam == 1:
+        force_branch(tr, text, result, t, max_len)
+    state.write_url(("step",))
+    if st.session_state.get("playing"):
+        if t < n - 1:
+            time.sleep(PLAY_SECONDS)
+            st.session_state["step"] = t + 1
+        else:
+            st.session_state["playing"] = False
+        _redraw()
+
+
+def _redraw() -> None:
+    """Run the step fragment again (the whole page when this run was a full one, e.g. a sidebar change)."""
+    try:
+        st.rerun(scope="fragment")
+    except StreamlitAPIException:  # scope="fragment" is only allowed inside a fragment rerun
+        st.rerun()
+
+
 def force_branch(tr: Translator, text: str, result: Translation, t: int, max_len: int) -> None:
-    """“Force another token here”: decode on from a different choice and compare the branches."""
+    """“Force another token here”: decode on from a different choice, once the user picks one.
+
+    The boxes are keyed by step, so a choice made at one step never carries over to another.
+    """
     st.subheader(f"What if step {t} chose something else?")
     step = result.steps[t]
     # <pad> and <bos> are never outputs; forcing them would decode to nothing visible
-    rivals = [tok for (tok, _), i in zip(step.top_k, step.top_ids) if tok != step.token and i not in (PAD_ID, BOS_ID)]
+    rivals = [(tok, i) for (tok, _), i in zip(step.top_k, step.top_ids) if tok != step.token and i not in (PAD_ID, BOS_ID)]
     cols = st.columns([2, 2, 1])
-    choice = cols[0].selectbox("A top-k candidate", rivals, key="force_choice")
-    typed = cols[1].text_input("…or type a word", key="force_typed", max_chars=100)
+    choice = cols[0].selectbox("A top-k candidate", [tok for tok, _ in rivals], index=None,
+                               placeholder="Pick a rival token", key=f"force_choice-{t}")
+    typed = cols[1].text_input("…or type a word", key=f"force_typed-{t}", max_chars=100)
     if typed.strip():
         forced_ids = tr.bundle.tgt_codec.encode(typed.strip())
+        if not forced_ids:
+            st.info("That word has no pieces in the target vocabulary; try another word.")
+            return
+    elif choice is not None:
+        forced_ids = [dict(rivals)[choice]]
     else:
-        forced_ids = [step.top_ids[[tok for tok, _ in step.top_k].index(choice)]] if choice else []
-    if not forced_ids:
-        st.info("That word has no pieces in the target vocabulary.")
+        st.caption("Pick a rival token or type a word to see how the translation would continue.")
         return
     branch = state.force(tr, text, tuple(result.target_ids[:t]) + tuple(forced_ids), max_len)
     if branch is None:
         return
+    layer, head = selection.layer(result.attention, "cross"), selection.head()
     left, right = st.columns(2)
     with left:
         st.markdown(f"**Model's choice:** {plain(result.text)}")
-        widgets.chart(record_heatmap(result.attention, "cross", min(st.session_state.get("layer", 0), result.attention.n_layers("cross") - 1),
-                                     None, row_labels=result.output_tokens), "branch-original")
+        key = figures.result_key(tr, text, 1, max_len)
+        widgets.chart(figures.heatmap(result, key, "cross", layer, head), "branch-original")
     with right:
         st.markdown(f"**Forced branch:** {plain(branch.text)}")
-        widgets.chart(record_heatmap(branch.attention, "cross", min(st.session_state.get("layer", 0), branch.attention.n_layers("cross") - 1),
-                                     None, row_labels=branch.output_tokens), "branch-forced")
+        key = (tr.cache_key, text, -1, max_len, tuple(forced_ids), t)
+        widgets.chart(figures.heatmap(branch, key, "cross", min(layer, branch.attention.n_layers("cross") - 1), head),
+                      "branch-forced")
     st.caption(f"Log-probability of the whole output: model's choice {result.log_prob:.2f}, forced branch {branch.log_prob:.2f}.")
 
 
-def beam_view(tr: Translator, text: str, result: Translation) -> None:
-    """The beam search tree and the attention of any finished hypothesis."""
+def beam_view(tr: Translator, text: str, beam_size: int, max_len: int, result: Translation) -> None:
+    """The beam search tree (best paths first, more on request) and the attention of any hypothesis."""
     beam = result.beam
     if beam is None:
         return
     st.subheader("Beam search")
-    labels = [f"{i + 1}. {tr.bundle.tgt_codec.decode(ids)}  (score {score:.3f})" for i, (ids, score, _) in enumerate(beam.hypotheses)]
-    pick = st.selectbox("Hypothesis", range(len(labels)), format_func=lambda i: labels[i], key="hypothesis")
+    codec = tr.bundle.tgt_codec
+    labels = [f"{i + 1}. {codec.decode(ids) or '(empty output)'}  (score {score:.3f})"
+              for i, (ids, score, _) in enumerate(beam.hypotheses)]
+    # keyed by the beam search itself: another beam size or sentence is another list, never stale labels
+    pick = st.selectbox("Hypothesis", range(len(labels)), format_func=lambda i: labels[i],
+                        key=f"hypothesis-{hash(figures.result_key(tr, text, beam_size, max_len))}")
     ids = beam.hypotheses[pick][0]
-    finished = [n.id for n in beam.nodes if n.status == "finished" and beam.path(n.id) == ids]
-    piece = lambda i: tr.bundle.tgt_codec.pieces([i])[0]  # noqa: E731
-    widgets.chart(beam_tree(beam, piece, highlight=finished[0] if finished else None), "beam-tree")
+    cols = st.columns(2)
+    top = cols[0].slider("Hypotheses whose paths are drawn", 1, len(labels), min(3, len(labels)),
+                     key=f"beam_top-{len(labels)}")
+    pruned = cols[1].toggle("Show pruned branches", key="beam_pruned")
+    piece = lambda i: codec.pieces([i])[0]  # noqa: E731
+    widgets.chart(beam_tree(beam, piece, highlight=hypothesis_nodes(beam)[pick], top=top, show_pruned=pruned), "beam-tree")
     chosen = state.hypothesis(tr, text, tuple(ids))
-    layer = min(st.session_state.get("layer", 0), chosen.attention.n_layers("cross") - 1)
-    head = st.session_state.get("head", "mean")
-    widgets.chart(record_heatmap(chosen.attention, "cross", layer, None if head == "mean" else head,
-                                 row_labels=chosen.output_tokens), "beam-hypothesis")
+    layer = selection.layer(chosen.attention, "cross")
+    key = (tr.cache_key, text, -2, max_len, tuple(ids))
+    widgets.chart(figures.heatmap(chosen, key, "cross", layer, selection.head()), "beam-hypothesis")

@@ -1,6 +1,7 @@
 """Attention heatmaps: rows are queries, columns are keys, integer axes labelled with tokens."""
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
@@ -11,6 +12,11 @@ from attnscope.engine.record import KIND_LABELS, AttentionRecord, Kind
 COLORSCALE = "Blues"
 MASKED_COLOR = "#d9d9d9"  # cells a mask forbids (future positions) show as grey, not as 0
 HOVER = "query %{customdata[0]}<br>key %{customdata[1]}<br>weight %{z:.3f}<extra></extra>"
+INDEX_HOVER = "query %{y}<br>key %{x}<br>weight %{z:.3f}<extra></extra>"  # long maps: indices, tokens on the axes
+LONG_INPUT = 40  # tokens: above this a 0-1 scale looks white (attention spreads thin), so colours scale per map
+MAX_TICKS = 40  # tick labels per axis before they are thinned to every n-th token
+MAX_HOVER_CELLS = 6_400  # above this, hover names positions by index (per-cell token text would dominate the page)
+GAP_CELLS = 40  # tokens per axis above which cells are drawn without gaps (gaps would turn the map into a grey blob)
 
 
 def head_weights(record: AttentionRecord, kind: Kind, layer: int, head: int | None) -> np.ndarray:
@@ -25,36 +31,64 @@ def causal_cells(kind: Kind, n_queries: int, n_keys: int) -> np.ndarray | None:
     return np.triu(np.ones((n_queries, n_keys), dtype=bool), k=1)
 
 
+def is_long(n_tokens: int) -> bool:
+    """Whether a map over `n_tokens` is scaled per head by default (see LONG_INPUT)."""
+    return n_tokens > LONG_INPUT
+
+
+def thinned_ticks(labels: Sequence[str], max_ticks: int = MAX_TICKS) -> tuple[list[int], list[str]]:
+    """Tick positions and labels, every n-th one when there are more than `max_ticks` (they would overlap)."""
+    every = max(1, math.ceil(len(labels) / max_ticks))
+    positions = list(range(0, len(labels), every))
+    return positions, [str(labels[i]) for i in positions]
+
+
+def title_layout(title: str) -> dict[str, object]:
+    """A chart title that pushes the margin itself, so rotated tick labels and axis titles never cover it."""
+    return dict(text=title, x=0, xanchor="left", yref="paper", y=1, yanchor="bottom", automargin=True,
+                pad=dict(b=8), font=dict(size=15))
+
+
 def attention_heatmap(weights: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str], *,
-                      title: str = "", masked: np.ndarray | None = None, per_head_scale: bool = False,
+                      title: str = "", masked: np.ndarray | None = None, per_head_scale: bool | None = False,
                       row_title: str = "query", col_title: str = "key", height: int | None = None) -> go.Figure:
-    """A heatmap of [query, key] weights; masked cells are left empty on a grey background."""
+    """A heatmap of [query, key] weights; masked cells are left empty on a grey background.
+
+    `per_head_scale=None` chooses: per-map colours for long inputs (`is_long`), 0-1 otherwise.
+    """
     z = np.asarray(weights, dtype=np.float32).copy()
     if z.shape != (len(row_labels), len(col_labels)):
         raise ValueError(f"weights have shape {list(z.shape)} but there are {len(row_labels)} row labels "
                          f"{list(row_labels)} and {len(col_labels)} column labels {list(col_labels)}")
+    if per_head_scale is None:
+        per_head_scale = is_long(max(z.shape))
     if masked is not None:
         z[masked] = np.nan
-    rows = [f"{i}: {t}" for i, t in enumerate(row_labels)]
-    cols = [f"{j}: {t}" for j, t in enumerate(col_labels)]
-    custom = np.dstack(np.meshgrid(np.asarray(rows, dtype=object), np.asarray(cols, dtype=object), indexing="ij"))
-    heat = go.Heatmap(z=z, x=list(range(len(cols))), y=list(range(len(rows))), customdata=custom,
-                      colorscale=COLORSCALE, zmin=None if per_head_scale else 0.0,
-                      zmax=None if per_head_scale else 1.0, hovertemplate=HOVER, xgap=1, ygap=1,
-                      colorbar=dict(title="weight", thickness=12))
-    fig = go.Figure(heat)
-    side = max(len(rows), 4)
-    fig.update_layout(title=title, plot_bgcolor=MASKED_COLOR, margin=dict(l=10, r=10, t=90, b=10),
-                      height=height or min(900, 160 + 26 * side))
-    fig.update_xaxes(tickvals=list(range(len(cols))), ticktext=list(col_labels), side="top", tickangle=-60,
+    n_rows, n_cols = z.shape
+    gap = 0 if max(n_rows, n_cols) > GAP_CELLS else 1
+    heat = dict(z=z, x=list(range(n_cols)), y=list(range(n_rows)), colorscale=COLORSCALE, xgap=gap, ygap=gap,
+                zmin=None if per_head_scale else 0.0, zmax=None if per_head_scale else 1.0,
+                colorbar=dict(title="weight" if not per_head_scale else "weight<br>(own scale)", thickness=12))
+    if n_rows * n_cols <= MAX_HOVER_CELLS:
+        rows = np.asarray([f"{i}: {t}" for i, t in enumerate(row_labels)], dtype=object)
+        cols = np.asarray([f"{j}: {t}" for j, t in enumerate(col_labels)], dtype=object)
+        heat.update(customdata=np.dstack(np.meshgrid(rows, cols, indexing="ij")), hovertemplate=HOVER)
+    else:
+        heat.update(hovertemplate=INDEX_HOVER)
+    fig = go.Figure(go.Heatmap(**heat))
+    fig.update_layout(title=title_layout(title), plot_bgcolor=MASKED_COLOR, margin=dict(l=10, r=10, t=30, b=10),
+                      height=height or min(900, 200 + 26 * max(n_rows, 4)))
+    x_ticks, x_text = thinned_ticks(col_labels)
+    y_ticks, y_text = thinned_ticks(row_labels)
+    fig.update_xaxes(tickvals=x_ticks, ticktext=x_text, side="top", tickangle=-60, automargin=True,
                      title=col_title, showgrid=False, zeroline=False)
-    fig.update_yaxes(tickvals=list(range(len(rows))), ticktext=list(row_labels), autorange="reversed",
+    fig.update_yaxes(tickvals=y_ticks, ticktext=y_text, autorange="reversed", automargin=True,
                      title=row_title, showgrid=False, zeroline=False)
     return fig
 
 
 def record_heatmap(record: AttentionRecord, kind: Kind, layer: int, head: int | None, *,
-                   per_head_scale: bool = False, row_labels: Sequence[str] | None = None) -> go.Figure:
+                   per_head_scale: bool | None = False, row_labels: Sequence[str] | None = None) -> go.Figure:
     """One head (or the mean of heads) of one layer of one kind of attention in `record`."""
     queries, keys = record.axes(kind)
     z = head_weights(record, kind, layer, head)

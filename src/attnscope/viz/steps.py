@@ -7,7 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attnscope.engine.record import DecodeStep
-from attnscope.viz.heatmap import COLORSCALE, MASKED_COLOR
+from attnscope.viz.heatmap import COLORSCALE, MASKED_COLOR, thinned_ticks, title_layout
 
 
 def top_k_bars(step: DecodeStep, k: int = 10) -> go.Figure:
@@ -19,9 +19,9 @@ def top_k_bars(step: DecodeStep, k: int = 10) -> go.Figure:
                            customdata=tokens, hovertemplate="%{customdata}: %{x:.3f}<extra></extra>",
                            text=[f"{p:.2f}" for p in probs], textposition="outside"))
     fig.update_yaxes(tickvals=list(range(len(tokens))), ticktext=tokens, autorange="reversed")
-    fig.update_xaxes(range=[0, 1.1], title="probability")
-    fig.update_layout(title=f"Step {step.index}: chose “{step.token}” (p={step.prob:.2f}, entropy {step.entropy:.2f} nats)",
-                      height=120 + 26 * len(tokens), margin=dict(l=10, r=10, t=60, b=10))
+    fig.update_xaxes(range=[0, 1.15], title="probability")
+    title = f"Step {step.index}: chose “{step.token}”<br><sup>p = {step.prob:.2f} · entropy {step.entropy:.2f} nats</sup>"
+    fig.update_layout(title=title_layout(title), height=150 + 26 * len(tokens), margin=dict(l=10, r=10, t=40, b=10))
     return fig
 
 
@@ -48,11 +48,13 @@ def step_rows(rows: np.ndarray, keys: Sequence[str], *, title: str, n_visible: i
     custom = np.array([[f"{lab} → {kt}" for kt in key_text] for lab in labels], dtype=object)
     fig = go.Figure(go.Heatmap(z=z, x=list(range(width)), y=list(range(len(labels))), customdata=custom,
                                hovertemplate="%{customdata}<br>weight %{z:.3f}<extra></extra>",
-                               colorscale=COLORSCALE, zmin=0, zmax=1, xgap=1, ygap=1, colorbar=dict(thickness=12)))
-    fig.update_xaxes(tickvals=list(range(width)), ticktext=list(keys), side="top", tickangle=-60)
+                               colorscale=COLORSCALE, zmin=0, zmax=1, xgap=1 if width <= 80 else 0, ygap=1,
+                               colorbar=dict(thickness=12)))
+    ticks, text = thinned_ticks(keys)
+    fig.update_xaxes(tickvals=ticks, ticktext=text, side="top", tickangle=-60, automargin=True)
     fig.update_yaxes(tickvals=list(range(len(labels))), ticktext=labels, autorange="reversed")
-    fig.update_layout(title=title, plot_bgcolor=MASKED_COLOR, height=min(1000, 140 + 16 * len(labels)),
-                      margin=dict(l=10, r=10, t=90, b=10))
+    fig.update_layout(title=title_layout(title), plot_bgcolor=MASKED_COLOR, height=min(1000, 200 + 16 * len(labels)),
+                      margin=dict(l=10, r=10, t=30, b=10))
     return fig
 
 
@@ -67,3 +69,10 @@ def shaded_tokens(tokens: Sequence[str], weights: np.ndarray, *, title: str) -> 
     fig.update_yaxes(visible=False)
     fig.update_layout(title=title, height=130, margin=dict(l=10, r=10, t=40, b=10))
     return fig
+
+
+def step_source(tokens: Sequence[str], cross: np.ndarray, layer: int, head: int | None, t: int) -> go.Figure:
+    """The source as step `t` saw it: [L, H, S] cross-attention rows, one head's (or the mean of heads') row."""
+    row = cross[layer].mean(0) if head is None else cross[layer, head]
+    who = "mean of heads" if head is None else f"head {head}"
+    return shaded_tokens(tokens, row, title=f"Source as seen at step {t} (cross-attention, layer {layer}, {who})")

@@ -1,0 +1,64 @@
+"""Figures kept across reruns, built once per (model, sentence, options, view).
+
+Building a plotly figure costs 10-20 ms and a page draws several; stepping through decoding
+or switching a tab would rebuild all of them. These caches are `st.cache_resource`, shared by
+every session: callers only pass the figures to `st.plotly_chart` (which copies them) and
+never modify them. `key` names the result exactly (checkpoint revision, sentence, options), so a
+figure never outlives the translation it was drawn from.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from attnscope.engine.record import Kind
+from attnscope.engine.translator import Translation, Translator
+from attnscope.viz.grid import heads_grid
+from attnscope.viz.heatmap import record_heatmap
+from attnscope.viz.steps import step_rows, step_source, top_k_bars
+
+ResultKey = tuple[object, ...]  # names one result: (checkpoint cache key, sentence, beam, max output tokens, ...)
+
+
+def result_key(tr: Translator, text: str, beam: int, max_len: int | None) -> ResultKey:
+    return tr.cache_key, text, beam, max_len
+
+
+@dataclass(frozen=True)
+class StepFigures:
+    """Everything the Step page draws for one decoding step."""
+
+    source: go.Figure  # the source shaded by the selected head's cross-attention
+    top_k: go.Figure  # next-token probabilities
+    cross: go.Figure  # the step's cross-attention rows, every layer and head
+    self_: go.Figure  # the step's masked self-attention rows
+
+
+@st.cache_resource(max_entries=1024, show_spinner=False)
+def step_figures(_result: Translation, key: ResultKey, t: int, layer: int, head: int | None) -> StepFigures:
+    """The figures of step `t` of `_result` (named by `key`), for one sidebar layer and head."""
+    step = _result.steps[t]
+    return StepFigures(
+        step_source(_result.source_tokens, step.cross, layer, head, t),
+        top_k_bars(step),
+        step_rows(step.cross, _result.source_tokens, title=f"Cross-attention of step {t}, every layer and head"),
+        step_rows(step.decoder_self, _result.target_tokens, n_visible=t + 1,
+                  title=f"Decoder masked self-attention of step {t} (grey: future positions, masked)"))
+
+
+@st.cache_resource(max_entries=256, show_spinner=False)
+def heatmap(_result: Translation, key: ResultKey, kind: Kind, layer: int, head: int | None,
+            per_head_scale: bool | None = None) -> go.Figure:
+    """One head (or the mean) of one layer; cross rows are labelled by the token each step produced."""
+    rows = _result.output_tokens if kind == "cross" else None
+    return record_heatmap(_result.attention, kind, layer, head, per_head_scale=per_head_scale, row_labels=rows)
+
+
+@st.cache_resource(max_entries=256, show_spinner=False)
+def grid(_result: Translation, key: ResultKey, kind: Kind, layer: int, head: int | None,
+         per_head_scale: bool | None = None) -> go.Figure:
+    """Every layer and head of one kind, the selected one outlined."""
+    rows = _result.output_tokens if kind == "cross" else None
+    return heads_grid(_result.attention, kind, per_head_scale=per_head_scale, row_labels=rows, selected=(layer, head))

@@ -1,0 +1,32 @@
+"""The sidebar's selection (attention kind, layer, head): one place that reads and fits it to a model."""
+from __future__ import annotations
+
+import streamlit as st
+
+from attnscope.engine.record import KINDS, AttentionRecord, Kind
+
+
+def kind() -> Kind:
+    """The selected kind of attention (the sidebar's radio and the Translate page's tabs share it)."""
+    value = st.session_state.get("kind", "cross")
+    return value if value in KINDS else "cross"
+
+
+def head() -> int | None:
+    """The selected head, or None for the mean of heads."""
+    value = st.session_state.get("head", "mean")
+    return None if value == "mean" else int(value)
+
+
+def fit_layer(n_layers: int) -> int:
+    """The selected layer, clamped to a model with `n_layers` layers (a smaller model may be active)."""
+    return max(0, min(int(st.session_state.get("layer", 0)), n_layers - 1))
+
+
+def layer(record: AttentionRecord, of_kind: Kind) -> int:
+    """The selected layer as it exists for one kind of attention in `record`."""
+    return fit_layer(record.n_layers(of_kind))
+
+
+def head_label(selected: int | None) -> str:
+    return "mean of heads" if selected is None else f"head {selected}"
