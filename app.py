@@ -2,19 +2,20 @@
 import streamlit as st
 
 from attnscope.engine.record import KIND_LABELS, KINDS
-from attnscope.ui import state
+from attnscope.ui import selection, state
 
-st.set_page_config(page_title="attnscope", page_icon="🔍", layout="wide")
+st.set_page_config(page_title="attnscope", page_icon=":material/visibility:", layout="wide")
 state.restore_from_url()
 
 with st.sidebar:
-    st.markdown("## 🔍 attnscope")
+    st.markdown("## :material/visibility: attnscope")
     choices = list(state.available_checkpoints())
     if not choices:
         st.error(f"No checkpoints found in {state.shipped_dir()}.")
         st.stop()
-    if st.session_state.get("checkpoint") not in choices:
-        st.session_state["checkpoint"] = choices[0]
+    missing = state.fit_checkpoint(choices)
+    if missing:
+        st.warning(missing)
     st.selectbox("Checkpoint", choices, **state.keep("checkpoint", choices[0]))
     tr = state.translator()
     if tr is not None:
@@ -22,9 +23,8 @@ with st.sidebar:
         st.caption(f"{tr.bundle.src_lang} → {tr.bundle.tgt_lang} · {c.n_encoder_layers}+{c.n_decoder_layers} layers · "
                    f"{c.n_heads} heads · d_model {c.d_model}")
         st.radio("Attention", KINDS, format_func=KIND_LABELS.get, **state.keep("kind", "cross"))
-        n_layers = c.n_encoder_layers if st.session_state["kind"] == "encoder" else c.n_decoder_layers
-        if st.session_state.get("layer", 0) >= n_layers:
-            st.session_state["layer"] = n_layers - 1
+        n_layers = c.n_encoder_layers if selection.kind() == "encoder" else c.n_decoder_layers
+        st.session_state["layer"] = selection.fit_layer(n_layers)
         st.selectbox("Layer", list(range(n_layers)), **state.keep("layer", 0))
         heads = ["mean", *range(c.n_heads)]
         if st.session_state.get("head", "mean") not in heads:
@@ -35,12 +35,12 @@ with st.sidebar:
     with st.expander("Figure downloads"):
         st.radio("Camera button saves", ["png", "svg"], key="image_format", horizontal=True)
 
-pages = [st.Page("pages/translate.py", title="Translate", icon="🌍", default=True),
-         st.Page("pages/step.py", title="Step through decoding", icon="👣"),
-         st.Page("pages/heads.py", title="Heads & layers", icon="🧩"),
-         st.Page("pages/positional.py", title="Positional encoding", icon="〰️"),
-         st.Page("pages/anatomy.py", title="Model anatomy", icon="🦴"),
-         st.Page("pages/train.py", title="Train", icon="🏋️"),
-         st.Page("pages/checkpoints.py", title="Checkpoints", icon="💾")]
+pages = [st.Page("pages/translate.py", title="Translate", icon=":material/translate:", default=True),
+         st.Page("pages/step.py", title="Step through decoding", icon=":material/step:"),
+         st.Page("pages/heads.py", title="Heads & layers", icon=":material/grid_view:"),
+         st.Page("pages/positional.py", title="Positional encoding", icon=":material/waves:"),
+         st.Page("pages/anatomy.py", title="Model anatomy", icon=":material/account_tree:"),
+         st.Page("pages/train.py", title="Train", icon=":material/model_training:"),
+         st.Page("pages/checkpoints.py", title="Checkpoints", icon=":material/save:")]
 st.navigation(pages).run()
 state.write_url()

@@ -6,6 +6,7 @@ import streamlit as st
 
 from attnscope.engine.anatomy import parameter_table, shape_walkthrough
 from attnscope.ui import state, widgets
+from attnscope.ui.checkpoint_tools import training_facts
 
 state.through_router()
 st.title("Model anatomy")
@@ -24,9 +25,7 @@ with right:
     table = parameter_table(tr.model)
     st.metric("Total parameters", f"{int(table['parameters'].sum()):,}")
     st.dataframe(table, hide_index=True, width="stretch")
-    summary = tr.bundle.summary
-    st.caption(" · ".join(f"{k}: {summary[k]}" for k in ("data", "steps", "epochs", "best_val_bleu", "val_bleu", "test_2016_bleu", "scored_with", "date")
-                          if k in summary))
+    st.caption(" · ".join(training_facts(tr.bundle.summary)))
 
 st.subheader("Tensor shapes for the current sentence")
 text = widgets.sentence_box(tr)

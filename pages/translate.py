@@ -2,11 +2,10 @@
 import streamlit as st
 
 from attnscope.engine.record import KIND_LABELS, KINDS
-from attnscope.ui import state, widgets
+from attnscope.ui import figures, selection, state, widgets
 from attnscope.ui.compare import reference_comparison
 from attnscope.ui.text import plain
-from attnscope.viz.grid import heads_grid
-from attnscope.viz.heatmap import record_heatmap
+from attnscope.viz.heatmap import LONG_INPUT, is_long
 
 state.through_router()
 st.title("Translate")
@@ -17,27 +16,33 @@ text, beam, max_len, result = widgets.translated_sentence(tr)
 st.subheader(f"Translation ({tr.bundle.tgt_lang})")
 st.markdown(f"> {plain(result.text) or '(empty)'}")
 
-layer, head = st.session_state.get("layer", 0), st.session_state.get("head", "mean")
-head_index = None if head == "mean" else head
-per_head = st.toggle("Scale colours per head (instead of a fixed 0–1 scale)", key="per_head_scale")
+head = selection.head()
 record = result.attention
-for tab, kind in zip(st.tabs([KIND_LABELS[k] for k in KINDS]), KINDS):
+n_tokens = max(len(record.source_tokens), len(record.target_tokens))
+long = is_long(n_tokens)
+per_head = st.toggle("Scale colours per head (instead of a fixed 0–1 scale)", value=long,
+                     key="per_head_scale_long" if long else "per_head_scale")
+if long:
+    st.caption(f"{n_tokens} tokens: attention spread over more than {LONG_INPUT} tokens is pale on a 0–1 scale, "
+               "so each map is scaled to its own maximum here; tick labels show every few tokens (hover for all).")
+key = figures.result_key(tr, text, beam, max_len)
+tabs = state.kind_tabs()  # the sidebar's "Attention" and this page's tabs are one choice
+for tab, kind in zip(tabs, KINDS):
     with tab:
-        kind_layer = min(layer, record.n_layers(kind) - 1)
-        rows = result.output_tokens if kind == "cross" else None
-        widgets.chart(record_heatmap(record, kind, kind_layer, head_index, per_head_scale=per_head, row_labels=rows),
-                      f"heatmap-{kind}")
+        if not tab.open:
+            continue  # only the chosen kind is drawn
+        kind_layer = selection.layer(record, kind)
+        widgets.chart(figures.heatmap(result, key, kind, kind_layer, head, per_head), f"heatmap-{kind}")
         if st.checkbox("Show every layer and head", key=f"show-grid-{kind}", value=True):
-            widgets.chart(heads_grid(record, kind, per_head_scale=per_head, row_labels=rows,
-                                     selected=(kind_layer, head_index)), f"grid-{kind}")
-            st.caption("Pick the large heatmap's layer and head in the sidebar (the outlined cell).")
+            widgets.chart(figures.grid(result, key, kind, kind_layer, head, per_head), f"grid-{kind}")
+            st.caption(f"{KIND_LABELS[kind]}: pick the large heatmap's layer and head in the sidebar (the outlined cell).")
 
 with st.expander("Compare with a reference translation (teacher forcing)"):
     reference = st.text_input(f"Reference ({tr.bundle.tgt_lang})", key="reference")
     if reference.strip():
         forced = state.score(tr, text, reference)
         if forced is not None:
-            reference_comparison(result, forced, layer, head_index)
+            reference_comparison(result, forced, selection.fit_layer(record.n_layers("cross")), head)
 
 with st.expander("Download the data behind these figures"):
     widgets.data_downloads(result, widgets.settings(tr, text, beam, max_len), "translate")

@@ -19,25 +19,42 @@ def grid_specs(at: AppTest) -> list[dict]:
     return [s for s in specs if "every layer and head" in s["layout"]["title"]["text"]]
 
 
-def test_page_translates_and_shows_three_heatmaps(app: AppTest) -> None:
+def test_page_translates_and_draws_the_chosen_kind_only(app: AppTest) -> None:
     app.session_state["sentence"] = "a b c d"
     app.run()
     assert not app.exception
     assert any(shown(m) == "> d c b a" for m in app.markdown)
     specs = chart_specs(app)
-    assert len(specs) == 3
-    encoder = specs[0]["layout"]["xaxis"]["ticktext"]
-    assert encoder == ["a", "b", "c", "d", "<eos>"]
+    assert len(specs) == 1 and specs[0]["layout"]["title"]["text"].startswith("Cross-attention")
     grids = grid_specs(app)
-    assert len(grids) == 3
+    assert len(grids) == 1
     assert grids[0]["layout"]["xaxis"]["ticktext"] == ["head 0", "head 1", "head 2", "head 3"]
+
+
+def test_sidebar_kind_chooses_the_tab(app: AppTest) -> None:
+    app.session_state["sentence"] = "a b c d"
+    app.run()
+    app.radio(key="_w_kind").set_value("encoder").run()
+    (encoder,) = chart_specs(app)
+    assert encoder["layout"]["title"]["text"].startswith("Encoder self-attention")
+    assert encoder["layout"]["xaxis"]["ticktext"] == ["a", "b", "c", "d", "<eos>"]
+    assert app.session_state["_w_kind_tab"] == "Encoder self-attention"
+
+
+def test_shared_link_opens_its_kind(app: AppTest) -> None:
+    app.query_params["sentence"] = "a b c d"
+    app.query_params["kind"] = "decoder"
+    app.run()
+    (decoder,) = chart_specs(app)
+    assert decoder["layout"]["title"]["text"].startswith("Decoder masked self-attention")
+    assert app.radio(key="_w_kind").value == "decoder"
 
 
 def test_tokens_are_tick_labels_and_repeats_stay_separate(app: AppTest) -> None:
     app.session_state["sentence"] = "a b a"
     app.session_state["kind"] = "cross"
     app.run()
-    cross = chart_specs(app)[2]
+    cross = chart_specs(app)[0]
     assert cross["layout"]["xaxis"]["ticktext"] == ["a", "b", "a", "<eos>"]
     assert cross["layout"]["xaxis"]["tickvals"] == [0, 1, 2, 3]
     rows = cross["layout"]["yaxis"]["ticktext"]
@@ -62,9 +79,9 @@ def test_unknown_characters_are_reported(app: AppTest) -> None:
 def test_layer_and_head_selectors_change_the_heatmap(app: AppTest) -> None:
     app.session_state["sentence"] = "a b c"
     app.run()
-    before = chart_specs(app)[2]["data"][0]["z"]
+    before = chart_specs(app)[0]["data"][0]["z"]
     app.selectbox(key="_w_head").set_value(1).run()
-    after = chart_specs(app)[2]
+    after = chart_specs(app)[0]
     assert "head 1" in after["layout"]["title"]["text"]
     assert after["data"][0]["z"] != before
 
@@ -79,4 +96,34 @@ def test_url_parameters_restore_the_view(app: AppTest) -> None:
     assert app.session_state["sentence"] == "c b a"
     assert app.session_state["layer"] == 1 and app.session_state["head"] == 2
     assert any(shown(m).startswith("> ") for m in app.markdown)
-    assert "layer 1 · head 2" in chart_specs(app)[1]["layout"]["title"]["text"]
+    assert "layer 1 · head 2" in chart_specs(app)[0]["layout"]["title"]["text"]
+
+
+def test_output_cut_by_the_length_limit_is_reported(app: AppTest) -> None:
+    app.session_state["sentence"] = "a b c d e f"
+    app.session_state["max_len"] = 3
+    app.run()
+    assert any("stopped at the limit of 3 tokens" in shown(i) for i in app.info)
+
+
+def test_long_input_is_flagged_and_scaled_per_head(app: AppTest) -> None:
+    app.session_state["sentence"] = " ".join("abcdefghij"[i % 10] for i in range(45))
+    app.session_state["kind"] = "encoder"
+    app.run()
+    assert not app.exception
+    assert any("at most about 10" in shown(i) for i in app.info)  # the toy model saw 3-10 letters
+    (encoder,) = chart_specs(app)
+    assert "zmax" not in encoder["data"][0] and len(encoder["layout"]["xaxis"]["ticktext"]) <= 40
+    assert app.toggle(key="per_head_scale_long").value
+
+
+def test_examples_menu_fills_the_box_and_resets(app: AppTest) -> None:
+    app.run()
+    app.selectbox(key="_example").set_value(state_examples()[1]).run()
+    assert app.text_area(key="_w_sentence").value == state_examples()[1]
+    assert app.selectbox(key="_example").value == "—"
+
+
+def state_examples() -> tuple[str, ...]:
+    from attnscope.ui.state import EXAMPLES
+    return EXAMPLES

@@ -58,7 +58,9 @@ def upload() -> None:
     """Upload an attnscope .safetensors bundle; it is private to this session until shared."""
     st.subheader("Upload")
     st.caption(f"An attnscope checkpoint (.safetensors, at most {registry.MAX_UPLOAD_BYTES // 2**20} MB). It is checked "
-               "completely before use, nothing in it is executed, and only you see it until you save it for everyone.")
+               "completely before use, nothing in it is executed, and only you see it until you save it for everyone. "
+               "An upload lasts only for this browser session: reloading the page or opening a shared link starts a "
+               "new session without it, so use “Save to the shared models folder” (under Manage) to keep it.")
     file = st.file_uploader("Checkpoint file", key="upload_file")
     if file is None or st.session_state.get("_uploaded") == (file.name, file.size):
         return
@@ -131,3 +133,23 @@ def import_state_dict() -> None:
             st.error(f"Import rejected: {plain(err)}")
             return
         _keep(tmp, f"{name}.safetensors")
+
+
+# What each summary entry measures, and of which file: `best_val_bleu` is the training run's best
+# validation score (greedy, one evaluation checkpoint, before any averaging); the other scores are
+# of this file itself, scored afterwards as `scored_with` says.
+SUMMARY_FACTS = (("data", "data"), ("steps", "training steps"), ("epochs", "epochs"),
+                 ("best_val_bleu", "best val BLEU during training (greedy, best single training checkpoint)"),
+                 ("val_bleu", "val BLEU of this file"), ("test_2016_bleu", "test 2016 BLEU of this file"),
+                 ("scored_with", "this file scored with"), ("averaged_from", "this file averages"), ("date", "saved"))
+
+
+def training_facts(summary: dict[str, object]) -> list[str]:
+    """“label: value” for the summary entries a reader needs, each saying which file it belongs to."""
+    facts = []
+    for key, label in SUMMARY_FACTS:
+        if key in summary:
+            value = summary[key]
+            value = f"{len(value)} checkpoints" if isinstance(value, list) else value
+            facts.append(f"{label}: {value}")
+    return facts

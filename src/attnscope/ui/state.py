@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Sequence
 
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
@@ -9,7 +10,7 @@ from streamlit.runtime.pages_manager import PagesManager
 from attnscope.checkpoints import checkpoint, registry
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.registry import default_checkpoint, shipped_dir
-from attnscope.engine.record import KINDS
+from attnscope.engine.record import KIND_LABELS, KINDS
 from attnscope.engine.translator import InputError, Translation, Translator
 from attnscope.ui.text import plain
 
@@ -154,6 +155,22 @@ def through_router() -> None:
     st.rerun()
 
 
+def fit_checkpoint(choices: Sequence[str]) -> str | None:
+    """Keep session_state['checkpoint'] among `choices`; say why when the chosen one has gone.
+
+    Another session can delete a shared user model, and an uploaded model lives only as long as the
+    session that uploaded it (a reload, or a shared link, starts a new session without it).
+    """
+    wanted = st.session_state.get("checkpoint")
+    if wanted in choices:
+        return None
+    st.session_state["checkpoint"] = choices[0]
+    if wanted is None:
+        return None
+    return (f"The checkpoint {plain(repr(wanted))} is no longer available: it was deleted, or it was uploaded in an "
+            f"earlier session (uploads last only until the page is reloaded). Showing {plain(choices[0])} instead.")
+
+
 def restore_from_url() -> None:
     """On a session's first run, copy shareable view state from the URL into session_state."""
     if st.session_state.get("_url_restored"):
@@ -162,8 +179,8 @@ def restore_from_url() -> None:
     params = st.query_params
     if "sentence" in params:
         st.session_state["sentence"] = params["sentence"][:2000]
-    if params.get("checkpoint") in available_checkpoints():
-        st.session_state["checkpoint"] = params["checkpoint"]
+    if params.get("checkpoint"):
+        st.session_state["checkpoint"] = params["checkpoint"][:200]  # the sidebar says so if it is not available
     if params.get("kind") in KINDS:
         st.session_state["kind"] = params["kind"]
     for key in ("layer", "step"):
@@ -182,3 +199,16 @@ def write_url(keys: tuple[str, ...] = URL_KEYS) -> None:
             st.query_params.pop(key, None)
         elif st.query_params.get(key) != str(value):
             st.query_params[key] = str(value)
+
+
+def _tab_to_kind() -> None:
+    label = st.session_state.get("_w_kind_tab")
+    st.session_state["kind"] = next((k for k in KINDS if KIND_LABELS[k] == label), "cross")
+
+
+def kind_tabs() -> Sequence[Any]:
+    """One tab per kind of attention, opened on session_state['kind'] (which the sidebar radio and the
+    URL's `kind` also show and set); choosing a tab sets it, so every view agrees on one kind."""
+    kind = st.session_state.get("kind", "cross")
+    st.session_state["_w_kind_tab"] = KIND_LABELS[kind if kind in KINDS else "cross"]
+    return st.tabs([KIND_LABELS[k] for k in KINDS], key="_w_kind_tab", on_change=_tab_to_kind)

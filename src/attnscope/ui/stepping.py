@@ -6,10 +6,12 @@ Moving through the steps reruns only the step fragment, and its figures come fro
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
+from attnscope.engine.beam import BeamResult
 from attnscope.engine.translator import Translation, Translator
 from attnscope.model.config import BOS_ID, PAD_ID
 from attnscope.ui import figures, selection, state, widgets
@@ -123,6 +125,13 @@ def force_branch(tr: Translator, text: str, result: Translation, t: int, max_len
     st.caption(f"Log-probability of the whole output: model's choice {result.log_prob:.2f}, forced branch {branch.log_prob:.2f}.")
 
 
+def hypothesis_labels(beam: BeamResult, decode: Callable[[list[int]], str]) -> list[str]:
+    """“1. text (score …)” per hypothesis. A wide beam can keep the empty output (<eos> chosen at the
+    first step: its score is its one log-probability, unpenalised by length); it is named, not blank."""
+    return [f"{i + 1}. {decode(ids) or '(empty output: the model ended at once)'}  (score {score:.3f})"
+            for i, (ids, score, _) in enumerate(beam.hypotheses)]
+
+
 def beam_view(tr: Translator, text: str, beam_size: int, max_len: int, result: Translation) -> None:
     """The beam search tree (best paths first, more on request) and the attention of any hypothesis."""
     beam = result.beam
@@ -130,8 +139,7 @@ def beam_view(tr: Translator, text: str, beam_size: int, max_len: int, result: T
         return
     st.subheader("Beam search")
     codec = tr.bundle.tgt_codec
-    labels = [f"{i + 1}. {codec.decode(ids) or '(empty output)'}  (score {score:.3f})"
-              for i, (ids, score, _) in enumerate(beam.hypotheses)]
+    labels = hypothesis_labels(beam, codec.decode)
     # keyed by the beam search itself: another beam size or sentence is another list, never stale labels
     pick = st.selectbox("Hypothesis", range(len(labels)), format_func=lambda i: labels[i],
                         key=f"hypothesis-{hash(figures.result_key(tr, text, beam_size, max_len))}")

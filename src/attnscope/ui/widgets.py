@@ -2,25 +2,39 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
+import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
+from attnscope.engine.domain import input_notes, output_notes
 from attnscope.engine.translator import MAX_BEAM, MAX_CHARS, Translation, Translator
 from attnscope.ui import state
 from attnscope.ui.text import plain
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+NO_EXAMPLE = "—"
+
+
+def _use_example() -> None:
+    """Copy the picked example into the sentence and reset the menu (so it never shows a stale pick)."""
+    example = st.session_state.get("_example", NO_EXAMPLE)
+    if example != NO_EXAMPLE:
+        st.session_state["sentence"] = example
+    st.session_state["_example"] = NO_EXAMPLE
 
 
 def sentence_box(tr: Translator) -> str:
     """The sentence being inspected, shared by every page, with example sentences."""
     st.session_state.setdefault("sentence", state.EXAMPLES[0])
     cols = st.columns([4, 1])
-    example = cols[1].selectbox("Examples", ["—", *state.EXAMPLES], key="_example")
-    if example != "—" and st.session_state.get("_last_example") != example:
-        st.session_state["sentence"] = example
-    st.session_state["_last_example"] = example
+    cols[1].selectbox("Examples", [NO_EXAMPLE, *state.EXAMPLES], key="_example", on_change=_use_example)
     return cols[0].text_area(f"Sentence ({tr.bundle.src_lang})", max_chars=MAX_CHARS, height=80,
-                             help="Press Ctrl+Enter (or click outside) to translate.", **state.keep("sentence", state.EXAMPLES[0]))
+                             help="Press Ctrl+Enter (or click outside) to translate.",
+                             **state.keep("sentence", state.EXAMPLES[0]))
 
 
 def decoding_options(tr: Translator) -> tuple[int, int]:
@@ -41,7 +55,8 @@ def translated_sentence(tr: Translator) -> tuple[str, int, int, Translation]:
     result = state.translate(tr, text, beam, max_len)
     if result is None or not result.steps:
         st.stop()
-    for note in result.notes:
+    for note in (*result.notes, *input_notes(tr.bundle.summary, result.source_ids),
+                 *output_notes(result.source_ids, result.target_ids, max_len)):
         st.info(plain(note))
     return text, beam, max_len, result
 
@@ -58,21 +73,36 @@ def settings(tr: Translator, text: str, beam: int, max_len: int) -> dict[str, ob
             "src_lang": tr.bundle.src_lang, "tgt_lang": tr.bundle.tgt_lang}
 
 
+def attention_table(result: Translation) -> pd.DataFrame:
+    """The record's long table plus `produced_token`: what the step of each decoder/cross row chose.
+
+    Decoder and cross rows are labelled by the decoder's input (`query_token`: <bos> y1 ..), the
+    UI's cross maps by the token each step produced (y1 .. <eos>); the CSV carries both.
+    """
+    frame = result.attention.to_frame()
+    produced = np.asarray(result.output_tokens, dtype=object)
+    decoding = (frame["kind"] != "encoder").to_numpy()
+    frame["produced_token"] = ""
+    frame.loc[decoding, "produced_token"] = produced[frame.loc[decoding, "query_index"].to_numpy()]
+    return frame
+
+
 def data_downloads(result: Translation, run_settings: dict[str, object], key: str) -> None:
-    """CSV (long table), NPZ and JSON of the whole record, with the run settings."""
+    """CSV (long table), NPZ and JSON of the whole record, with the run settings; built only when clicked."""
     record = result.attention
     if record is None:
         return
     extra = {**run_settings, "translation": result.text}
-    cols = st.columns(3)
-    frame = record.to_frame()
     header = "".join(f"# {k}: {v}\n" for k, v in extra.items())
-    cols[0].download_button("Attention as CSV", header + frame.to_csv(index=False), f"attnscope-{key}.csv",
-                            "text/csv", key=f"csv-{key}")
-    cols[1].download_button("Record as NPZ", record.to_npz(extra), f"attnscope-{key}.npz",
+
+    def as_json() -> str:
+        payload = json.loads(record.to_json(extra))
+        payload["steps"] = [{"step": s.index, "token": s.token, "prob": s.prob, "top_k": s.top_k} for s in result.steps or []]
+        return json.dumps(payload)
+
+    cols = st.columns(3)
+    cols[0].download_button("Attention as CSV", lambda: header + attention_table(result).to_csv(index=False),
+                            f"attnscope-{key}.csv", "text/csv", key=f"csv-{key}")
+    cols[1].download_button("Record as NPZ", lambda: record.to_npz(extra), f"attnscope-{key}.npz",
                             "application/octet-stream", key=f"npz-{key}")
-    steps = [{"step": s.index, "token": s.token, "prob": s.prob, "top_k": s.top_k} for s in result.steps or []]
-    payload = json.loads(record.to_json(extra))
-    payload["steps"] = steps
-    cols[2].download_button("Record as JSON", json.dumps(payload), f"attnscope-{key}.json", "application/json",
-                            key=f"json-{key}")
+    cols[2].download_button("Record as JSON", as_json, f"attnscope-{key}.json", "application/json", key=f"json-{key}")

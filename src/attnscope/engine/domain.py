@@ -1,0 +1,52 @@
+"""Warnings that make a poor translation unsurprising: input far from training, output cut short.
+
+Pure functions of a checkpoint's summary and one translation's ids; the pages show what they return.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from attnscope.model.config import EOS_ID, UNK_ID
+
+# Longest source (tokens, without <eos>) a model saw in training, by task, when the checkpoint does
+# not record it ("longest_source" in its summary). Multi30k: 99.9% of the en training captions are
+# at most 39 tokens with the shipped tokenizers, the longest 48; toy tasks draw 3-10 symbols.
+TRAINED_SOURCE_TOKENS = {"multi30k": 40, "copy": 10, "reverse": 10, "sort": 10}
+SHORT_OUTPUT_RATIO = 0.5  # output/source token ratio below which part of the input was probably left out
+# (on Multi30k the 1st percentile of that ratio is 0.68)
+
+
+def trained_length(summary: Mapping[str, Any]) -> int | None:
+    """Longest source length the model was trained on, if known."""
+    recorded = summary.get("longest_source")
+    if isinstance(recorded, int) and recorded > 0:
+        return recorded
+    return TRAINED_SOURCE_TOKENS.get(str(summary.get("task", "")))
+
+
+def input_notes(summary: Mapping[str, Any], source_ids: Sequence[int]) -> list[str]:
+    """Say when the input is far outside what the model was trained on (length, unknown pieces)."""
+    notes = []
+    n = len([i for i in source_ids if i != EOS_ID])
+    longest = trained_length(summary)
+    if longest is not None and n > longest:
+        what = str(summary.get("data") or summary.get("task") or "its training data")
+        notes.append(f"This input has {n} tokens; {what} trained this model on inputs of at most about {longest}, "
+                     f"so expect a poorer translation (try one sentence at a time).")
+    unknown = sum(i == UNK_ID for i in source_ids)
+    if unknown and unknown >= max(2, n // 5):
+        notes.append(f"{unknown} of {n} input tokens are unknown to this model's vocabulary (<unk>): "
+                     "it cannot translate what it cannot read.")
+    return notes
+
+
+def output_notes(source_ids: Sequence[int], output_ids: Sequence[int], max_len: int) -> list[str]:
+    """Say when the output stopped at the length limit or is much shorter than the input."""
+    if output_ids and output_ids[-1] != EOS_ID and len(output_ids) >= max_len:
+        return [f"The output stopped at the limit of {max_len} tokens before the model ended the sentence: "
+                "raise the maximum output tokens to see the rest."]
+    n_src, n_out = len(source_ids) - 1, len(output_ids) - 1
+    if n_src >= 8 and n_out < SHORT_OUTPUT_RATIO * n_src:
+        return [f"The output has {n_out} tokens for {n_src} input tokens: the model may have left part of the "
+                "input untranslated (it ends when it predicts the end of the sentence)."]
+    return []

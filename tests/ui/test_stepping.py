@@ -1,0 +1,11 @@
+"""Pure helpers of the step-through page."""
+from __future__ import annotations
+
+from attnscope.engine.beam import BeamResult
+from attnscope.ui.stepping import hypothesis_labels
+
+
+def test_an_empty_beam_hypothesis_is_named_not_blank() -> None:
+    beam = BeamResult([([5, 2], -0.2, -0.4), ([2], -8.336, -8.336)])
+    labels = hypothesis_labels(beam, lambda ids: "" if ids == [2] else "ein Hund")
+    assert labels == ["1. ein Hund  (score -0.200)", "2. (empty output: the model ended at once)  (score -8.336)"]
