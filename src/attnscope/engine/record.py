@@ -8,10 +8,12 @@ from __future__ import annotations
 import io
 import json
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pandas (~70 MB, ~0.5 s) is imported only when a table is asked for
+    import pandas as pd
 
 Kind = Literal["encoder", "decoder", "cross"]
 KINDS: tuple[Kind, ...] = ("encoder", "decoder", "cross")
@@ -86,6 +88,7 @@ class AttentionRecord:
 
     def to_frame(self) -> pd.DataFrame:
         """Long table: one row per (kind, layer, head, query, key) with tokens and weight."""
+        import pandas as pd
         frames = []
         for kind in KINDS:
             array = self.array(kind)

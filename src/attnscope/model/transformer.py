@@ -190,7 +190,8 @@ class DecoderLayer(nn.Module):
             k, v = cache.cross_k, cache.cross_v
         else:
             k, v = self.cross_attn.project_kv(memory)
-            if cache is not None:
+            if cache is not None:  # strided views of one packed projection: contiguous once, read every step
+                k, v = k.contiguous(), v.contiguous()
                 cache.cross_k, cache.cross_v = k, v
         return self.cross_attn(self.cross_attn.project_q(h), k, v, mask)
 

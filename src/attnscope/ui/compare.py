@@ -1,7 +1,6 @@
 """Side-by-side views of two translations of one sentence."""
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from attnscope.engine.translator import Translation
@@ -35,6 +34,6 @@ def reference_comparison(free: Translation, forced: Translation, layer: int, hea
     with cols[1]:
         st.caption("Teacher-forced on the reference")
         widgets.chart(record_heatmap(forced.attention, "cross", kind_layer, head, row_labels=forced.output_tokens), "ref-forced")
-    st.dataframe(pd.DataFrame({"step": range(len(forced.steps)), "reference token": forced.output_tokens,
-                               "model's probability of it": [round(s.prob, 4) for s in forced.steps],
-                               "model's own choice": [s.top_k[0][0] for s in forced.steps]}), hide_index=True)
+    st.dataframe({"step": list(range(len(forced.steps))), "reference token": list(forced.output_tokens),
+                  "model's probability of it": [round(s.prob, 4) for s in forced.steps],
+                  "model's own choice": [s.top_k[0][0] for s in forced.steps]}, hide_index=True)
