@@ -7,11 +7,11 @@ import pytest
 from attnscope.engine.beam import BeamNode, BeamResult
 from attnscope.engine.record import DecodeStep
 from attnscope.model.transformer import sinusoidal_table
-from attnscope.viz.beam_tree import beam_tree
-from attnscope.viz.grid import heads_grid
-from attnscope.viz.heatmap import attention_heatmap, record_heatmap
+from attnscope.viz.beam_tree import beam_tree, hypothesis_nodes
+from attnscope.viz.grid import MAX_CELL_SIDE, heads_grid, pooled
+from attnscope.viz.heatmap import MAX_TICKS, attention_heatmap, record_heatmap, thinned_ticks
 from attnscope.viz.positional import encoding_curves, offset_profile, similarity_heatmap
-from attnscope.viz.steps import shaded_tokens, step_rows, top_k_bars
+from attnscope.viz.steps import shaded_tokens, step_rows, step_source, top_k_bars
 from tests.record_fixtures import SRC, TGT, pattern_record
 
 
@@ -66,8 +66,8 @@ def test_beam_tree_highlights_the_chosen_path() -> None:
     fig = beam_tree(BeamResult([([5, 2], -0.1, -0.2)], nodes), str, highlight=3)
     names = {t.name for t in fig.data if t.name}
     assert names == {"extended", "pruned", "finished"}
-    red = [t for t in fig.data if t.mode == "lines" and t.line.color == "crimson"]
-    assert len(red) == 2
+    (red,) = [t for t in fig.data if t.mode == "lines" and t.line.color == "crimson"]
+    assert [x for x in red.x if x is not None] == [0, 1, 1, 2]  # two edges: root -> 5 -> <eos>
 
 
 def test_positional_figures() -> None:
@@ -77,3 +77,60 @@ def test_positional_figures() -> None:
     first, second = (np.asarray(t.y, dtype=float) for t in curves.data)
     assert np.allclose(first[:30], second[:30], atol=1e-4)  # depends only on the offset
     assert len(encoding_curves(table, [0, 1, 5], title="").data) == 3
+
+
+def wide_beam() -> BeamResult:
+    """Three finished hypotheses and a pruned branch: root -> a -> <eos>, root -> b -> <eos>, root -> c -> <eos>."""
+    nodes = [BeamNode(0, None, 0, 1, 0.0, "extended"), BeamNode(1, 0, 1, 5, -0.1, "extended"),
+             BeamNode(2, 0, 1, 6, -0.3, "extended"), BeamNode(3, 0, 1, 7, -0.6, "extended"),
+             BeamNode(4, 0, 1, 8, -0.9, "pruned"), BeamNode(5, 1, 2, 2, -0.2, "finished", -0.1),
+             BeamNode(6, 2, 2, 2, -0.4, "finished", -0.2), BeamNode(7, 3, 2, 2, -0.7, "finished", -0.35)]
+    return BeamResult([([5, 2], -0.1, -0.2), ([6, 2], -0.2, -0.4), ([7, 2], -0.35, -0.7)], nodes)
+
+
+def test_beam_tree_collapses_to_the_best_paths_and_expands() -> None:
+    beam = wide_beam()
+    assert hypothesis_nodes(beam) == [5, 6, 7]
+    drawn = lambda fig: sorted(i for t in fig.data if t.mode == "markers+text" for i, *_ in t.customdata)  # noqa: E731
+    top = beam_tree(beam, str, highlight=5, top=1, show_pruned=False)
+    assert drawn(top) == [0, 1, 5] and "5 of 8 nodes collapsed" in top.layout.title.text
+    assert drawn(beam_tree(beam, str, highlight=7, top=1, show_pruned=False)) == [0, 1, 3, 5, 7]  # the chosen path too
+    assert drawn(beam_tree(beam, str, top=None, show_pruned=True)) == list(range(8))
+    pruned = next(t for t in beam_tree(beam, str).data if t.name == "pruned")
+    assert list(pruned.text) == [""]  # pruned nodes are markers (hover), never a pile of labels
+
+
+def test_long_inputs_thin_labels_and_scale_per_map() -> None:
+    tokens = [f"t{i}" for i in range(100)]
+    ticks, text = thinned_ticks(tokens)
+    assert len(ticks) <= MAX_TICKS and ticks[:2] == [0, 3] and text[1] == "t3"
+    weights = np.full((100, 100), 0.01)
+    fig = attention_heatmap(weights, tokens, tokens, per_head_scale=None)
+    assert fig.data[0].zmax is None and fig.data[0].xgap == 0 and fig.data[0].customdata is None
+    short = attention_heatmap(np.eye(3), ["a", "b", "c"], ["a", "b", "c"], per_head_scale=None)
+    assert short.data[0].zmax == 1.0 and short.layout.title.automargin
+
+
+def test_grid_of_a_long_input_draws_block_averages() -> None:
+    rng = np.random.default_rng(0)
+    array = rng.random((2, 2, 100, 100))
+    assert np.allclose(pooled(array, 3)[1, 0, 0, 0], array[1, 0, :3, :3].mean())
+    assert np.allclose(pooled(array, 3)[0, 1, -1, -1], array[0, 1, 99, 99])  # the ragged last block
+    masked = np.where(np.triu(np.ones((4, 4), dtype=bool), 1), np.nan, 1.0)
+    assert np.isnan(pooled(masked, 2)[0, 1]) and pooled(masked, 2)[0, 0] == 1.0
+
+
+def test_grid_greys_masked_cells_and_says_so_in_the_title() -> None:
+    fig = heads_grid(pattern_record("uniform"), "decoder")
+    main, mask = fig.data
+    z, grey = np.asarray(main.z, dtype=float), np.asarray(mask.z, dtype=float)
+    assert np.array_equal(np.isnan(z) & ~np.isnan(grey), ~np.isnan(grey)) and not np.isnan(grey).all()
+    assert "grey: masked" in fig.layout.title.text and not fig.layout.annotations
+    assert MAX_CELL_SIDE >= 40
+
+
+def test_step_source_shows_the_selected_head_or_the_mean() -> None:
+    cross = np.arange(2 * 3 * 5, dtype=float).reshape(2, 3, 5)
+    assert np.allclose(step_source(SRC, cross, 1, None, 4).data[0].z[0], cross[1].mean(0))
+    fig = step_source(SRC, cross, 0, 2, 4)
+    assert np.allclose(fig.data[0].z[0], cross[0, 2]) and "step 4" in fig.layout.title.text

@@ -1,0 +1,30 @@
+"""Warnings about input far from training and output cut short."""
+from __future__ import annotations
+
+from attnscope.engine.domain import input_notes, output_notes, trained_length
+from attnscope.model.config import EOS_ID, UNK_ID
+
+
+def test_trained_length_prefers_the_checkpoint_record() -> None:
+    assert trained_length({"task": "multi30k"}) == 40
+    assert trained_length({"task": "multi30k", "longest_source": 25}) == 25
+    assert trained_length({"task": "something else"}) is None
+
+
+def test_long_input_and_unknown_pieces_are_flagged() -> None:
+    summary = {"task": "multi30k", "data": "Multi30k task 1"}
+    assert input_notes(summary, [5] * 40 + [EOS_ID]) == []
+    (note,) = input_notes(summary, [5] * 77 + [EOS_ID])
+    assert note.startswith("This input has 77 tokens; Multi30k task 1 trained this model on inputs of at most about 40")
+    (unknown,) = input_notes(summary, [5, UNK_ID, UNK_ID, 6, EOS_ID])
+    assert unknown.startswith("2 of 4 input tokens are unknown")
+    assert input_notes(summary, [5] * 20 + [UNK_ID, EOS_ID]) == []  # one rare word is not "far outside"
+
+
+def test_output_at_the_length_limit_or_far_too_short_is_flagged() -> None:
+    (cut,) = output_notes([5, 6, 7, EOS_ID], [8, 9, 10], max_len=3)
+    assert "stopped at the limit of 3 tokens" in cut
+    assert output_notes([5, 6, 7, EOS_ID], [8, 9, 10, EOS_ID], max_len=3) == []
+    (short,) = output_notes([5] * 30 + [EOS_ID], [8] * 10 + [EOS_ID], max_len=100)
+    assert "10 tokens for 30 input tokens" in short
+    assert output_notes([5] * 30 + [EOS_ID], [8] * 25 + [EOS_ID], max_len=100) == []
