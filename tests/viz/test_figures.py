@@ -9,7 +9,7 @@ from attnscope.engine.record import DecodeStep
 from attnscope.model.transformer import sinusoidal_table
 from attnscope.viz.beam_tree import beam_tree, hypothesis_nodes
 from attnscope.viz.grid import MAX_CELL_SIDE, heads_grid, pooled
-from attnscope.viz.heatmap import MAX_TICKS, attention_heatmap, record_heatmap, thinned_ticks
+from attnscope.viz.heatmap import MAX_TICKS, TITLE_PX, attention_heatmap, record_heatmap, thinned_ticks
 from attnscope.viz.positional import encoding_curves, offset_profile, similarity_heatmap
 from attnscope.viz.steps import shaded_tokens, step_rows, step_source, top_k_bars
 from tests.record_fixtures import SRC, TGT, pattern_record
@@ -108,7 +108,9 @@ def test_long_inputs_thin_labels_and_scale_per_map() -> None:
     fig = attention_heatmap(weights, tokens, tokens, per_head_scale=None)
     assert fig.data[0].zmax is None and fig.data[0].xgap == 0 and fig.data[0].customdata is None
     short = attention_heatmap(np.eye(3), ["a", "b", "c"], ["a", "b", "c"], per_head_scale=None)
-    assert short.data[0].zmax == 1.0 and short.layout.title.automargin
+    assert short.data[0].zmax == 1.0
+    labelled = attention_heatmap(np.eye(2), ["x", "y"], ["a-very-long-piece", "b"])
+    assert labelled.layout.margin.t > TITLE_PX + 7 * len("a-very-long-piece") * 0.8  # title above rotated labels
 
 
 def test_grid_of_a_long_input_draws_block_averages() -> None:
@@ -134,3 +136,12 @@ def test_step_source_shows_the_selected_head_or_the_mean() -> None:
     assert np.allclose(step_source(SRC, cross, 1, None, 4).data[0].z[0], cross[1].mean(0))
     fig = step_source(SRC, cross, 0, 2, 4)
     assert np.allclose(fig.data[0].z[0], cross[0, 2]) and "step 4" in fig.layout.title.text
+
+
+def test_unvalidated_figures_pass_full_plotly_validation() -> None:
+    """viz.spec builds figures with validation off (speed); here every one is validated in full."""
+    import plotly.graph_objects as go
+    figures = [step_rows(step().decoder_self, TGT, title="t", n_visible=2), top_k_bars(step()),
+               shaded_tokens(SRC, step().cross[0, 0], title="s"), step_source(SRC, step().cross, 1, None, 1)]
+    for fig in figures:
+        go.Figure(fig.to_dict())  # raises ValueError on any invalid property

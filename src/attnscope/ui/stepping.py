@@ -39,8 +39,9 @@ def step_controls(n_steps: int) -> int:
     cols = st.columns([1, 1, 1, 6])
     cols[0].button("◀ Previous", on_click=_move, args=(-1, n_steps), disabled=current == 0, key="prev")
     cols[1].button("Next ▶", on_click=_move, args=(1, n_steps), disabled=current >= n_steps - 1, key="next")
-    cols[2].button("⏸ Pause" if st.session_state.get("playing") else "⏯ Play", on_click=_toggle_play,
-                   args=(n_steps,), key="play")
+    playing = st.session_state.get("playing", False)
+    cols[2].button("Pause" if playing else "Play", icon=":material/pause:" if playing else ":material/play_arrow:",
+                   on_click=_toggle_play, args=(n_steps,), key="play")
     if n_steps > 1:
         with cols[3]:
             st.slider("Step", 0, n_steps - 1, **state.keep("step", current))

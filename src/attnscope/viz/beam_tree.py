@@ -6,7 +6,7 @@ from typing import Callable
 import plotly.graph_objects as go
 
 from attnscope.engine.beam import BeamResult
-from attnscope.viz.heatmap import title_layout
+from attnscope.viz.heatmap import TITLE_PX, title_layout
 
 STATUS_COLORS = {"extended": "steelblue", "pruned": "#bbbbbb", "finished": "seagreen"}
 
@@ -74,6 +74,6 @@ def beam_tree(result: BeamResult, piece: Callable[[int], str], highlight: int | 
     fig.update_xaxes(title="step", dtick=1)
     fig.update_yaxes(visible=False)
     rows = max((len(v) for v in by_step.values()), default=1)
-    fig.update_layout(title=title_layout(title), height=min(900, 220 + 34 * rows), margin=dict(l=10, r=10, t=40, b=10),
+    fig.update_layout(title=title_layout(title), height=min(900, 220 + 34 * rows), margin=dict(l=10, r=10, t=TITLE_PX + 16, b=10),
                       legend=dict(orientation="h"))
     return fig

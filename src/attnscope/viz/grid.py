@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attnscope.engine.record import KIND_LABELS, AttentionRecord, Kind
-from attnscope.viz.heatmap import COLORSCALE, MASKED_COLOR, causal_cells, is_long, title_layout
+from attnscope.viz.heatmap import COLORSCALE, MASKED_COLOR, TITLE_PX, causal_cells, is_long, title_layout
 
 GRID_HOVER = "%{customdata}<br>weight %{z:.3f}<extra></extra>"
 MAX_CELL_SIDE = 48  # positions per axis drawn in one head's cell; longer inputs are averaged in blocks
@@ -95,5 +95,5 @@ def heads_grid(record: AttentionRecord, kind: Kind, *, per_head_scale: bool | No
         notes.append(f"each cell averages {factor}×{factor} positions")
     title = f"{KIND_LABELS[kind]} · every layer and head" + (f" ({'; '.join(notes)})" if notes else "")
     fig.update_layout(title=title_layout(title), plot_bgcolor="white",
-                      height=min(1100, 140 + n_layers * max(110, 9 * n_q)), margin=dict(l=10, r=10, t=40, b=10))
+                      height=min(1100, 140 + n_layers * max(110, 9 * n_q)), margin=dict(l=10, r=10, t=TITLE_PX + 30, b=10))
     return fig

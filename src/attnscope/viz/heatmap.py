@@ -43,10 +43,20 @@ def thinned_ticks(labels: Sequence[str], max_ticks: int = MAX_TICKS) -> tuple[li
     return positions, [str(labels[i]) for i in positions]
 
 
+TITLE_PX = 44  # room for a one- or two-line chart title at the very top of the figure
+
+
 def title_layout(title: str) -> dict[str, object]:
-    """A chart title that pushes the margin itself, so rotated tick labels and axis titles never cover it."""
-    return dict(text=title, x=0, xanchor="left", yref="paper", y=1, yanchor="bottom", automargin=True,
-                pad=dict(b=8), font=dict(size=15))
+    """A chart title pinned to the top left of the figure, above anything the top margin holds."""
+    return dict(text=title, x=0, xanchor="left", xref="container", yref="container", y=1, yanchor="top",
+                pad=dict(t=10, l=10), font=dict(size=15))
+
+
+def top_margin(labels: Sequence[str], *, tickangle: float = 60, axis_title: bool = True) -> int:
+    """Top margin for a title plus rotated tick labels (and an axis title) on the top axis, so none overlap."""
+    longest = max((len(str(t)) for t in labels), default=1)
+    label_px = 8 + 7 * longest * math.sin(math.radians(tickangle))
+    return int(TITLE_PX + label_px + (24 if axis_title else 0))
 
 
 def attention_heatmap(weights: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str], *,
@@ -76,12 +86,13 @@ def attention_heatmap(weights: np.ndarray, row_labels: Sequence[str], col_labels
     else:
         heat.update(hovertemplate=INDEX_HOVER)
     fig = go.Figure(go.Heatmap(**heat))
-    fig.update_layout(title=title_layout(title), plot_bgcolor=MASKED_COLOR, margin=dict(l=10, r=10, t=30, b=10),
-                      height=height or min(900, 200 + 26 * max(n_rows, 4)))
     x_ticks, x_text = thinned_ticks(col_labels)
     y_ticks, y_text = thinned_ticks(row_labels)
-    fig.update_xaxes(tickvals=x_ticks, ticktext=x_text, side="top", tickangle=-60, automargin=True,
-                     title=col_title, showgrid=False, zeroline=False)
+    top = top_margin(x_text)
+    fig.update_layout(title=title_layout(title), plot_bgcolor=MASKED_COLOR, margin=dict(l=10, r=10, t=top, b=10),
+                      height=height or min(900, top + 40 + 26 * max(n_rows, 4)))
+    fig.update_xaxes(tickvals=x_ticks, ticktext=x_text, side="top", tickangle=-60, automargin=False,
+                     title=dict(text=col_title, standoff=6), showgrid=False, zeroline=False)
     fig.update_yaxes(tickvals=y_ticks, ticktext=y_text, autorange="reversed", automargin=True,
                      title=row_title, showgrid=False, zeroline=False)
     return fig

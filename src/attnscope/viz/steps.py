@@ -7,22 +7,24 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attnscope.engine.record import DecodeStep
-from attnscope.viz.heatmap import COLORSCALE, MASKED_COLOR, thinned_ticks, title_layout
+from attnscope.viz.heatmap import COLORSCALE, MASKED_COLOR, TITLE_PX, thinned_ticks, title_layout, top_margin
+from attnscope.viz.spec import figure
 
 
 def top_k_bars(step: DecodeStep, k: int = 10) -> go.Figure:
     """Most probable next tokens at this step, the chosen one highlighted."""
     tokens = [t for t, _ in step.top_k[:k]]
     probs = [p for _, p in step.top_k[:k]]
-    colors = ["crimson" if t == step.token else "steelblue" for t in tokens]
-    fig = go.Figure(go.Bar(x=probs, y=list(range(len(tokens))), orientation="h", marker_color=colors,
-                           customdata=tokens, hovertemplate="%{customdata}: %{x:.3f}<extra></extra>",
-                           text=[f"{p:.2f}" for p in probs], textposition="outside"))
-    fig.update_yaxes(tickvals=list(range(len(tokens))), ticktext=tokens, autorange="reversed")
-    fig.update_xaxes(range=[0, 1.15], title="probability")
+    positions = list(range(len(tokens)))
+    bars = dict(type="bar", x=probs, y=positions, orientation="h",
+                marker=dict(color=["crimson" if t == step.token else "steelblue" for t in tokens]),
+                customdata=tokens, hovertemplate="%{customdata}: %{x:.3f}<extra></extra>",
+                text=[f"{p:.2f}" for p in probs], textposition="outside")
     title = f"Step {step.index}: chose “{step.token}”<br><sup>p = {step.prob:.2f} · entropy {step.entropy:.2f} nats</sup>"
-    fig.update_layout(title=title_layout(title), height=150 + 26 * len(tokens), margin=dict(l=10, r=10, t=40, b=10))
-    return fig
+    return figure([bars], dict(
+        title=title_layout(title), height=130 + 26 * len(tokens), margin=dict(l=10, r=10, t=TITLE_PX + 16, b=10),
+        yaxis=dict(tickvals=positions, ticktext=tokens, autorange="reversed"),
+        xaxis=dict(range=[0, 1.15], title=dict(text="probability"))))
 
 
 def step_rows(rows: np.ndarray, keys: Sequence[str], *, title: str, n_visible: int | None = None) -> go.Figure:
@@ -46,29 +48,26 @@ def step_rows(rows: np.ndarray, keys: Sequence[str], *, title: str, n_visible: i
         z[:, n_visible:] = np.nan
     key_text = [f"{j}: {t}" for j, t in enumerate(keys)]
     custom = np.array([[f"{lab} → {kt}" for kt in key_text] for lab in labels], dtype=object)
-    fig = go.Figure(go.Heatmap(z=z, x=list(range(width)), y=list(range(len(labels))), customdata=custom,
-                               hovertemplate="%{customdata}<br>weight %{z:.3f}<extra></extra>",
-                               colorscale=COLORSCALE, zmin=0, zmax=1, xgap=1 if width <= 80 else 0, ygap=1,
-                               colorbar=dict(thickness=12)))
+    heat = dict(type="heatmap", z=z, x=list(range(width)), y=list(range(len(labels))), customdata=custom,
+                hovertemplate="%{customdata}<br>weight %{z:.3f}<extra></extra>", colorscale=COLORSCALE,
+                zmin=0, zmax=1, xgap=1 if width <= 80 else 0, ygap=1, colorbar=dict(thickness=12))
     ticks, text = thinned_ticks(keys)
-    fig.update_xaxes(tickvals=ticks, ticktext=text, side="top", tickangle=-60, automargin=True)
-    fig.update_yaxes(tickvals=list(range(len(labels))), ticktext=labels, autorange="reversed")
-    fig.update_layout(title=title_layout(title), plot_bgcolor=MASKED_COLOR, height=min(1000, 200 + 16 * len(labels)),
-                      margin=dict(l=10, r=10, t=30, b=10))
-    return fig
+    top = top_margin(text, axis_title=False)
+    return figure([heat], dict(
+        title=title_layout(title), plot_bgcolor=MASKED_COLOR, height=min(1000, top + 40 + 16 * len(labels)),
+        margin=dict(l=10, r=10, t=top, b=10),
+        xaxis=dict(tickvals=ticks, ticktext=text, side="top", tickangle=-60, automargin=False),
+        yaxis=dict(tickvals=list(range(len(labels))), ticktext=labels, autorange="reversed")))
 
 
 def shaded_tokens(tokens: Sequence[str], weights: np.ndarray, *, title: str) -> go.Figure:
     """The tokens in a row, each shaded by its weight (e.g. the source as seen by one step)."""
     w = np.asarray(weights, dtype=np.float32).reshape(1, -1)
-    fig = go.Figure(go.Heatmap(z=w, x=list(range(len(tokens))), y=[0], text=[list(tokens)], texttemplate="%{text}",
-                               customdata=[[f"{t}: {v:.3f}" for t, v in zip(tokens, w[0])]],
-                               hovertemplate="%{customdata}<extra></extra>", colorscale=COLORSCALE,
-                               zmin=0, zmax=max(float(w.max()), 1e-9), showscale=False, xgap=2))
-    fig.update_xaxes(visible=False)
-    fig.update_yaxes(visible=False)
-    fig.update_layout(title=title, height=130, margin=dict(l=10, r=10, t=40, b=10))
-    return fig
+    heat = dict(type="heatmap", z=w, x=list(range(len(tokens))), y=[0], text=[list(tokens)], texttemplate="%{text}",
+                customdata=[[f"{t}: {v:.3f}" for t, v in zip(tokens, w[0])]], hovertemplate="%{customdata}<extra></extra>",
+                colorscale=COLORSCALE, zmin=0, zmax=max(float(w.max()), 1e-9), showscale=False, xgap=2)
+    return figure([heat], dict(title=title_layout(title), height=130, margin=dict(l=10, r=10, t=TITLE_PX, b=10),
+                               xaxis=dict(visible=False), yaxis=dict(visible=False)))
 
 
 def step_source(tokens: Sequence[str], cross: np.ndarray, layer: int, head: int | None, t: int) -> go.Figure:
