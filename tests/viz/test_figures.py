@@ -1,6 +1,8 @@
 """Pure figure builders: token axes, exact data, masked cells, grids, steps, beams, positions."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -144,4 +146,5 @@ def test_unvalidated_figures_pass_full_plotly_validation() -> None:
     figures = [step_rows(step().decoder_self, TGT, title="t", n_visible=2), top_k_bars(step()),
                shaded_tokens(SRC, step().cross[0, 0], title="s"), step_source(SRC, step().cross, 1, None, 1)]
     for fig in figures:
-        go.Figure(fig.to_dict())  # raises ValueError on any invalid property
+        validated = go.Figure(fig.to_dict())  # raises ValueError on any invalid property
+        assert json.loads(validated.to_json()) == json.loads(fig.to_json())  # same spec as validated

@@ -9,8 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 import plotly.graph_objects as go
+import plotly.io as pio
+
+_TEMPLATE = pio.templates[pio.templates.default].to_plotly_json()  # what a validated figure gets by default
 
 
 def figure(data: list[dict[str, Any]], layout: dict[str, Any]) -> go.Figure:
     """A figure from trace dicts (each with its "type") and a layout dict, unvalidated (see module doc)."""
-    return go.Figure({"data": data, "layout": layout}, _validate=False)
+    return go.Figure({"data": data, "layout": {**layout, "template": _TEMPLATE}}, _validate=False)

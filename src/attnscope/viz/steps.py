@@ -5,10 +5,13 @@ from typing import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
+from plotly.colors import get_colorscale
 
 from attnscope.engine.record import DecodeStep
 from attnscope.viz.heatmap import COLORSCALE, MASKED_COLOR, TITLE_PX, thinned_ticks, title_layout, top_margin
 from attnscope.viz.spec import figure
+
+SCALE = get_colorscale(COLORSCALE)  # resolved here: unvalidated specs reach plotly.js as written
 
 
 def top_k_bars(step: DecodeStep, k: int = 10) -> go.Figure:
@@ -49,7 +52,7 @@ def step_rows(rows: np.ndarray, keys: Sequence[str], *, title: str, n_visible: i
     key_text = [f"{j}: {t}" for j, t in enumerate(keys)]
     custom = np.array([[f"{lab} → {kt}" for kt in key_text] for lab in labels], dtype=object)
     heat = dict(type="heatmap", z=z, x=list(range(width)), y=list(range(len(labels))), customdata=custom,
-                hovertemplate="%{customdata}<br>weight %{z:.3f}<extra></extra>", colorscale=COLORSCALE,
+                hovertemplate="%{customdata}<br>weight %{z:.3f}<extra></extra>", colorscale=SCALE,
                 zmin=0, zmax=1, xgap=1 if width <= 80 else 0, ygap=1, colorbar=dict(thickness=12))
     ticks, text = thinned_ticks(keys)
     top = top_margin(text, axis_title=False)
@@ -65,7 +68,7 @@ def shaded_tokens(tokens: Sequence[str], weights: np.ndarray, *, title: str) -> 
     w = np.asarray(weights, dtype=np.float32).reshape(1, -1)
     heat = dict(type="heatmap", z=w, x=list(range(len(tokens))), y=[0], text=[list(tokens)], texttemplate="%{text}",
                 customdata=[[f"{t}: {v:.3f}" for t, v in zip(tokens, w[0])]], hovertemplate="%{customdata}<extra></extra>",
-                colorscale=COLORSCALE, zmin=0, zmax=max(float(w.max()), 1e-9), showscale=False, xgap=2)
+                colorscale=SCALE, zmin=0, zmax=max(float(w.max()), 1e-9), showscale=False, xgap=2)
     return figure([heat], dict(title=title_layout(title), height=130, margin=dict(l=10, r=10, t=TITLE_PX, b=10),
                                xaxis=dict(visible=False), yaxis=dict(visible=False)))
 

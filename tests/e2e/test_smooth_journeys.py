@@ -1,0 +1,104 @@
+"""Browser journeys of issue 17: stepping (timed, not asserted), beam 16, sidebar kind <-> tab, long input.
+
+Timings are recorded with `record_property` (see the JUnit XML or `-rA`) and never asserted:
+speed is measured by `python -m bench` (section app), not by tests on a shared machine.
+"""
+from __future__ import annotations
+
+import re
+import time
+from typing import Callable
+from urllib.parse import quote_plus
+
+from playwright.sync_api import Page, expect
+
+NOT_STALE = "document.querySelectorAll('[data-stale=\"true\"]').length === 0"
+
+
+def settled(page: Page) -> None:
+    """Wait until Streamlit has redrawn everything (no element marked stale)."""
+    page.wait_for_function(NOT_STALE)
+
+
+def chart_title(page: Page, prefix: str):
+    return page.locator(".js-plotly-plot .gtitle", has_text=prefix)
+
+
+def test_step_through_and_play(server: str, page: Page, record_property: Callable[[str, object], None]) -> None:
+    page.goto(f"{server}/step?sentence={quote_plus('a b c d')}")
+    expect(page.get_by_text("Step 0: chose “d”")).to_be_visible()
+    settled(page)
+    clicks = []
+    for t, token in enumerate(["c", "b", "a"], start=1):
+        start = time.perf_counter()
+        page.get_by_role("button", name="Next ▶").click()
+        expect(page.get_by_text(f"Step {t}: chose “{token}”")).to_be_visible()
+        expect(chart_title(page, f"Source as seen at step {t}")).to_be_visible()
+        expect(chart_title(page, f"Cross-attention of step {t},")).to_be_visible()
+        settled(page)
+        clicks.append(round(time.perf_counter() - start, 3))
+    record_property("next_click_seconds", clicks)
+    expect(page).to_have_url(re.compile(r"step=3"))
+    page.get_by_role("button", name="Previous").click()
+    expect(page.get_by_text("Step 2: chose “b”")).to_be_visible()
+    page.get_by_role("button", name="Play").click()
+    expect(page.get_by_text("Step 4: chose “<eos>”")).to_be_visible()
+    expect(page.get_by_role("button", name="Play")).to_be_visible()  # stopped by itself at the end
+
+
+def hypothesis_options(page: Page) -> list[str]:
+    """Open the Hypothesis menu and read its option labels."""
+    box = page.get_by_role("combobox", name="Hypothesis")
+    box.focus()
+    box.press("ArrowDown")  # opens the list (react-aria combobox)
+    expect(page.get_by_role("option").first).to_be_visible()
+    labels = page.get_by_role("option").all_inner_texts()
+    page.keyboard.press("Escape")
+    return labels
+
+
+def test_beam_sixteen_lists_and_draws_the_new_hypotheses(server: str, page: Page) -> None:
+    page.goto(f"{server}/step?sentence={quote_plus('a b c d')}")
+    beam = page.get_by_label("Beam size (1 = greedy, max 16)")
+    beam.fill("16")
+    beam.press("Enter")
+    expect(chart_title(page, "Beam search tree: paths of the 3 best of")).to_be_visible()
+    expect(page.get_by_role("combobox", name="Hypothesis")).to_have_value(re.compile(r"^1\. d c b a"))
+    settled(page)
+    labels = hypothesis_options(page)
+    assert len(labels) > 2 and all(re.match(r"\d+\. \S", label) for label in labels), labels  # none blank
+    beam.fill("2")
+    beam.press("Enter")
+    expect(chart_title(page, "Beam search tree: paths of the 2 best of 2")).to_be_visible()
+    settled(page)
+    assert len(hypothesis_options(page)) == 2  # the old beam's labels are gone
+
+
+def test_sidebar_kind_and_tabs_are_one_choice(server: str, page: Page) -> None:
+    page.goto(f"{server}/?sentence={quote_plus('a b c')}")
+    expect(chart_title(page, "Cross-attention (decoder → source) · layer")).to_be_visible()
+    page.get_by_test_id("stSidebar").get_by_text("Encoder self-attention").click()
+    expect(page.get_by_role("tab", name="Encoder self-attention")).to_have_attribute("aria-selected", "true")
+    expect(chart_title(page, "Encoder self-attention · layer")).to_be_visible()
+    page.get_by_role("tab", name="Decoder masked self-attention").click()
+    expect(page.get_by_test_id("stSidebar").get_by_role("radio", name="Decoder masked self-attention")).to_be_checked()
+    expect(chart_title(page, "Decoder masked self-attention · layer")).to_be_visible()
+    expect(page).to_have_url(re.compile(r"kind=decoder"))
+    shared = page.url
+    other = page.context.new_page()
+    other.goto(shared)  # a shared link opens the same tab
+    expect(other.get_by_role("tab", name="Decoder masked self-attention")).to_have_attribute("aria-selected", "true")
+    expect(chart_title(other, "Decoder masked self-attention · layer")).to_be_visible()
+
+
+def test_long_input_is_flagged_thinned_and_scaled(server: str, page: Page) -> None:
+    sentence = " ".join("abcdefghij"[i % 10] for i in range(60))
+    page.goto(f"{server}/?kind=encoder&sentence={quote_plus(sentence)}")
+    expect(page.get_by_text("trained this model on inputs of at most about 10")).to_be_visible()
+    expect(page.get_by_text("each map is scaled to its own maximum")).to_be_visible()
+    expect(chart_title(page, "Encoder self-attention · layer")).to_be_visible()
+    settled(page)
+    heatmap = page.locator(".js-plotly-plot", has=page.locator(".gtitle", has_text="Encoder self-attention · layer"))
+    ticks = heatmap.locator(".xtick text").all_inner_texts()
+    assert 0 < len(ticks) <= 40, ticks
+    expect(page.get_by_text("each cell averages 2×2 positions", exact=False)).to_be_visible()
