@@ -1,0 +1,154 @@
+"""App latency in headless Chromium against a real `streamlit run` (section 7 of `python -m bench`).
+
+Three journeys, each against the targets of issue 17:
+- cold start: server process started -> first heatmap drawn (target 8 s);
+- sentence submitted (Ctrl+Enter) -> translation shown and every heatmap of the page drawn (target 1 s);
+- one Next click on the Step page -> the new step's figures drawn (targets 150 ms server, 300 ms browser).
+"Server" is click -> the server's script-finished message on the websocket (the fragment rerun,
+excluding the browser's drawing); "server CPU" is the CPU time the server process used meanwhile,
+which a busy shared machine inflates less than wall time. "Drawn" means the expected text is in
+the page and Streamlit marks no element stale.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any, Sequence
+from urllib.parse import quote_plus
+
+TARGETS = {"cold start s": 8.0, "sentence to heatmaps s": 1.0, "step click server ms": 150, "step click browser ms": 300}
+NOT_STALE = "document.querySelectorAll('[data-stale=\"true\"]').length === 0"
+HEATMAPS_DRAWN = "document.querySelectorAll('.js-plotly-plot .heatmaplayer').length >= 2"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (Linux /proc); 0 where unavailable."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def _wait_healthy(url: str, server: subprocess.Popen, limit: float = 120) -> None:
+    deadline = time.perf_counter() + limit
+    while time.perf_counter() < deadline and server.poll() is None:
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=1).read() == b"ok":
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("streamlit did not start")
+
+
+def _settle(page: Any) -> None:
+    page.wait_for_function(NOT_STALE)
+
+
+def _finished_messages(page: Any) -> list[float]:
+    """Times at which the server reported a finished script run (filled as websocket frames arrive)."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    times: list[float] = []
+
+    def watch(ws: Any) -> None:
+        def received(payload: Any) -> None:
+            if not isinstance(payload, (bytes, bytearray)):
+                return
+            if ForwardMsg.FromString(bytes(payload)).WhichOneof("type") == "script_finished":
+                times.append(time.perf_counter())
+        ws.on("framereceived", received)
+
+    page.on("websocket", watch)
+    return times
+
+
+def _step_clicks(page: Any, url: str, sentence: str, clicks: int, server_pid: int) -> dict[str, list[float]]:
+    finished = _finished_messages(page)
+    page.goto(f"{url}/step?sentence={quote_plus(sentence)}")
+    page.get_by_text("Step 0: chose").first.wait_for()
+    _settle(page)
+    out: dict[str, list[float]] = {"server": [], "browser": [], "cpu": []}
+    for t in range(1, clicks + 1):
+        seen, cpu = len(finished), _cpu_seconds(server_pid)
+        start = time.perf_counter()
+        page.get_by_role("button", name="Next ▶").click()
+        page.get_by_text(f"Step {t}: chose").first.wait_for()
+        _settle(page)
+        out["browser"].append(time.perf_counter() - start)
+        while len(finished) == seen:
+            page.wait_for_timeout(5)
+        out["server"].append(finished[seen] - start)
+        out["cpu"].append(_cpu_seconds(server_pid) - cpu)
+    return out
+
+
+def app_latency(path: Path, sentences: Sequence[str], clicks: int = 8) -> dict[str, Any]:
+    """The three journeys on checkpoint `path` (served alone), medians with the targets."""
+    from playwright.sync_api import sync_playwright
+
+    from attnscope.checkpoints import checkpoint
+    from attnscope.engine.translator import Translator
+
+    root = Path(__file__).resolve().parents[1]
+    folder = Path(tempfile.mkdtemp())
+    shutil.copy(path, folder / path.name)
+    env = dict(os.environ, ATTNSCOPE_CHECKPOINTS=str(folder), ATTNSCOPE_USER_MODELS=tempfile.mkdtemp())
+    tr = Translator(*checkpoint.load(path))
+    expected = [tr.translate(s, max_len=100, capture=False).text for s in sentences]
+    url = f"http://127.0.0.1:{_free_port()}"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=os.environ.get("ATTNSCOPE_CHROMIUM", "/usr/bin/chromium"),
+                                    args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(180_000)
+        load_before = os.getloadavg()[0]
+        start = time.perf_counter()
+        server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(root / "app.py"), "--server.port",
+                                   url.rsplit(":", 1)[1], "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+                                  cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            _wait_healthy(url, server)
+            page.goto(url)
+            page.wait_for_function(HEATMAPS_DRAWN)
+            cold = time.perf_counter() - start
+            _settle(page)
+            box = page.locator(f"textarea[aria-label=\"Sentence ({tr.bundle.src_lang})\"]")
+            submit = []
+            for sentence, text in zip(sentences, expected):
+                start = time.perf_counter()
+                box.fill(sentence)
+                box.press("Control+Enter")
+                page.get_by_text(text, exact=False).first.wait_for()
+                page.wait_for_function(HEATMAPS_DRAWN)
+                _settle(page)
+                submit.append(time.perf_counter() - start)
+            steps = _step_clicks(page, url, sentences[-1], clicks, server.pid)
+        finally:
+            browser.close()
+            server.terminate()
+            server.wait(timeout=30)
+    ms = lambda xs: round(1e3 * statistics.median(xs))  # noqa: E731
+    measured = {"cold start s": round(cold, 2), "sentence to heatmaps s": round(statistics.median(submit), 2),
+                "step click server ms": ms(steps["server"]), "step click browser ms": ms(steps["browser"])}
+    return {**{f"{k} (target {TARGETS[k]})": v for k, v in measured.items()},
+            "met": [k for k, v in measured.items() if v <= TARGETS[k]],
+            "step click server CPU ms": ms(steps["cpu"]), "step clicks": clicks, "sentences": len(submit),
+            "sentence to heatmaps max s": round(max(submit), 2), "step click browser max ms": round(1e3 * max(steps["browser"])),
+            "load average (1 min) before / after": [round(load_before, 1), round(os.getloadavg()[0], 1)],
+            "cpu cores": os.cpu_count()}
