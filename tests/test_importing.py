@@ -226,3 +226,21 @@ def test_annotated_layer_norm_is_a_config_option_with_unchanged_default() -> Non
     x = torch.randn(3, 8)
     expected = (x - x.mean(-1, keepdim=True)) / (x.std(-1, unbiased=True, keepdim=True) + 1e-6)
     assert torch.allclose(norm(x), expected, atol=1e-6)
+
+
+def test_the_cli_imports_from_files_and_checks(m1: Seq2SeqTransformer, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from attnscope.__main__ import main
+    (tmp_path / "m1.pt").write_bytes(saved(m1.state_dict()))
+    (tmp_path / "de.json").write_text(json.dumps(m1_vocab(WORDS)))
+    (tmp_path / "en.txt").write_text("\n".join(m1_vocab(TGT_WORDS)))
+    (tmp_path / "check.tsv").write_text("".join(f"{s}\t{ids}\n" for s, ids in zip(SENTENCES, m1_outputs(m1))))
+    base = ["import", str(tmp_path / "m1.pt"), "--src-vocab", str(tmp_path / "de.json"), "--tgt-vocab",
+            str(tmp_path / "en.txt"), "--check", str(tmp_path / "check.tsv"), "--out", str(tmp_path / "m1.safetensors")]
+    with pytest.raises(SystemExit) as exit_:
+        main([*base, "--heads", "8"])
+    assert exit_.value.code == 2 and "n_heads=4 (not 8)" in capsys.readouterr().err
+    assert main([*base, "--heads", "4"]) == 0
+    assert "on all 3 examples" in capsys.readouterr().out
+    tr = attnscope.load(tmp_path / "m1.safetensors")
+    assert tr.bundle.config.n_heads == 4 and tr.bundle.config.source_framing == "bos-eos"
