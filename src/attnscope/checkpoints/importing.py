@@ -22,11 +22,11 @@ from typing import Any, Iterable, Sequence
 import torch
 from torch import Tensor, nn
 
-from attnscope.checkpoints.checkpoint import Bundle, CheckpointError, check_shapes, expected_shapes
+from attnscope.checkpoints.checkpoint import Bundle, CheckpointError, check_shapes
 from attnscope.checkpoints.convert import Layout, read_state_dict, recognise
 from attnscope.checkpoints.vocab import Specials, Vocabulary, load_vocabulary
 from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID, ConfigError, ModelConfig
-from attnscope.model.transformer import Transformer, sinusoidal_table
+from attnscope.model.transformer import Transformer
 
 HIDDEN = ("n_heads", "norm_first", "activation", "norm_eps", "embed_scale", "source_framing")
 DEFAULTS: dict[str, Any] = {"n_heads": 8, "norm_first": False, "activation": "relu", "norm_eps": 1e-5,
@@ -89,7 +89,6 @@ def import_weights(state: dict[str, Tensor], src_vocab: VocabSource, tgt_vocab: 
     tensors = _permuted(layout, src, tgt)
     chosen, source = _settle(layout, settings, read or {})
     config = _config(layout, src, tgt, chosen, max_len)
-    check_shapes({k: tuple(v.shape) for k, v in tensors.items()}, _shapes_with_ties(config), f"the {layout.family} weights")
     model = build(config, tensors)
     checked = 0
     if examples:
@@ -196,26 +195,20 @@ def _config(layout: Layout, src: Vocabulary, tgt: Vocabulary, s: dict[str, Any],
         raise CheckpointError(f"these weights and settings do not make a valid model: {err}") from None
 
 
-def _shapes_with_ties(config: ModelConfig) -> dict[str, tuple[int, ...]]:
-    """Expected shapes including the tied names the mapping always provides."""
-    shapes = expected_shapes(config)
-    shapes.setdefault("generator.weight", (config.tgt_vocab_size, config.d_model))
-    shapes.setdefault("src_embed.weight", (config.src_vocab_size, config.d_model))
-    return shapes
-
-
 def build(config: ModelConfig, tensors: dict[str, Tensor]) -> Transformer:
-    """The model of `config` around `tensors` (shared, not copied: trying many settings costs nothing)."""
-    with torch.device("meta"):
-        model = Transformer(config)
-    wanted = set(model.state_dict())
-    model.load_state_dict({k: v for k, v in tensors.items() if k in wanted}, assign=True)
+    """The model of `config` around `tensors` (shared, not copied: trying other settings costs one construction).
+
+    Built on the CPU, not the meta device: the meta device's first use imports torch._dynamo (seconds).
+    """
+    model = Transformer(config)
+    wanted = model.state_dict()
+    found = {k: tuple(v.shape) for k, v in tensors.items() if k in wanted}
+    check_shapes(found, {k: tuple(v.shape) for k, v in wanted.items()}, "the imported weights")
+    model.load_state_dict({k: tensors[k] for k in wanted}, assign=True)
     if config.tie_embeddings:
         model.generator.weight = model.tgt_embed.weight
     if config.share_embeddings:
         model.src_embed = model.tgt_embed
-    if config.positional == "sinusoidal":
-        model.positions.table = sinusoidal_table(config.max_len, config.d_model)
     return model.eval()
 
 

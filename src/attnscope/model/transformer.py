@@ -241,10 +241,11 @@ class LearnedPositions(nn.Module):
 
 
 def sinusoidal_table(max_len: int, d_model: int) -> Tensor:
-    """The fixed sinusoidal encodings, (max_len, d_model)."""
-    position = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)  # (N, 1)
-    inv_freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
-    table = torch.zeros(max_len, d_model)
+    """The fixed sinusoidal encodings, (max_len, d_model), always computed on the CPU: a model built on the
+    meta device (to check shapes) would otherwise pay seconds of first-use setup for these few ops."""
+    position = torch.arange(max_len, dtype=torch.float32, device="cpu").unsqueeze(1)  # (N, 1)
+    inv_freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32, device="cpu") * (-math.log(10000.0) / d_model))
+    table = torch.zeros(max_len, d_model, device="cpu")
     table[:, 0::2] = torch.sin(position * inv_freq)
     table[:, 1::2] = torch.cos(position * inv_freq[: d_model // 2])
     return table
