@@ -105,10 +105,11 @@ def describe(state: dict[str, Tensor]) -> str:
     if has("attention.self.query"):
         return "a BERT-style encoder (attention.self.query): it has no decoder to translate with"
     if has("self_attn.k_proj") and has("encoder_attn"):
-        return ("a Hugging Face encoder-decoder (BART/Marian: self_attn.k_proj, encoder_attn): record its attention with "
-                "attnscope.record_generate(...) instead")
+        return ("a Hugging Face encoder-decoder (BART/Marian: self_attn.k_proj, encoder_attn): turn its generate(..., "
+                "output_attentions=True, return_dict_in_generate=True) into a record with attnscope.from_generate instead")
     if has("SelfAttention.q") or has("EncDecAttention"):
-        return "a Hugging Face T5 model: record its attention with attnscope.record_generate(...) instead"
+        return ("a Hugging Face T5 model: turn its generate(..., output_attentions=True, return_dict_in_generate=True) "
+                "into a record with attnscope.from_generate instead")
     if has("in_proj_weight") and not has("multihead_attn"):
         return ("torch.nn.MultiheadAttention layers but no nn.TransformerDecoder (no multihead_attn): an encoder only, "
                 "or your own layers; record them in your code with attnscope.record_attention(model)")
