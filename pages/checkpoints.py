@@ -6,6 +6,7 @@ from attnscope.checkpoints import registry
 from attnscope.ui import state
 from attnscope.ui.checkpoint_tools import flash, manage, upload
 from attnscope.ui.import_tools import import_model
+from attnscope.ui.record_tools import open_record
 from attnscope.ui.text import plain
 
 state.through_router()
@@ -27,3 +28,4 @@ for folder, origin in ((registry.user_dir(), "user"),):
 manage(entries)
 upload()
 import_model()
+open_record()
