@@ -80,6 +80,13 @@ def test_m1_state_dict_with_torchtext_vocabularies_imports_exactly(m1: Seq2SeqTr
             return m1_logits(m1, m1_source(m1_vocab(WORDS), sentence), torch.tensor(tgt_ids).unsqueeze(1))
 
     assert_same_logits_and_greedy(tr, theirs, m1_outputs(m1), m1_vocab(WORDS), tgt_order)
+    # Every route to the model frames the source the same way: beam search, forced tokens, teacher forcing.
+    framed = tr.source(SENTENCES[0])[0]
+    assert framed[0] == 1 and framed[-1] == 2
+    assert tr.translate(SENTENCES[0], beam_size=2).source_ids == tuple(framed)
+    assert tr.translate(SENTENCES[0], prefix=[5]).source_tokens[0] == "<bos>"
+    assert tr.score(SENTENCES[0], "two dogs").source_ids == tuple(framed)
+    assert tr.translate_batch([SENTENCES[0]]) == [tr.translate(SENTENCES[0]).text]
     # Saved and loaded again, it is the same model (framing included).
     path = tr.save(tmp_path / "m1.safetensors")
     again = attnscope.load(path)
@@ -244,3 +251,13 @@ def test_the_cli_imports_from_files_and_checks(m1: Seq2SeqTransformer, tmp_path:
     assert "on all 3 examples" in capsys.readouterr().out
     tr = attnscope.load(tmp_path / "m1.safetensors")
     assert tr.bundle.config.n_heads == 4 and tr.bundle.config.source_framing == "bos-eos"
+
+
+def test_old_bundles_keep_their_behaviour() -> None:
+    """A config written before the import options existed reads with attnscope's own defaults."""
+    from attnscope.model.config import ModelConfig
+    old = ModelConfig.from_dict({"src_vocab_size": 10, "tgt_vocab_size": 10, "d_model": 8, "n_heads": 2})
+    assert (old.source_framing, old.layer_norm, old.norm_eps, old.activation, old.embed_scale) == \
+        ("eos", "torch", 1e-5, "relu", True)
+    with pytest.raises(Exception, match="source_framing must be one of eos, bos-eos"):
+        ModelConfig(10, 10, d_model=8, n_heads=2, source_framing="bos")
