@@ -25,8 +25,8 @@ layer, head = st.session_state.get("layer", 0), st.session_state.get("head", "me
 layer = min(layer, step.cross.shape[0] - 1)
 source_row = step.cross[layer].mean(0) if head == "mean" else step.cross[layer, head]
 who = "mean of heads" if head == "mean" else f"head {head}"
-widgets.chart(shaded_tokens(result.source_tokens, source_row, title=f"Source as seen at step {t} (cross-attention, layer {layer}, {who})"),
-              "step-source")
+widgets.chart(shaded_tokens(result.source_tokens, source_row,
+                            title=f"Source as seen at step {t} (cross-attention, layer {layer}, {who})"), "step-source")
 left, right = st.columns([2, 3])
 with left:
     widgets.chart(top_k_bars(step), "step-topk")

@@ -36,12 +36,12 @@ def test_a_toy_task_is_learned(tmp_path: Path) -> None:
     assert accuracy >= 0.9, accuracy
     kinds = {e.kind for e in events}
     assert kinds == {"step", "eval", "done"}
-    assert [json.loads(l)["kind"] for l in (tmp_path / "log.jsonl").read_text().splitlines()] == ["eval"] * 25
+    assert [json.loads(line)["kind"] for line in (tmp_path / "log.jsonl").read_text().splitlines()] == ["eval"] * 25
 
 
 def test_every_checkpoint_of_a_validation_knows_its_score(tmp_path: Path) -> None:
     train(TrainConfig(out_dir=str(tmp_path), epochs=3, keep_evals=True, **TOY))
-    evals = [json.loads(l) for l in (tmp_path / "log.jsonl").read_text().splitlines()]
+    evals = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
     for i, e in enumerate(evals):
         summary = checkpoint.read_bundle(tmp_path / f"eval-{e['step']:07d}.safetensors")[0].summary
         assert summary["best_val_bleu"] == max(x["bleu"] for x in evals[: i + 1])
@@ -95,7 +95,7 @@ def test_distributed_training_on_cpu_with_gloo(tmp_path: Path) -> None:
            "--toy-size", "400", "--threads", "1", "--max-tokens", "300"]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=dict(os.environ, OMP_NUM_THREADS="1"))
     assert result.returncode == 0, result.stderr[-2000:]
-    log = [json.loads(l) for l in (out / "log.jsonl").read_text().splitlines()]
+    log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
     assert [r["epoch"] for r in log] == [1, 2]  # written once, by rank 0
     checkpoint.load(out / "best.safetensors")
 

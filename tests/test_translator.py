@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import attnscope
-from attnscope.engine.beam import BeamResult
+from attnscope.engine.beam_result import BeamResult
 from attnscope.engine.record import AttentionRecord
 from attnscope.engine.translator import MAX_BEAM, MAX_CHARS, InputError, Translator
 from attnscope.model.config import BOS_ID, EOS_ID, UNK_ID

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnscope.engine.beam import BeamNode, BeamResult
+from attnscope.engine.beam_result import BeamNode, BeamResult
 from attnscope.engine.record import DecodeStep
 from attnscope.model.transformer import sinusoidal_table
 from attnscope.viz.beam_tree import beam_tree

@@ -9,7 +9,8 @@ import numpy as np
 import torch
 
 from attnscope.checkpoints.checkpoint import Bundle
-from attnscope.engine.beam import BeamResult, beam_search, beam_search_batch
+from attnscope.engine.beam import beam_search, beam_search_batch
+from attnscope.engine.beam_result import BeamResult
 from attnscope.engine.capture import eval_mode, model_lock
 from attnscope.engine.decode import Decoded, greedy, greedy_batch, teacher_force
 from attnscope.engine.record import AttentionRecord, DecodeStep

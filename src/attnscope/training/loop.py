@@ -395,7 +395,8 @@ def parse_args(argv: Sequence[str] | None = None) -> TrainConfig:
     for item in a.set:
         key, _, value = item.partition("=")
         overrides[key] = json.loads(value) if value[:1].isdigit() or value in ("true", "false") else value
-    given = {k: v for k, v in vars(a).items() if v is not None and k not in ("out", "src", "tgt", "set", "vocab_size", "data_dir", "half", "keep_evals", "init_from")}
+    named = ("out", "src", "tgt", "set", "vocab_size", "data_dir", "half", "keep_evals", "init_from")
+    given = {k: v for k, v in vars(a).items() if v is not None and k not in named}
     return TrainConfig(out_dir=a.out, src_lang=a.src, tgt_lang=a.tgt, data_dir=a.data_dir, vocab_size=a.vocab_size,
                        model=overrides, half=a.half, keep_evals=a.keep_evals, init_from=a.init_from, **given)
 

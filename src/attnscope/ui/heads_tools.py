@@ -34,7 +34,8 @@ def split_statistics(tr: Translator) -> None:
         pairs = _pairs(tr, split, int(n))
         if pairs:
             bar = st.progress(0.0, text="Translating…")
-            frame = head_stats_over(tr, [s for s, _ in pairs], lambda i, total: bar.progress(i / total, text=f"{i}/{total} sentences"))
+            frame = head_stats_over(tr, [s for s, _ in pairs],
+                                    lambda i, total: bar.progress(i / total, text=f"{i}/{total} sentences"))
             st.session_state["split_stats"] = (tr.cache_key, split, len(pairs), frame)
     saved = st.session_state.get("split_stats")
     if saved and saved[0] == tr.cache_key:
