@@ -10,9 +10,9 @@ import streamlit as st
 from attnscope.checkpoints.registry import user_dir
 from attnscope.model.config import PRESETS
 from attnscope.model.device import autocast_dtype, pick_device
+from attnscope.training.config import TrainConfig
 from attnscope.training.data import LANGUAGES, TOY_TASKS, DataError, corpus_file, data_dir
 from attnscope.training.jobs import TrainJob, estimate_epoch_seconds
-from attnscope.training.loop import TrainConfig
 from attnscope.ui import widgets
 from attnscope.ui.text import plain
 from attnscope.viz.heatmap import record_heatmap
