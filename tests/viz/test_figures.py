@@ -47,16 +47,16 @@ def test_grid_blocks_equal_each_head_and_gutters_are_empty() -> None:
 
 
 def step() -> DecodeStep:
-    return DecodeStep(1, 7, "y", 0.6, (("y", 0.6), ("x", 0.3)), 0.9, np.full((2, 3, 5), 0.2), np.full((2, 3, 2), 0.5), (7, 6))
+    return DecodeStep(1, 7, "y", 0.6, (("y", 0.6), ("x", 0.3)), 0.9, (7, 6))
 
 
 def test_step_figures() -> None:
-    rows = step_rows(step().decoder_self, TGT, title="t", n_visible=2)
+    rows = step_rows(np.full((2, 3, 2), 0.5), TGT, title="t", n_visible=2)
     z = np.asarray(rows.data[0].z, dtype=float)
     assert z.shape == (2 * (3 + 1), 4) and np.isnan(z[:, 2:]).all()
     bars = top_k_bars(step())
     assert list(bars.data[0].marker.color) == ["crimson", "steelblue"]
-    shaded = shaded_tokens(SRC, step().cross[0, 0], title="s")
+    shaded = shaded_tokens(SRC, np.full(5, 0.2), title="s")
     assert list(shaded.data[0].text[0]) == list(SRC)
 
 

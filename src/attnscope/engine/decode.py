@@ -27,8 +27,6 @@ class RawStep:
     top_probs: list[float]
     entropy: float
     forced: bool = False
-    cross: Tensor | None = None  # (L, H, S)
-    decoder_self: Tensor | None = None  # (L, H, t+1)
 
 
 @dataclass
@@ -88,6 +86,7 @@ def greedy(model: Transformer, src_ids: Sequence[int], *, max_len: int | None = 
             rec.clear()
         cache = DecoderCache.empty(len(model.decoder)) if use_cache else None
         inputs = [BOS_ID]
+        cross_rows, self_rows = [], []  # per step: (L, H, S) and (L, H, t+1)
         while len(out.ids) < max_len and (not out.ids or out.ids[-1] != EOS_ID):
             feed = inputs[-1:] if use_cache else inputs
             logits = model.next_logits(torch.tensor([feed], device=src.device), memory, src_mask, cache)[0]
@@ -97,23 +96,21 @@ def greedy(model: Transformer, src_ids: Sequence[int], *, max_len: int | None = 
             token = int(prefix[t]) if forced else top_ids[0]
             step = RawStep(token, float(log_probs[token]), top_ids, top_probs, entropy, forced)
             if capture:
-                step.cross, step.decoder_self = _last_rows(rec, roles["cross"]), _last_rows(rec, roles["decoder_self"])
+                cross_rows.append(_last_rows(rec, roles["cross"]))
+                self_rows.append(_last_rows(rec, roles["decoder_self"]))
                 rec.clear()
             out.steps.append(step)
             out.ids.append(token)
             inputs.append(token)
     if capture:
-        out.decoder, out.cross = _stack_rows(out.steps)
+        out.decoder, out.cross = _stack_rows(self_rows), torch.stack(cross_rows, dim=2)
     return out
 
 
-def _stack_rows(steps: list[RawStep]) -> tuple[Tensor, Tensor]:
-    """Full (L, H, T, T) decoder and (L, H, T, S) cross matrices from per-step rows."""
-    n = len(steps)
-    decoder = torch.stack([torch.nn.functional.pad(s.decoder_self, (0, n - s.decoder_self.shape[-1]))
-                           for s in steps], dim=2)
-    cross = torch.stack([s.cross for s in steps], dim=2)
-    return decoder, cross
+def _stack_rows(rows: list[Tensor]) -> Tensor:
+    """Full (L, H, T, T) masked self-attention from per-step (L, H, t+1) rows; future keys are 0."""
+    n = len(rows)
+    return torch.stack([torch.nn.functional.pad(row, (0, n - row.shape[-1])) for row in rows], dim=2)
 
 
 @torch.no_grad()
@@ -129,8 +126,7 @@ def teacher_force(model: Transformer, src_ids: Sequence[int], tgt_ids: Sequence[
     out = Decoded(list(tgt_ids), encoder=stack("encoder_self"), decoder=stack("decoder_self"), cross=stack("cross"))
     for t, token in enumerate(tgt_ids):
         log_probs, top_ids, top_probs, entropy = _step_stats(logits[t], top_k)
-        out.steps.append(RawStep(int(token), float(log_probs[token]), top_ids, top_probs, entropy, True,
-                                 out.cross[:, :, t], out.decoder[:, :, t, : t + 1]))
+        out.steps.append(RawStep(int(token), float(log_probs[token]), top_ids, top_probs, entropy, True))
     return out
 
 
