@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from attnscope.engine.decode import default_max_len, greedy, greedy_batch, names_by_role, strip_specials, teacher_force
+from attnscope.engine.decode import default_max_len, greedy, greedy_batch, strip_specials, teacher_force
 from attnscope.model.batch import pad
 from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID
 from tests.engine_fixtures import SEEDS, one_torch_thread, random_source, tiny_model  # noqa: F401 (autouse fixture)
@@ -155,13 +155,6 @@ def test_capture_false_gives_the_same_output_without_attention() -> None:
     assert with_attention.ids == without.ids
     assert without.encoder is None and without.decoder is None and without.cross is None
     assert [s.log_prob for s in with_attention.steps] == pytest.approx([s.log_prob for s in without.steps], abs=1e-5)
-
-
-def test_names_by_role_lists_every_module_in_layer_order() -> None:
-    roles = names_by_role(tiny_model(0))
-    assert roles == {"encoder_self": ["encoder.0.self_attn", "encoder.1.self_attn"],
-                     "decoder_self": [f"decoder.{i}.self_attn" for i in range(3)],
-                     "cross": [f"decoder.{i}.cross_attn" for i in range(3)]}
 
 
 def test_strip_specials() -> None:

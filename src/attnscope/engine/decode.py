@@ -49,14 +49,6 @@ def default_max_len(model: Transformer, src_len: int) -> int:
     return min(model.config.max_len, 2 * src_len + 10)
 
 
-def names_by_role(model: Transformer) -> dict[str, list[str]]:
-    """Attention module names grouped by role, each list in layer order."""
-    groups: dict[str, list[str]] = {"encoder_self": [], "decoder_self": [], "cross": []}
-    for name, module in model.attention_modules().items():
-        groups[module.role].append(name)
-    return groups
-
-
 def _step_stats(logits: Tensor, top_k: int) -> tuple[Tensor, list[int], list[float], float]:
     log_probs = logits.float().log_softmax(-1)  # (V,)
     probs = log_probs.exp()
@@ -76,13 +68,13 @@ def greedy(model: Transformer, src_ids: Sequence[int], *, max_len: int | None = 
     """Decode one source greedily; the first len(prefix) tokens are forced (the "what if" branch)."""
     max_len = max_len or default_max_len(model, len(src_ids))
     src = torch.tensor([list(src_ids)], dtype=torch.long, device=_device(model))
-    roles = names_by_role(model)
+    names = model.attention_by_kind()
     recorder = record_attention(model) if capture else contextlib.nullcontext()
     with model_lock(model), recorder as rec:
         memory, src_mask = model.encode(src)
         out = Decoded([])
         if capture:
-            out.encoder = torch.stack([rec.calls[n][0][0] for n in roles["encoder_self"]])
+            out.encoder = torch.stack([rec.calls[n][0][0] for n in names["encoder"]])
             rec.clear()
         cache = DecoderCache.empty(len(model.decoder)) if use_cache else None
         inputs = [BOS_ID]
@@ -96,8 +88,8 @@ def greedy(model: Transformer, src_ids: Sequence[int], *, max_len: int | None = 
             token = int(prefix[t]) if forced else top_ids[0]
             step = RawStep(token, float(log_probs[token]), top_ids, top_probs, entropy, forced)
             if capture:
-                cross_rows.append(_last_rows(rec, roles["cross"]))
-                self_rows.append(_last_rows(rec, roles["decoder_self"]))
+                cross_rows.append(_last_rows(rec, names["cross"]))
+                self_rows.append(_last_rows(rec, names["decoder"]))
                 rec.clear()
             out.steps.append(step)
             out.ids.append(token)
@@ -118,12 +110,12 @@ def teacher_force(model: Transformer, src_ids: Sequence[int], tgt_ids: Sequence[
     """Score a given target (ids, usually ending in <eos>) in one full forward pass."""
     src = torch.tensor([list(src_ids)], dtype=torch.long, device=_device(model))
     tgt_in = torch.tensor([[BOS_ID, *list(tgt_ids)[:-1]]], dtype=torch.long, device=src.device)
-    roles = names_by_role(model)
+    names = model.attention_by_kind()
     with record_attention(model) as rec:
         logits = model(src, tgt_in)[0]  # (T, V)
     weights = rec.weights
-    stack = lambda role: torch.stack([weights[n][0] for n in roles[role]])  # noqa: E731
-    out = Decoded(list(tgt_ids), encoder=stack("encoder_self"), decoder=stack("decoder_self"), cross=stack("cross"))
+    stack = lambda kind: torch.stack([weights[n][0] for n in names[kind]])  # noqa: E731
+    out = Decoded(list(tgt_ids), encoder=stack("encoder"), decoder=stack("decoder"), cross=stack("cross"))
     for t, token in enumerate(tgt_ids):
         log_probs, top_ids, top_probs, entropy = _step_stats(logits[t], top_k)
         out.steps.append(RawStep(int(token), float(log_probs[token]), top_ids, top_probs, entropy, True))

@@ -8,15 +8,14 @@ from __future__ import annotations
 import io
 import json
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-Kind = Literal["encoder", "decoder", "cross"]
-KINDS: tuple[Kind, ...] = ("encoder", "decoder", "cross")
-KIND_LABELS = {"encoder": "Encoder self-attention", "decoder": "Decoder masked self-attention",
-               "cross": "Cross-attention (decoder → source)"}
+from attnscope.model.kinds import KIND_LABELS, KINDS, Kind
+
+__all__ = ["KINDS", "KIND_LABELS", "AttentionRecord", "DecodeStep", "Kind", "RecordError", "StepAttention"]
 
 
 class RecordError(ValueError):
