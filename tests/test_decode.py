@@ -6,9 +6,10 @@ import math
 import pytest
 import torch
 
-from attnscope.engine.decode import default_max_len, greedy, greedy_batch, strip_specials, teacher_force
+from attnscope.engine.decode import default_max_len, greedy, greedy_batch, teacher_force
 from attnscope.model.batch import pad
 from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID
+from attnscope.model.tokenization import strip_specials
 from tests.engine_fixtures import SEEDS, one_torch_thread, random_source, tiny_model  # noqa: F401 (autouse fixture)
 
 # eos_bias 0: random models rarely stop, so outputs run to max_len; 3: outputs end early with <eos>.
@@ -155,9 +156,3 @@ def test_capture_false_gives_the_same_output_without_attention() -> None:
     assert with_attention.ids == without.ids
     assert without.encoder is None and without.decoder is None and without.cross is None
     assert [s.log_prob for s in with_attention.steps] == pytest.approx([s.log_prob for s in without.steps], abs=1e-5)
-
-
-def test_strip_specials() -> None:
-    assert strip_specials([BOS_ID, 5, PAD_ID, 6, EOS_ID, 7]) == [5, 6]
-    assert strip_specials([5, 6]) == [5, 6]
-    assert strip_specials([EOS_ID, 5]) == []

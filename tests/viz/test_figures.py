@@ -29,9 +29,18 @@ def test_masked_future_cells_are_empty_not_zero() -> None:
     assert np.isnan(z[0, 1:]).all() and not np.isnan(np.tril(z)).any()
 
 
-def test_label_mismatch_names_the_tokens() -> None:
-    with pytest.raises(ValueError, match=r"\['p', 'q'\]"):
-        attention_heatmap(np.zeros((3, 3)), ["p", "q"], ["a", "b", "c"])
+@pytest.mark.parametrize("build", [
+    lambda: attention_heatmap(np.zeros((3, 3)), ["p", "q"], ["a", "b", "c"]),
+    lambda: attention_heatmap(np.zeros((3, 2)), ["a", "b", "c"], ["p", "q", "r"]),
+    lambda: record_heatmap(pattern_record(), "cross", 0, None, row_labels=["p", "q"]),
+    lambda: heads_grid(pattern_record(), "cross", row_labels=["p", "q"]),
+    lambda: step_rows(np.zeros((2, 3, 5)), ["p", "q"], title="t"),
+    lambda: step_rows(np.zeros((2, 3, 3)), ["p", "q", "r", "s"], title="t", n_visible=2),
+    lambda: shaded_tokens(["p", "q"], np.zeros(5), title="s"),
+])
+def test_label_mismatch_names_the_tokens(build) -> None:
+    with pytest.raises(ValueError, match=r"\['p', 'q'"):
+        build()
 
 
 def test_grid_blocks_equal_each_head_and_gutters_are_empty() -> None:

@@ -6,8 +6,9 @@ from torch import Tensor
 
 from attnscope.engine.beam_result import BeamNode, BeamResult
 from attnscope.engine.capture import model_lock
-from attnscope.engine.decode import default_max_len, strip_specials
+from attnscope.engine.decode import default_max_len
 from attnscope.model.config import BOS_ID, EOS_ID
+from attnscope.model.tokenization import strip_specials
 from attnscope.model.transformer import DecoderCache, Transformer
 
 

@@ -14,6 +14,7 @@ from torch import Tensor
 
 from attnscope.engine.capture import Recording, model_lock, record_attention
 from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID
+from attnscope.model.tokenization import strip_specials
 from attnscope.model.transformer import DecoderCache, Transformer
 
 
@@ -139,17 +140,6 @@ def greedy_batch(model: Transformer, src: Tensor, max_len: int | None = None, us
             out = torch.cat([out, token.unsqueeze(1)], dim=1)
             done |= token == EOS_ID
     return [strip_specials(row) for row in out[:, 1:].tolist()]
-
-
-def strip_specials(ids: Sequence[int]) -> list[int]:
-    """Ids up to the first <eos>, without <bos>/<pad>."""
-    kept = []
-    for i in ids:
-        if i == EOS_ID:
-            break
-        if i not in (BOS_ID, PAD_ID):
-            kept.append(i)
-    return kept
 
 
 def _device(model: Transformer) -> torch.device:

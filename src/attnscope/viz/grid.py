@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 
 from attnscope.engine.record import KIND_LABELS, AttentionRecord, Kind
 from attnscope.viz.heatmap import COLORSCALE, causal_cells
+from attnscope.viz.labels import check_labels
 
 GRID_HOVER = "%{customdata}<br>weight %{z:.3f}<extra></extra>"
 
@@ -23,6 +24,7 @@ def heads_grid(record: AttentionRecord, kind: Kind, *, per_head_scale: bool = Fa
     n_layers, n_heads, n_q, n_k = array.shape
     queries, keys = record.axes(kind)
     rows_of = list(row_labels or queries)
+    check_labels(n_q, rows_of, "queries")
     if per_head_scale:
         peak = array.max(axis=(2, 3), keepdims=True)
         array = array / np.where(peak > 0, peak, 1)
