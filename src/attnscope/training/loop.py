@@ -150,7 +150,8 @@ class Trainer:
         base = dict(PRESETS[self.cfg.preset], **self.cfg.model)
         max_len = model.config.max_len if model is not None else base.get("max_len", 256)
         self.corpus = build_corpus(self.cfg, None if bundle is None else (bundle.src_codec, bundle.tgt_codec), max_len)
-        model = model or Transformer(self._fresh_config(base))
+        if model is None:
+            model = Transformer(self._fresh_config(base))
         self.config = model.config
         self.model = model.to(self.device).train()
         self.net = torch.nn.parallel.DistributedDataParallel(self.model) if self.world > 1 else self.model
