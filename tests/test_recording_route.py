@@ -1,6 +1,6 @@
 """Recording attention in the user's own code (M1, M2, M3): nothing the code receives changes, every call is
-kept, roles are labelled, and a loop that re-runs the whole prefix gives one row per step, the same rows
-attnscope's cached decoding computes."""
+kept, kinds (encoder self, decoder self, cross) are labelled, and a loop that re-runs the whole prefix gives
+one row per step, the same rows attnscope's cached decoding computes."""
 from __future__ import annotations
 
 import numpy as np
@@ -48,17 +48,17 @@ def test_multihead_attention_returns_what_the_caller_asked_for(kwargs: dict, bat
     assert rec.calls[""][0].shape == ((2, 2, 5, 5) if batched else (1, 2, 5, 5))  # per head, whatever was asked
 
 
-def test_every_call_is_kept_and_roles_come_from_names_or_the_caller() -> None:
+def test_every_call_is_kept_and_kinds_come_from_names_or_the_caller() -> None:
     torch.manual_seed(1)
     model = M3Seq2Seq(12, 12).eval()
     src = torch.tensor([[1, 5, 6, 7, 2]])
     with torch.no_grad(), record_attention(model) as rec:
         m3_greedy(model, src, 1, 2, 4)
     names = list(rec.calls)
-    assert rec.roles["encoder.0.self_attn.mhsa"] == "encoder_self"  # recorded although it passes need_weights=False
-    assert rec.roles["decoder.1.self_attn.mhsa"] == "decoder_self" and rec.roles["decoder.1.cross_attn.mhsa"] == "cross"
+    assert rec.kinds["encoder.0.self_attn.mhsa"] == "encoder"  # recorded although it passes need_weights=False
+    assert rec.kinds["decoder.1.self_attn.mhsa"] == "decoder" and rec.kinds["decoder.1.cross_attn.mhsa"] == "cross"
     assert len(rec.calls["encoder.0.self_attn.mhsa"]) == 1 and len(rec.calls["decoder.0.cross_attn.mhsa"]) == 4
-    assert rec.by_role()["cross"] == [n for n in names if "cross" in n]
+    assert rec.by_kind()["cross"] == [n for n in names if "cross" in n]
 
     class Opaque(nn.Module):
         def __init__(self) -> None:
@@ -69,11 +69,11 @@ def test_every_call_is_kept_and_roles_come_from_names_or_the_caller() -> None:
             return self.b(x, self.a(x, x, x)[0], x)[0]
 
     opaque = Opaque().eval()
-    with torch.no_grad(), record_attention(opaque, roles={"a": "encoder_self"}) as rec:
+    with torch.no_grad(), record_attention(opaque, kinds={"a": "encoder"}) as rec:
         opaque(torch.randn(1, 3, 8))
-    assert rec.roles == {"a": "encoder_self", "b": None}
-    with pytest.raises(RecordError, match="cannot tell the role of b: pass roles="):
-        rec.by_role()
+    assert rec.kinds == {"a": "encoder", "b": None}
+    with pytest.raises(RecordError, match="cannot tell the kind of b: pass kinds="):
+        rec.by_kind()
 
 
 def test_m1_tutorial_greedy_loop_records_the_rows_of_our_cached_decoding() -> None:
@@ -104,8 +104,8 @@ def test_annotated_transformer_weights_kept_on_self_attn_are_recorded() -> None:
     src = torch.tensor([[0, *[itos.index(w) for w in SENTENCE.split()], 1]])
     with record_attention(m2) as rec:
         ids = m2_greedy_decode(m2, src, 8)
-    assert rec.roles["decoder.layers.0.src_attn"] == "cross"
-    assert rec.roles["decoder.layers.0.self_attn"] == "decoder_self"
+    assert rec.kinds["decoder.layers.0.src_attn"] == "cross"
+    assert rec.kinds["decoder.layers.0.self_attn"] == "decoder"
     tr = attnscope.import_model(m2, itos, itos, source_framing="bos-eos")
     ours = tr.translate(SENTENCE, max_len=len(ids) - 1)
     record = rec.to_record(ours.source_tokens, ours.target_tokens)

@@ -10,8 +10,8 @@ Hooks live only inside the context manager and are removed in `finally`.
 Every call is kept separately (`Recording.calls`); `Recording.weights` joins a module's calls
 into one matrix, whether the loop fed one new position per step (KV cache) or re-ran the whole
 prefix each step (one row per step is kept: the rows a re-run recomputes are checked to be the
-same). Each module gets a role (encoder self, decoder self, cross), from attnscope's own modules,
-from its name, or from how it is called; `record_attention(..., roles={...})` overrides.
+same). Each module gets a kind (encoder self, decoder self, cross: model/kinds.py), from attnscope's own
+modules or from its name; `record_attention(..., kinds={...})` overrides.
 """
 from __future__ import annotations
 
@@ -27,9 +27,9 @@ import torch
 from torch import Tensor, nn
 
 from attnscope.engine.record import AttentionRecord, RecordError
-from attnscope.model.transformer import MultiHeadAttention, Role
+from attnscope.model.kinds import KINDS, Kind
+from attnscope.model.transformer import MultiHeadAttention
 
-ROLES: tuple[Role, ...] = ("encoder_self", "decoder_self", "cross")
 # Attributes on which attention modules written like the Annotated Transformer's keep their last weights.
 WEIGHT_ATTRIBUTES = ("attn", "attn_weights", "attention_weights", "attn_probs", "attention_probs")
 CROSS_NAMES = ("cross", "src_attn", "multihead_attn", "encoder_attn", "enc_dec", "encdec", "context_attn", "inter_attn")
@@ -56,7 +56,7 @@ class Recording:
 
     calls: dict[str, list[Tensor]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # e.g. "switched to eval mode"
-    roles: dict[str, Role | None] = field(default_factory=dict)  # None: the recorder could not tell
+    kinds: dict[str, Kind | None] = field(default_factory=dict)  # None: the recorder could not tell
 
     @property
     def weights(self) -> dict[str, Tensor]:
@@ -78,29 +78,29 @@ class Recording:
     def clear(self) -> None:
         self.calls.clear()
 
-    def by_role(self, roles: dict[str, Role] | None = None) -> dict[Role, list[str]]:
-        """Recorded module names per role, in call order; `roles` overrides what was inferred."""
-        known = {**self.roles, **(roles or {})}
-        unknown = [n for n in self.calls if known.get(n) not in ROLES]
+    def by_kind(self, kinds: dict[str, Kind] | None = None) -> dict[Kind, list[str]]:
+        """Recorded module names per kind, in call order; `kinds` overrides what was inferred."""
+        known = {**self.kinds, **(kinds or {})}
+        unknown = [n for n in self.calls if known.get(n) not in KINDS]
         if unknown:
-            raise RecordError(f"cannot tell the role of {', '.join(unknown)}: pass roles={{'{unknown[0]}': "
-                              "'encoder_self' | 'decoder_self' | 'cross', ...}")
-        return {role: [n for n in self.calls if known[n] == role] for role in ROLES}
+            raise RecordError(f"cannot tell the kind of {', '.join(unknown)}: pass kinds={{'{unknown[0]}': "
+                              "'encoder' | 'decoder' | 'cross', ...}")
+        return {kind: [n for n in self.calls if known[n] == kind] for kind in KINDS}
 
     def to_record(self, source_tokens: Sequence[str], target_tokens: Sequence[str], *, item: int = 0,
-                  roles: dict[str, Role] | None = None) -> AttentionRecord:
+                  kinds: dict[str, Kind] | None = None) -> AttentionRecord:
         """An AttentionRecord of batch item `item`, for every figure builder and the app.
 
         `target_tokens` are the decoder's inputs (<bos> y1 .. y_{n-1}), one per decoder query.
         """
-        groups, weights = self.by_role(roles), self.weights
-        missing = [r for r in ROLES if not groups[r]]
+        groups, weights = self.by_kind(kinds), self.weights
+        missing = [k for k in KINDS if not groups[k]]
         if missing:
             raise RecordError(f"nothing was recorded for {', '.join(missing)} attention; recorded: "
-                              f"{', '.join(f'{n} ({self.roles.get(n)})' for n in self.calls) or 'nothing'}")
-        stack = lambda role: np.stack([weights[n][item].float().cpu().numpy() for n in groups[role]])  # noqa: E731
-        return AttentionRecord(tuple(source_tokens), tuple(target_tokens), stack("encoder_self"),
-                               stack("decoder_self"), stack("cross"))
+                              f"{', '.join(f'{n} ({self.kinds.get(n)})' for n in self.calls) or 'nothing'}")
+        stack = lambda kind: np.stack([weights[n][item].float().cpu().numpy() for n in groups[kind]])  # noqa: E731
+        return AttentionRecord(tuple(source_tokens), tuple(target_tokens), stack("encoder"), stack("decoder"),
+                               stack("cross"))
 
 
 def recomputes_prefix(tensors: Sequence[Tensor]) -> bool:
@@ -116,16 +116,16 @@ def recomputes_prefix(tensors: Sequence[Tensor]) -> bool:
     return True
 
 
-def infer_role(name: str) -> Role | None:
-    """A module's role from its dotted name (cross-attention names first, then an enc*/dec* component)."""
+def infer_kind(name: str) -> Kind | None:
+    """A module's kind from its dotted name (cross-attention names first, then an enc*/dec* component)."""
     parts = name.lower().split(".")
     if any(c in part for part in parts for c in CROSS_NAMES):
         return "cross"
     for part in reversed(parts):
         if part.startswith("dec"):
-            return "decoder_self"
+            return "decoder"
         if part.startswith("enc"):
-            return "encoder_self"
+            return "encoder"
     return None
 
 
@@ -207,7 +207,7 @@ def eval_mode(module: nn.Module) -> Iterator[bool]:
 
 
 @contextmanager
-def record_attention(module: nn.Module, roles: dict[str, Role] | None = None) -> Iterator[Recording]:
+def record_attention(module: nn.Module, kinds: dict[str, Kind] | None = None) -> Iterator[Recording]:
     """Record the attention weights of every head while the block runs.
 
     Only calls made from the recording thread are kept, and the model's lock is held
@@ -216,7 +216,7 @@ def record_attention(module: nn.Module, roles: dict[str, Role] | None = None) ->
     weights) and a note says so. What the caller's code receives is unchanged (an
     nn.MultiheadAttention must compute its weights to be recorded, so its output may differ
     from an unrecorded call in the last float bits, as with need_weights=True).
-    `roles` names the role of modules whose names do not tell it.
+    `kinds` names the kind (encoder, decoder, cross) of modules whose names do not tell it.
     """
     recording = Recording()
     me = threading.get_ident()
@@ -234,8 +234,8 @@ def record_attention(module: nn.Module, roles: dict[str, Role] | None = None) ->
             warnings.warn(note, stacklevel=3)
         try:
             for name, m in attention_modules(module).items():
-                recording.roles[name] = (roles or {}).get(name) or (m.role if isinstance(m, MultiHeadAttention)
-                                                                    else infer_role(name))
+                recording.kinds[name] = (kinds or {}).get(name) or (m.kind if isinstance(m, MultiHeadAttention)
+                                                                    else infer_kind(name))
                 handles.extend(_hooks(name, m, keep, asked))
             yield recording
         finally:

@@ -36,13 +36,13 @@ def from_generate(output: Any, input_ids: Tensor, tokenizer: Any = None, *, atte
     n_steps = _steps_until_eos(sequence, getattr(tokenizer, "eos_token_id", None), len(output.cross_attentions))
     rec = Recording()
     for layer, weights in enumerate(output.encoder_attentions):
-        rec.calls[f"encoder.{layer}"], rec.roles[f"encoder.{layer}"] = [_cut(weights, item, n_src, n_src)], "encoder_self"
+        rec.calls[f"encoder.{layer}"], rec.kinds[f"encoder.{layer}"] = [_cut(weights, item, n_src, n_src)], "encoder"
     for step in range(n_steps):
         for layer, (self_w, cross_w) in enumerate(zip(output.decoder_attentions[step], output.cross_attentions[step])):
-            for kind, weights, role in (("self", self_w, "decoder_self"), ("cross", cross_w, "cross")):
+            for kind, weights in (("decoder", self_w), ("cross", cross_w)):
                 name = f"decoder.{layer}.{kind}"
-                rec.roles[name] = role
-                rec.calls.setdefault(name, []).append(_cut(weights, item, None if kind == "self" else n_src))
+                rec.kinds[name] = kind
+                rec.calls.setdefault(name, []).append(_cut(weights, item, None if kind == "decoder" else n_src))
     n_rows = rec.weights["decoder.0.cross"].shape[2] if n_steps else 0
     return rec.to_record(_tokens(tokenizer, source[:n_src]), _tokens(tokenizer, sequence[:n_rows]))
 
