@@ -261,3 +261,16 @@ def test_old_bundles_keep_their_behaviour() -> None:
         ("eos", "torch", 1e-5, "relu", True)
     with pytest.raises(Exception, match="source_framing must be one of eos, bos-eos"):
         ModelConfig(10, 10, d_model=8, n_heads=2, source_framing="bos")
+
+
+def test_a_live_import_does_not_share_the_users_weights(m1: Seq2SeqTransformer) -> None:
+    imported = import_module(m1, m1_vocab(WORDS), m1_vocab(TGT_WORDS), source_framing="bos-eos")
+    before = imported.model.encoder[0].self_attn.q_proj.weight.clone()
+    weight = m1.transformer.encoder.layers[0].self_attn.in_proj_weight
+    kept = weight.detach().clone()
+    with torch.no_grad():
+        weight.add_(1.0)  # the user keeps training
+        try:
+            assert torch.equal(imported.model.encoder[0].self_attn.q_proj.weight, before)
+        finally:
+            weight.copy_(kept)

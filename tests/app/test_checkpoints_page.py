@@ -54,7 +54,7 @@ def test_upload_a_valid_bundle_makes_it_active_everywhere(page: AppTest, toy_che
 
 @pytest.mark.parametrize("name,data,message", [
     ("garbage.safetensors", b"\x00\x01 not a checkpoint at all" * 10, "is not a safetensors file"),
-    ("model.pt", b"PK\x03\x04", "is not a .safetensors file"),
+    ("model.pt", b"PK\x03\x04", "is not a .safetensors file but a PyTorch file: import it"),
 ])
 def test_bad_uploads_are_rejected_and_the_app_keeps_working(page: AppTest, name: str, data: bytes, message: str) -> None:
     upload(page, name, data)

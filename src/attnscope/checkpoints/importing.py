@@ -68,6 +68,8 @@ class ImportReport:
 
 @dataclass(frozen=True)
 class Imported:
+    """The imported model, its checkpoint bundle, and how its settings were settled."""
+
     model: Transformer
     bundle: Bundle
     report: ImportReport
@@ -115,7 +117,7 @@ def import_file(path: str | Path, src_vocab: VocabSource, tgt_vocab: VocabSource
 
 def import_module(module: nn.Module, src_vocab: VocabSource, tgt_vocab: VocabSource | None = None, **kw: Any) -> Imported:
     """Import a live model: its state_dict, with the hidden settings read from the objects themselves."""
-    state = {k: v.detach() for k, v in module.state_dict().items()}
+    state = {k: v.detach().to("cpu", copy=True) for k, v in module.state_dict().items()}  # never aliases its weights
     layout = recognise(state)
     read = read_settings(module, layout)
     clash = sorted(k for k in set(read) & set(kw) if read[k] != kw[k])
