@@ -145,6 +145,9 @@ def test_refusals_say_what_was_found_and_what_to_do(m1: Seq2SeqTransformer, tmp_
         import_weights(torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(8, 2), 1).state_dict(), m1_vocab(WORDS))
     with pytest.raises(CheckpointError, match="not divisible"):
         import_weights(state, m1_vocab(WORDS), m1_vocab(TGT_WORDS), n_heads=5)
+    from tests.byom_models import M3Seq2Seq  # hand-written layers: the recording route is the way in
+    with pytest.raises(CheckpointError, match="looks like torch.nn.MultiheadAttention layers .* attnscope.record_attention"):
+        import_weights(M3Seq2Seq(12, 12).state_dict(), m1_vocab(WORDS))
 
 
 def test_a_pickled_model_gets_one_clean_sentence(m1: Seq2SeqTransformer, tmp_path: Path) -> None:
