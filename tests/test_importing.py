@@ -277,3 +277,11 @@ def test_a_live_import_does_not_share_the_users_weights(m1: Seq2SeqTransformer) 
             assert torch.equal(imported.model.encoder[0].self_attn.q_proj.weight, before)
         finally:
             weight.copy_(kept)
+
+
+def test_a_state_dict_without_a_positional_table_says_the_kind_was_assumed(m1: Seq2SeqTransformer) -> None:
+    state = {k: v for k, v in m1.state_dict().items() if "pos" not in k}
+    report = import_weights(state, m1_vocab(WORDS), m1_vocab(TGT_WORDS), n_heads=4).report
+    assert "positional" in report.unchecked and report.source["positional"] == "assumed"
+    stored = import_weights(m1.state_dict(), m1_vocab(WORDS), m1_vocab(TGT_WORDS), n_heads=4).report
+    assert stored.source["positional"] == "read from the weights" and "positional" not in stored.unchecked

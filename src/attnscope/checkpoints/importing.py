@@ -31,6 +31,7 @@ from attnscope.model.transformer import Transformer
 HIDDEN = ("n_heads", "norm_first", "activation", "norm_eps", "embed_scale", "source_framing")
 DEFAULTS: dict[str, Any] = {"n_heads": 8, "norm_first": False, "activation": "relu", "norm_eps": 1e-5,
                             "embed_scale": True, "source_framing": "bos-eos"}
+KNOWN = ("read from the model", "read from the weights", "the family's code")  # origins that need no check
 Example = tuple[str, "str | Sequence[int]"]  # a source sentence and the user's model's output (text or its ids)
 VocabSource = "str | Path | bytes | Sequence[str] | Vocabulary"
 
@@ -41,7 +42,7 @@ class ImportReport:
 
     family: str
     settings: dict[str, Any]
-    source: dict[str, str]  # setting -> "read from the model", "given", "the family's code", "assumed"
+    source: dict[str, str]  # setting -> one of KNOWN, "given" or "assumed"
     checked_on: int = 0  # examples the imported model reproduced exactly (0: none given)
     specials: dict[str, dict[str, str]] = field(default_factory=dict)  # side -> role -> the user's spelling
 
@@ -50,7 +51,7 @@ class ImportReport:
         """Settings neither read from the model nor confirmed by the user's outputs."""
         if self.checked_on:
             return []
-        return [k for k in HIDDEN if self.source[k] not in ("read from the model", "the family's code")]
+        return [k for k in self.settings if self.source[k] not in KNOWN]
 
     def lines(self) -> list[str]:
         """The report in sentences, for the page, the CLI and `Translator.bundle.summary`."""
@@ -98,7 +99,9 @@ def import_weights(state: dict[str, Tensor], src_vocab: VocabSource, tgt_vocab: 
         if not reproduces(model, pairs):
             raise CheckpointError(_mismatch(layout, src, tgt, tensors, chosen, source, pairs, max_len))
         checked = len(pairs)
-    report = ImportReport(layout.family, chosen, source, checked,
+    stored = layout.max_len is not None  # a positional table in the state_dict shows the kind
+    report = ImportReport(layout.family, {**chosen, "positional": layout.positional},
+                          {**source, "positional": "read from the weights" if stored else "assumed"}, checked,
                           {"source": dict(src.specials), "target": dict(tgt.specials)})
     bundle = Bundle(config, src.codec, tgt.codec, src_lang.strip() or "src", tgt_lang.strip() or "tgt",
                     {"data": f"imported {layout.family} state_dict", "name": name, "import": report.lines()})
