@@ -324,7 +324,7 @@ def _embedding_scale(module: nn.Module, layout: Layout) -> bool | None:
         return None
     if not isinstance(table, nn.Embedding) or isinstance(wrapper, (nn.Sequential, nn.ModuleList)) or wrapper is module:
         return None
-    ids = torch.arange(min(4, table.num_embeddings)).unsqueeze(0)
+    ids = torch.arange(min(4, table.num_embeddings), device=table.weight.device).unsqueeze(0)
     was_training = wrapper.training
     try:
         wrapper.eval()
