@@ -43,6 +43,9 @@ def test_a_saved_record_is_shown_on_translate_until_closed(page: AppTest, as_jso
     assert any("Showing the saved record" in shown(i) for i in page.info)
     assert len(page.get("plotly_chart")) == 6
     assert "Zwei" in json.dumps(page.get("plotly_chart")[0].proto.spec)  # the record's tokens, not a translation
+    page.switch_page("pages/step.py").run()  # a view that needs a model says so
+    assert not page.exception and any("runs the active checkpoint" in shown(c) for c in page.caption)
+    page.switch_page("pages/translate.py").run()
     page.button(key="close_record").click().run()
     assert not any("Showing the saved record" in shown(i) for i in page.info)
 

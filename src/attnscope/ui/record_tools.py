@@ -56,3 +56,11 @@ def show_opened() -> bool:
             widgets.chart(record_heatmap(record, kind, kind_layer, head_index), f"record-heatmap-{kind}")
             widgets.chart(heads_grid(record, kind, selected=(kind_layer, head_index)), f"record-grid-{kind}")
     return True
+
+
+def note_needs_model() -> None:
+    """On views that run the model: say that an opened record is not what they show."""
+    opened = st.session_state.get(KEY)
+    if opened is not None:
+        st.caption(plain(f"This view runs the active checkpoint; the opened record {opened[0]} has attention only "
+                         "(no model), so it is shown on Translate."))
