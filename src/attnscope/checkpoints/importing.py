@@ -14,7 +14,6 @@ One importer serves the Checkpoints page, `python -m attnscope import` and
 from __future__ import annotations
 
 import itertools
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -24,6 +23,7 @@ from torch import Tensor, nn
 
 from attnscope.checkpoints.checkpoint import Bundle, CheckpointError, check_shapes
 from attnscope.checkpoints.convert import Layout, read_state_dict, recognise
+from attnscope.checkpoints.live import read_settings
 from attnscope.checkpoints.vocab import Specials, Vocabulary, load_vocabulary
 from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID, ConfigError, ModelConfig
 from attnscope.model.transformer import Transformer
@@ -285,60 +285,3 @@ def _mismatch(layout: Layout, src: Vocabulary, tgt: Vocabulary, tensors: dict[st
     return ("the imported model does not reproduce your model's outputs with any heads, norm placement, activation, "
             "embedding scale or source framing: check that the vocabularies are the files the model was trained with "
             "and that each output is your model's greedy translation of its source")
-
-
-# --- reading a live module --------------------------------------------------------------
-
-def read_settings(module: nn.Module, layout: Layout) -> dict[str, Any]:
-    """The hidden settings a live model holds in its objects (heads, norms, activation, embedding scale)."""
-    read: dict[str, Any] = {}
-    for m in module.modules():
-        if isinstance(m, (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)):
-            read.setdefault("n_heads", m.self_attn.num_heads)
-            read.setdefault("norm_first", bool(m.norm_first))
-            read.setdefault("norm_eps", float(m.norm1.eps))
-            act = m.activation
-            name = getattr(act, "__name__", type(act).__name__).lower()
-            if "gelu" in name or "relu" in name:
-                read.setdefault("activation", "gelu" if "gelu" in name else "relu")
-        elif hasattr(m, "linears") and isinstance(getattr(m, "h", None), int):
-            read.setdefault("n_heads", m.h)
-        elif hasattr(m, "a_2") and isinstance(getattr(m, "eps", None), float):
-            read.setdefault("norm_eps", m.eps)
-    scale = _embedding_scale(module, layout)
-    if scale is not None:
-        read["embed_scale"] = scale
-    return read
-
-
-@torch.no_grad()
-def _embedding_scale(module: nn.Module, layout: Layout) -> bool | None:
-    """Run the module that wraps the source embedding table (TokenEmbedding, Embeddings): x1 or x sqrt(d)?"""
-    owner = layout.embedding_keys[0].rsplit(".", 2)
-    if len(owner) < 3:
-        return None
-    try:
-        wrapper = module.get_submodule(owner[0])
-        table = wrapper.get_submodule(owner[1])
-    except AttributeError:
-        return None
-    if not isinstance(table, nn.Embedding) or isinstance(wrapper, (nn.Sequential, nn.ModuleList)) or wrapper is module:
-        return None
-    ids = torch.arange(min(4, table.num_embeddings), device=table.weight.device).unsqueeze(0)
-    was_training = wrapper.training
-    try:
-        wrapper.eval()
-        out = wrapper(ids)
-    except Exception:  # the wrapper's forward wants other arguments: nothing can be read
-        return None
-    finally:
-        wrapper.train(was_training)
-    raw = table(ids)
-    if not isinstance(out, Tensor) or out.shape != raw.shape:
-        return None
-    for scaled, factor in ((True, math.sqrt(layout.d_model)), (False, 1.0)):
-        if torch.allclose(out, raw * factor, rtol=1e-4, atol=1e-6):
-            return scaled
-    raise CheckpointError(f"{owner[0]} scales its embeddings by neither sqrt(d_model) nor 1; attnscope cannot import it: "
-                          "record its attention in your code with attnscope.record_attention(model)")
-
