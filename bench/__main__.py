@@ -8,6 +8,7 @@ uncached decoding, capture off). `--tiny` runs everything on a tiny random model
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
 import platform
@@ -15,6 +16,7 @@ import statistics
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -22,6 +24,8 @@ import torch
 from torch import Tensor, nn
 
 from attnscope.checkpoints import checkpoint
+from attnscope.checkpoints.convert import read_state_dict
+from attnscope.checkpoints.importing import import_weights
 from attnscope.checkpoints.registry import default_checkpoint, shipped_dir
 from attnscope.engine.bleu import scores
 from attnscope.engine.translator import Translator
@@ -55,8 +59,8 @@ def median_times(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, f
 def machine() -> dict[str, Any]:
     cpu = platform.processor()
     try:
-        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                   if line.startswith("model name"))
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+        cpu = next(line.split(":", 1)[1].strip() for line in lines if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
     return {"cpu": cpu, "threads": torch.get_num_threads(), "torch": torch.__version__, "python": platform.python_version(),
@@ -139,8 +143,8 @@ def decoding_speed(tr: Translator, lengths: Sequence[int], batches: Sequence[int
         src = pad([tr.source(t)[0] for t in texts]).to(tr.device)
         for n in lengths:
             n = min(n, tr.model.config.max_len - 1)
-            timed = median_times({"cached": lambda src=src, n=n: decode_n(tr.model, src, n, True),
-                                  "full": lambda src=src, n=n: decode_n(tr.model, src, n, False)}, repeats)
+            timed = median_times({"cached": partial(decode_n, tr.model, src, n, True),
+                                  "full": partial(decode_n, tr.model, src, n, False)}, repeats)
             cached, full = timed["cached"], timed["full"]
             same = torch.equal(decode_n(tr.model, src, n, True), decode_n(tr.model, src, n, False))
             rows.append({"batch": b, "tokens": n, "cached ms": round(cached * 1e3, 1), "uncached ms": round(full * 1e3, 1),
@@ -204,6 +208,28 @@ def quality(paths: Sequence[Path], splits: Sequence[str], beams: Sequence[int], 
     return rows
 
 
+def import_speed(megabytes: float, repeats: int) -> dict[str, Any]:
+    """Seconds to import a PyTorch-tutorial-style state_dict (nn.Transformer 3+3 layers, d 256) of about
+    `megabytes` MB with torchtext-style vocabularies: read, recognise, permute rows, build."""
+    d = 256
+    core = {f"transformer.{k}": v for k, v in nn.Transformer(d, 8, 3, 3, 1024).state_dict().items()}
+    vocab = max(10, int((megabytes * 1e6 / 4 - sum(v.numel() for v in core.values())) / (3 * d)))
+    state = {**core, "src_tok_emb.embedding.weight": torch.randn(vocab, d),
+             "tgt_tok_emb.embedding.weight": torch.randn(vocab, d),
+             "generator.weight": torch.randn(vocab, d), "generator.bias": torch.zeros(vocab),
+             "positional_encoding.pos_embedding": sinusoidal_table(5000, d).unsqueeze(1)}
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    data = buffer.getvalue()
+    itos = ["<unk>", "<pad>", "<bos>", "<eos>"] + [f"w{i}" for i in range(vocab - 4)]
+    run = lambda: import_weights(read_state_dict(data, "model.pt"), itos, itos, n_heads=8)  # noqa: E731
+    start = time.perf_counter()
+    run()
+    first = time.perf_counter() - start
+    return {"file_mb": round(len(data) / 1e6, 1), "vocab": vocab, "first_s": round(first, 3),
+            "median_s": round(median_times({"import": run}, repeats)["import"], 3)}
+
+
 def print_table(title: str, rows: list[dict[str, Any]] | dict[str, Any]) -> None:
     rows = [rows] if isinstance(rows, dict) else rows
     print(f"\n## {title}")
@@ -234,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--checkpoint", type=Path, default=None, help="model for decoding/capture (default: shipped en->de)")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
     parser.add_argument("--skip", action="append", default=[],
-                        choices=["training", "decoding", "capture", "batch", "memory", "quality", "app"])
+                        choices=["training", "decoding", "capture", "batch", "memory", "quality", "app", "import"])
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -260,6 +286,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                          ["val", "test_2016_flickr", "test_2017_flickr"], (1, 4), quality_limit)),
         ("app", "7. App latency (headless Chromium against streamlit run), against issue 17's targets",
          lambda: app_latency(path, SENTENCES, 3 if args.tiny else 8)),
+        ("import", "8. Import of a 30 MB PyTorch-tutorial state_dict (python -m attnscope import)",
+         lambda: import_speed(2 if args.tiny else 30, 2 if args.tiny else 5)),
     ]
     for key, title, run in sections:
         if key in args.skip:

@@ -2,10 +2,12 @@
 import streamlit as st
 
 from attnscope.ui import state, widgets
+from attnscope.ui.record_tools import note_needs_model
 from attnscope.ui.stepping import beam_view, step_view
 
 state.through_router()
 st.title("Step through decoding")
+note_needs_model()
 tr = state.translator()
 if tr is None:
     st.stop()

@@ -4,11 +4,14 @@ import streamlit as st
 from attnscope.engine.record import KIND_LABELS, KINDS
 from attnscope.ui import figures, selection, state, widgets
 from attnscope.ui.compare import reference_comparison
+from attnscope.ui.record_tools import show_opened
 from attnscope.ui.text import plain
 from attnscope.viz.heatmap import LONG_INPUT, is_long
 
 state.through_router()
 st.title("Translate")
+if show_opened():  # a saved record opened on the Checkpoints page: shown without a model
+    st.stop()
 tr = state.translator()
 if tr is None:
     st.stop()

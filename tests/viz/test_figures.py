@@ -6,8 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from attnscope.engine.beam import BeamNode, BeamResult
-from attnscope.engine.record import DecodeStep
+from attnscope.engine.beam_result import BeamNode, BeamResult
+from attnscope.engine.record import DecodeStep, StepAttention
 from attnscope.model.transformer import sinusoidal_table
 from attnscope.viz.beam_tree import beam_tree, hypothesis_nodes
 from attnscope.viz.grid import MAX_CELL_SIDE, heads_grid, pooled
@@ -31,9 +31,18 @@ def test_masked_future_cells_are_empty_not_zero() -> None:
     assert np.isnan(z[0, 1:]).all() and not np.isnan(np.tril(z)).any()
 
 
-def test_label_mismatch_names_the_tokens() -> None:
-    with pytest.raises(ValueError, match=r"\['p', 'q'\]"):
-        attention_heatmap(np.zeros((3, 3)), ["p", "q"], ["a", "b", "c"])
+@pytest.mark.parametrize("build", [
+    lambda: attention_heatmap(np.zeros((3, 3)), ["p", "q"], ["a", "b", "c"]),
+    lambda: attention_heatmap(np.zeros((3, 2)), ["a", "b", "c"], ["p", "q", "r"]),
+    lambda: record_heatmap(pattern_record(), "cross", 0, None, row_labels=["p", "q"]),
+    lambda: heads_grid(pattern_record(), "cross", row_labels=["p", "q"]),
+    lambda: step_rows(np.zeros((2, 3, 5)), ["p", "q"], title="t"),
+    lambda: step_rows(np.zeros((2, 3, 3)), ["p", "q", "r", "s"], title="t", n_visible=2),
+    lambda: shaded_tokens(["p", "q"], np.zeros(5), title="s"),
+])
+def test_label_mismatch_names_the_tokens(build) -> None:
+    with pytest.raises(ValueError, match=r"\['p', 'q'"):
+        build()
 
 
 def test_grid_blocks_equal_each_head_and_gutters_are_empty() -> None:
@@ -49,16 +58,16 @@ def test_grid_blocks_equal_each_head_and_gutters_are_empty() -> None:
 
 
 def step() -> DecodeStep:
-    return DecodeStep(1, 7, "y", 0.6, (("y", 0.6), ("x", 0.3)), 0.9, np.full((2, 3, 5), 0.2), np.full((2, 3, 2), 0.5), (7, 6))
+    return DecodeStep(1, 7, "y", 0.6, (("y", 0.6), ("x", 0.3)), 0.9, (7, 6))
 
 
 def test_step_figures() -> None:
-    rows = step_rows(step().decoder_self, TGT, title="t", n_visible=2)
+    rows = step_rows(np.full((2, 3, 2), 0.5), TGT, title="t", n_visible=2)
     z = np.asarray(rows.data[0].z, dtype=float)
     assert z.shape == (2 * (3 + 1), 4) and np.isnan(z[:, 2:]).all()
     bars = top_k_bars(step())
     assert list(bars.data[0].marker.color) == ["crimson", "steelblue"]
-    shaded = shaded_tokens(SRC, step().cross[0, 0], title="s")
+    shaded = shaded_tokens(SRC, np.full(5, 0.2), title="s")
     assert list(shaded.data[0].text[0]) == list(SRC)
 
 
@@ -133,18 +142,23 @@ def test_grid_greys_masked_cells_and_says_so_in_the_title() -> None:
     assert MAX_CELL_SIDE >= 40
 
 
+def step_attention() -> StepAttention:
+    return StepAttention(2, SRC, TGT[:3], np.arange(2 * 3 * 5, dtype=float).reshape(2, 3, 5), np.full((2, 3, 3), 1 / 3))
+
+
 def test_step_source_shows_the_selected_head_or_the_mean() -> None:
-    cross = np.arange(2 * 3 * 5, dtype=float).reshape(2, 3, 5)
-    assert np.allclose(step_source(SRC, cross, 1, None, 4).data[0].z[0], cross[1].mean(0))
-    fig = step_source(SRC, cross, 0, 2, 4)
-    assert np.allclose(fig.data[0].z[0], cross[0, 2]) and "step 4" in fig.layout.title.text
+    rows = step_attention()
+    assert np.allclose(step_source(rows, 1, None).data[0].z[0], rows.cross[1].mean(0))
+    fig = step_source(rows, 0, 2)
+    assert np.allclose(fig.data[0].z[0], rows.cross[0, 2]) and "step 2" in fig.layout.title.text
 
 
 def test_unvalidated_figures_pass_full_plotly_validation() -> None:
     """viz.spec builds figures with validation off (speed); here every one is validated in full."""
     import plotly.graph_objects as go
-    figures = [step_rows(step().decoder_self, TGT, title="t", n_visible=2), top_k_bars(step()),
-               shaded_tokens(SRC, step().cross[0, 0], title="s"), step_source(SRC, step().cross, 1, None, 1)]
+    rows = step_attention()
+    figures = [step_rows(rows.decoder_self, TGT, title="t", n_visible=3), top_k_bars(step()),
+               shaded_tokens(SRC, rows.cross[0, 0], title="s"), step_source(rows, 1, None)]
     for fig in figures:
         validated = go.Figure(fig.to_dict())  # raises ValueError on any invalid property
         assert json.loads(validated.to_json()) == json.loads(fig.to_json())  # same spec as validated

@@ -39,12 +39,12 @@ class StepFigures:
 @st.cache_resource(max_entries=1024, show_spinner=False)
 def step_figures(_result: Translation, key: ResultKey, t: int, layer: int, head: int | None) -> StepFigures:
     """The figures of step `t` of `_result` (named by `key`), for one sidebar layer and head."""
-    step = _result.steps[t]
+    rows = _result.attention.step(t)
     return StepFigures(
-        step_source(_result.source_tokens, step.cross, layer, head, t),
-        top_k_bars(step),
-        step_rows(step.cross, _result.source_tokens, title=f"Cross-attention of step {t}, every layer and head"),
-        step_rows(step.decoder_self, _result.target_tokens, n_visible=t + 1,
+        step_source(rows, layer, head),
+        top_k_bars(_result.steps[t]),
+        step_rows(rows.cross, _result.source_tokens, title=f"Cross-attention of step {t}, every layer and head"),
+        step_rows(rows.decoder_self, _result.target_tokens, n_visible=t + 1,
                   title=f"Decoder masked self-attention of step {t} (grey: future positions, masked)"))
 
 

@@ -11,7 +11,7 @@ from typing import Callable
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from attnscope.engine.beam import BeamResult
+from attnscope.engine.beam_result import BeamResult
 from attnscope.engine.translator import Translation, Translator
 from attnscope.model.config import BOS_ID, PAD_ID
 from attnscope.ui import figures, selection, state, widgets
@@ -58,7 +58,7 @@ def step_view(tr: Translator, text: str, beam: int, max_len: int, result: Transl
     st.markdown(f"**Decoder input so far:** {plain(prefix)} → **chose** “{plain(step.token)}” with probability {step.prob:.3f}")
     st.caption(f"Full translation: {plain(result.text)}")
     key = figures.result_key(tr, text, beam, max_len)
-    shown = figures.step_figures(result, key, t, selection.fit_layer(step.cross.shape[0]), selection.head())
+    shown = figures.step_figures(result, key, t, selection.layer(result.attention, "cross"), selection.head())
     widgets.chart(shown.source, "step-source")
     left, right = st.columns([2, 3])
     with left:

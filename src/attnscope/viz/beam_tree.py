@@ -5,10 +5,11 @@ from typing import Callable
 
 import plotly.graph_objects as go
 
-from attnscope.engine.beam import BeamResult
+from attnscope.engine.beam_result import BeamResult
 from attnscope.viz.heatmap import TITLE_PX, title_layout
 
 STATUS_COLORS = {"extended": "steelblue", "pruned": "#bbbbbb", "finished": "seagreen"}
+NODE_HOVER = "node %{customdata[0]}: %{customdata[3]}<br>log-prob %{customdata[1]:.3f}<br>score %{customdata[2]}<extra></extra>"
 
 
 def hypothesis_nodes(result: BeamResult) -> list[int]:
@@ -65,8 +66,7 @@ def beam_tree(result: BeamResult, piece: Callable[[int], str], highlight: int | 
             text=["" if status == "pruned" else piece(n.token_id) for n in group], textposition="top center",
             marker=dict(color=color, size=10, line=dict(color="crimson", width=[2 if n.id in on_path else 0 for n in group])),
             customdata=[[n.id, n.log_prob, "" if n.score is None else f"{n.score:.3f}", piece(n.token_id)] for n in group],
-            hovertemplate="node %{customdata[0]}: %{customdata[3]}<br>log-prob %{customdata[1]:.3f}"
-                          "<br>score %{customdata[2]}<extra></extra>"))
+            hovertemplate=NODE_HOVER))
     hidden = len(result.nodes) - len(nodes)
     what = f"paths of the {len(ends)} best of {len(result.hypotheses)} hypotheses" if top else "every hypothesis"
     title = (f"Beam search tree: {what}" + (f", {hidden} of {len(result.nodes)} nodes collapsed" if hidden else "") +

@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 
 from attnscope.engine.record import KIND_LABELS, AttentionRecord, Kind
 from attnscope.viz.heatmap import COLORSCALE, MASKED_COLOR, TITLE_PX, causal_cells, is_long, title_layout
+from attnscope.viz.labels import check_labels
 
 GRID_HOVER = "%{customdata}<br>weight %{z:.3f}<extra></extra>"
 MAX_CELL_SIDE = 48  # positions per axis drawn in one head's cell; longer inputs are averaged in blocks
@@ -51,6 +52,7 @@ def heads_grid(record: AttentionRecord, kind: Kind, *, per_head_scale: bool | No
     n_layers, n_heads, n_q, n_k = array.shape
     queries, keys = record.axes(kind)
     rows_of = list(row_labels or queries)
+    check_labels(n_q, rows_of, "queries")
     if per_head_scale is None:
         per_head_scale = is_long(max(n_q, n_k))
     if per_head_scale:

@@ -7,8 +7,9 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import get_colorscale
 
-from attnscope.engine.record import DecodeStep
+from attnscope.engine.record import DecodeStep, StepAttention
 from attnscope.viz.heatmap import COLORSCALE, MASKED_COLOR, TITLE_PX, thinned_ticks, title_layout, top_margin
+from attnscope.viz.labels import check_labels
 from attnscope.viz.spec import figure
 
 SCALE = get_colorscale(COLORSCALE)  # resolved here: unvalidated specs reach plotly.js as written
@@ -33,9 +34,13 @@ def top_k_bars(step: DecodeStep, k: int = 10) -> go.Figure:
 def step_rows(rows: np.ndarray, keys: Sequence[str], *, title: str, n_visible: int | None = None) -> go.Figure:
     """[L, H, K] attention rows of one step as one heatmap: a row per (layer, head) plus layer means.
 
-    Keys at or after `n_visible` (future positions the causal mask hides) are greyed out.
+    With `n_visible`, the rows cover only the first n_visible keys (the prefix a masked
+    self-attention step sees); later keys (future positions) are greyed out.
     """
     n_layers, n_heads, n_k = rows.shape
+    if n_visible is not None and not n_visible <= len(keys):
+        raise ValueError(f"{n_visible} visible keys but only {len(keys)} labels: {list(keys)}")
+    check_labels(n_k, list(keys)[:n_visible], "keys")
     blocks, labels = [], []
     for layer in range(n_layers):
         for head in range(n_heads):
@@ -45,10 +50,7 @@ def step_rows(rows: np.ndarray, keys: Sequence[str], *, title: str, n_visible: i
         labels.append(f"L{layer} mean")
     z = np.stack(blocks).astype(np.float32)
     width = len(keys)
-    if z.shape[1] < width:
-        z = np.pad(z, ((0, 0), (0, width - z.shape[1])), constant_values=np.nan)
-    if n_visible is not None:
-        z[:, n_visible:] = np.nan
+    z = np.pad(z, ((0, 0), (0, width - n_k)), constant_values=np.nan)  # future keys: empty
     key_text = [f"{j}: {t}" for j, t in enumerate(keys)]
     custom = np.array([[f"{lab} → {kt}" for kt in key_text] for lab in labels], dtype=object)
     heat = dict(type="heatmap", z=z, x=list(range(width)), y=list(range(len(labels))), customdata=custom,
@@ -66,6 +68,7 @@ def step_rows(rows: np.ndarray, keys: Sequence[str], *, title: str, n_visible: i
 def shaded_tokens(tokens: Sequence[str], weights: np.ndarray, *, title: str) -> go.Figure:
     """The tokens in a row, each shaded by its weight (e.g. the source as seen by one step)."""
     w = np.asarray(weights, dtype=np.float32).reshape(1, -1)
+    check_labels(w.shape[1], tokens, "tokens")
     heat = dict(type="heatmap", z=w, x=list(range(len(tokens))), y=[0], text=[list(tokens)], texttemplate="%{text}",
                 customdata=[[f"{t}: {v:.3f}" for t, v in zip(tokens, w[0])]], hovertemplate="%{customdata}<extra></extra>",
                 colorscale=SCALE, zmin=0, zmax=max(float(w.max()), 1e-9), showscale=False, xgap=2)
@@ -73,8 +76,8 @@ def shaded_tokens(tokens: Sequence[str], weights: np.ndarray, *, title: str) -> 
                                xaxis=dict(visible=False), yaxis=dict(visible=False)))
 
 
-def step_source(tokens: Sequence[str], cross: np.ndarray, layer: int, head: int | None, t: int) -> go.Figure:
-    """The source as step `t` saw it: [L, H, S] cross-attention rows, one head's (or the mean of heads') row."""
-    row = cross[layer].mean(0) if head is None else cross[layer, head]
+def step_source(rows: StepAttention, layer: int, head: int | None) -> go.Figure:
+    """The source as one step saw it: one head's (or the mean of heads') cross-attention row."""
     who = "mean of heads" if head is None else f"head {head}"
-    return shaded_tokens(tokens, row, title=f"Source as seen at step {t} (cross-attention, layer {layer}, {who})")
+    return shaded_tokens(rows.source_tokens, rows.source_row(layer, head),
+                         title=f"Source as seen at step {rows.index} (cross-attention, layer {layer}, {who})")
