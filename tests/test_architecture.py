@@ -114,7 +114,7 @@ def test_the_package_keeps_its_import_rules() -> None:
 
 def test_streamlit_only_in_the_app_and_its_ui() -> None:
     scripts = [p for p in (*ROOT.glob("*.py"), *ROOT.joinpath("bench").rglob("*.py")) if p.name != "app.py"]
-    screens = [p for p in scripts if any(top(n) == "streamlit" and not n.startswith("streamlit.testing")
+    screens = [p for p in scripts if any(top(n) == "streamlit" and not n.startswith(("streamlit.testing", "streamlit.proto"))
                                          for n in imports(p.read_text(), "x.y"))]
     assert not screens, f"only ui/, pages/ and app.py may draw with streamlit: {screens}"
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-PAGES = {"pages/translate.py": 6, "pages/step.py": 6, "pages/heads.py": 1, "pages/positional.py": 7,
+# Translate draws the chosen kind only (heatmap + grid); Step draws no forced branch until one is picked
+PAGES = {"pages/translate.py": 2, "pages/step.py": 4, "pages/heads.py": 1, "pages/positional.py": 7,
          "pages/anatomy.py": 0}
 
 
