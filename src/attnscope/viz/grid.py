@@ -36,7 +36,7 @@ def pooled(array: np.ndarray, factor: int) -> np.ndarray:
 def _names(tokens: Sequence[str], factor: int) -> list[str]:
     if factor == 1:
         return [f"{i}: {t}" for i, t in enumerate(tokens)]
-    return [f"{a}–{b - 1}: {tokens[a]} … {tokens[b - 1]}" for a, b in _blocks(len(tokens), factor)]
+    return [f"{a}–{b - 1}" for a, b in _blocks(len(tokens), factor)]  # positions only: keeps the page small
 
 
 def heads_grid(record: AttentionRecord, kind: Kind, *, per_head_scale: bool | None = False,
