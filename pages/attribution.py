@@ -23,6 +23,10 @@ ig_steps = st.number_input("Integrated-gradients steps", 1, MAX_STEPS, 32, key="
                            help="More steps: attributions sum closer to the change in log-probability (and take longer).")
 att = tools.sentence_attribution(tr, result, text, beam, max_len, int(ig_steps))
 outputs = att.output_tokens
+ig = att.integrated_gradients
+gap = float(abs(ig.total - (ig.score - ig.baseline_score)).max())
+st.caption(f"Integrated gradients with {int(ig_steps)} steps: attributions add up to the change in log-probability "
+           f"within {gap:.3g} nats (largest gap over tokens); more steps close the gap.")
 
 split, methods, agreement, alignment, dataset = st.tabs(
     ["Source vs prefix", "Source tokens by method", "Agreement", "Alignment", "Dataset"])

@@ -64,13 +64,22 @@ def scaled_embeddings(model: Transformer, scale: Tensor) -> Iterator[list[tuple[
             h.remove()
 
 
-def _log_probs(model: Transformer, src: Tensor, tgt_in: Tensor, target: Tensor, alphas: Tensor):
-    """f_t at each path point: (A, T) log-probabilities of the targets, and the scaled embeddings."""
+def _hidden(model: Transformer, src: Tensor, tgt_in: Tensor, alphas: Tensor) -> tuple[Tensor, list[Tensor]]:
+    """The output layer's input at each path point (A, T, D), and the scaled embeddings (source, target)."""
     a = len(alphas)
-    with scaled_embeddings(model, alphas.view(a, 1, 1).to(model.generator.weight.dtype)) as seen:
-        logits = model(src.expand(a, -1), tgt_in.expand(a, -1))  # (A, T, V)
-    lp = logits.log_softmax(-1).gather(-1, target.view(1, -1, 1).expand(a, -1, 1))[..., 0]  # (A, T)
-    return lp, seen
+    kept: list[Tensor] = []
+    grab = model.generator.register_forward_hook(lambda _m, args, _out: kept.append(args[0]))
+    try:
+        with scaled_embeddings(model, alphas.view(a, 1, 1).to(model.generator.weight.dtype)) as seen:
+            model(src.expand(a, -1), tgt_in.expand(a, -1))
+    finally:
+        grab.remove()
+    return kept[0], [scaled for _, scaled in seen] + [x for x, _ in seen]
+
+
+def _log_prob(model: Transformer, hidden: Tensor, t: int, token: int) -> Tensor:
+    """f_t at each path point, (A,): the output layer on row t only (its backward skips the other rows)."""
+    return model.generator(hidden[:, t]).log_softmax(-1)[:, token]
 
 
 def saliency(model: Transformer, src_ids: Sequence[int], target_ids: Sequence[int], steps: int | None = None) -> Saliency:
@@ -80,20 +89,21 @@ def saliency(model: Transformer, src_ids: Sequence[int], target_ids: Sequence[in
     device = model.generator.weight.device
     src = torch.tensor([list(src_ids)], device=device)
     tgt_in = torch.tensor([decoder_inputs(target_ids)], device=device)
-    target = torch.tensor(list(target_ids), device=device)
+    tokens = [int(i) for i in target_ids]
     alphas = torch.ones(1) if steps is None else (torch.arange(steps, dtype=torch.float64) + 0.5) / steps
     t = len(target_ids)
     with model_lock(model), eval_mode(model), torch.enable_grad():
         grads: list[Tensor] | None = None
         for chunk in alphas.split(CHUNK):
-            lp, seen = _log_probs(model, src, tgt_in, target, chunk.to(device))
-            inputs = [scaled for _, scaled in seen]
-            per_t = [torch.autograd.grad(lp[:, i].sum(), inputs, retain_graph=i < t - 1) for i in range(t)]
+            hidden, (src_e, tgt_e, x_src, x_tgt) = _hidden(model, src, tgt_in, chunk.to(device))
+            per_t = [torch.autograd.grad(_log_prob(model, hidden, i, tokens[i]).sum(), [src_e, tgt_e], retain_graph=i < t - 1)
+                     for i in range(t)]
             summed = [torch.stack([g[k].sum(0) for g in per_t]) for k in range(2)]  # (T, S, D), (T, T, D)
             grads = summed if grads is None else [a + b for a, b in zip(grads, summed)]
-        x_src, x_tgt = seen[0][0][0], seen[1][0][0]  # unscaled embeddings (S, D), (T, D)
+        x_src, x_tgt = x_src[0], x_tgt[0]  # unscaled embeddings (S, D), (T, D)
         with torch.no_grad():
-            ends, _ = _log_probs(model, src, tgt_in, target, torch.tensor([1.0, 0.0], device=device))
+            hidden, _ = _hidden(model, src, tgt_in, torch.tensor([1.0, 0.0], device=device))
+            ends = torch.stack([_log_prob(model, hidden, i, tokens[i]) for i in range(t)], dim=1)  # (2, T)
     n = len(alphas)
     source = (grads[0] / n * x_src).sum(-1)  # (T, S)
     prefix = (grads[1] / n * x_tgt).sum(-1)  # (T, T)
