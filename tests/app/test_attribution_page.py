@@ -80,3 +80,24 @@ def test_dataset_comparison_without_data_says_what_is_missing(app: AppTest, monk
     app.button(key="attr_go").click().run()
     assert not app.exception
     assert any("missing corpus file" in shown(w) for w in app.warning)
+
+
+def test_translate_heatmaps_switch_to_weighted_value_norms(app: AppTest, toy_checkpoint_dir) -> None:
+    from attnscope.checkpoints import checkpoint
+    from attnscope.engine.norms import weighted_value_norms
+    from attnscope.engine.translator import Translator
+
+    app.session_state["sentence"] = "a b c d"
+    app.run()
+    weights = figures(app)["Cross-attention (decoder → source) · layer 0 · mean of heads"]
+    app.segmented_control(key="attn_values").set_value("weighted value norms").run()
+    assert not app.exception
+    figs = figures(app)
+    heat = figs["Cross-attention (decoder → source) · layer 0 · mean of heads · weighted value norms"]
+    assert heat["data"][0]["colorbar"]["title"]["text"] == "‖a·f(x)‖"
+    assert any(title.endswith("every layer and head · weighted value norms") for title in figs)
+    tr = Translator(*checkpoint.load(next(toy_checkpoint_dir.glob("*.safetensors"))))
+    expected = weighted_value_norms(tr, tr.translate("a b c d")).mean_over_heads("cross", 0)
+    np.testing.assert_allclose(values(heat["data"][0]["z"]).reshape(expected.shape),
+                               expected, rtol=1e-5)
+    assert not np.allclose(values(weights["data"][0]["z"]).reshape(expected.shape), expected)

@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from attnscope.engine.agreement import best_layer, layer_agreement
 from attnscope.engine.alignment import align, cross_map
 from attnscope.engine.attribution import INTEGRATED, VALUE_ZEROING, SentenceAttribution, attribute
 from attnscope.engine.dataset import attributions_over, head_stats_batched
+from attnscope.engine.norms import weighted_value_norms
+from attnscope.engine.record import AttentionRecord
 from attnscope.engine.translator import Translation, Translator
 from attnscope.training.data import DataError, data_dir, load_pairs
 from attnscope.ui import widgets
@@ -57,6 +60,38 @@ def sentence_attribution(tr: Translator, result: Translation, text: str, beam: i
                          ig_steps: int) -> SentenceAttribution:
     """Every attribution of the page's translation, cached per checkpoint, sentence and settings."""
     return _attribute(tr, result, tr.cache_key, text, beam, max_len, ig_steps)
+
+
+VALUES = ("weights", "weighted value norms")
+
+
+@st.cache_data(max_entries=32, show_spinner="Computing weighted value norms…")
+def _norms(_translator: Translator, _result: Translation, checkpoint_key: str, text: str, beam: int,
+           max_len: int) -> AttentionRecord:
+    return weighted_value_norms(_translator, _result)
+
+
+def values_switch(tr: Translator, result: Translation, text: str, beam: int, max_len: int) -> tuple[AttentionRecord, bool]:
+    """The "weights / weighted value norms" switch: the record to draw, and whether it holds norms
+    (unbounded, so colours scale per head)."""
+    choice = st.segmented_control("Show", VALUES, default=VALUES[0], key="attn_values",
+                                  help="Weighted value norms ||a_ij f(x_j)|| (Kobayashi et al., EMNLP 2020): each "
+                                       "weight times the norm of what the head actually passes on from that token.")
+    if choice != VALUES[1]:
+        return result.attention, False
+    return _norms(tr, result, tr.cache_key, text, beam, max_len), True
+
+
+def relabel(fig: go.Figure, norms: bool) -> go.Figure:
+    """Name the colour scale and hover value for norms (the builders call them weights)."""
+    if norms:
+        for trace in fig.data:
+            if isinstance(trace, go.Heatmap):
+                trace.hovertemplate = (trace.hovertemplate or "").replace("weight", "‖a·f(x)‖")
+                if trace.colorbar.title.text == "weight":
+                    trace.colorbar.title.text = "‖a·f(x)‖"
+        fig.update_layout(title_text=f"{fig.layout.title.text} · weighted value norms")
+    return fig
 
 
 def alignment_view(att: SentenceAttribution) -> None:
