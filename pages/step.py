@@ -4,6 +4,7 @@ import time
 import streamlit as st
 
 from attnscope.ui import state, widgets
+from attnscope.ui.attribution_tools import relabel, values_switch
 from attnscope.ui.stepping import beam_view, force_branch, step_controls
 from attnscope.ui.text import plain
 from attnscope.viz.steps import shaded_tokens, step_rows, top_k_bars
@@ -21,9 +22,12 @@ prefix = " ".join(result.target_tokens[: t + 1])
 st.markdown(f"**Decoder input so far:** {plain(prefix)} → **chose** “{plain(step.token)}” with probability {step.prob:.3f}")
 st.caption(f"Full translation: {plain(result.text)}")
 
+record, norms = values_switch(tr, result, text, beam, max_len)
+cross_rows = record.cross[:, :, t] if norms else step.cross  # [L, H, S]
+self_rows = record.decoder[:, :, t, : t + 1] if norms else step.decoder_self  # [L, H, t+1]
 layer, head = st.session_state.get("layer", 0), st.session_state.get("head", "mean")
-layer = min(layer, step.cross.shape[0] - 1)
-source_row = step.cross[layer].mean(0) if head == "mean" else step.cross[layer, head]
+layer = min(layer, cross_rows.shape[0] - 1)
+source_row = cross_rows[layer].mean(0) if head == "mean" else cross_rows[layer, head]
 who = "mean of heads" if head == "mean" else f"head {head}"
 widgets.chart(shaded_tokens(result.source_tokens, source_row, title=f"Source as seen at step {t} (cross-attention, layer {layer}, {who})"),
               "step-source")
@@ -31,10 +35,10 @@ left, right = st.columns([2, 3])
 with left:
     widgets.chart(top_k_bars(step), "step-topk")
 with right:
-    widgets.chart(step_rows(step.cross, result.source_tokens, title=f"Cross-attention of step {t}, every layer and head"),
-                  "step-cross")
-widgets.chart(step_rows(step.decoder_self, result.target_tokens, n_visible=t + 1,
-                        title=f"Decoder masked self-attention of step {t} (grey: future positions, masked)"),
+    widgets.chart(relabel(step_rows(cross_rows, result.source_tokens, title=f"Cross-attention of step {t}, every layer and head"),
+                          norms), "step-cross")
+widgets.chart(relabel(step_rows(self_rows, result.target_tokens, n_visible=t + 1,
+                                title=f"Decoder masked self-attention of step {t} (grey: future positions, masked)"), norms),
               "step-self")
 
 if beam == 1:

@@ -101,3 +101,22 @@ def test_translate_heatmaps_switch_to_weighted_value_norms(app: AppTest, toy_che
     np.testing.assert_allclose(values(heat["data"][0]["z"]).reshape(expected.shape),
                                expected, rtol=1e-5)
     assert not np.allclose(values(weights["data"][0]["z"]).reshape(expected.shape), expected)
+
+
+def test_step_rows_switch_to_weighted_value_norms(app: AppTest, toy_checkpoint_dir) -> None:
+    from attnscope.checkpoints import checkpoint
+    from attnscope.engine.norms import weighted_value_norms
+    from attnscope.engine.translator import Translator
+
+    app.session_state["sentence"] = "a b c d"
+    app.run()
+    app.switch_page("pages/step.py").run()
+    app.segmented_control(key="attn_values").set_value("weighted value norms").run()
+    assert not app.exception
+    heat = next(spec for title, spec in figures(app).items()
+                if title.startswith("Cross-attention of step 0") and title.endswith("weighted value norms"))
+    tr = Translator(*checkpoint.load(next(toy_checkpoint_dir.glob("*.safetensors"))))
+    norms = weighted_value_norms(tr, tr.translate("a b c d")).cross[:, :, 0]  # [L, H, S] at step 0
+    z = values(heat["data"][0]["z"]).reshape(-1, norms.shape[-1])
+    np.testing.assert_allclose(z[0], norms[0, 0], rtol=1e-5)  # row "L0 H0"
+    np.testing.assert_allclose(z[norms.shape[1]], norms[0].mean(0), rtol=1e-5)  # row "L0 mean"

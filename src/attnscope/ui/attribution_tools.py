@@ -83,10 +83,12 @@ def values_switch(tr: Translator, result: Translation, text: str, beam: int, max
 
 
 def relabel(fig: go.Figure, norms: bool) -> go.Figure:
-    """Name the colour scale and hover value for norms (the builders call them weights)."""
+    """Name the colour scale and hover value for norms (the builders call them weights); norms are
+    not bounded by 1, so a fixed 0–1 colour range becomes the data's own."""
     if norms:
         for trace in fig.data:
             if isinstance(trace, go.Heatmap):
+                trace.zmin, trace.zmax = None, None
                 trace.hovertemplate = (trace.hovertemplate or "").replace("weight", "‖a·f(x)‖")
                 if trace.colorbar.title.text == "weight":
                     trace.colorbar.title.text = "‖a·f(x)‖"
