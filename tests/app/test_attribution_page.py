@@ -120,3 +120,11 @@ def test_step_rows_switch_to_weighted_value_norms(app: AppTest, toy_checkpoint_d
     z = values(heat["data"][0]["z"]).reshape(-1, norms.shape[-1])
     np.testing.assert_allclose(z[0], norms[0, 0], rtol=1e-5)  # row "L0 H0"
     np.testing.assert_allclose(z[norms.shape[1]], norms[0].mean(0), rtol=1e-5)  # row "L0 mean"
+
+
+def test_bad_input_gets_a_sentence_not_a_traceback(app: AppTest) -> None:
+    for text in ("   ", "<b>" * 3000, "\x00 a [x](javascript:1)"):
+        open_page(app, text)
+        assert not app.exception, [e.value for e in app.exception]
+        for element in (*app.markdown, *app.info, *app.warning):  # our own templates use neither < nor [
+            assert not re.search(r"(?<!\\)[<\[`]", element.value), element.value

@@ -42,7 +42,7 @@ change along that path, with more steps giving a closer sum.
 
 **Word alignment** (Garg et al., "Jointly Learning to Align and Translate with Transformer Models", EMNLP 2019).
 Each generated word is linked to the source word its cross-attention favours (subword pieces merged into words);
-words whose strongest pull is <eos> stay unlinked. Links download in Pharaoh "i-j" format (source word i, target word j).
+words whose strongest pull is \\<eos\\> stay unlinked. Links download in Pharaoh "i-j" format (source word i, target word j).
 """
 
 WHY_VALUE_ZEROING = ("Why value zeroing rather than ALTI+: it can be checked exactly by zeroing the values and "
