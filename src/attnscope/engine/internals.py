@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -61,8 +61,10 @@ def trace(model: Transformer, src: Tensor, tgt_in: Tensor) -> Trace:
     calls: dict[nn.Module, dict[str, Any]] = {}
     layers: dict[nn.Module, tuple[Tensor, Tensor]] = {}
 
-    def keep_weights(owner: MultiHeadAttention):
-        return lambda _m, _i, out: calls.setdefault(owner, {}).__setitem__("weights", out.detach())
+    def keep_weights(owner: MultiHeadAttention) -> Callable[..., None]:
+        def keep(_m: nn.Module, _i: tuple[Any, ...], out: Tensor) -> None:
+            calls.setdefault(owner, {})["weights"] = out.detach()  # (B, H, Q, K)
+        return keep
 
     def keep_call(m: nn.Module, args: tuple[Any, ...], out: Tensor) -> None:
         _q, keys, values, mask = args

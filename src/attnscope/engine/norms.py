@@ -52,6 +52,6 @@ def weighted_value_norms(translator: Translator, translation: Translation) -> At
     """
     if translation.attention is None:
         raise ValueError("the translation carries no attention; translate with capture=True")
-    with translator.inference():
+    with translator.inference():  # the norms read W_O too: same weights as the traced pass
         t = trace_pair(translator.model, translation.source_ids, translation.target_ids)
-    return norm_record(t, translation.attention)
+        return norm_record(t, translation.attention)

@@ -118,6 +118,6 @@ def from_trace(model: Transformer, tr: Trace) -> ValueZeroing:
 
 def value_zeroing(translator: Translator, translation: Translation) -> ValueZeroing:
     """Value-zeroing contributions of a translation's output (teacher-forced on its own ids)."""
-    with translator.inference():
+    with translator.inference():  # variants run the layers' modules: same weights as the traced pass
         tr = trace_pair(translator.model, translation.source_ids, translation.target_ids)
-    return from_trace(translator.model, tr)
+        return from_trace(translator.model, tr)
