@@ -56,6 +56,6 @@ with agreement:
     widgets.chart(token_agreement_figure(frame, outputs, against), "attr-tokens")
     st.caption(f"Spearman rank correlation over the source tokens; {ATTENTION} and norm-based use layer {layer}.")
 with alignment:
-    tools.alignment_view(att)
+    tools.alignment_view(tr, att)
 with dataset:
     tools.dataset_comparison(tr)

@@ -96,13 +96,18 @@ def relabel(fig: go.Figure, norms: bool) -> go.Figure:
     return fig
 
 
-def alignment_view(att: SentenceAttribution) -> None:
+def alignment_view(tr: Translator, att: SentenceAttribution) -> None:
     """Pick a layer (or the best by agreement with value zeroing on this sentence) and heads; links and download."""
     n_layers, n_heads = att.weights.n_layers("cross"), att.weights.n_heads
-    best = best_layer(layer_agreement([att]), VALUE_ZEROING)
+    sample = st.session_state.get("attr_layers")
+    if sample and sample[0] == tr.cache_key:  # the Dataset tab's comparison, when it was run for this model
+        best, basis = best_layer(sample[2], VALUE_ZEROING), f"over {sample[1]} sentences"
+    else:
+        best, basis = best_layer(layer_agreement([att]), VALUE_ZEROING), "on this sentence"
     cols = st.columns(2)
-    choice = cols[0].selectbox("Layer", ["best by agreement", *range(n_layers)], key="align_layer",
-                               format_func=lambda o: f"best by agreement (layer {best})" if isinstance(o, str) else f"layer {o}")
+    label = f"best by agreement with value zeroing {basis} (layer {best})"
+    choice = cols[0].selectbox("Layer", ["best", *range(n_layers)], key="align_layer",
+                               format_func=lambda o: label if isinstance(o, str) else f"layer {o}")
     layer = best if isinstance(choice, str) else int(choice)
     heads = cols[1].multiselect("Heads (none: mean of all)", list(range(n_heads)), key="align_heads")
     alignment = align(cross_map(att.weights, layer, heads or None), att.source_tokens, att.output_tokens)
