@@ -86,3 +86,15 @@ def test_trace_leaves_no_hooks_and_capture_unchanged() -> None:
     assert after.target_ids == before.target_ids
     for kind in ("encoder", "decoder", "cross"):
         np.testing.assert_array_equal(after.attention.array(kind), before.attention.array(kind))
+
+
+def test_a_gated_head_passes_on_nothing() -> None:
+    from attnscope.engine.head_gate import gate_heads
+
+    model = tiny(3)
+    src, tgt = pair(3)
+    with gate_heads(model, [("cross", 1, 2), ("encoder", 0, 0)]):
+        traced = trace_pair(model, src, tgt)
+        cross, encoder = norm_arrays(traced, "cross")[0], norm_arrays(traced, "encoder")[0]
+    assert np.all(cross[1, 2] == 0) and np.all(encoder[0, 0] == 0)
+    assert np.all(cross[1, [0, 1, 3]].sum(-1) > 0) and np.all(cross[0].sum(-1) > 0)

@@ -16,7 +16,7 @@ from attnscope.engine.agreement import layer_agreement
 from attnscope.engine.analysis import STAT_COLUMNS, head_stats
 from attnscope.engine.attribution import SentenceAttribution, attribute
 from attnscope.engine.capture import record_attention
-from attnscope.engine.decode import greedy_batch, names_by_role
+from attnscope.engine.decode import greedy_batch
 from attnscope.engine.internals import decoder_inputs
 from attnscope.engine.record import AttentionRecord
 from attnscope.engine.translator import InputError, Translator
@@ -47,9 +47,9 @@ def _records(translator: Translator, sources: list[list[int]], max_len: int) -> 
     tgt_in = pad([decoder_inputs(t) for t in targets]).to(device)
     with record_attention(model) as rec, torch.no_grad():
         model(src, tgt_in)
-    weights, roles = rec.weights, names_by_role(model)
-    stacked = {kind: torch.stack([weights[n] for n in roles[role]], dim=1).float().cpu().numpy()  # (B, L, H, Q, K)
-               for kind, role in (("encoder", "encoder_self"), ("decoder", "decoder_self"), ("cross", "cross"))}
+    weights = rec.weights
+    stacked = {kind: torch.stack([weights[n] for n in names], dim=1).float().cpu().numpy()  # (B, L, H, Q, K)
+               for kind, names in model.attention_by_kind().items()}
     src_codec, tgt_codec = translator.bundle.src_codec, translator.bundle.tgt_codec
     out = []
     for b, (s_ids, t_ids) in enumerate(zip(sources, targets)):

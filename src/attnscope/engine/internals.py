@@ -103,15 +103,16 @@ def head_vectors(call: AttentionCall) -> Tensor:
     """f_h(x_j): each key's value pushed through its head's slice of W_O, (B, H, K, D).
 
     The attention output is sum_h sum_j a^h_ij f_h(x_j) + b_O, so these are the vectors the
-    weights actually mix (Kobayashi et al. 2020, eq. 6). An ablated head's vectors are zero.
+    weights actually mix (Kobayashi et al. 2020, eq. 6). They come from the module's own output
+    projection (each head's values alone in its slot, minus the bias), so a head switched off by
+    `head_gate.gate_heads` contributes zero vectors here too.
     """
     m = call.module
     b, h, k, dh = call.values.shape
-    w_o = m.out_proj.weight.detach().view(-1, h, dh)  # (D, H, dh)
-    f = torch.einsum("bhkd,ehd->bhke", call.values, w_o)  # (B, H, K, D)
-    if m.head_mask is not None:
-        f = f * m.head_mask.view(1, -1, 1, 1)
-    return f
+    eye = torch.eye(h, dtype=call.values.dtype, device=call.values.device)
+    alone = torch.einsum("bhkd,hg->bhkgd", call.values, eye).reshape(b, h, k, h * dh)  # head h's values in slot h
+    with torch.no_grad():
+        return m.out_proj(alone) - m.out_proj.bias  # (B, H, K, D)
 
 
 def mixed_vectors(call: AttentionCall, batch: int = 0) -> Tensor:
