@@ -49,12 +49,33 @@ def test_rollout_views_render(app: AppTest) -> None:
     assert any(t.startswith("Decoder source alignment") for t in titles(app))
 
 
-def test_split_statistics_without_data_explain_what_is_missing(app: AppTest, monkeypatch, tmp_path) -> None:
+def test_split_statistics_work_offline_from_the_embedded_sample(app: AppTest, monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("ATTNSCOPE_DATA", str(tmp_path))
     open_page(app, "pages/heads.py")
+    app.number_input(key="stats_n").set_value(3)
+    app.button(key="stats_go").click().run()
+    assert not app.exception and not app.warning
+    assert any("3 sentences of val" in c.value for c in app.caption)
+
+
+def test_a_split_outside_the_sample_says_what_is_missing_in_plain_words(app: AppTest, monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("ATTNSCOPE_DATA", str(tmp_path))
+    open_page(app, "pages/heads.py")
+    app.selectbox(key="stats_split").set_value("test_2017_flickr")
     app.button(key="stats_go").click().run()
     assert not app.exception
-    assert any("missing corpus file" in shown(w) for w in app.warning)
+    message = next(shown(w) for w in app.warning if "missing corpus file" in shown(w))
+    assert "`" not in message
+
+
+def test_ablation_bleu_change_works_offline(app: AppTest, monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("ATTNSCOPE_DATA", str(tmp_path))
+    open_page(app, "pages/heads.py")
+    app.multiselect(key="ablate_heads").set_value([("cross", 0, 0)]).run()
+    app.number_input(key="ablate_n").set_value(3)
+    app.button(key="ablate_go").click().run()
+    assert not app.exception and not app.warning
+    assert "ablate_bleu" in app.session_state
 
 
 def test_positional_page_shows_sinusoids_and_the_models_own(app: AppTest) -> None:

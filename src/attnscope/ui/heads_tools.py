@@ -8,7 +8,7 @@ import streamlit as st
 from attnscope.engine.analysis import ablate_sentence, ablation_bleu, head_stats_delta, head_stats_over, rollout, source_alignment
 from attnscope.engine.record import KINDS
 from attnscope.engine.translator import Translation, Translator
-from attnscope.training.data import DataError, data_dir, load_pairs
+from attnscope.training.data import DataError, sample_pairs
 from attnscope.ui import state, widgets
 from attnscope.ui.text import plain
 from attnscope.viz.heatmap import attention_heatmap, head_weights
@@ -19,7 +19,7 @@ SPLITS = ("val", "test_2016_flickr", "test_2017_flickr")
 
 def _pairs(tr: Translator, split: str, n: int) -> list[tuple[str, str]] | None:
     try:
-        return load_pairs(data_dir(), split, tr.bundle.src_lang, tr.bundle.tgt_lang)[:n]
+        return sample_pairs(tr.bundle.src_lang, tr.bundle.tgt_lang, split, n)
     except DataError as err:
         st.warning(plain(err))
         return None
