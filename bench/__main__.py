@@ -265,6 +265,45 @@ def app_latency(path: Path, sentences: Sequence[str] = SENTENCES) -> dict[str, A
             **{f"AppTest {k} rerun s": v for k, v in runs.items()}}
 
 
+def other_load() -> dict[str, Any]:
+    """What else is running: load average and the busiest other processes (the machine may be shared)."""
+    top = subprocess.run(["ps", "-eo", "pid,pcpu,args", "--sort=-pcpu", "--no-headers"], capture_output=True, text=True).stdout
+    rows = [line.split(None, 2) for line in top.splitlines() if len(line.split(None, 2)) == 3]
+    busy = [f"{cpu} {args[:80]}" for pid, cpu, args in rows if int(pid) != os.getpid() and float(cpu) >= 20][:4]
+    return {"load average (1 min)": round(os.getloadavg()[0], 2), "busy processes (lifetime %CPU, command)": busy}
+
+
+def toy_training(task: str = "reverse", target: float = 0.95, limit_s: float = 300.0,
+                 max_steps: int | None = None) -> dict[str, Any]:
+    """Toy training: seconds to 95% exact reversals of held-out sequences, with the Train page's toy preset
+    (training/toy.py), counted from creating the trainer (data, tokenizer, model) to the validation that
+    first reaches `target`; validations are every TOY_SCHEDULE["eval_every"] steps and are included."""
+    import tempfile
+    import threading
+
+    from attnscope.training.loop import TrainConfig, Trainer
+    from attnscope.training.toy import TOY_MODEL, TOY_SCHEDULE
+
+    before = other_load()
+    stop, curve = threading.Event(), []
+    start = time.perf_counter()
+
+    def watch(event: Any) -> None:
+        if event.kind == "eval":
+            curve.append((event.step, round(time.perf_counter() - start, 1), round(100 * event.exact, 1)))
+            if event.exact >= target:
+                stop.set()
+        if time.perf_counter() - start > limit_s:
+            stop.set()
+    config = TrainConfig(out_dir=tempfile.mkdtemp(), task=task, preset="toy", model=dict(TOY_MODEL), src_lang="en",
+                         tgt_lang="en", save_minutes=1e9, **TOY_SCHEDULE | ({"max_steps": max_steps} if max_steps else {}))
+    Trainer(config, watch, stop).run()
+    reached = next((c for c in curve if c[2] >= 100 * target), None)
+    return {"task": task, "target exact %": 100 * target, "seconds to target": reached[1] if reached else None,
+            "steps to target": reached[0] if reached else None, "threads": TOY_SCHEDULE["threads"],
+            "validations (step, s, exact %)": curve, "while it ran": before, "after": other_load()}
+
+
 def print_table(title: str, rows: list[dict[str, Any]] | dict[str, Any]) -> None:
     rows = [rows] if isinstance(rows, dict) else rows
     print(f"\n## {title}")
@@ -294,7 +333,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--checkpoint", type=Path, default=None, help="model for decoding/capture (default: shipped en->de)")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
     parser.add_argument("--skip", action="append", default=[],
-                        choices=["training", "decoding", "capture", "batch", "memory", "quality", "app"])
+                        choices=["training", "decoding", "capture", "batch", "memory", "quality", "app", "toy"])
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -319,6 +358,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
          lambda: quality([path] if args.tiny else sorted(shipped_dir().glob("*.safetensors")),
                          ["val", "test_2016_flickr", "test_2017_flickr"], (1, 4), quality_limit)),
         ("app", "7. App latency (headless Chromium against streamlit run; AppTest reruns)", lambda: app_latency(path)),
+        ("toy", "8. Toy training: seconds to 95% exact reversals (Train page's toy preset)",
+         lambda: toy_training(max_steps=20 if args.tiny else None)),
     ]
     for key, title, run in sections:
         if key in args.skip:
