@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from attnscope.training.config import TrainConfig
 from attnscope.training.jobs import TrainJob, existing_run, free_name
-from attnscope.training.loop import TrainConfig, TrainEvent
+from attnscope.training.loop import TrainEvent
 
 TINY = dict(task="reverse", preset="toy", toy_size=200, max_tokens=400, epochs=1, threads=1,
             model={"d_model": 16, "n_heads": 2, "d_ff": 32, "n_encoder_layers": 1, "n_decoder_layers": 1})

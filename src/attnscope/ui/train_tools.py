@@ -13,9 +13,9 @@ from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.registry import safe_name, user_dir
 from attnscope.model.config import PRESETS
 from attnscope.model.device import autocast_dtype, pick_device
+from attnscope.training.config import TrainConfig
 from attnscope.training.data import LANGUAGES, TOY_TASKS, DataError, corpus_file, data_dir
 from attnscope.training.jobs import TrainJob, estimate_epoch_seconds, existing_run, free_name
-from attnscope.training.loop import TrainConfig
 from attnscope.training.toy import TOY_MODEL, TOY_SCHEDULE
 from attnscope.ui import state, widgets
 from attnscope.ui.text import plain
