@@ -275,7 +275,8 @@ def other_load() -> dict[str, Any]:
     """What else is running: load average and the busiest other processes (the machine may be shared)."""
     top = subprocess.run(["ps", "-eo", "pid,pcpu,args", "--sort=-pcpu", "--no-headers"], capture_output=True, text=True).stdout
     rows = [line.split(None, 2) for line in top.splitlines() if len(line.split(None, 2)) == 3]
-    busy = [f"{cpu} {args[:80]}" for pid, cpu, args in rows if int(pid) != os.getpid() and float(cpu) >= 20][:4]
+    others = [(cpu, args) for pid, cpu, args in rows if int(pid) != os.getpid() and not args.startswith("ps ")]
+    busy = [f"{cpu} {args[:80]}" for cpu, args in others if float(cpu) >= 20][:4]
     return {"load average (1 min)": round(os.getloadavg()[0], 2), "busy processes (lifetime %CPU, command)": busy}
 
 
