@@ -389,7 +389,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--checkpoint", type=Path, default=None, help="model for decoding/capture (default: shipped en->de)")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
     parser.add_argument("--skip", action="append", default=[],
-                        choices=["training", "decoding", "capture", "batch", "memory", "quality", "app", "import", "dataset", "toy"])
+                        choices=["training", "decoding", "capture", "batch", "memory", "quality", "app", "import",
+                                 "dataset", "toy"])
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
