@@ -3,6 +3,7 @@ import streamlit as st
 
 from attnscope.engine.record import KIND_LABELS, KINDS
 from attnscope.ui import figures, selection, state, widgets
+from attnscope.ui.attribution_tools import values_switch
 from attnscope.ui.compare import reference_comparison
 from attnscope.ui.record_tools import show_opened
 from attnscope.ui.text import plain
@@ -25,6 +26,8 @@ n_tokens = max(len(record.source_tokens), len(record.target_tokens))
 long = is_long(n_tokens)
 per_head = st.toggle("Scale colours per head (instead of a fixed 0–1 scale)", value=long,
                      key="per_head_scale_long" if long else "per_head_scale")
+shown, norms = values_switch(tr, result, text, beam, max_len)  # weights, or weighted value norms
+per_head = per_head or norms
 if long:
     st.caption(f"{n_tokens} tokens: attention spread over more than {LONG_INPUT} tokens is pale on a 0–1 scale, "
                "so each map is scaled to its own maximum here; tick labels show every few tokens (hover for all).")
@@ -34,10 +37,10 @@ for tab, kind in zip(tabs, KINDS):
     with tab:
         if not tab.open:
             continue  # only the chosen kind is drawn
-        kind_layer = selection.layer(record, kind)
-        widgets.chart(figures.heatmap(result, key, kind, kind_layer, head, per_head), f"heatmap-{kind}")
+        kind_layer = selection.layer(shown, kind)
+        widgets.chart(figures.heatmap(result, shown, key, kind, kind_layer, head, per_head, norms), f"heatmap-{kind}")
         if st.checkbox("Show every layer and head", key=f"show-grid-{kind}", value=True):
-            widgets.chart(figures.grid(result, key, kind, kind_layer, head, per_head), f"grid-{kind}")
+            widgets.chart(figures.grid(result, shown, key, kind, kind_layer, head, per_head, norms), f"grid-{kind}")
             st.caption(f"{KIND_LABELS[kind]}: pick the large heatmap's layer and head in the sidebar (the outlined cell).")
 
 with st.expander("Compare with a reference translation (teacher forcing)"):

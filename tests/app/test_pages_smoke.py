@@ -6,7 +6,7 @@ from streamlit.testing.v1 import AppTest
 
 # Translate draws the chosen kind only (heatmap + grid); Step draws no forced branch until one is picked
 PAGES = {"pages/translate.py": 2, "pages/step.py": 4, "pages/heads.py": 1, "pages/positional.py": 7,
-         "pages/anatomy.py": 0}
+         "pages/anatomy.py": 0, "pages/attribution.py": 6}
 
 
 @pytest.mark.parametrize("page,min_charts", PAGES.items())

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 import streamlit as st
 
-from attnscope.engine.record import Kind
+from attnscope.engine.record import AttentionRecord, Kind
 from attnscope.engine.translator import Translation, Translator
+from attnscope.ui.attribution_tools import relabel
 from attnscope.viz.grid import heads_grid
 from attnscope.viz.heatmap import record_heatmap
 from attnscope.viz.steps import step_rows, step_source, top_k_bars
@@ -37,28 +38,34 @@ class StepFigures:
 
 
 @st.cache_resource(max_entries=1024, show_spinner=False)
-def step_figures(_result: Translation, key: ResultKey, t: int, layer: int, head: int | None) -> StepFigures:
-    """The figures of step `t` of `_result` (named by `key`), for one sidebar layer and head."""
-    rows = _result.attention.step(t)
+def step_figures(_result: Translation, _record: AttentionRecord, key: ResultKey, t: int, layer: int, head: int | None,
+                 norms: bool = False) -> StepFigures:
+    """The figures of step `t` of `_result` (named by `key`), for one sidebar layer and head.
+
+    `_record` is the result's attention, or its weighted value norms when `norms` (the values switch).
+    """
+    rows = _record.step(t)
     return StepFigures(
-        step_source(rows, layer, head),
+        relabel(step_source(rows, layer, head), norms),
         top_k_bars(_result.steps[t]),
-        step_rows(rows.cross, _result.source_tokens, title=f"Cross-attention of step {t}, every layer and head"),
-        step_rows(rows.decoder_self, _result.target_tokens, n_visible=t + 1,
-                  title=f"Decoder masked self-attention of step {t} (grey: future positions, masked)"))
+        relabel(step_rows(rows.cross, _result.source_tokens, title=f"Cross-attention of step {t}, every layer and head"),
+                norms),
+        relabel(step_rows(rows.decoder_self, _result.target_tokens, n_visible=t + 1,
+                          title=f"Decoder masked self-attention of step {t} (grey: future positions, masked)"), norms))
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)
-def heatmap(_result: Translation, key: ResultKey, kind: Kind, layer: int, head: int | None,
-            per_head_scale: bool | None = None) -> go.Figure:
+def heatmap(_result: Translation, _record: AttentionRecord, key: ResultKey, kind: Kind, layer: int, head: int | None,
+            per_head_scale: bool | None = None, norms: bool = False) -> go.Figure:
     """One head (or the mean) of one layer; cross rows are labelled by the token each step produced."""
     rows = _result.output_tokens if kind == "cross" else None
-    return record_heatmap(_result.attention, kind, layer, head, per_head_scale=per_head_scale, row_labels=rows)
+    return relabel(record_heatmap(_record, kind, layer, head, per_head_scale=per_head_scale, row_labels=rows), norms)
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)
-def grid(_result: Translation, key: ResultKey, kind: Kind, layer: int, head: int | None,
-         per_head_scale: bool | None = None) -> go.Figure:
+def grid(_result: Translation, _record: AttentionRecord, key: ResultKey, kind: Kind, layer: int, head: int | None,
+         per_head_scale: bool | None = None, norms: bool = False) -> go.Figure:
     """Every layer and head of one kind, the selected one outlined."""
     rows = _result.output_tokens if kind == "cross" else None
-    return heads_grid(_result.attention, kind, per_head_scale=per_head_scale, row_labels=rows, selected=(layer, head))
+    return relabel(heads_grid(_record, kind, per_head_scale=per_head_scale, row_labels=rows, selected=(layer, head)),
+                   norms)

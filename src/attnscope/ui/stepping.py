@@ -15,6 +15,7 @@ from attnscope.engine.beam_result import BeamResult
 from attnscope.engine.translator import Translation, Translator
 from attnscope.model.config import BOS_ID, PAD_ID
 from attnscope.ui import figures, selection, state, widgets
+from attnscope.ui.attribution_tools import values_switch
 from attnscope.ui.text import plain
 from attnscope.viz.beam_tree import beam_tree, hypothesis_nodes
 
@@ -57,8 +58,9 @@ def step_view(tr: Translator, text: str, beam: int, max_len: int, result: Transl
     prefix = " ".join(result.target_tokens[: t + 1])
     st.markdown(f"**Decoder input so far:** {plain(prefix)} → **chose** “{plain(step.token)}” with probability {step.prob:.3f}")
     st.caption(f"Full translation: {plain(result.text)}")
+    record, norms = values_switch(tr, result, text, beam, max_len)  # weights, or weighted value norms
     key = figures.result_key(tr, text, beam, max_len)
-    shown = figures.step_figures(result, key, t, selection.layer(result.attention, "cross"), selection.head())
+    shown = figures.step_figures(result, record, key, t, selection.layer(record, "cross"), selection.head(), norms)
     widgets.chart(shown.source, "step-source")
     left, right = st.columns([2, 3])
     with left:
@@ -117,11 +119,12 @@ def force_branch(tr: Translator, text: str, result: Translation, t: int, max_len
     with left:
         st.markdown(f"**Model's choice:** {plain(result.text)}")
         key = figures.result_key(tr, text, 1, max_len)
-        widgets.chart(figures.heatmap(result, key, "cross", layer, head), "branch-original")
+        widgets.chart(figures.heatmap(result, result.attention, key, "cross", layer, head), "branch-original")
     with right:
         st.markdown(f"**Forced branch:** {plain(branch.text)}")
         key = (tr.cache_key, text, -1, max_len, tuple(forced_ids), t)
-        widgets.chart(figures.heatmap(branch, key, "cross", min(layer, branch.attention.n_layers("cross") - 1), head),
+        widgets.chart(figures.heatmap(branch, branch.attention, key, "cross", min(layer, branch.attention.n_layers("cross") - 1),
+                                      head),
                       "branch-forced")
     st.caption(f"Log-probability of the whole output: model's choice {result.log_prob:.2f}, forced branch {branch.log_prob:.2f}.")
 
@@ -154,4 +157,4 @@ def beam_view(tr: Translator, text: str, beam_size: int, max_len: int, result: T
     chosen = state.hypothesis(tr, text, tuple(ids))
     layer = selection.layer(chosen.attention, "cross")
     key = (tr.cache_key, text, -2, max_len, tuple(ids))
-    widgets.chart(figures.heatmap(chosen, key, "cross", layer, selection.head()), "beam-hypothesis")
+    widgets.chart(figures.heatmap(chosen, chosen.attention, key, "cross", layer, selection.head()), "beam-hypothesis")
