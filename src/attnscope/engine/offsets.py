@@ -24,6 +24,7 @@ class RotationCheck:
     offset: int
     frequencies: np.ndarray  # (D/2,) ω_i = 10000^(-2i/D)
     rotations: np.ndarray  # (D/2, 2, 2) acting on (PE(t, 2i), PE(t, 2i+1))
+    before: np.ndarray  # (N-k, D) PE(t)
     predicted: np.ndarray  # (N-k, D) rotations applied to PE(t)
     actual: np.ndarray  # (N-k, D) PE(t+k) from the table
     pair_errors: np.ndarray  # (D/2,) largest |predicted - actual| in each pair
@@ -73,7 +74,7 @@ def rotation_check(table: np.ndarray, offset: int) -> RotationCheck:
     predicted = np.einsum("pij,npj->npi", rotations, pairs).reshape(-1, d)
     actual = table[offset:]
     pair_errors = np.abs(predicted - actual).reshape(-1, d // 2, 2).max(axis=(0, 2))
-    return RotationCheck(offset, freq, rotations, predicted, actual, pair_errors)
+    return RotationCheck(offset, freq, rotations, table[:-offset], predicted, actual, pair_errors)
 
 
 def fit_offset_map(table: np.ndarray, offset: int) -> OffsetFit:
