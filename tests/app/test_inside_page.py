@@ -22,7 +22,7 @@ def open_inside(app: AppTest, sentence: str = "a b c d") -> AppTest:
 def figure(app: AppTest, title_start: str) -> dict:
     for chart in app.get("plotly_chart"):
         spec = json.loads(chart.proto.spec)
-        if spec["layout"].get("title", {}).get("text", "").startswith(title_start):
+        if spec["layout"].get("title", {}).get("text", "").replace("<br>", " ").startswith(title_start):
             return spec
     raise AssertionError(f"no chart titled {title_start!r}")
 
@@ -61,10 +61,10 @@ def test_decoder_self_head_at_step_2_and_the_step_is_shared(app: AppTest) -> Non
     scores = figure(app, "Eq. 1")["data"][0]
     assert scores["text"][2] == scores["text"][2][:3] and len(scores["text"][2]) == 3  # keys <bos> d c
     mask = figure(app, "Mask M")
-    assert "causal" in mask["layout"]["title"]["text"]
+    assert "causal" in mask["layout"]["title"]["text"].replace("<br>", " ")
     assert np.array_equal(values(mask["data"][0], "z"), np.triu(np.ones((3, 3)), 1))
     lens = figure(app, "Logit lens at step 2")
-    assert "“b”" in lens["layout"]["title"]["text"]
+    assert "“b”" in lens["layout"]["title"]["text"].replace("<br>", " ")
     app.switch_page("pages/step.py").run()
     assert app.session_state["step"] == 2
 
@@ -76,10 +76,10 @@ def test_encoder_and_cross_attention_open_without_a_mask(app: AppTest, kind: str
     app.slider(key="_w_step").set_value(2).run()
     app.selectbox(key="inside_query_" + kind).set_value(1).run()
     assert not app.exception
-    assert "no mask" in figure(app, "Mask M")["layout"]["title"]["text"]
+    assert "no mask" in figure(app, "Mask M")["layout"]["title"]["text"].replace("<br>", " ")
     query = "“b”" if kind == "encoder" else "“d”"  # source "a b c d" / decoder inputs "<bos> d c"
     assert f"**Query:** {query} (position 1)" in " ".join(shown(m) for m in app.markdown)
-    keys = figure(app, "Keys and values are projected from")["layout"]["title"]["text"]
+    keys = figure(app, "Keys and values are projected from")["layout"]["title"]["text"].replace("<br>", " ")
     assert ("encoder's output" in keys) == (kind == "cross")
 
 

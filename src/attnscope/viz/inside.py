@@ -12,6 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attnscope.engine.head_view import HeadView
+from attnscope.viz.titles import FULL, HALF, lines, wrap
 
 DIVERGING = "RdBu_r"
 HOVER = "%{customdata[0]}<br>dimension %{x}<br>value %{z:.4f}<extra></extra>"
@@ -24,7 +25,7 @@ def _labels(tokens: Sequence[str]) -> list[str]:
 
 
 def strips(rows: np.ndarray, labels: Sequence[str], *, title: str, hover: str = HOVER,
-           customdata: np.ndarray | None = None) -> go.Figure:
+           customdata: np.ndarray | None = None, width: int = FULL) -> go.Figure:
     """Vectors as heat strips: row i is labels[i], columns are dimensions, colour centred on 0.
     `customdata[..., 0]` is each cell's row label (made from `labels` unless given)."""
     z = np.asarray(rows, dtype=np.float32)
@@ -39,7 +40,9 @@ def strips(rows: np.ndarray, labels: Sequence[str], *, title: str, hover: str = 
                                xgap=1 if z.shape[1] <= 64 else 0, ygap=2, colorbar=dict(thickness=10)))
     fig.update_yaxes(tickvals=list(range(len(labels))), ticktext=list(labels), autorange="reversed", showgrid=False)
     fig.update_xaxes(title="dimension", showgrid=False, zeroline=False)
-    return fig.update_layout(title=title, height=110 + 22 * len(labels), margin=MARGIN)
+    title = wrap(title, width)
+    return fig.update_layout(title=title, height=90 + 20 * lines(title) + 22 * len(labels),
+                             margin=dict(MARGIN, t=50 + 20 * lines(title)))
 
 
 def input_strips(view: HeadView) -> go.Figure:
@@ -65,7 +68,8 @@ def qk_strips(view: HeadView) -> go.Figure:
     """The query, then every key of this head (d_k values each): q = x·W_Q, k_j = x_j·W_K (section 3.2.2)."""
     rows = np.vstack([view.q[None], view.k])
     labels = [f"q  ({view.query}: {view.query_tokens[view.query]})", *(f"k  {lab}" for lab in _labels(view.key_tokens))]
-    return strips(rows, labels, title=f"Query and keys of head {view.head} (q = x·W_Qᵢ, k = x·W_Kᵢ; d_k = {view.q.size})")
+    return strips(rows, labels, title=f"Query and keys of head {view.head} (q = x·W_Qᵢ, k = x·W_Kᵢ; d_k = {view.q.size})",
+                  width=HALF)
 
 
 def product_strips(view: HeadView) -> go.Figure:
@@ -77,7 +81,7 @@ def product_strips(view: HeadView) -> go.Figure:
     return strips(view.products, labels, customdata=custom,
                   hover="%{customdata[0]}<br>dimension %{x}<br>q·k term %{z:.4f}<br>row sum q·k = %{customdata[1]}"
                         "<extra></extra>",
-                  title="q∘k: the dot product term by term (Eq. 1's QKᵀ, one row of it); row sums on hover")
+                  title="q∘k: the dot product term by term (Eq. 1's QKᵀ, one row of it); row sums on hover", width=HALF)
 
 
 def _fmt(value: float) -> str:
@@ -101,7 +105,7 @@ def score_steps(view: HeadView) -> go.Figure:
     fig = go.Figure(heat)
     fig.update_xaxes(tickvals=list(range(len(view.key_tokens))), ticktext=list(view.key_tokens), side="top", showgrid=False)
     fig.update_yaxes(tickvals=list(range(4)), ticktext=labels, autorange="reversed", showgrid=False)
-    return fig.update_layout(title="Eq. 1: Attention(Q, K, V) = softmax(QKᵀ / √d_k) V — this query's row, step by step",
+    return fig.update_layout(title=wrap("Eq. 1: Attention(Q, K, V) = softmax(QKᵀ / √d_k) V — this query's row, step by step"),
                              height=300, margin=dict(l=10, r=10, t=110, b=10), plot_bgcolor="#d9d9d9")
 
 
@@ -120,8 +124,9 @@ def mask_matrix(view: HeadView) -> go.Figure:
     fig.update_yaxes(tickvals=list(range(len(queries))), ticktext=queries, autorange="reversed", showgrid=False)
     what = ("causal mask: a position may not look at later ones (section 3.2.3)" if view.kind == "decoder"
             else "no mask: every key is visible (no padding in one sentence)")
-    return fig.update_layout(title=f"Mask M added before the softmax — {what}", height=140 + 24 * len(queries),
-                             margin=dict(l=10, r=10, t=110, b=10))
+    title = wrap(f"Mask M added before the softmax — {what}", HALF)
+    return fig.update_layout(title=title, height=120 + 20 * lines(title) + 24 * len(queries),
+                             margin=dict(l=10, r=10, t=90 + 20 * lines(title), b=10))
 
 
 def weight_bars(view: HeadView) -> go.Figure:
@@ -133,7 +138,8 @@ def weight_bars(view: HeadView) -> go.Figure:
                            text=[f"{w:.2f}" for w in view.weights], textposition="outside"))
     fig.update_xaxes(tickvals=list(range(len(keys))), ticktext=list(view.key_tokens))
     fig.update_yaxes(range=[0, 1.1], title="weight")
-    return fig.update_layout(title=f"softmax row of “{view.query_tokens[view.query]}” (sums to {view.weights.sum():.4f})",
+    title = f"softmax row of “{view.query_tokens[view.query]}” (sums to {view.weights.sum():.4f})"
+    return fig.update_layout(title=wrap(title, HALF),
                              height=300, margin=MARGIN)
 
 

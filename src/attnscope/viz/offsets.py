@@ -7,6 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attnscope.engine.offsets import RotationCheck
+from attnscope.viz.titles import HALF, wrap
 
 MARGIN = dict(l=10, r=10, t=70, b=10)
 
@@ -39,9 +40,9 @@ def rotation_circle(check: RotationCheck, pair: int, n_arrows: int = 8) -> go.Fi
     fig.update_xaxes(title=f"PE(t, {dims[0]}) = sin(ω t)", range=[-1.2, 1.2])
     fig.update_yaxes(title=f"PE(t, {dims[1]}) = cos(ω t)", range=[-1.2, 1.2], scaleanchor="x")
     return fig.update_layout(
-        title=f"Section 3.5: PE(t+{check.offset}) = R·PE(t), pair {pair}: ω = {check.frequencies[pair]:.5f}, "
-              f"a turn of {angle:.4f} rad; max error {float(check.pair_errors[pair]):.1e}",
-        height=520, margin=MARGIN)
+        title=wrap(f"Section 3.5: PE(t+{check.offset}) = R·PE(t), pair {pair}: ω = {check.frequencies[pair]:.5f}, "
+                   f"a turn of {angle:.4f} rad; max error {float(check.pair_errors[pair]):.1e}", HALF),
+        height=520, margin=dict(MARGIN, t=90))
 
 
 def rotation_errors(check: RotationCheck) -> go.Figure:
@@ -51,8 +52,9 @@ def rotation_errors(check: RotationCheck) -> go.Figure:
                            hovertemplate="pair %{x} (ω = %{customdata:.5f})<br>max error %{y:.2e}<extra></extra>"))
     fig.update_yaxes(type="log", title="max |error|")
     fig.update_xaxes(title="frequency pair i (dimensions 2i, 2i+1)")
-    return fig.update_layout(title=f"Rotation check over every pair, offset {check.offset}: max error {check.max_error:.1e}",
-                             height=320, margin=MARGIN)
+    title = f"Rotation check over every pair, offset {check.offset}: max error {check.max_error:.1e}"
+    return fig.update_layout(title=wrap(title, HALF),
+                             height=340, margin=dict(MARGIN, t=90))
 
 
 def offset_fit_curves(offsets: Sequence[int], errors: Mapping[str, np.ndarray]) -> go.Figure:
