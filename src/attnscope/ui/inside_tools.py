@@ -109,7 +109,8 @@ def choose(tr: Translator, result: Translation) -> Choice:
         layer = _select("Layer", list(range(n_layers)), "inside_layer", st.session_state.get("layer", 0))
     sidebar_head = st.session_state.get("head", 0)
     with cols[2]:
-        head = _select("Head", list(range(c.n_heads)), "inside_head", sidebar_head if sidebar_head != "mean" else 0)
+        head = _select("Head", list(range(c.n_heads)), "inside_head", sidebar_head if sidebar_head != "mean" else 0,
+                       format_func=lambda h: f"head {h}")
     n_steps = len(result.steps)
     step = min(max(int(st.session_state.get("step", 0)), 0), n_steps - 1)
     st.session_state["step"] = step
