@@ -265,6 +265,40 @@ def app_latency(path: Path, sentences: Sequence[str] = SENTENCES) -> dict[str, A
             **{f"AppTest {k} rerun s": v for k, v in runs.items()}}
 
 
+def inside_latency(tr: Translator, repeats: int) -> dict[str, Any]:
+    """Server-side seconds of the Inside-one-head page's work: trace a decoding step, slice a head, build and
+    serialise every panel and the logit lens. "open" traces anew (a new step or sentence); "switch head" reuses
+    the trace the page caches."""
+    from attnscope.engine.head_view import head_view
+    from attnscope.engine.intermediates import trace
+    from attnscope.engine.lens import logit_lens
+    from attnscope.viz.inside import PANELS
+    from attnscope.viz.lens import lens_heatmap
+
+    result = tr.translate(SENTENCES[2])
+    step = min(2, len(result.steps) - 1)
+    piece = lambda i: tr.bundle.tgt_codec.pieces([i])[0]  # noqa: E731
+
+    def draw(traced: Any, t: int, head: int) -> None:
+        view = head_view(traced, "decoder", 0, head, t, result.source_tokens, result.target_tokens[: t + 1])
+        lens = logit_lens(tr.model, traced, t, result.steps[t].token_id)
+        for fig in [build(view) for build in PANELS] + [lens_heatmap(lens, piece)]:
+            fig.to_json()
+
+    def traced_at(t: int) -> Any:
+        with tr.inference():
+            return trace(tr.model, result.source_ids, (BOS_ID, *result.target_ids[:t]))
+
+    warm = traced_at(step)
+    timed = median_times({"trace": lambda: traced_at(step),
+                          "open": lambda: draw(traced_at(step), step, 0),
+                          "switch head": lambda: draw(warm, step, 1)}, repeats)
+    return {"sentence tokens (source x step prefix)": f"{len(result.source_ids)} x {step + 1}",
+            "trace one step ms": round(timed["trace"] * 1e3, 1),
+            "open a head / move the step ms": round(timed["open"] * 1e3, 1),
+            "switch head (cached trace) ms": round(timed["switch head"] * 1e3, 1), "panels": len(PANELS) + 1}
+
+
 def print_table(title: str, rows: list[dict[str, Any]] | dict[str, Any]) -> None:
     rows = [rows] if isinstance(rows, dict) else rows
     print(f"\n## {title}")
@@ -294,7 +328,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--checkpoint", type=Path, default=None, help="model for decoding/capture (default: shipped en->de)")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
     parser.add_argument("--skip", action="append", default=[],
-                        choices=["training", "decoding", "capture", "batch", "memory", "quality", "app"])
+                        choices=["training", "decoding", "capture", "batch", "memory", "quality", "app", "inside"])
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -319,6 +353,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
          lambda: quality([path] if args.tiny else sorted(shipped_dir().glob("*.safetensors")),
                          ["val", "test_2016_flickr", "test_2017_flickr"], (1, 4), quality_limit)),
         ("app", "7. App latency (headless Chromium against streamlit run; AppTest reruns)", lambda: app_latency(path)),
+        ("inside", "8. Inside one head: server-side work of opening a head and moving the step",
+         lambda: inside_latency(tr, reps)),
     ]
     for key, title, run in sections:
         if key in args.skip:

@@ -68,7 +68,7 @@ def test_maedchen_at_step_2_inside_a_decoder_self_head(shipped_server: str, page
     for expected in ("Step 1:", "Step 2:"):
         step.focus()
         step.press("ArrowRight")
-        expect(page.get_by_text(expected)).to_be_visible()
+        expect(page.get_by_text(expected, exact=True)).to_be_visible()
         settled(page)
     pick(page, "Head", "head 3")
     pick(page, "Query token", "2: Mädchen")

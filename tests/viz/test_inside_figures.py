@@ -43,8 +43,9 @@ def test_strips_draw_the_captured_vectors(case, kind: str) -> None:
     assert np.allclose(z(inside.head_slices(v))[0], v.concat)
     assert np.allclose(z(inside.key_input_strips(v)), v.key_inputs)
     assert np.allclose(z(inside.input_strips(v))[2], v.embedding.total)
-    sums = inside.product_strips(v).data[0].customdata[:, 0, 1]
-    assert [float(s) for s in sums] == pytest.approx(v.dots, abs=1e-4)
+    sums = np.asarray(inside.product_strips(v).data[0].customdata)[:, 0]
+    assert sums == pytest.approx(v.dots, abs=1e-5)
+    assert list(inside.qk_strips(v).data[0].y)[1:] == [f"k  {i}: {t}" for i, t in enumerate(v.key_tokens)]
 
 
 def test_score_steps_show_minus_infinity_and_the_softmax_row(case) -> None:

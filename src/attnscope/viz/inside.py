@@ -15,7 +15,7 @@ from attnscope.engine.head_view import HeadView
 from attnscope.viz.titles import FULL, HALF, lines, wrap
 
 DIVERGING = "RdBu_r"
-HOVER = "%{customdata[0]}<br>dimension %{x}<br>value %{z:.4f}<extra></extra>"
+HOVER = "%{y}<br>dimension %{x}<br>value %{z:.4f}<extra></extra>"
 MARGIN = dict(l=10, r=10, t=70, b=10)
 
 
@@ -26,19 +26,17 @@ def _labels(tokens: Sequence[str]) -> list[str]:
 
 def strips(rows: np.ndarray, labels: Sequence[str], *, title: str, hover: str = HOVER,
            customdata: np.ndarray | None = None, width: int = FULL) -> go.Figure:
-    """Vectors as heat strips: row i is labels[i], columns are dimensions, colour centred on 0.
-    `customdata[..., 0]` is each cell's row label (made from `labels` unless given)."""
+    """Vectors as heat strips: row i is labels[i] (unique), columns are dimensions, colour centred on 0.
+    `customdata`, if given, carries extra per-cell values for `hover`."""
     z = np.asarray(rows, dtype=np.float32)
-    if z.ndim != 2 or z.shape[0] != len(labels):
-        raise ValueError(f"{list(z.shape)} vectors for {len(labels)} labels {list(labels)}")
-    if customdata is None:
-        customdata = np.empty((*z.shape, 1), dtype=object)
-        customdata[..., 0] = np.asarray(labels, dtype=object)[:, None]
+    if z.ndim != 2 or z.shape[0] != len(labels) or len(set(labels)) != len(labels):
+        raise ValueError(f"{list(z.shape)} vectors for {len(labels)} labels (must be distinct) {list(labels)}")
     limit = float(np.abs(z).max()) or 1.0
-    fig = go.Figure(go.Heatmap(z=z, x=list(range(z.shape[1])), y=list(range(len(labels))), colorscale=DIVERGING,
-                               zmid=0, zmin=-limit, zmax=limit, customdata=customdata, hovertemplate=hover,
+    # rows are named by their (distinct) labels, so hover reads %{y} without a per-cell label array
+    fig = go.Figure(go.Heatmap(z=z, x=np.arange(z.shape[1]), y=list(labels), colorscale=DIVERGING, zmid=0, zmin=-limit,
+                               zmax=limit, customdata=customdata, hovertemplate=hover,
                                xgap=1 if z.shape[1] <= 64 else 0, ygap=2, colorbar=dict(thickness=10)))
-    fig.update_yaxes(tickvals=list(range(len(labels))), ticktext=list(labels), autorange="reversed", showgrid=False)
+    fig.update_yaxes(type="category", autorange="reversed", showgrid=False)
     fig.update_xaxes(title="dimension", showgrid=False, zeroline=False)
     title = wrap(title, width)
     return fig.update_layout(title=title, height=90 + 20 * lines(title) + 22 * len(labels),
@@ -75,12 +73,9 @@ def qk_strips(view: HeadView) -> go.Figure:
 def product_strips(view: HeadView) -> go.Figure:
     """q∘k_j element by element; each row sums to q·k_j (hover shows the sum)."""
     labels = [f"q∘k  {lab}" for lab in _labels(view.key_tokens)]
-    custom = np.empty((len(labels), view.products.shape[1], 2), dtype=object)
-    custom[..., 0] = np.asarray(labels, dtype=object)[:, None]
-    custom[..., 1] = np.asarray([f"{d:.4f}" for d in view.dots], dtype=object)[:, None]
-    return strips(view.products, labels, customdata=custom,
-                  hover="%{customdata[0]}<br>dimension %{x}<br>q·k term %{z:.4f}<br>row sum q·k = %{customdata[1]}"
-                        "<extra></extra>",
+    sums = np.repeat(view.dots[:, None], view.products.shape[1], axis=1).astype(np.float32)  # (K, dh)
+    return strips(view.products, labels, customdata=sums,
+                  hover="%{y}<br>dimension %{x}<br>q·k term %{z:.4f}<br>row sum q·k = %{customdata:.4f}<extra></extra>",
                   title="q∘k: the dot product term by term (Eq. 1's QKᵀ, one row of it); row sums on hover", width=HALF)
 
 
@@ -189,3 +184,8 @@ def residual_strips(view: HeadView) -> go.Figure:
                   "x + Sublayer(LayerNorm(x)): block output"]
         title = "Pre-LN residual block: x + Sublayer(LayerNorm(x)) (this model normalises before the sublayer)"
     return strips(np.stack(rows), labels, title=title)
+
+
+# Every panel of one head, in the order the page shows them (the bench times building all of them).
+PANELS = (input_strips, key_input_strips, qk_strips, product_strips, score_steps, mask_matrix, weight_bars,
+          value_strips, head_slices, contribution_strips, residual_strips)
