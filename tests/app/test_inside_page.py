@@ -97,3 +97,25 @@ def test_rotation_check_on_the_models_own_table(app: AppTest) -> None:
     app.number_input(key="inside_pe_offset").set_value(5).run()
     caption = next(shown(c) for c in app.caption if c.value.startswith("PE(t+5)"))
     assert float(re.search(r"max error ([0-9.]+e[+-][0-9]+)", caption).group(1)) <= 1e-5
+
+
+def test_learned_positions_show_the_fitted_error(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A (random, tiny) pre-LN model with learned positions: no rotation panels, the fit's error instead."""
+    import streamlit as st
+
+    from attnscope.checkpoints.checkpoint import save
+    from tests.app.conftest import APP
+    from tests.engine_fixtures import tiny_translator
+
+    tr = tiny_translator(0, eos_bias=2.0, positional="learned", norm="pre")
+    save(tr.model, tr.bundle, tmp_path / "tiny-learned.safetensors")
+    monkeypatch.setenv("ATTNSCOPE_CHECKPOINTS", str(tmp_path))
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    app = open_inside(AppTest.from_file(APP, default_timeout=60), "a b c")
+    assert not app.exception, [e.value for e in app.exception]
+    caption = next(shown(c) for c in app.caption if "Learned encodings have no formula" in shown(c))
+    assert float(re.search(r"Offset 3: relative error ([0-9.]+) here", caption).group(1)) > 0.01
+    assert "Pre-LN residual block" in figure(app, "Pre-LN")["layout"]["title"]["text"]
+    with pytest.raises(AssertionError):
+        figure(app, "Section 3.5")

@@ -37,3 +37,15 @@ def test_logit_lens_at_step_2_ends_on_the_chosen_word(girl) -> None:
     lens = logit_lens(tr.model, tr_step, 2, result.steps[2].token_id)
     assert lens.chosen_rank[-1] == 1
     assert abs(lens.chosen_prob[-1] - result.steps[2].prob) <= 1e-5
+
+
+def test_the_french_models_learned_positions_are_not_rotations() -> None:
+    from attnscope.checkpoints.registry import shipped_dir
+    from attnscope.engine.anatomy import model_positions
+    from attnscope.engine.offsets import offset_errors, rotation_check
+
+    tr = attnscope.load(shipped_dir() / "multi30k-en-fr.safetensors")
+    errors = offset_errors(model_positions(tr.model, 64), [1, 3, 8])
+    assert np.all(errors > 0.05)  # measured: learned offsets are far from a rotation (sinusoids: < 1e-5)
+    de = attnscope.load()
+    assert rotation_check(model_positions(de.model, 64), 3).max_error <= 1e-5

@@ -7,7 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attnscope.engine.lens import LogitLens
-from attnscope.viz.titles import wrap
+from attnscope.viz.titles import lines, wrap
 
 
 def lens_heatmap(lens: LogitLens, piece: Callable[[int], str]) -> go.Figure:
@@ -24,7 +24,7 @@ def lens_heatmap(lens: LogitLens, piece: Callable[[int], str]) -> go.Figure:
                                hovertemplate="%{customdata}<br>probability %{z:.4f}<extra></extra>"))
     fig.update_xaxes(tickvals=list(range(k)), ticktext=[f"#{i + 1}" for i in range(k)], side="top", showgrid=False)
     fig.update_yaxes(tickvals=list(range(n_layers)), ticktext=rows, showgrid=False)
-    return fig.update_layout(
-        title=wrap(f"Logit lens at step {lens.position}: each layer's output through the final norm and the output layer "
-                   f"(softmax(LayerNorm(h)·W_out)); ◆ = “{chosen}”, the token chosen"),
-        height=140 + 40 * n_layers, margin=dict(l=10, r=10, t=100, b=10))
+    title = wrap(f"Logit lens at step {lens.position}: each layer's output through the final norm and the output layer "
+                 f"(softmax(LayerNorm(h)·W_out)); ◆ = “{chosen}”, the token chosen")
+    return fig.update_layout(title=title, height=120 + 20 * lines(title) + 40 * n_layers,
+                             margin=dict(l=10, r=10, t=70 + 20 * lines(title), b=10))
