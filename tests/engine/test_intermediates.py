@@ -130,3 +130,26 @@ def test_hooks_are_removed_even_after_an_error(case: Case) -> None:
     with pytest.raises(ValueError, match="handles at most"):
         trace(case.model, case.source, [1] * (case.model.config.max_len + 1), use_cache=False)
     assert no_hooks_left(case.model)
+
+
+@pytest.mark.parametrize("which", ["cached", "full"])
+def test_a_step_of_the_whole_trace_is_the_trace_of_that_prefix(case: Case, which: str) -> None:
+    """until(t) slices the trace of the whole output; tracing only <bos> .. y_t gives the same numbers
+    (bit for bit with the KV cache: the same calls; within float error for one full pass)."""
+    whole = getattr(case, which)
+    for t in range(len(case.prefix)):
+        alone = trace(case.model, case.source, case.prefix[: t + 1], use_cache=which == "cached")
+        cut = whole.until(t)
+        assert cut.target_ids == alone.target_ids and cut.sublayers.keys() == alone.sublayers.keys()
+        pairs = [(getattr(cut, n), getattr(alone, n)) for n in ("decoder_layers", "logits", "memory")]
+        pairs += [(getattr(cut.target, n), getattr(alone.target, n)) for n in ("token_embedding", "position", "total")]
+        pairs += [(getattr(cut.sublayer(*key), n), getattr(alone.sublayer(*key), n)) for key in alone.sublayers for n in FIELDS]
+        for got, want in pairs:
+            assert got.shape == want.shape
+            if which == "cached":
+                assert np.array_equal(got, want)
+            else:
+                finite = np.isfinite(want)
+                assert np.array_equal(np.isfinite(got), finite) and np.abs(got[finite] - want[finite]).max() <= 1e-5
+    with pytest.raises(ValueError, match="asked for step"):
+        whole.until(len(case.prefix))

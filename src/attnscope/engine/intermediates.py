@@ -9,6 +9,7 @@ arrays shows what the model computed. Arrays are numpy float32 of batch item 0.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import defaultdict
 from dataclasses import dataclass
@@ -69,11 +70,31 @@ class ForwardTrace:
     decoder_layers: np.ndarray  # (L, T, D) output of each decoder layer
     logits: np.ndarray  # (T, V) the model's next-token logits at every target position
 
+    def until(self, step: int) -> "ForwardTrace":
+        """The trace of decoding step `step` alone: target positions 0..step. The decoder is causal, so these
+        rows are exactly what the model computed at that step (with the cache, literally the same calls)."""
+        n = step + 1
+        if not 1 <= n <= len(self.target_ids):
+            raise ValueError(f"the target prefix has steps 0..{len(self.target_ids) - 1}; asked for step {step}")
+        target = StreamInputs(self.target.token_embedding[:n], self.target.scale, self.target.position[:n], self.target.total[:n])
+        sublayers = {key: s if key[0] == "encoder" else _first_queries(s, n, key[0] == "decoder")
+                     for key, s in self.sublayers.items()}
+        return dataclasses.replace(self, target_ids=self.target_ids[:n], target=target, sublayers=sublayers,
+                                   decoder_layers=self.decoder_layers[:, :n], logits=self.logits[:n])
+
     def sublayer(self, kind: Kind, layer: int) -> SublayerTrace:
         if (kind, layer) not in self.sublayers:
             n = sum(1 for k, _ in self.sublayers if k == kind)
             raise ValueError(f"{kind} attention has layers 0..{n - 1}; asked for layer {layer}")
         return self.sublayers[(kind, layer)]
+
+
+def _first_queries(s: SublayerTrace, n: int, self_attention: bool) -> SublayerTrace:
+    """The first n queries of a decoder sublayer; for self-attention also only the first n keys."""
+    keys = slice(0, n) if self_attention else slice(None)
+    rows = {name: getattr(s, name)[:n] for name in ("concat", "output", "residual", "norm_input", "norm_output", "block_output")}
+    return dataclasses.replace(s, q=s.q[:, :n], k=s.k[:, keys], v=s.v[:, keys], scores=s.scores[:, :n, keys],
+                               weights=s.weights[:, :n, keys], **rows)
 
 
 class _Tap:

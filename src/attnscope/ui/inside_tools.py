@@ -29,9 +29,9 @@ class Choice:
     query: int
 
 
-def prefix(result: Translation, step: int) -> tuple[int, ...]:
-    """Decoder inputs at `step`: <bos> y1 .. y_step (what the model had read when it chose step's token)."""
-    return (BOS_ID, *result.target_ids[:step])
+def decoder_inputs(result: Translation) -> tuple[int, ...]:
+    """What the decoder read over the whole translation: <bos> y1 .. y_{n-1}; step t read the first t+1."""
+    return (BOS_ID, *result.target_ids[:-1])
 
 
 @st.cache_data(max_entries=32, show_spinner="Tracing the forward pass…")
@@ -40,25 +40,26 @@ def _trace(_tr: Translator, checkpoint_key: str, source_ids: tuple[int, ...], ta
         return trace(_tr.model, source_ids, target_ids, use_cache=True)
 
 
-def step_trace(tr: Translator, result: Translation, step: int) -> ForwardTrace:
-    """The forward pass of decoding step `step` with every intermediate (cached per sentence and step)."""
-    return _trace(tr, tr.cache_key, result.source_ids, prefix(result, step))
+def sentence_trace(tr: Translator, result: Translation) -> ForwardTrace:
+    """Every intermediate of the whole translation, decoded with the KV cache (cached per sentence)."""
+    return _trace(tr, tr.cache_key, result.source_ids, decoder_inputs(result))
 
 
 def view(tr: Translator, result: Translation, choice: Choice) -> HeadView:
-    return head_view(step_trace(tr, result, choice.step), choice.kind, choice.layer, choice.head, choice.query,
+    """One head and query at one step: the sentence's trace cut to that step (moving the step runs nothing)."""
+    return head_view(sentence_trace(tr, result).until(choice.step), choice.kind, choice.layer, choice.head, choice.query,
                      result.source_tokens, result.target_tokens[: choice.step + 1])
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@st.cache_data(max_entries=64, show_spinner=False)
 def _lens(_tr: Translator, checkpoint_key: str, source_ids: tuple[int, ...], target_ids: tuple[int, ...],
-          chosen_id: int) -> LogitLens:
-    return logit_lens(_tr.model, _trace(_tr, checkpoint_key, source_ids, target_ids), len(target_ids) - 1, chosen_id)
+          step: int, chosen_id: int) -> LogitLens:
+    return logit_lens(_tr.model, _trace(_tr, checkpoint_key, source_ids, target_ids), step, chosen_id)
 
 
 def lens(tr: Translator, result: Translation, step: int) -> LogitLens:
     """Logit lens at `step`, ranking the token the model chose there (cached)."""
-    return _lens(tr, tr.cache_key, result.source_ids, prefix(result, step), result.steps[step].token_id)
+    return _lens(tr, tr.cache_key, result.source_ids, decoder_inputs(result), step, result.steps[step].token_id)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)

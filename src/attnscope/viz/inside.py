@@ -154,12 +154,13 @@ def head_slices(view: HeadView) -> go.Figure:
     fig = strips(view.concat[None], [f"Concat(head_0 … head_{view.n_heads - 1}) at “{view.query_tokens[view.query]}”"],
                  title=f"MultiHead = Concat(head_1, …, head_h)·W^O (section 3.2.2): d_model {view.concat.size} = "
                        f"{view.n_heads} heads × d_k {d_head}; head {view.head} owns dimensions {start}…{stop - 1}")
-    for h in range(view.n_heads):
+    shapes, notes = [], []
+    for h in range(view.n_heads):  # one frame and one name per head, set in one layout update (add_shape is slow)
         x0, x1 = h * d_head - 0.5, (h + 1) * d_head - 0.5
         color = "crimson" if h == view.head else "#555"
-        fig.add_shape(type="rect", x0=x0, x1=x1, y0=-0.5, y1=0.5, line=dict(color=color, width=3 if h == view.head else 1))
-        fig.add_annotation(x=(x0 + x1) / 2, y=-0.75, text=f"head {h}", showarrow=False, font=dict(color=color))
-    return fig.update_layout(height=190)
+        shapes.append(dict(type="rect", x0=x0, x1=x1, y0=-0.5, y1=0.5, line=dict(color=color, width=3 if h == view.head else 1)))
+        notes.append(dict(x=(x0 + x1) / 2, y=-0.75, text=f"head {h}", showarrow=False, font=dict(color=color)))
+    return fig.update_layout(height=190, shapes=shapes, annotations=notes)
 
 
 def contribution_strips(view: HeadView) -> go.Figure:
