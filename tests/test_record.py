@@ -30,6 +30,23 @@ def test_accessors_and_read_only_arrays() -> None:
         r.pattern("cross", 2, 0)
 
 
+def test_a_step_is_a_view_of_its_rows() -> None:
+    r = pattern_record()
+    for t in range(r.n_steps):
+        view = r.step(t)
+        assert view.prefix == TGT[: t + 1] and view.source_tokens == SRC
+        assert view.cross.shape == (r.n_layers("cross"), r.n_heads, len(SRC))
+        assert view.decoder_self.shape == (r.n_layers("decoder"), r.n_heads, t + 1)
+        assert np.array_equal(view.decoder_self, r.decoder[:, :, t, : t + 1])
+        assert np.shares_memory(view.cross, r.cross)  # no copy
+        assert np.array_equal(view.source_row(1, 2), r.pattern("cross", 1, 2)[t])
+        assert np.allclose(view.source_row(0, None), r.mean_over_heads("cross", 0)[t])
+    with pytest.raises(RecordError, match=f"steps 0..{len(TGT) - 1}; asked for step {len(TGT)}"):
+        r.step(len(TGT))
+    with pytest.raises(RecordError, match="asked for layer 5, head 0"):
+        r.step(0).source_row(5, 0)
+
+
 def test_long_table_has_one_row_per_cell() -> None:
     r = pattern_record()
     frame = r.to_frame()

@@ -11,11 +11,14 @@ from pathlib import Path
 
 import pytest
 import torch
+from safetensors.torch import save_file
 
 from attnscope.checkpoints import checkpoint
 from attnscope.engine.translator import Translator
+from attnscope.training.config import TrainConfig, parse_args
 from attnscope.training.data import toy_pairs
-from attnscope.training.loop import TrainConfig, lr_at, parse_args, train
+from attnscope.training.loop import lr_at, train
+from attnscope.training.state import TrainState, load_training_state, save_training_state
 
 TOY = dict(task="reverse", preset="toy", toy_size=2000, max_tokens=600, lr=3e-3, warmup=100, threads=1)
 
@@ -36,12 +39,12 @@ def test_a_toy_task_is_learned(tmp_path: Path) -> None:
     assert accuracy >= 0.9, accuracy
     kinds = {e.kind for e in events}
     assert kinds == {"step", "eval", "done"}
-    assert [json.loads(l)["kind"] for l in (tmp_path / "log.jsonl").read_text().splitlines()] == ["eval"] * 25
+    assert [json.loads(line)["kind"] for line in (tmp_path / "log.jsonl").read_text().splitlines()] == ["eval"] * 25
 
 
 def test_every_checkpoint_of_a_validation_knows_its_score(tmp_path: Path) -> None:
     train(TrainConfig(out_dir=str(tmp_path), epochs=3, keep_evals=True, **TOY))
-    evals = [json.loads(l) for l in (tmp_path / "log.jsonl").read_text().splitlines()]
+    evals = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
     for i, e in enumerate(evals):
         summary = checkpoint.read_bundle(tmp_path / f"eval-{e['step']:07d}.safetensors")[0].summary
         assert summary["best_val_bleu"] == max(x["bleu"] for x in evals[: i + 1])
@@ -95,9 +98,47 @@ def test_distributed_training_on_cpu_with_gloo(tmp_path: Path) -> None:
            "--toy-size", "400", "--threads", "1", "--max-tokens", "300"]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=dict(os.environ, OMP_NUM_THREADS="1"))
     assert result.returncode == 0, result.stderr[-2000:]
-    log = [json.loads(l) for l in (out / "log.jsonl").read_text().splitlines()]
+    log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
     assert [r["epoch"] for r in log] == [1, 2]  # written once, by rank 0
     checkpoint.load(out / "best.safetensors")
+
+
+HISTORICAL_FLAGS = [  # every spelling runs in progress were started with; they must keep working
+    "--out", "o", "--task", "sort", "--src", "fr", "--tgt", "en", "--data-dir", "d", "--vocab-size", "100",
+    "--preset", "toy", "--set", "dropout=0.2", "--max-tokens", "10", "--epochs", "2", "--max-steps", "5",
+    "--warmup", "3", "--seed", "4", "--threads", "1", "--eval-every", "7", "--bleu-sentences", "9",
+    "--toy-size", "11", "--lr", "0.1", "--label-smoothing", "0.2", "--clip", "0.5", "--save-minutes", "1.5",
+    "--precision", "bf16", "--device", "cpu", "--half", "--keep-evals", "--name", "n", "--init-from", "c.safetensors"]
+
+
+def test_every_historical_flag_sets_its_field() -> None:
+    assert parse_args(HISTORICAL_FLAGS) == TrainConfig(
+        out_dir="o", task="sort", src_lang="fr", tgt_lang="en", data_dir="d", vocab_size=100, preset="toy",
+        model={"dropout": 0.2}, max_tokens=10, epochs=2, max_steps=5, warmup=3, seed=4, threads=1, eval_every=7,
+        bleu_sentences=9, toy_size=11, lr=0.1, label_smoothing=0.2, clip=0.5, save_minutes=1.5, precision="bf16",
+        device="cpu", half=True, keep_evals=True, name="n", init_from="c.safetensors")
+    assert parse_args(["--out", "x"]) == TrainConfig(out_dir="x")  # unset flags keep the defaults
+
+
+def test_a_bad_flag_value_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse_args(["--out", "x", "--task", "nope"])
+    assert capsys.readouterr().err.splitlines()[-1].endswith("unknown task 'nope'; use multi30k or copy, reverse, sort")
+
+
+def test_a_resume_file_written_before_trainstate_still_loads(tmp_path: Path) -> None:
+    """Runs in progress saved their counters as a plain dict in JSON; TrainState reads them back."""
+    model = torch.nn.Linear(2, 2)
+    optimizer = torch.optim.Adam(model.parameters())
+    meta = {"step": 66, "epoch": 1, "batch": 1, "best_bleu": -1.0, "elapsed": 302.4,
+            "history": [{"step": 40, "val_loss": 3.2, "bleu": 1.5}]}
+    moments = {f"{n}::{k}": torch.full_like(p, 0.5) for n, p in model.named_parameters() for k in ("exp_avg", "exp_avg_sq")}
+    save_file(moments, str(tmp_path / "old.safetensors"), metadata={"meta": json.dumps(meta)})
+    state = load_training_state(tmp_path / "old.safetensors", optimizer, model)
+    assert state == TrainState(**meta)
+    assert torch.equal(optimizer.state[model.weight]["exp_avg"], torch.full((2, 2), 0.5))
+    save_training_state(tmp_path / "new.safetensors", optimizer, model, state)
+    assert load_training_state(tmp_path / "new.safetensors", torch.optim.Adam(model.parameters()), model) == state
 
 
 def test_cli_overrides() -> None:

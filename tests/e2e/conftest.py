@@ -54,9 +54,9 @@ def server(tmp_path_factory: pytest.TempPathFactory, e2e_checkpoint: Path) -> It
             try:
                 if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
                     break
-            except OSError:
+            except OSError as err:
                 if proc.poll() is not None or time.time() > deadline:
-                    raise RuntimeError(f"streamlit did not start; see {log.name}")
+                    raise RuntimeError(f"streamlit did not start; see {log.name}") from err
                 time.sleep(0.5)
         yield url
     finally:
