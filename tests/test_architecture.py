@@ -22,7 +22,8 @@ FORBIDDEN = {
     "training": ({"viz", "ui"}, "one training loop, no UI inside"),
 }
 # Modules of plain data (no torch) that figure builders may draw from.
-ENGINE_DATA_TYPES = {"attnscope.engine.record", "attnscope.engine.beam_result"}
+ENGINE_DATA_TYPES = {"attnscope.engine.record", "attnscope.engine.beam_result", "attnscope.engine.trace_data",
+                     "attnscope.engine.head_view", "attnscope.engine.offsets"}
 PLAIN_DATA = ENGINE_DATA_TYPES | {"attnscope.model.kinds"}  # what those may import: the attention vocabulary
 SCREEN = {"streamlit"}
 NOT_IN_FIGURES = {"streamlit", "torch"}

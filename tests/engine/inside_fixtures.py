@@ -4,7 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from attnscope.engine.decode import Decoded, greedy
-from attnscope.engine.intermediates import ForwardTrace, trace
+from attnscope.engine.intermediates import trace
+from attnscope.engine.trace_data import ForwardTrace
 from attnscope.model.config import BOS_ID
 from attnscope.model.transformer import Transformer
 from tests.engine_fixtures import random_source, tiny_model

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attnscope.engine.intermediates import ForwardTrace, StreamInputs, SublayerTrace
-from attnscope.engine.record import Kind
+from attnscope.engine.trace_data import ForwardTrace, StreamInputs, SublayerTrace
+from attnscope.model.kinds import Kind
 
 
 @dataclass(frozen=True)

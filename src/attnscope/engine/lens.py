@@ -5,26 +5,12 @@ output layer; for the last layer that is exactly the model's prediction.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import torch
 
 from attnscope.engine.capture import eval_mode, model_lock
-from attnscope.engine.intermediates import ForwardTrace
+from attnscope.engine.trace_data import ForwardTrace, LogitLens
 from attnscope.model.transformer import Transformer
-
-
-@dataclass(frozen=True)
-class LogitLens:
-    """Per decoder layer, the top-k next tokens at one position and the rank of the token finally chosen."""
-
-    position: int  # decoder input position (decoding step)
-    chosen_id: int
-    top_ids: np.ndarray  # (L, k)
-    top_probs: np.ndarray  # (L, k)
-    chosen_rank: np.ndarray  # (L,) 1 = the layer's favourite
-    chosen_prob: np.ndarray  # (L,)
 
 
 @torch.no_grad()

@@ -8,12 +8,13 @@ import streamlit as st
 
 from attnscope.engine.anatomy import model_positions
 from attnscope.engine.head_view import HeadView, head_view
-from attnscope.engine.intermediates import ForwardTrace, trace
-from attnscope.engine.lens import LogitLens, logit_lens
+from attnscope.engine.intermediates import trace
+from attnscope.engine.lens import logit_lens
 from attnscope.engine.offsets import RotationCheck, offset_errors, rotation_check
-from attnscope.engine.record import KIND_LABELS, KINDS, Kind
+from attnscope.engine.trace_data import ForwardTrace, LogitLens
 from attnscope.engine.translator import Translation, Translator
 from attnscope.model.config import BOS_ID
+from attnscope.model.kinds import KIND_LABELS, KINDS, Kind
 from attnscope.model.transformer import sinusoidal_table
 from attnscope.ui import state
 

@@ -6,7 +6,7 @@ from typing import Callable
 import numpy as np
 import plotly.graph_objects as go
 
-from attnscope.engine.lens import LogitLens
+from attnscope.engine.trace_data import LogitLens
 from attnscope.viz.titles import lines, wrap
 
 
