@@ -153,3 +153,27 @@ def test_a_step_of_the_whole_trace_is_the_trace_of_that_prefix(case: Case, which
                 assert np.array_equal(np.isfinite(got), finite) and np.abs(got[finite] - want[finite]).max() <= 1e-5
     with pytest.raises(ValueError, match="asked for step"):
         whole.until(len(case.prefix))
+
+
+def test_calls_from_another_thread_are_not_kept(case: Case) -> None:
+    """A forward pass another thread runs while tracing (here: started from inside the trace) leaves no rows."""
+    import threading
+
+    other = torch.tensor([case.source[::-1]])
+    main = threading.get_ident()
+
+    def meddle(*_args) -> None:
+        if threading.get_ident() != main:
+            return  # the worker's own pass goes through this hook too
+        worker = threading.Thread(target=lambda: case.model.encode(other))
+        worker.start()
+        worker.join()
+
+    handle = case.model.positions.register_forward_hook(meddle)
+    try:
+        traced = trace(case.model, case.source, case.prefix, use_cache=True)
+    finally:
+        handle.remove()
+    for key in case.cached.sublayers:
+        assert np.array_equal(traced.sublayer(*key).weights, case.cached.sublayer(*key).weights)
+    assert np.array_equal(traced.source.total, case.cached.source.total)

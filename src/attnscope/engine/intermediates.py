@@ -10,6 +10,7 @@ arrays shows what the model computed. Arrays are numpy float32 of batch item 0.
 from __future__ import annotations
 
 import math
+import threading
 from collections import defaultdict
 from typing import Any, Callable, Sequence
 
@@ -23,20 +24,24 @@ from attnscope.model.transformer import DecoderCache, Transformer
 
 
 class _Tap:
-    """Hooks that append what named modules saw, per phase ("encoder"/"decoder"); removed by close()."""
+    """Hooks that append what named modules saw, per phase ("encoder"/"decoder"); removed by close().
+    Only calls from the thread that made the tap are kept (as the recorder does)."""
 
     def __init__(self) -> None:
         self.phase = "encoder"
         self.seen: dict[str, list[Any]] = defaultdict(list)
         self.handles: list[torch.utils.hooks.RemovableHandle] = []
+        self.thread = threading.get_ident()
+
+    def keep(self, name: str, value: Any) -> None:
+        if threading.get_ident() == self.thread:
+            self.seen[f"{self.phase}:{name}"].append(value)
 
     def on_output(self, module: nn.Module, name: str, pick: Callable[[tuple, Any], Any] = lambda _a, out: out) -> None:
-        self.handles.append(module.register_forward_hook(
-            lambda _m, args, out: self.seen[f"{self.phase}:{name}"].append(pick(args, out))))
+        self.handles.append(module.register_forward_hook(lambda _m, args, out: self.keep(name, pick(args, out))))
 
     def on_input(self, module: nn.Module, name: str) -> None:
-        self.handles.append(module.register_forward_pre_hook(
-            lambda _m, args: self.seen[f"{self.phase}:{name}"].append(args)))
+        self.handles.append(module.register_forward_pre_hook(lambda _m, args: self.keep(name, args)))
 
     def close(self) -> None:
         for handle in self.handles:
