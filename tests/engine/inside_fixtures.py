@@ -16,6 +16,7 @@ VARIANTS = {
     "pre-learned": dict(norm="pre", positional="learned"),
     "pre-sinusoidal-shared": dict(norm="pre", positional="sinusoidal", share_embeddings=True),
     "post-learned-final-norm": dict(norm="post", positional="learned", final_norm=True),
+    "post-annotated-norm-unscaled": dict(norm="post", layer_norm="annotated", embed_scale=False),
 }
 
 

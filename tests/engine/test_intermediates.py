@@ -115,7 +115,7 @@ def test_inputs_memory_and_logits(case: Case) -> None:
     for stream, table, ids, first in ((tr.source, model.src_embed, case.source, tr.sublayer("encoder", 0)),
                                       (tr.target, model.tgt_embed, case.prefix, tr.sublayer("decoder", 0))):
         assert np.array_equal(stream.token_embedding, table.weight[ids].detach().numpy())
-        assert stream.scale == math.sqrt(model.config.d_model)
+        assert stream.scale == (math.sqrt(model.config.d_model) if model.config.embed_scale else 1.0)
         assert np.abs(stream.token_embedding * stream.scale + stream.position - stream.total).max() <= 1e-5
         assert np.array_equal(stream.total, first.residual)
     assert np.array_equal(tr.target.position, positions)

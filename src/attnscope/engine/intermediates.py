@@ -136,7 +136,8 @@ def _assemble(model: Transformer, seen: dict[str, list[Any]], source_ids: tuple[
 
 def _inputs(seen: dict[str, list[Any]], embed: str, phase: str, model: Transformer) -> StreamInputs:
     position = np.concatenate([_np(p) for p in seen[f"{phase}:positions"]], axis=0)  # (N, D), one call per step
-    return StreamInputs(_rows(seen[embed], 0), math.sqrt(model.config.d_model), position, _rows(seen[f"{phase}:embedded"], 0))
+    scale = math.sqrt(model.config.d_model) if model.config.embed_scale else 1.0  # as Transformer._embed applies it
+    return StreamInputs(_rows(seen[embed], 0), scale, position, _rows(seen[f"{phase}:embedded"], 0))
 
 
 def _sublayer(seen: dict[str, list[Any]], key: str, attn: nn.Module) -> SublayerTrace:

@@ -18,7 +18,7 @@ class StreamInputs:
     """What a stack's first layer reads (sections 3.4, 3.5): token embedding × √d_model + positional encoding."""
 
     token_embedding: np.ndarray  # (N, D) rows of the embedding table, before scaling
-    scale: float  # √d_model
+    scale: float  # √d_model, or 1 for a model that does not scale its embeddings (config.embed_scale)
     position: np.ndarray  # (N, D) positional encodings of positions 0..N-1
     total: np.ndarray  # (N, D) the sum the first layer reads (embedding dropout is off in eval)
 

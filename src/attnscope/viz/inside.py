@@ -47,7 +47,8 @@ def input_strips(view: HeadView) -> go.Figure:
     """Where the query comes from: embedding × √d_model + PE (layer 0), the layer's input, what W_Q reads."""
     e, token = view.embedding, view.query_tokens[view.query]
     rows = [e.token_embedding * e.scale, e.position, e.total, view.layer_input, view.query_input]
-    labels = [f"embedding({token}) × √d_model = ×{e.scale:.1f}", f"positional encoding PE({view.query})",
+    scaled = f"embedding({token}) × √d_model = ×{e.scale:.1f}" if e.scale != 1.0 else f"embedding({token}) (not scaled)"
+    labels = [scaled, f"positional encoding PE({view.query})",
               "sum: the first layer's input", f"input of layer {view.layer}'s block", "what W_Q multiplies"]
     if view.norm == "pre":
         labels[-1] += " (LayerNorm of the block input: pre-LN)"
