@@ -176,6 +176,31 @@ def batch_throughput(tr: Translator, texts: list[str], one_by_one: int) -> list[
     return rows
 
 
+def dataset_scale(tr: Translator, texts: Sequence[str], one_by_one: int, attributed: int, ig_steps: int) -> dict[str, Any]:
+    """Head statistics over `texts` from batched capture (wall and CPU seconds), against translating
+    `one_by_one` of them singly; and every attribution of a sentence (IG with `ig_steps` steps)."""
+    from attnscope.engine.analysis import head_stats_over
+    from attnscope.engine.attribution import attribute
+    from attnscope.engine.dataset import head_stats_batched
+
+    wall, cpu = time.perf_counter(), time.process_time()
+    head_stats_batched(tr, texts)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    single = time.perf_counter()
+    head_stats_over(tr, texts[:one_by_one])
+    single = (time.perf_counter() - single) / one_by_one
+    times = []
+    for text in texts[:attributed]:
+        result = tr.translate(text)
+        start = time.perf_counter()
+        attribute(tr, result, ig_steps=ig_steps)
+        times.append(time.perf_counter() - start)
+    return {"sentences": len(texts), "head_stats_batched_s": round(wall, 2), "cpu_s": round(cpu, 2),
+            "sentences_per_s": round(len(texts) / wall, 1), "one_by_one_s_per_sentence": round(single, 4),
+            "speedup": round(single * len(texts) / wall, 2),
+            f"attribution_ms_per_sentence (all methods, IG {ig_steps})": round(1000 * statistics.median(times), 1)}
+
+
 def memory(path: Path) -> dict[str, Any]:
     """Peak RSS of a fresh process that loads the model and translates; size of one record."""
     # VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec, so it would report the (large)
@@ -362,7 +387,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--checkpoint", type=Path, default=None, help="model for decoding/capture (default: shipped en->de)")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
     parser.add_argument("--skip", action="append", default=[],
-                        choices=["training", "decoding", "capture", "batch", "memory", "quality", "app", "import",
+                        choices=["training", "decoding", "capture", "batch", "memory", "quality", "app", "import", "dataset",
                                  "inside"])
     args = parser.parse_args(argv)
     if args.threads:
@@ -390,7 +415,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         ("app", "7. App latency (headless Chromium against streamlit run; AppTest reruns)", lambda: app_latency(path)),
         ("import", "8. Import of a 30 MB PyTorch-tutorial state_dict (python -m attnscope import)",
          lambda: import_speed(2 if args.tiny else 30, 2 if args.tiny else 5)),
-        ("inside", "9. Inside one head: server-side work of opening a head and moving the step",
+        ("dataset", "9. Dataset scale: head statistics from batched capture; attribution per sentence",
+         lambda: dataset_scale(tr, _sentences(tr, 20 if args.tiny else 1000), *((3, 1, 2) if args.tiny else (50, 10, 16)))),
+        ("inside", "10. Inside one head: server-side work of opening a head and moving the step",
          lambda: inside_latency(tr, reps)),
     ]
     for key, title, run in sections:
@@ -401,6 +428,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args.out.write_text(json.dumps(report, indent=2))
     print(f"\nwrote {args.out}")
     return report
+
+
+def _sentences(tr: Translator, n: int) -> list[str]:
+    """The first n source sentences of test_2016_flickr (ATTNSCOPE_DATA), or the bench's examples repeated."""
+    try:
+        texts = [s for s, _ in load_pairs(data_dir(), "test_2016_flickr", tr.bundle.src_lang, tr.bundle.tgt_lang)]
+    except DataError:
+        texts = list(SENTENCES) * (n // len(SENTENCES) + 1)
+    return texts[:n]
 
 
 def _batch(tr: Translator, tiny: bool, one_by_one: int) -> list[dict[str, Any]]:

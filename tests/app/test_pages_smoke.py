@@ -5,7 +5,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 PAGES = {"pages/translate.py": 6, "pages/step.py": 6, "pages/heads.py": 1, "pages/positional.py": 7,
-         "pages/anatomy.py": 0}
+         "pages/anatomy.py": 0, "pages/attribution.py": 6}
 
 
 @pytest.mark.parametrize("page,min_charts", PAGES.items())
