@@ -296,6 +296,47 @@ def app_latency(path: Path, sentences: Sequence[str] = SENTENCES) -> dict[str, A
             **{f"AppTest {k} rerun s": v for k, v in runs.items()}}
 
 
+def other_load() -> dict[str, Any]:
+    """What else is running: load average and the busiest other processes (the machine may be shared)."""
+    top = subprocess.run(["ps", "-eo", "pid,pcpu,args", "--sort=-pcpu", "--no-headers"], capture_output=True, text=True).stdout
+    rows = [line.split(None, 2) for line in top.splitlines() if len(line.split(None, 2)) == 3]
+    others = [(cpu, args) for pid, cpu, args in rows if int(pid) != os.getpid() and not args.startswith("ps ")]
+    busy = [f"{cpu} {args[:80]}" for cpu, args in others if float(cpu) >= 20][:4]
+    return {"load average (1 min)": round(os.getloadavg()[0], 2), "busy processes (lifetime %CPU, command)": busy}
+
+
+def toy_training(task: str = "reverse", target: float = 0.95, limit_s: float = 300.0,
+                 max_steps: int | None = None) -> dict[str, Any]:
+    """Toy training: seconds to 95% exact reversals of held-out sequences, with the Train page's toy preset
+    (training/toy.py), counted from creating the trainer (data, tokenizer, model) to the validation that
+    first reaches `target`; validations are every TOY_SCHEDULE["eval_every"] steps and are included."""
+    import tempfile
+    import threading
+
+    from attnscope.training.config import TrainConfig
+    from attnscope.training.loop import Trainer
+    from attnscope.training.toy import TOY_MODEL, TOY_SCHEDULE
+
+    before = other_load()
+    stop, curve = threading.Event(), []
+    start = time.perf_counter()
+
+    def watch(event: Any) -> None:
+        if event.kind == "eval":
+            curve.append((event.step, round(time.perf_counter() - start, 1), round(100 * event.exact, 1)))
+            if event.exact >= target:
+                stop.set()
+        if time.perf_counter() - start > limit_s:
+            stop.set()
+    config = TrainConfig(out_dir=tempfile.mkdtemp(), task=task, preset="toy", model=dict(TOY_MODEL), src_lang="en",
+                         tgt_lang="en", save_minutes=1e9, **TOY_SCHEDULE | ({"max_steps": max_steps} if max_steps else {}))
+    Trainer(config, watch, stop).run()
+    reached = next((c for c in curve if c[2] >= 100 * target), None)
+    return {"task": task, "target exact %": 100 * target, "seconds to target": reached[1] if reached else None,
+            "steps to target": reached[0] if reached else None, "threads": TOY_SCHEDULE["threads"],
+            "validations (step, s, exact %)": curve, "while it ran": before, "after": other_load()}
+
+
 def import_speed(megabytes: float, repeats: int) -> dict[str, Any]:
     """Seconds to import a PyTorch-tutorial-style state_dict (nn.Transformer 3+3 layers, d 256) of about
     `megabytes` MB with torchtext-style vocabularies: read, recognise, permute rows, build."""
@@ -387,8 +428,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--checkpoint", type=Path, default=None, help="model for decoding/capture (default: shipped en->de)")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
     parser.add_argument("--skip", action="append", default=[],
-                        choices=["training", "decoding", "capture", "batch", "memory", "quality", "app", "import", "dataset",
-                                 "inside"])
+                        choices=["training", "decoding", "capture", "batch", "memory", "quality", "app", "import",
+                                 "dataset", "toy", "inside"])
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -417,7 +458,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
          lambda: import_speed(2 if args.tiny else 30, 2 if args.tiny else 5)),
         ("dataset", "9. Dataset scale: head statistics from batched capture; attribution per sentence",
          lambda: dataset_scale(tr, _sentences(tr, 20 if args.tiny else 1000), *((3, 1, 2) if args.tiny else (50, 10, 16)))),
-        ("inside", "10. Inside one head: server-side work of opening a head and moving the step",
+        ("toy", "10. Toy training: seconds to 95% exact reversals (Train page's toy preset)",
+         lambda: toy_training(max_steps=20 if args.tiny else None)),
+        ("inside", "11. Inside one head: server-side work of opening a head and moving the step",
          lambda: inside_latency(tr, reps)),
     ]
     for key, title, run in sections:

@@ -33,7 +33,7 @@ def test_live_training_progress(server: str, page: Page) -> None:
     page.goto(server)
     page.get_by_role("link", name="Train").click()
     page.get_by_label("Run name").fill("browser-copy")
-    page.get_by_role("button", name="Start training").click()
+    page.get_by_role("button", name="Start new").click()
     expect(page.get_by_text("step ", exact=False).first).to_be_visible()
     expect(page.get_by_text("Learning curves")).to_be_visible(timeout=120_000)
     expect(page.get_by_text("Saved as browser-copy")).to_be_visible(timeout=240_000)
