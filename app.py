@@ -38,6 +38,7 @@ with st.sidebar:
 pages = [st.Page("pages/translate.py", title="Translate", icon=":material/translate:", default=True),
          st.Page("pages/step.py", title="Step through decoding", icon=":material/step:"),
          st.Page("pages/heads.py", title="Heads & layers", icon=":material/grid_view:"),
+         st.Page("pages/inside.py", title="Inside one head", icon=":material/neurology:"),
          st.Page("pages/attribution.py", title="Attribution", icon=":material/insights:"),
          st.Page("pages/positional.py", title="Positional encoding", icon=":material/waves:"),
          st.Page("pages/anatomy.py", title="Model anatomy", icon=":material/account_tree:"),

@@ -297,6 +297,45 @@ def import_speed(megabytes: float, repeats: int) -> dict[str, Any]:
             "median_s": round(median_times({"import": run}, repeats)["import"], 3)}
 
 
+def inside_latency(tr: Translator, repeats: int) -> dict[str, Any]:
+    """Server-side seconds of the Inside-one-head page's work. The page traces a sentence once (cached);
+    moving the step cuts that trace, slices a head, builds and serialises every panel and the logit lens;
+    switching head does the same without the lens."""
+    from attnscope.engine.head_view import head_view
+    from attnscope.engine.intermediates import trace
+    from attnscope.engine.lens import logit_lens
+    from attnscope.viz.inside import PANELS
+    from attnscope.viz.lens import lens_heatmap
+
+    result = tr.translate(SENTENCES[2])
+    piece = lambda i: tr.bundle.tgt_codec.pieces([i])[0]  # noqa: E731
+
+    def traced() -> Any:
+        with tr.inference():
+            return trace(tr.model, result.source_ids, (BOS_ID, *result.target_ids[:-1]))
+
+    whole = traced()
+    state = {"step": 0}
+
+    def draw(t: int, head: int, with_lens: bool) -> None:
+        view = head_view(whole.until(t), "decoder", 0, head, t, result.source_tokens, result.target_tokens[: t + 1])
+        figures = [build(view) for build in PANELS]
+        if with_lens:
+            figures.append(lens_heatmap(logit_lens(tr.model, whole, t, result.steps[t].token_id), piece))
+        for fig in figures:
+            fig.to_json()
+
+    def move_step() -> None:
+        state["step"] = (state["step"] + 1) % len(result.steps)
+        draw(state["step"], 0, True)
+
+    timed = median_times({"trace": traced, "move": move_step, "head": lambda: draw(len(result.steps) - 1, 1, False)}, repeats)
+    return {"tokens (source x target)": f"{len(result.source_ids)} x {len(result.steps)}",
+            "trace the sentence ms (once)": round(timed["trace"] * 1e3, 1),
+            "move the step ms": round(timed["move"] * 1e3, 1),
+            "switch head ms": round(timed["head"] * 1e3, 1), "panels": len(PANELS) + 1}
+
+
 def print_table(title: str, rows: list[dict[str, Any]] | dict[str, Any]) -> None:
     rows = [rows] if isinstance(rows, dict) else rows
     print(f"\n## {title}")
@@ -328,7 +367,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
     parser.add_argument("--skip", action="append", default=[],
                         choices=["training", "decoding", "capture", "batch", "memory", "quality", "app", "import",
-                                 "dataset", "toy"])
+                                 "dataset", "toy", "inside"])
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -360,6 +399,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
          lambda: dataset_scale(tr, _sentences(tr, 20 if args.tiny else 1000), *((3, 1, 2) if args.tiny else (50, 10, 16)))),
         ("toy", "10. Toy training: seconds to 95% exact reversals (Train page's toy preset)",
          lambda: toy_training(max_steps=20 if args.tiny else None)),
+        ("inside", "11. Inside one head: server-side work of opening a head and moving the step",
+         lambda: inside_latency(tr, reps)),
     ]
     for key, title, run in sections:
         if key in args.skip:
