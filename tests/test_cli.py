@@ -12,7 +12,7 @@ import pytest
 import attnscope
 from attnscope.__main__ import main
 from attnscope.engine.record import AttentionRecord
-from tests.engine_fixtures import one_torch_thread, tiny_checkpoint  # noqa: F401 (fixtures)
+from tests.engine_fixtures import tiny_checkpoint  # noqa: F401 (fixture)
 
 
 def test_translate_prints_and_writes_json_and_npz(tiny_checkpoint: Path, tmp_path: Path,  # noqa: F811 (fixture)

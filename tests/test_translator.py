@@ -14,7 +14,7 @@ from attnscope.engine.beam import BeamResult
 from attnscope.engine.record import AttentionRecord
 from attnscope.engine.translator import MAX_BEAM, MAX_CHARS, InputError, Translator
 from attnscope.model.config import BOS_ID, EOS_ID, UNK_ID
-from tests.engine_fixtures import MAX_LEN, SEEDS, one_torch_thread, tiny_checkpoint, tiny_translator  # noqa: F401 (fixtures)
+from tests.engine_fixtures import MAX_LEN, SEEDS, tiny_checkpoint, tiny_translator  # noqa: F401 (fixture)
 
 # eos_bias 0: outputs run to max_len; 2: most end early with <eos> (see test_outputs_cover_both_endings)
 TRANSLATORS = [(seed, bias) for seed in SEEDS for bias in (0.0, 2.0)]

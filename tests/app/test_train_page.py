@@ -7,7 +7,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attnscope.ui import train_tools
-from tests.support import shown
+from attnscope.ui.train_tools import MAX_EPOCHS
+from tests.support import shown, wait_for
 
 
 @pytest.fixture
@@ -17,16 +18,24 @@ def train_page(app: AppTest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     return app.switch_page("pages/train.py").run()
 
 
+def tiny_run(app: AppTest, task: str, epochs: int, name: str) -> None:
+    """Fill the form for the smallest model the page allows (the assertions need a run, not learning)."""
+    app.selectbox(key="train_task").set_value(task)
+    for key, value in (("train_d_model", 16), ("train_heads", 2), ("train_enc", 1), ("train_dec", 1), ("train_ff", 16)):
+        app.number_input(key=key).set_value(value)
+    app.number_input(key="train_epochs").set_value(epochs)
+    app.text_input(key="train_name").set_value(name)
+
+
 def test_train_a_toy_task_to_completion_and_use_it(train_page: AppTest) -> None:
     app = train_page
     assert not app.exception
-    app.selectbox(key="train_task").set_value("copy")
-    app.number_input(key="train_epochs").set_value(8)
-    app.text_input(key="train_name").set_value("my copy model")
+    tiny_run(app, "copy", 1, "my copy model")
     app.button(key="train_start").click().run()
     job = train_tools.jobs()[app.session_state["train_job"]]
-    job.wait(timeout=240)
+    wait_for(lambda: job.done, "the run to finish")
     assert job.status == "finished", job.error
+    assert job.trainer.model.config.d_model == 16
     assert job.snapshots and job.snapshots[-1].record.cross.shape[-1] == len(job.snapshots[-1].record.source_tokens)
     app.run()
     assert any("Saved as my-copy-model" in shown(s) for s in app.success)
@@ -41,17 +50,15 @@ def test_train_a_toy_task_to_completion_and_use_it(train_page: AppTest) -> None:
 
 def test_stopping_a_run_keeps_its_checkpoint(train_page: AppTest) -> None:
     app = train_page
-    app.selectbox(key="train_task").set_value("sort")
-    app.number_input(key="train_epochs").set_value(200)
-    app.text_input(key="train_name").set_value("stopped")
+    tiny_run(app, "sort", MAX_EPOCHS, "stopped")  # still running when stopped, however fast it trains
     app.button(key="train_start").click().run()
     job = train_tools.jobs()[app.session_state["train_job"]]
-    while not job.events and not job.done:
-        job.wait(timeout=0.5)
+    wait_for(lambda: job.events or job.done, "the first training step")
     job.stop()
-    job.wait(timeout=120)
-    assert job.status == "stopped"
+    wait_for(lambda: job.done, "the run to stop")
+    assert job.status == "stopped", job.error
     assert job.published is not None and job.published.exists()
+    assert [e.kind for e in job.events][-2:] == ["eval", "done"]  # stopping validates before saving
 
 
 def test_estimate_reports_seconds_per_epoch(train_page: AppTest) -> None:

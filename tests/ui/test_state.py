@@ -12,7 +12,7 @@ import streamlit as st
 from attnscope.checkpoints.checkpoint import save
 from attnscope.engine.record import KINDS
 from attnscope.ui import state
-from tests.engine_fixtures import no_hooks_left, one_torch_thread, tiny_translator  # noqa: F401 (autouse fixture)
+from tests.engine_fixtures import no_hooks_left, tiny_translator
 
 SENTENCES = ["a b c", "d e f g", "b a", "j i h g f", "c c d", "e d c b a b", "l k", "g g g g g"]
 

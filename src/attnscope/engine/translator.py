@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -52,9 +52,13 @@ class Translator:
 
     model: Transformer
     bundle: Bundle
-    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    device: torch.device | None = None  # where inputs go; None: wherever the model's weights are
     label: str = ""  # the checkpoint's file name; distinguishes copies of one run
     revision: float = 0.0  # modification time of that file: a re-published checkpoint is another model
+
+    def __post_init__(self) -> None:
+        if self.device is None:  # a model moved to a GPU gets its inputs there without being told twice
+            self.device = next(self.model.parameters()).device
 
     @property
     def name(self) -> str:
