@@ -7,7 +7,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from tests.support import ROOT, copy_toy_checkpoint
+from tests.support import CEILING, ROOT, copy_toy_checkpoint
 
 APP = str(ROOT / "app.py")
 
@@ -26,4 +26,4 @@ def app(toy_checkpoint_dir: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     monkeypatch.setenv("ATTNSCOPE_CHECKPOINTS", str(toy_checkpoint_dir))
     st.cache_data.clear()
     st.cache_resource.clear()
-    return AppTest.from_file(APP, default_timeout=60)
+    return AppTest.from_file(APP, default_timeout=CEILING)  # a ceiling for a hang, not a speed limit
