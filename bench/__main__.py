@@ -16,6 +16,7 @@ import statistics
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -55,7 +56,8 @@ def median_times(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, f
 def machine() -> dict[str, Any]:
     cpu = platform.processor()
     try:
-        cpu = next(l.split(":", 1)[1].strip() for l in Path("/proc/cpuinfo").read_text().splitlines() if l.startswith("model name"))
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+        cpu = next(line.split(":", 1)[1].strip() for line in lines if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
     return {"cpu": cpu, "threads": torch.get_num_threads(), "torch": torch.__version__, "python": platform.python_version(),
@@ -138,8 +140,8 @@ def decoding_speed(tr: Translator, lengths: Sequence[int], batches: Sequence[int
         src = pad([tr.source(t)[0] for t in texts]).to(tr.device)
         for n in lengths:
             n = min(n, tr.model.config.max_len - 1)
-            timed = median_times({"cached": lambda: decode_n(tr.model, src, n, True),
-                                  "full": lambda: decode_n(tr.model, src, n, False)}, repeats)
+            timed = median_times({"cached": partial(decode_n, tr.model, src, n, True),
+                                  "full": partial(decode_n, tr.model, src, n, False)}, repeats)
             cached, full = timed["cached"], timed["full"]
             same = torch.equal(decode_n(tr.model, src, n, True), decode_n(tr.model, src, n, False))
             rows.append({"batch": b, "tokens": n, "cached ms": round(cached * 1e3, 1), "uncached ms": round(full * 1e3, 1),
@@ -221,7 +223,8 @@ def app_latency(path: Path, sentences: Sequence[str] = SENTENCES) -> dict[str, A
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(root / "app.py"), "--server.port", str(port),
-                               "--server.headless", "true"], cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                               "--server.headless", "true"], cwd=root, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     tr = Translator(*checkpoint.load(path))
     times = []
@@ -259,7 +262,7 @@ def app_latency(path: Path, sentences: Sequence[str] = SENTENCES) -> dict[str, A
         at.session_state["sentence"] = sentences[0]
         at.run()
         at.switch_page(page_file)
-        runs[page_file] = round(median_times({page_file: lambda: at.run()}, 3)[page_file], 3)
+        runs[page_file] = round(median_times({page_file: at.run}, 3)[page_file], 3)
     return {"browser: submit to all heatmaps, median s": round(statistics.median(times), 2),
             "browser: max s": round(max(times), 2), "sentences": len(times),
             **{f"AppTest {k} rerun s": v for k, v in runs.items()}}
@@ -284,7 +287,8 @@ def tiny_checkpoint(folder: Path) -> Path:
     c = ModelConfig(src_vocab_size=codec.vocab_size, tgt_vocab_size=codec.vocab_size, d_model=32, n_heads=4, d_ff=64,
                     n_encoder_layers=2, n_decoder_layers=2, max_len=64, share_embeddings=True)
     torch.manual_seed(0)
-    return checkpoint.save(Transformer(c).eval(), Bundle(c, codec, codec, "en", "de", {"name": "tiny"}), folder / "tiny.safetensors")
+    bundle = Bundle(c, codec, codec, "en", "de", {"name": "tiny"})
+    return checkpoint.save(Transformer(c).eval(), bundle, folder / "tiny.safetensors")
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:

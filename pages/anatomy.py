@@ -25,8 +25,8 @@ with right:
     st.metric("Total parameters", f"{int(table['parameters'].sum()):,}")
     st.dataframe(table, hide_index=True, width="stretch")
     summary = tr.bundle.summary
-    st.caption(" · ".join(f"{k}: {summary[k]}" for k in ("data", "steps", "epochs", "best_val_bleu", "val_bleu", "test_2016_bleu", "scored_with", "date")
-                          if k in summary))
+    shown = ("data", "steps", "epochs", "best_val_bleu", "val_bleu", "test_2016_bleu", "scored_with", "date")
+    st.caption(" · ".join(f"{k}: {summary[k]}" for k in shown if k in summary))
 
 st.subheader("Tensor shapes for the current sentence")
 text = widgets.sentence_box(tr)

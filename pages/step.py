@@ -16,24 +16,24 @@ if tr is None:
 text, beam, max_len, result = widgets.translated_sentence(tr)
 
 t = step_controls(len(result.steps))
-step = result.steps[t]
+step, rows = result.steps[t], result.attention.step(t)
 prefix = " ".join(result.target_tokens[: t + 1])
 st.markdown(f"**Decoder input so far:** {plain(prefix)} → **chose** “{plain(step.token)}” with probability {step.prob:.3f}")
 st.caption(f"Full translation: {plain(result.text)}")
 
 layer, head = st.session_state.get("layer", 0), st.session_state.get("head", "mean")
-layer = min(layer, step.cross.shape[0] - 1)
-source_row = step.cross[layer].mean(0) if head == "mean" else step.cross[layer, head]
+layer = min(layer, rows.cross.shape[0] - 1)
+source_row = rows.source_row(layer, None if head == "mean" else head)
 who = "mean of heads" if head == "mean" else f"head {head}"
-widgets.chart(shaded_tokens(result.source_tokens, source_row, title=f"Source as seen at step {t} (cross-attention, layer {layer}, {who})"),
-              "step-source")
+widgets.chart(shaded_tokens(result.source_tokens, source_row,
+                            title=f"Source as seen at step {t} (cross-attention, layer {layer}, {who})"), "step-source")
 left, right = st.columns([2, 3])
 with left:
     widgets.chart(top_k_bars(step), "step-topk")
 with right:
-    widgets.chart(step_rows(step.cross, result.source_tokens, title=f"Cross-attention of step {t}, every layer and head"),
+    widgets.chart(step_rows(rows.cross, rows.source_tokens, title=f"Cross-attention of step {t}, every layer and head"),
                   "step-cross")
-widgets.chart(step_rows(step.decoder_self, result.target_tokens, n_visible=t + 1,
+widgets.chart(step_rows(rows.decoder_self, result.target_tokens, n_visible=t + 1,
                         title=f"Decoder masked self-attention of step {t} (grey: future positions, masked)"),
               "step-self")
 

@@ -28,7 +28,8 @@ CEILING = 600.0  # seconds: far longer than any wait takes even on a loaded mach
 
 def train_toy_checkpoint(target: Path = TOY_CHECKPOINT) -> Path:
     """Train the toy reverse model (as TOY_TRAINING says) and write its best checkpoint to `target`."""
-    from attnscope.training.loop import TrainConfig, train
+    from attnscope.training.config import TrainConfig
+    from attnscope.training.loop import train
 
     with tempfile.TemporaryDirectory() as run:
         best = train(TrainConfig(out_dir=run, **TOY_TRAINING))

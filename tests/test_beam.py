@@ -7,9 +7,10 @@ import pytest
 import torch
 
 from attnscope.engine.beam import beam_search, beam_search_batch, normalised
-from attnscope.engine.decode import greedy, strip_specials, teacher_force
+from attnscope.engine.decode import greedy, teacher_force
 from attnscope.model.batch import pad
 from attnscope.model.config import BOS_ID, EOS_ID
+from attnscope.model.tokenization import strip_specials
 from tests.engine_fixtures import SEEDS, atol, random_source, tiny_model
 
 MODELS = [(seed, bias) for seed in SEEDS for bias in (0.0, 2.0)]

@@ -50,21 +50,33 @@ def rewrite(path: Path, tensors=None, meta=None) -> Path:
     return path
 
 
+def with_config(path: Path, **config) -> Path:
+    """The file with its config replaced by `config` (JSON)."""
+    return rewrite(path, meta=tensors_and_meta(path)[1] | {"config": json.dumps(config)})
+
+
+def with_tensors(path: Path, change) -> Path:
+    """The file with its tensors passed through `change`."""
+    return rewrite(path, tensors=change(tensors_and_meta(path)[0]))
+
+
 @pytest.mark.parametrize("damage,message", [
     (lambda p: p.unlink(), "does not exist"),
     (lambda p: p.write_text("hello"), "is not a safetensors file"),
     (lambda p: p.write_bytes(p.read_bytes()[:-500]), "safetensors file|cannot be read"),
     (lambda p: rewrite(p, meta={}), "not an attnscope checkpoint"),
     (lambda p: rewrite(p, meta=tensors_and_meta(p)[1] | {"format_version": "99"}), "format version '99'"),
-    (lambda p: rewrite(p, tensors={k: v for k, v in tensors_and_meta(p)[0].items() if k != "generator.bias"}), "missing tensor generator.bias"),
-    (lambda p: rewrite(p, tensors=tensors_and_meta(p)[0] | {"extra": torch.zeros(1)}), "unexpected tensor extra"),
-    (lambda p: rewrite(p, tensors=tensors_and_meta(p)[0] | {"generator.bias": torch.zeros(3)}), "generator.bias has shape"),
+    (lambda p: with_tensors(p, lambda t: {k: v for k, v in t.items() if k != "generator.bias"}),
+     "missing tensor generator.bias"),
+    (lambda p: with_tensors(p, lambda t: t | {"extra": torch.zeros(1)}), "unexpected tensor extra"),
+    (lambda p: with_tensors(p, lambda t: t | {"generator.bias": torch.zeros(3)}), "generator.bias has shape"),
     (lambda p: rewrite(p, meta=tensors_and_meta(p)[1] | {"config": "{"}), "not valid JSON"),
-    (lambda p: rewrite(p, meta=tensors_and_meta(p)[1] | {"config": json.dumps({"src_vocab_size": "x", "tgt_vocab_size": 1})}), "must be int"),
+    (lambda p: with_config(p, src_vocab_size="x", tgt_vocab_size=1), "must be int"),
     (lambda p: rewrite(p, meta=tensors_and_meta(p)[1] | {"src_tokenizer": "{bad"}), "does not parse"),
-    (lambda p: rewrite(p, meta=tensors_and_meta(p)[1] | {"config": json.dumps({"src_vocab_size": 5000, "tgt_vocab_size": 5000, "share_embeddings": True})}), "tokens but the model expects"),
-    (lambda p: rewrite(p, meta=tensors_and_meta(p)[1] | {"config": json.dumps({"src_vocab_size": 12, "tgt_vocab_size": 12, "d_model": 10**6})}), "parameters"),
-    (lambda p: rewrite(p, tensors=tensors_and_meta(p)[0] | {"generator.bias": torch.full(tensors_and_meta(p)[0]["generator.bias"].shape, float("nan"))}), "NaN"),
+    (lambda p: with_config(p, src_vocab_size=5000, tgt_vocab_size=5000, share_embeddings=True),
+     "tokens but the model expects"),
+    (lambda p: with_config(p, src_vocab_size=12, tgt_vocab_size=12, d_model=10**6), "parameters"),
+    (lambda p: with_tensors(p, lambda t: t | {"generator.bias": torch.full_like(t["generator.bias"], float("nan"))}), "NaN"),
 ])
 def test_malformed_files_give_one_clear_error(saved, damage, message: str) -> None:
     path = saved[0]

@@ -20,7 +20,8 @@ from attnscope.model.transformer import sinusoidal_table
 class TutorialSeq2Seq(nn.Module):
     """Token embeddings * sqrt(d), a positional encoding, nn.Transformer, a linear generator."""
 
-    def __init__(self, v_src: int, v_tgt: int, d: int = 16, heads: int = 4, learned: bool = False, norm_first: bool = False) -> None:
+    def __init__(self, v_src: int, v_tgt: int, d: int = 16, heads: int = 4, learned: bool = False,
+                 norm_first: bool = False) -> None:
         super().__init__()
         self.d = d
         self.transformer = nn.Transformer(d, heads, 2, 2, 32, dropout=0.0, batch_first=True, norm_first=norm_first)

@@ -32,7 +32,8 @@ def translator() -> Translator:
     return Translator(Transformer(config).eval(), Bundle(config, codec, codec, "en", "de"))
 
 
-@settings(max_examples=1000, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=1000, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(text=NASTY)
 def test_translate_never_raises_anything_but_a_clear_input_error(translator: Translator, text: str) -> None:
     try:

@@ -135,11 +135,16 @@ def test_too_long_input_is_refused_clearly() -> None:
         model.encode(torch.ones(1, 40, dtype=torch.long))
 
 
-def test_attention_modules_are_named_by_role_in_forward_order() -> None:
-    roles = [(n, m.role) for n, m in make().attention_modules().items()]
-    assert roles == [("encoder.0.self_attn", "encoder_self"), ("encoder.1.self_attn", "encoder_self"),
-                     ("decoder.0.self_attn", "decoder_self"), ("decoder.0.cross_attn", "cross"),
-                     ("decoder.1.self_attn", "decoder_self"), ("decoder.1.cross_attn", "cross")]
+def test_attention_modules_are_named_by_kind_in_forward_order() -> None:
+    model = make()
+    kinds = [(n, m.kind) for n, m in model.attention_modules().items()]
+    assert kinds == [("encoder.0.self_attn", "encoder"), ("encoder.1.self_attn", "encoder"),
+                     ("decoder.0.self_attn", "decoder"), ("decoder.0.cross_attn", "cross"),
+                     ("decoder.1.self_attn", "decoder"), ("decoder.1.cross_attn", "cross")]
+    assert {k: list(v) for k, v in model.attention_by_kind().items()} == {
+        "encoder": ["encoder.0.self_attn", "encoder.1.self_attn"],
+        "decoder": ["decoder.0.self_attn", "decoder.1.self_attn"],
+        "cross": ["decoder.0.cross_attn", "decoder.1.cross_attn"]}
 
 
 @pytest.mark.parametrize("bad,message", [

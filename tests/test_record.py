@@ -190,3 +190,21 @@ def test_to_json_parses_and_holds_the_arrays() -> None:
         assert got.shape == a[kind].shape
         np.testing.assert_allclose(got, a[kind], atol=1e-6)
     assert json.loads(r.to_json())["meta"] == {}
+
+
+def test_a_step_is_a_view_of_its_rows() -> None:
+    r = record(7)
+    for t in range(r.n_steps):
+        view = r.step(t)
+        assert view.prefix == RTGT[: t + 1] and view.source_tokens == RSRC
+        assert view.cross.shape == (r.n_layers("cross"), r.n_heads, len(RSRC))
+        assert view.decoder_self.shape == (r.n_layers("decoder"), r.n_heads, t + 1)
+        assert np.array_equal(view.cross, r.cross[:, :, t])
+        assert np.array_equal(view.decoder_self, r.decoder[:, :, t, : t + 1])
+        assert np.shares_memory(view.cross, r.cross)  # no copy
+        assert np.array_equal(view.source_row(1, 2), r.pattern("cross", 1, 2)[t])
+        assert np.allclose(view.source_row(0, None), r.mean_over_heads("cross", 0)[t])
+    with pytest.raises(RecordError, match=f"steps 0..{len(RTGT) - 1}; asked for step {len(RTGT)}"):
+        r.step(len(RTGT))
+    with pytest.raises(RecordError, match="asked for layer 5, head 0"):
+        r.step(0).source_row(5, 0)

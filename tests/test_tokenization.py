@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from attnscope.model.tokenization import TextCodec, TokenizerError, train_bpe, train_word_level
+from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID
+from attnscope.model.tokenization import TextCodec, TokenizerError, strip_specials, train_bpe, train_word_level
 
 CORPUS = ["A man rides a red bike down the street.", "Two dogs are running through the snow!",
           "Ein Mann fährt ein rotes Fahrrad.", "Zwei Hunde rennen durch den Schnee."] * 10
@@ -45,3 +46,9 @@ def test_bad_tokenizer_json_is_a_clear_error(codec: TextCodec) -> None:
     broken = codec.to_json().replace('"<bos>"', '"<start>"')
     with pytest.raises(TokenizerError, match="<bos> at id 1"):
         TextCodec.from_json(broken)
+
+
+def test_strip_specials() -> None:
+    assert strip_specials([BOS_ID, 5, PAD_ID, 6, EOS_ID, 7]) == [5, 6]
+    assert strip_specials([5, 6]) == [5, 6]
+    assert strip_specials([EOS_ID, 5]) == []

@@ -15,11 +15,14 @@ from pathlib import Path
 
 import pytest
 import torch
+from safetensors.torch import save_file
 
 from attnscope.checkpoints import checkpoint
 from attnscope.engine.translator import Translator
+from attnscope.training.config import TrainConfig, parse_args
 from attnscope.training.data import toy_pairs
-from attnscope.training.loop import TrainConfig, Trainer, lr_at, parse_args, train
+from attnscope.training.loop import Trainer, lr_at, train
+from attnscope.training.state import TrainState, load_training_state, save_training_state
 from tests.support import CEILING, wait_for
 
 # A run that exercises the loop cheaply: ~5 steps per epoch, BLEU on 20 validation sentences.
@@ -153,3 +156,41 @@ def test_a_short_run_on_the_device_with_bf16_autocast(tmp_path: Path, device: to
     translator = Translator(*checkpoint.load(best, "cpu"))
     assert translator.device.type == "cpu"
     assert isinstance(translator.translate("a b c").text, str)
+
+
+HISTORICAL_FLAGS = [  # every spelling runs in progress were started with; they must keep working
+    "--out", "o", "--task", "sort", "--src", "fr", "--tgt", "en", "--data-dir", "d", "--vocab-size", "100",
+    "--preset", "toy", "--set", "dropout=0.2", "--max-tokens", "10", "--epochs", "2", "--max-steps", "5",
+    "--warmup", "3", "--seed", "4", "--threads", "1", "--eval-every", "7", "--bleu-sentences", "9",
+    "--toy-size", "11", "--lr", "0.1", "--label-smoothing", "0.2", "--clip", "0.5", "--save-minutes", "1.5",
+    "--precision", "bf16", "--device", "cpu", "--half", "--keep-evals", "--name", "n", "--init-from", "c.safetensors"]
+
+
+def test_every_historical_flag_sets_its_field() -> None:
+    assert parse_args(HISTORICAL_FLAGS) == TrainConfig(
+        out_dir="o", task="sort", src_lang="fr", tgt_lang="en", data_dir="d", vocab_size=100, preset="toy",
+        model={"dropout": 0.2}, max_tokens=10, epochs=2, max_steps=5, warmup=3, seed=4, threads=1, eval_every=7,
+        bleu_sentences=9, toy_size=11, lr=0.1, label_smoothing=0.2, clip=0.5, save_minutes=1.5, precision="bf16",
+        device="cpu", half=True, keep_evals=True, name="n", init_from="c.safetensors")
+    assert parse_args(["--out", "x"]) == TrainConfig(out_dir="x")  # unset flags keep the defaults
+
+
+def test_a_bad_flag_value_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse_args(["--out", "x", "--task", "nope"])
+    assert capsys.readouterr().err.splitlines()[-1].endswith("unknown task 'nope'; use multi30k or copy, reverse, sort")
+
+
+def test_a_resume_file_written_before_trainstate_still_loads(tmp_path: Path) -> None:
+    """Runs in progress saved their counters as a plain dict in JSON; TrainState reads them back."""
+    model = torch.nn.Linear(2, 2)
+    optimizer = torch.optim.Adam(model.parameters())
+    meta = {"step": 66, "epoch": 1, "batch": 1, "best_bleu": -1.0, "elapsed": 302.4,
+            "history": [{"step": 40, "val_loss": 3.2, "bleu": 1.5}]}
+    moments = {f"{n}::{k}": torch.full_like(p, 0.5) for n, p in model.named_parameters() for k in ("exp_avg", "exp_avg_sq")}
+    save_file(moments, str(tmp_path / "old.safetensors"), metadata={"meta": json.dumps(meta)})
+    state = load_training_state(tmp_path / "old.safetensors", optimizer, model)
+    assert state == TrainState(**meta)
+    assert torch.equal(optimizer.state[model.weight]["exp_avg"], torch.full((2, 2), 0.5))
+    save_training_state(tmp_path / "new.safetensors", optimizer, model, state)
+    assert load_training_state(tmp_path / "new.safetensors", torch.optim.Adam(model.parameters()), model) == state

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import attnscope
-from attnscope.engine.beam import BeamResult
+from attnscope.engine.beam_result import BeamResult
 from attnscope.engine.record import AttentionRecord
 from attnscope.engine.translator import MAX_BEAM, MAX_CHARS, InputError, Translator
 from attnscope.model.config import BOS_ID, EOS_ID, UNK_ID
@@ -46,8 +46,11 @@ def check_translation(tr: Translator, result: attnscope.Translation, text: str) 
         assert step.token == tr.bundle.tgt_codec.pieces([step.token_id])[0]
         if i + 1 < t:
             assert result.target_tokens[i + 1] == step.token
-        np.testing.assert_array_equal(step.cross, rec.cross[:, :, i])
-        np.testing.assert_array_equal(step.decoder_self, rec.decoder[:, :, i, : i + 1])
+        view = rec.step(i)
+        assert view.index == i and view.prefix == result.target_tokens[: i + 1]
+        np.testing.assert_array_equal(view.cross, rec.cross[:, :, i])
+        np.testing.assert_array_equal(view.decoder_self, rec.decoder[:, :, i, : i + 1])
+        assert np.shares_memory(view.cross, rec.cross) and np.shares_memory(view.decoder_self, rec.decoder)
         assert step.top_k[0][0] == tr.bundle.tgt_codec.pieces([step.top_ids[0]])[0]
         assert 0 < step.prob <= 1
     assert result.output_tokens == tuple(s.token for s in result.steps)

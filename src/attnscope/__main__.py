@@ -15,7 +15,6 @@ from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.engine.loading import load
 from attnscope.engine.translator import InputError, Translation
 
-
 # Commands whose arguments the named module's main(argv) parses.
 DELEGATED = {"train": "attnscope.training.loop", "evaluate": "attnscope.training.evaluate",
              "average": "attnscope.checkpoints.average", "data": "attnscope.training.data"}

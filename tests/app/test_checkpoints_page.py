@@ -142,12 +142,14 @@ HUGE_TENSOR = len(HUGE_TENSOR).to_bytes(8, "little") + HUGE_TENSOR  # 40 GB decl
      "generator.bias has shape"),
     ("missing tensor", lambda src: _damaged(src, tensors=lambda t: {k: v for k, v in t.items() if k != "generator.bias"}),
      "missing tensor generator.bias"),
-    ("extra tensor", lambda src: _damaged(src, tensors=lambda t: t | {"extra": t["generator.bias"].clone()}), "unexpected tensor extra"),
-    ("config field of the wrong type", lambda src: _damaged(src, meta=lambda m: {"config": '{"src_vocab_size": "many", "tgt_vocab_size": 1}'}),
-     "must be int"),
+    ("extra tensor", lambda src: _damaged(src, tensors=lambda t: t | {"extra": t["generator.bias"].clone()}),
+     "unexpected tensor extra"),
+    ("config field of the wrong type",
+     lambda src: _damaged(src, meta=lambda m: {"config": '{"src_vocab_size": "many", "tgt_vocab_size": 1}'}), "must be int"),
     ("summary of the wrong type", lambda src: _damaged(src, meta=lambda m: {"summary": "[1, 2]"}), "must be a JSON object"),
     ("absurd sizes", lambda src: _damaged(src, meta=_absurd_config), "parameters"),
-    ("tokenizer that does not parse", lambda src: _damaged(src, meta=lambda m: {"tgt_tokenizer": "{\"model\": "}), "does not parse"),
+    ("tokenizer that does not parse", lambda src: _damaged(src, meta=lambda m: {"tgt_tokenizer": "{\"model\": "}),
+     "does not parse"),
 ])
 def test_hostile_files_are_rejected_in_one_sentence_and_the_active_model_stays(
         page: AppTest, toy_checkpoint_dir: Path, case: str, make, message: str) -> None:

@@ -1,6 +1,7 @@
 """AppTest journeys on Heads & layers, Positional encoding and Model anatomy."""
 from __future__ import annotations
 
+import gzip
 import json
 
 from streamlit.testing.v1 import AppTest
@@ -41,6 +42,25 @@ def test_ablating_every_cross_head_changes_the_translation(app: AppTest) -> None
     before, after = text.split("  \n")
     assert before == "**With all heads:** d c b a"
     assert after != "**Without them:** d c b a"
+
+
+def test_an_ablation_bleu_is_never_shown_for_other_heads(app: AppTest, monkeypatch, tmp_path) -> None:
+    for lang, lines in (("en", ["a b c", "d e f g"]), ("de", ["c b a", "g f e d"])):
+        with gzip.open(tmp_path / f"val.{lang}.gz", "wt") as f:
+            f.write("\n".join(lines) + "\n")
+    monkeypatch.setenv("ATTNSCOPE_DATA", str(tmp_path))
+    open_page(app, "pages/heads.py")
+    app.multiselect(key="ablate_heads").set_value([("cross", 0, 0)]).run()
+    app.number_input(key="ablate_n").set_value(2).run()
+    app.button(key="ablate_go").click().run()
+    assert not app.exception
+    bleu = [d.value for d in app.dataframe if "bleu_change" in d.value.columns]
+    assert len(bleu) == 1 and int(bleu[0]["sentences"][0]) == 2
+    app.multiselect(key="ablate_heads").set_value([("cross", 0, 0), ("cross", 1, 3)]).run()
+    assert not any("bleu_change" in d.value.columns for d in app.dataframe)  # the old heads' score is gone
+    assert any("measure again" in c.value for c in app.caption)
+    app.multiselect(key="ablate_heads").set_value([("cross", 0, 0)]).run()
+    assert any("bleu_change" in d.value.columns for d in app.dataframe)  # back to the heads it was measured for
 
 
 def test_rollout_views_render(app: AppTest) -> None:

@@ -53,7 +53,7 @@ def test_concurrent_sessions_on_one_cached_model_each_get_their_own_results(tmp_
         for kind in KINDS:
             assert np.array_equal(getattr(translation.attention, kind), getattr(want.attention, kind)), (i, kind)
         assert forced.target_ids[0] == 4
-    assert no_hooks_left(tr.model) and all(m.head_mask is None for m in tr.model.attention_modules().values())
+    assert no_hooks_left(tr.model)
 
 
 def test_a_republished_checkpoint_is_never_answered_from_the_old_models_cache(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnscope.engine.beam import BeamNode, BeamResult
+from attnscope.engine.beam_result import BeamNode, BeamResult
 from attnscope.engine.record import DecodeStep
 from attnscope.model.transformer import sinusoidal_table
 from attnscope.viz.beam_tree import beam_tree
@@ -29,9 +29,18 @@ def test_masked_future_cells_are_empty_not_zero() -> None:
     assert np.isnan(z[0, 1:]).all() and not np.isnan(np.tril(z)).any()
 
 
-def test_label_mismatch_names_the_tokens() -> None:
-    with pytest.raises(ValueError, match=r"\['p', 'q'\]"):
-        attention_heatmap(np.zeros((3, 3)), ["p", "q"], ["a", "b", "c"])
+@pytest.mark.parametrize("build", [
+    lambda: attention_heatmap(np.zeros((3, 3)), ["p", "q"], ["a", "b", "c"]),
+    lambda: attention_heatmap(np.zeros((3, 2)), ["a", "b", "c"], ["p", "q", "r"]),
+    lambda: record_heatmap(pattern_record(), "cross", 0, None, row_labels=["p", "q"]),
+    lambda: heads_grid(pattern_record(), "cross", row_labels=["p", "q"]),
+    lambda: step_rows(np.zeros((2, 3, 5)), ["p", "q"], title="t"),
+    lambda: step_rows(np.zeros((2, 3, 3)), ["p", "q", "r", "s"], title="t", n_visible=2),
+    lambda: shaded_tokens(["p", "q"], np.zeros(5), title="s"),
+])
+def test_label_mismatch_names_the_tokens(build) -> None:
+    with pytest.raises(ValueError, match=r"\['p', 'q'"):
+        build()
 
 
 def test_grid_blocks_equal_each_head_and_gutters_are_empty() -> None:
@@ -47,16 +56,16 @@ def test_grid_blocks_equal_each_head_and_gutters_are_empty() -> None:
 
 
 def step() -> DecodeStep:
-    return DecodeStep(1, 7, "y", 0.6, (("y", 0.6), ("x", 0.3)), 0.9, np.full((2, 3, 5), 0.2), np.full((2, 3, 2), 0.5), (7, 6))
+    return DecodeStep(1, 7, "y", 0.6, (("y", 0.6), ("x", 0.3)), 0.9, (7, 6))
 
 
 def test_step_figures() -> None:
-    rows = step_rows(step().decoder_self, TGT, title="t", n_visible=2)
+    rows = step_rows(np.full((2, 3, 2), 0.5), TGT, title="t", n_visible=2)
     z = np.asarray(rows.data[0].z, dtype=float)
     assert z.shape == (2 * (3 + 1), 4) and np.isnan(z[:, 2:]).all()
     bars = top_k_bars(step())
     assert list(bars.data[0].marker.color) == ["crimson", "steelblue"]
-    shaded = shaded_tokens(SRC, step().cross[0, 0], title="s")
+    shaded = shaded_tokens(SRC, np.full(5, 0.2), title="s")
     assert list(shaded.data[0].text[0]) == list(SRC)
 
 

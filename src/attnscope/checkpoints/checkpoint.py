@@ -141,13 +141,17 @@ def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
     return {k: tuple(v.shape) for k, v in unique_state(model).items()}
 
 
+def _and_more(names: list[str]) -> str:
+    return f" and {len(names) - 1} more" if len(names) > 1 else ""
+
+
 def check_shapes(found: dict[str, tuple[int, ...]], expected: dict[str, tuple[int, ...]], name: str) -> None:
     missing = sorted(set(expected) - set(found))
     extra = sorted(set(found) - set(expected))
     if missing:
-        raise CheckpointError(f"{name} is missing tensor {missing[0]}" + (f" and {len(missing) - 1} more" if len(missing) > 1 else ""))
+        raise CheckpointError(f"{name} is missing tensor {missing[0]}{_and_more(missing)}")
     if extra:
-        raise CheckpointError(f"{name} has unexpected tensor {extra[0]}" + (f" and {len(extra) - 1} more" if len(extra) > 1 else ""))
+        raise CheckpointError(f"{name} has unexpected tensor {extra[0]}{_and_more(extra)}")
     for key, shape in expected.items():
         if found[key] != shape:
             raise CheckpointError(f"{name}: tensor {key} has shape {list(found[key])}, the config needs {list(shape)}")

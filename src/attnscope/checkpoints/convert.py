@@ -84,7 +84,8 @@ def _embeddings(rest: dict[str, Tensor], d: int, v_src: int, v_tgt: int) -> tupl
     tables = [k for k, v in rest.items() if v.dim() == 2 and v.shape[1] == d and k != generator
               and k[: -len("weight")] + "bias" not in rest and "pos" not in k.lower()]
     src = _pick([k for k in tables if rest[k].shape[0] == v_src], ("src", "source", "enc"), f"source embedding [{v_src}, {d}]")
-    tgt = _pick([k for k in tables if rest[k].shape[0] == v_tgt], ("tgt", "trg", "target", "dec"), f"target embedding [{v_tgt}, {d}]")
+    tgt = _pick([k for k in tables if rest[k].shape[0] == v_tgt], ("tgt", "trg", "target", "dec"),
+                f"target embedding [{v_tgt}, {d}]")
     return src, tgt, generator, src == tgt
 
 
@@ -160,7 +161,8 @@ def _map_weights(state: dict[str, Tensor], p: str, c: ModelConfig, src_key: str,
             out |= _copy(state, f"{e}.norm2", f"{o}.ffn_block.norm")
         for i in range(c.n_decoder_layers):
             e, o = f"{p}decoder.layers.{i}", f"decoder.{i}"
-            out |= _attention(state, f"{e}.self_attn", f"{o}.self_attn") | _attention(state, f"{e}.multihead_attn", f"{o}.cross_attn")
+            out |= _attention(state, f"{e}.self_attn", f"{o}.self_attn")
+            out |= _attention(state, f"{e}.multihead_attn", f"{o}.cross_attn")
             out |= _copy(state, f"{e}.linear1", f"{o}.ffn.up") | _copy(state, f"{e}.linear2", f"{o}.ffn.down")
             out |= _copy(state, f"{e}.norm1", f"{o}.self_block.norm") | _copy(state, f"{e}.norm2", f"{o}.cross_block.norm")
             out |= _copy(state, f"{e}.norm3", f"{o}.ffn_block.norm")

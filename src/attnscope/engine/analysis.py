@@ -2,24 +2,19 @@
 from __future__ import annotations
 
 import string
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
-import torch
 
 from attnscope.engine.bleu import scores
-from attnscope.engine.capture import model_lock
+from attnscope.engine.head_gate import HeadKey, gate_heads
 from attnscope.engine.record import KINDS, AttentionRecord
 from attnscope.engine.translator import Translation, Translator
-from attnscope.model.transformer import Transformer
 
-ROLE_OF_KIND = {"encoder": "encoder_self", "decoder": "decoder_self", "cross": "cross"}
 STAT_COLUMNS = ("entropy", "max_weight", "diagonal", "previous_token", "next_token", "bos_share", "eos_share",
                 "punctuation_share", "mean_distance")
-HeadKey = tuple[str, int, int]  # (kind, layer, head)
 
 
 def _row_entropy(w: np.ndarray) -> np.ndarray:
@@ -133,32 +128,6 @@ def source_alignment(record: AttentionRecord) -> np.ndarray:
     return total / n_layers
 
 
-@contextmanager
-def ablated(model: Transformer, heads: Iterable[HeadKey]) -> Iterator[None]:
-    """Switch off the given heads (their outputs are zeroed) while the block runs.
-
-    Holds the model's lock throughout, so other sessions never run the ablated model.
-    """
-    modules = {role: [m for m in model.attention_modules().values() if m.role == role]
-               for role in ROLE_OF_KIND.values()}
-    with model_lock(model):
-        touched = []
-        try:
-            for kind, layer, head in heads:
-                role_modules = modules[ROLE_OF_KIND[kind]]
-                if not (0 <= layer < len(role_modules) and 0 <= head < model.config.n_heads):
-                    raise ValueError(f"there is no {kind} layer {layer} head {head} in this model")
-                module = role_modules[layer]
-                if module.head_mask is None:
-                    module.head_mask = torch.ones(model.config.n_heads, device=next(model.parameters()).device)
-                    touched.append(module)
-                module.head_mask[head] = 0.0
-            yield
-        finally:
-            for module in touched:
-                module.head_mask = None
-
-
 @dataclass(frozen=True)
 class AblationResult:
     """A sentence translated with and without some heads."""
@@ -171,7 +140,7 @@ class AblationResult:
 def ablate_sentence(translator: Translator, text: str, heads: Sequence[HeadKey]) -> AblationResult:
     """New translation with `heads` off, and how each baseline token's probability changed."""
     baseline = translator.translate(text)
-    with ablated(translator.model, heads):
+    with gate_heads(translator.model, heads):
         new = translator.translate(text)
         forced = translator.hypothesis(text, baseline.target_ids)  # baseline output scored by the ablated model
     before = [s.prob for s in baseline.steps or []]
@@ -186,6 +155,6 @@ def ablation_bleu(translator: Translator, pairs: Sequence[tuple[str, str]], head
     """Corpus BLEU on `pairs` with all heads and with `heads` switched off."""
     sources, refs = [s for s, _ in pairs], [t for _, t in pairs]
     before = scores(translator.translate_batch(sources), refs)["bleu"]
-    with ablated(translator.model, heads):
+    with gate_heads(translator.model, heads):
         after = scores(translator.translate_batch(sources), refs)["bleu"]
     return {"bleu_before": before, "bleu_after": after, "bleu_change": round(after - before, 2), "sentences": len(pairs)}

@@ -20,7 +20,7 @@ def parameter_table(model: Transformer) -> pd.DataFrame:
         seen.add(id(p))
         parts = name.split(".")
         group = ".".join(parts[:2]) if parts[0] in ("encoder", "decoder") else parts[0]
-        rows.append({"module": group, "tensor": name, "shape": "×".join(map(str, p.shape)), "parameters": p.numel()})
+        rows.append({"module": group, "parameters": p.numel()})
     frame = pd.DataFrame(rows)
     return frame.groupby("module", sort=False, as_index=False)["parameters"].sum()
 

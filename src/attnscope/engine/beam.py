@@ -1,44 +1,15 @@
 """Beam search over a batch of sources, with the KV cache and, for one source, its search tree."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import torch
 from torch import Tensor
 
+from attnscope.engine.beam_result import BeamNode, BeamResult
 from attnscope.engine.capture import model_lock
-from attnscope.engine.decode import default_max_len, strip_specials
+from attnscope.engine.decode import default_max_len
 from attnscope.model.config import BOS_ID, EOS_ID
+from attnscope.model.tokenization import strip_specials
 from attnscope.model.transformer import DecoderCache, Transformer
-
-
-@dataclass
-class BeamNode:
-    """A hypothesis kept in the beam at some step (or one that finished there)."""
-
-    id: int
-    parent: int | None  # id of the node it extends; None for the root (<bos>)
-    step: int
-    token_id: int
-    log_prob: float  # cumulative log-probability
-    status: str = "alive"  # alive -> "extended" | "pruned"; or "finished" (ended with <eos>)
-    score: float | None = None  # length-normalised score, for finished nodes
-
-
-@dataclass
-class BeamResult:
-    """Finished hypotheses of one source, best first, and (if tracked) the whole search tree."""
-
-    hypotheses: list[tuple[list[int], float, float]]  # (ids ending in <eos>, score, log-prob)
-    nodes: list[BeamNode] = field(default_factory=list)
-
-    def path(self, node_id: int) -> list[int]:
-        """Token ids from the root to `node_id`."""
-        ids, node = [], self.nodes[node_id]
-        while node.parent is not None:
-            ids.append(node.token_id)
-            node = self.nodes[node.parent]
-        return ids[::-1]
 
 
 def normalised(log_prob: float, length: int, alpha: float) -> float:

@@ -14,6 +14,7 @@ from torch import Tensor
 
 from attnscope.engine.capture import Recording, model_lock, record_attention
 from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID
+from attnscope.model.tokenization import strip_specials
 from attnscope.model.transformer import DecoderCache, Transformer
 
 
@@ -27,8 +28,6 @@ class RawStep:
     top_probs: list[float]
     entropy: float
     forced: bool = False
-    cross: Tensor | None = None  # (L, H, S)
-    decoder_self: Tensor | None = None  # (L, H, t+1)
 
 
 @dataclass
@@ -51,14 +50,6 @@ def default_max_len(model: Transformer, src_len: int) -> int:
     return min(model.config.max_len, 2 * src_len + 10)
 
 
-def names_by_role(model: Transformer) -> dict[str, list[str]]:
-    """Attention module names grouped by role, each list in layer order."""
-    groups: dict[str, list[str]] = {"encoder_self": [], "decoder_self": [], "cross": []}
-    for name, module in model.attention_modules().items():
-        groups[module.role].append(name)
-    return groups
-
-
 def _step_stats(logits: Tensor, top_k: int) -> tuple[Tensor, list[int], list[float], float]:
     log_probs = logits.float().log_softmax(-1)  # (V,)
     probs = log_probs.exp()
@@ -78,16 +69,17 @@ def greedy(model: Transformer, src_ids: Sequence[int], *, max_len: int | None = 
     """Decode one source greedily; the first len(prefix) tokens are forced (the "what if" branch)."""
     max_len = max_len or default_max_len(model, len(src_ids))
     src = torch.tensor([list(src_ids)], dtype=torch.long, device=_device(model))
-    roles = names_by_role(model)
+    names = model.attention_by_kind()
     recorder = record_attention(model) if capture else contextlib.nullcontext()
     with model_lock(model), recorder as rec:
         memory, src_mask = model.encode(src)
         out = Decoded([])
         if capture:
-            out.encoder = torch.stack([rec.calls[n][0][0] for n in roles["encoder_self"]])
+            out.encoder = torch.stack([rec.calls[n][0][0] for n in names["encoder"]])
             rec.clear()
         cache = DecoderCache.empty(len(model.decoder)) if use_cache else None
         inputs = [BOS_ID]
+        cross_rows, self_rows = [], []  # per step: (L, H, S) and (L, H, t+1)
         while len(out.ids) < max_len and (not out.ids or out.ids[-1] != EOS_ID):
             feed = inputs[-1:] if use_cache else inputs
             logits = model.next_logits(torch.tensor([feed], device=src.device), memory, src_mask, cache)[0]
@@ -97,23 +89,21 @@ def greedy(model: Transformer, src_ids: Sequence[int], *, max_len: int | None = 
             token = int(prefix[t]) if forced else top_ids[0]
             step = RawStep(token, float(log_probs[token]), top_ids, top_probs, entropy, forced)
             if capture:
-                step.cross, step.decoder_self = _last_rows(rec, roles["cross"]), _last_rows(rec, roles["decoder_self"])
+                cross_rows.append(_last_rows(rec, names["cross"]))
+                self_rows.append(_last_rows(rec, names["decoder"]))
                 rec.clear()
             out.steps.append(step)
             out.ids.append(token)
             inputs.append(token)
     if capture:
-        out.decoder, out.cross = _stack_rows(out.steps)
+        out.decoder, out.cross = _stack_rows(self_rows), torch.stack(cross_rows, dim=2)
     return out
 
 
-def _stack_rows(steps: list[RawStep]) -> tuple[Tensor, Tensor]:
-    """Full (L, H, T, T) decoder and (L, H, T, S) cross matrices from per-step rows."""
-    n = len(steps)
-    decoder = torch.stack([torch.nn.functional.pad(s.decoder_self, (0, n - s.decoder_self.shape[-1]))
-                           for s in steps], dim=2)
-    cross = torch.stack([s.cross for s in steps], dim=2)
-    return decoder, cross
+def _stack_rows(rows: list[Tensor]) -> Tensor:
+    """Full (L, H, T, T) masked self-attention from per-step (L, H, t+1) rows; future keys are 0."""
+    n = len(rows)
+    return torch.stack([torch.nn.functional.pad(row, (0, n - row.shape[-1])) for row in rows], dim=2)
 
 
 @torch.no_grad()
@@ -121,16 +111,15 @@ def teacher_force(model: Transformer, src_ids: Sequence[int], tgt_ids: Sequence[
     """Score a given target (ids, usually ending in <eos>) in one full forward pass."""
     src = torch.tensor([list(src_ids)], dtype=torch.long, device=_device(model))
     tgt_in = torch.tensor([[BOS_ID, *list(tgt_ids)[:-1]]], dtype=torch.long, device=src.device)
-    roles = names_by_role(model)
+    names = model.attention_by_kind()
     with record_attention(model) as rec:
         logits = model(src, tgt_in)[0]  # (T, V)
     weights = rec.weights
-    stack = lambda role: torch.stack([weights[n][0] for n in roles[role]])  # noqa: E731
-    out = Decoded(list(tgt_ids), encoder=stack("encoder_self"), decoder=stack("decoder_self"), cross=stack("cross"))
+    stack = lambda kind: torch.stack([weights[n][0] for n in names[kind]])  # noqa: E731
+    out = Decoded(list(tgt_ids), encoder=stack("encoder"), decoder=stack("decoder"), cross=stack("cross"))
     for t, token in enumerate(tgt_ids):
         log_probs, top_ids, top_probs, entropy = _step_stats(logits[t], top_k)
-        out.steps.append(RawStep(int(token), float(log_probs[token]), top_ids, top_probs, entropy, True,
-                                 out.cross[:, :, t], out.decoder[:, :, t, : t + 1]))
+        out.steps.append(RawStep(int(token), float(log_probs[token]), top_ids, top_probs, entropy, True))
     return out
 
 
@@ -151,17 +140,6 @@ def greedy_batch(model: Transformer, src: Tensor, max_len: int | None = None, us
             out = torch.cat([out, token.unsqueeze(1)], dim=1)
             done |= token == EOS_ID
     return [strip_specials(row) for row in out[:, 1:].tolist()]
-
-
-def strip_specials(ids: Sequence[int]) -> list[int]:
-    """Ids up to the first <eos>, without <bos>/<pad>."""
-    kept = []
-    for i in ids:
-        if i == EOS_ID:
-            break
-        if i not in (BOS_ID, PAD_ID):
-            kept.append(i)
-    return kept
 
 
 def _device(model: Transformer) -> torch.device:

@@ -8,15 +8,14 @@ from __future__ import annotations
 import io
 import json
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-Kind = Literal["encoder", "decoder", "cross"]
-KINDS: tuple[Kind, ...] = ("encoder", "decoder", "cross")
-KIND_LABELS = {"encoder": "Encoder self-attention", "decoder": "Decoder masked self-attention",
-               "cross": "Cross-attention (decoder → source)"}
+from attnscope.model.kinds import KIND_LABELS, KINDS, Kind
+
+__all__ = ["KINDS", "KIND_LABELS", "AttentionRecord", "DecodeStep", "Kind", "RecordError", "StepAttention"]
 
 
 class RecordError(ValueError):
@@ -84,6 +83,18 @@ class AttentionRecord:
     def mean_over_heads(self, kind: Kind, layer: int) -> np.ndarray:
         return self.pattern(kind, layer, 0) if self.n_heads == 1 else self.array(kind)[layer].mean(axis=0)
 
+    @property
+    def n_steps(self) -> int:
+        """Decoding steps recorded: one per decoder position."""
+        return len(self.target_tokens)
+
+    def step(self, t: int) -> StepAttention:
+        """Step t's rows: its cross-attention over the source and its self-attention over the prefix."""
+        if not 0 <= t < self.n_steps:
+            raise RecordError(f"this record has steps 0..{self.n_steps - 1}; asked for step {t}")
+        return StepAttention(t, self.source_tokens, self.target_tokens[: t + 1],
+                             self.cross[:, :, t], self.decoder[:, :, t, : t + 1])
+
     def to_frame(self) -> pd.DataFrame:
         """Long table: one row per (kind, layer, head, query, key) with tokens and weight."""
         frames = []
@@ -119,8 +130,29 @@ class AttentionRecord:
 
 
 @dataclass(frozen=True)
+class StepAttention:
+    """Where the decoder looked at one step t: views into its record's arrays (no copies)."""
+
+    index: int  # step t: the decoder read `prefix[-1]` and chose the next token
+    source_tokens: tuple[str, ...]
+    prefix: tuple[str, ...]  # decoder inputs up to and including step t: <bos> y1 .. y_t
+    cross: np.ndarray  # [L, H, S] cross-attention row over the source
+    decoder_self: np.ndarray  # [L, H, t+1] masked self-attention row over the prefix
+
+    def source_row(self, layer: int, head: int | None) -> np.ndarray:
+        """[S] weights one head (or, with None, the mean of heads) of one layer put on the source."""
+        if not (0 <= layer < self.cross.shape[0] and (head is None or 0 <= head < self.cross.shape[1])):
+            raise RecordError(f"step {self.index} has cross-attention layers 0..{self.cross.shape[0] - 1} and heads "
+                              f"0..{self.cross.shape[1] - 1}; asked for layer {layer}, head {head}")
+        return self.cross[layer].mean(axis=0) if head is None else self.cross[layer, head]
+
+
+@dataclass(frozen=True)
 class DecodeStep:
-    """One decoding step: what the decoder chose and where it looked while choosing."""
+    """One decoding step: what the decoder chose, how sure it was, and its rivals.
+
+    Where it looked while choosing is in the record: `Translation.attention.step(index)`.
+    """
 
     index: int  # step t: the decoder read target_tokens[t] and chose `token`
     token_id: int
@@ -128,6 +160,4 @@ class DecodeStep:
     prob: float
     top_k: tuple[tuple[str, float], ...]  # most probable next tokens, best first
     entropy: float  # of the next-token distribution, in nats
-    cross: np.ndarray  # [L, H, S] cross-attention row over the source
-    decoder_self: np.ndarray  # [L, H, t+1] masked self-attention row over the prefix
     top_ids: tuple[int, ...] = ()  # vocabulary ids of `top_k`, e.g. to force a rival token

@@ -9,7 +9,8 @@ import numpy as np
 import torch
 
 from attnscope.checkpoints.checkpoint import Bundle
-from attnscope.engine.beam import BeamResult, beam_search, beam_search_batch
+from attnscope.engine.beam import beam_search, beam_search_batch
+from attnscope.engine.beam_result import BeamResult
 from attnscope.engine.capture import eval_mode, model_lock
 from attnscope.engine.decode import Decoded, greedy, greedy_batch, teacher_force
 from attnscope.engine.record import AttentionRecord, DecodeStep
@@ -151,8 +152,7 @@ class Translator:
             np_ = lambda t: t.float().cpu().numpy()  # noqa: E731
             record = AttentionRecord(source_tokens, target_tokens, np_(decoded.encoder), np_(decoded.decoder), np_(decoded.cross))
             steps = [DecodeStep(t, s.token_id, codec_tgt.pieces([s.token_id])[0], float(np.exp(s.log_prob)),
-                                tuple(zip(codec_tgt.pieces(s.top_ids), s.top_probs)), s.entropy,
-                                np_(s.cross), np_(s.decoder_self), tuple(s.top_ids))
+                                tuple(zip(codec_tgt.pieces(s.top_ids), s.top_probs)), s.entropy, tuple(s.top_ids))
                      for t, s in enumerate(decoded.steps)]
         return Translation(codec_tgt.decode(decoded.ids), source_tokens, target_tokens, tuple(src_ids),
                            tuple(decoded.ids), record, steps, notes, beam, decoded.log_prob)

@@ -78,13 +78,7 @@ class TextCodec:
 
     def decode(self, ids: Iterable[int]) -> str:
         """Text of `ids`, dropping special tokens and everything after the first <eos>."""
-        kept: list[int] = []
-        for i in ids:
-            if i == EOS_ID:
-                break
-            if i not in (PAD_ID, BOS_ID):
-                kept.append(i)
-        return self.tokenizer.decode(kept, skip_special_tokens=False).strip()
+        return self.tokenizer.decode(strip_specials(ids), skip_special_tokens=False).strip()
 
     def pieces(self, ids: Iterable[int]) -> list[str]:
         """Readable labels: word starts without the marker, continuations prefixed with ##."""
@@ -105,6 +99,17 @@ class TextCodec:
             if token_id == UNK_ID and piece and piece not in found:
                 found.append(piece)
         return found
+
+
+def strip_specials(ids: Iterable[int]) -> list[int]:
+    """Ids up to the first <eos>, without <bos>/<pad>."""
+    kept = []
+    for i in ids:
+        if i == EOS_ID:
+            break
+        if i not in (BOS_ID, PAD_ID):
+            kept.append(i)
+    return kept
 
 
 def readable_pieces(tokens: Iterable[str], marks_word_starts: bool = True) -> Iterator[str]:

@@ -1,6 +1,6 @@
 """The encoder-decoder Transformer of "Attention Is All You Need" (Vaswani et al. 2017, fig. 1).
 
-Every attention module has a named role and a hook point on its softmaxed weights
+Every attention module has a kind (encoder / decoder / cross, see kinds.py) and a hook point on its softmaxed weights
 (shape [batch, head, query, key], after the softmax, before dropout), so a recorder can
 capture exactly what the model computed. When nothing is hooked, attention runs through
 `F.scaled_dot_product_attention`; both paths compute the same function.
@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnscope.model.config import PAD_ID, ModelConfig
-
-Role = Literal["encoder_self", "decoder_self", "cross"]
+from attnscope.model.kinds import KINDS, Kind
 
 
 class HookPoint(nn.Module):
@@ -45,16 +44,15 @@ def packed_linear(*layers: nn.Linear) -> tuple[Tensor, Tensor]:
 class MultiHeadAttention(nn.Module):
     """Scaled dot-product attention over several heads (section 3.2.2)."""
 
-    def __init__(self, *, d_model: int, n_heads: int, dropout: float, role: Role) -> None:
+    def __init__(self, *, d_model: int, n_heads: int, dropout: float, kind: Kind) -> None:
         super().__init__()
-        self.role, self.n_heads = role, n_heads
+        self.kind, self.n_heads = kind, n_heads
         self.q_proj = nn.Linear(d_model, d_model)
         self.k_proj = nn.Linear(d_model, d_model)
         self.v_proj = nn.Linear(d_model, d_model)
         self.out_proj = nn.Linear(d_model, d_model)
         self.dropout = dropout
         self.hook_pattern = HookPoint()  # weights (B, H, Q, K)
-        self.head_mask: Tensor | None = None  # (H,) 0/1 gate on each head's output; set by analysis.ablated()
 
     def _heads(self, projected: Tensor, n: int) -> list[Tensor]:
         """Split n projections computed side by side into heads, each (B, H, N, dh)."""
@@ -90,10 +88,8 @@ class MultiHeadAttention(nn.Module):
             out = (F.dropout(weights, p) if p else weights) @ values  # (B, H, Q, dh)
         else:
             out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, dropout_p=p)
-        if self.head_mask is not None:
-            out = out * self.head_mask.view(1, -1, 1, 1)  # ablated heads contribute nothing
         b, h, n, dh = out.shape
-        return self.out_proj(out.transpose(1, 2).reshape(b, n, h * dh))  # (B, Q, D)
+        return self.out_proj(out.transpose(1, 2).reshape(b, n, h * dh))  # heads side by side (B, Q, H*dh) -> (B, Q, D)
 
 
 class FeedForward(nn.Module):
@@ -156,7 +152,7 @@ class EncoderLayer(nn.Module):
         super().__init__()
         pre = c.norm == "pre"
         self.self_attn = MultiHeadAttention(d_model=c.d_model, n_heads=c.n_heads,
-                                            dropout=c.attention_dropout, role="encoder_self")
+                                            dropout=c.attention_dropout, kind="encoder")
         self.ffn = FeedForward(c.d_model, c.d_ff, c.dropout)
         self.attn_block, self.ffn_block = Residual(c.d_model, c.dropout, pre), Residual(c.d_model, c.dropout, pre)
 
@@ -170,8 +166,8 @@ class DecoderLayer(nn.Module):
         super().__init__()
         pre = c.norm == "pre"
         kw = dict(d_model=c.d_model, n_heads=c.n_heads, dropout=c.attention_dropout)
-        self.self_attn = MultiHeadAttention(**kw, role="decoder_self")
-        self.cross_attn = MultiHeadAttention(**kw, role="cross")
+        self.self_attn = MultiHeadAttention(**kw, kind="decoder")
+        self.cross_attn = MultiHeadAttention(**kw, kind="cross")
         self.ffn = FeedForward(c.d_model, c.d_ff, c.dropout)
         self.self_block, self.cross_block, self.ffn_block = (Residual(c.d_model, c.dropout, pre) for _ in range(3))
 
@@ -317,3 +313,10 @@ class Transformer(nn.Module):
     def attention_modules(self) -> dict[str, MultiHeadAttention]:
         """Every attention module by its dotted name, encoder first, in forward order."""
         return {name: m for name, m in self.named_modules() if isinstance(m, MultiHeadAttention)}
+
+    def attention_by_kind(self) -> dict[Kind, dict[str, MultiHeadAttention]]:
+        """The attention modules of each kind by name, in layer order."""
+        groups: dict[Kind, dict[str, MultiHeadAttention]] = {kind: {} for kind in KINDS}
+        for name, module in self.attention_modules().items():
+            groups[module.kind][name] = module
+        return groups

@@ -17,7 +17,8 @@ from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.engine.record import AttentionRecord
 from attnscope.engine.translator import Translator
-from attnscope.training.loop import TrainConfig, Trainer, TrainEvent
+from attnscope.training.config import TrainConfig
+from attnscope.training.loop import Trainer, TrainEvent
 
 
 @dataclass(frozen=True)

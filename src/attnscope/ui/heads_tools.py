@@ -5,7 +5,16 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from attnscope.engine.analysis import ablate_sentence, ablation_bleu, head_stats_delta, head_stats_over, rollout, source_alignment
+from attnscope.engine.analysis import (
+    AblationResult,
+    ablate_sentence,
+    ablation_bleu,
+    head_stats_delta,
+    head_stats_over,
+    rollout,
+    source_alignment,
+)
+from attnscope.engine.head_gate import HeadKey
 from attnscope.engine.record import KINDS
 from attnscope.engine.translator import Translation, Translator
 from attnscope.training.data import DataError, data_dir, load_pairs
@@ -34,7 +43,8 @@ def split_statistics(tr: Translator) -> None:
         pairs = _pairs(tr, split, int(n))
         if pairs:
             bar = st.progress(0.0, text="Translating…")
-            frame = head_stats_over(tr, [s for s, _ in pairs], lambda i, total: bar.progress(i / total, text=f"{i}/{total} sentences"))
+            frame = head_stats_over(tr, [s for s, _ in pairs],
+                                    lambda i, total: bar.progress(i / total, text=f"{i}/{total} sentences"))
             st.session_state["split_stats"] = (tr.cache_key, split, len(pairs), frame)
     saved = st.session_state.get("split_stats")
     if saved and saved[0] == tr.cache_key:
@@ -104,6 +114,17 @@ def comparison(tr: Translator, text: str, result: Translation) -> None:
             st.info("A difference map needs the same tokens on both axes; these maps have different tokens.")
 
 
+@st.cache_data(max_entries=32, show_spinner="Translating without those heads…")
+def _ablate_sentence(_translator: Translator, checkpoint_key: str, text: str, heads: tuple[HeadKey, ...]) -> AblationResult:
+    return ablate_sentence(_translator, text, heads)
+
+
+@st.cache_data(max_entries=32, show_spinner="Translating with and without the heads…")
+def _ablation_bleu(_translator: Translator, checkpoint_key: str, pairs: tuple[tuple[str, str], ...],
+                   heads: tuple[HeadKey, ...]) -> dict[str, float]:
+    return ablation_bleu(_translator, pairs, heads)
+
+
 def ablation(tr: Translator, text: str, result: Translation) -> None:
     """Switch heads off and see the translation, token probabilities and BLEU change."""
     c = tr.model.config
@@ -114,19 +135,23 @@ def ablation(tr: Translator, text: str, result: Translation) -> None:
     if not chosen:
         st.caption("Pick one or more heads; their outputs are set to zero.")
         return
-    outcome = ablate_sentence(tr, text, chosen)
+    heads = tuple(sorted(tuple(h) for h in chosen))
+    outcome = _ablate_sentence(tr, tr.cache_key, text, heads)
     st.markdown(f"**With all heads:** {plain(outcome.baseline.text)}  \n**Without them:** {plain(outcome.ablated.text)}")
     st.dataframe(outcome.token_changes.round(4), hide_index=True, width="stretch")
     cols = st.columns(3)
     split = cols[0].selectbox("BLEU on split", SPLITS, key="ablate_split")
     n = cols[1].number_input(f"Sentences (max {MAX_SAMPLE})", 1, MAX_SAMPLE, 50, key="ablate_n")
+    measured_for = (tr.cache_key, heads, split, int(n))  # a BLEU result belongs to exactly these settings
     if cols[2].button("Measure BLEU change", key="ablate_go"):
         pairs = _pairs(tr, split, int(n))
         if pairs:
-            with st.spinner("Translating with and without the heads…"):
-                st.session_state["ablate_bleu"] = ablation_bleu(tr, pairs, chosen)
-    if "ablate_bleu" in st.session_state:
-        st.dataframe(pd.DataFrame([st.session_state["ablate_bleu"]]), hide_index=True)
+            st.session_state["ablate_bleu"] = (measured_for, _ablation_bleu(tr, tr.cache_key, tuple(pairs), heads))
+    saved = st.session_state.get("ablate_bleu")
+    if saved and saved[0] == measured_for:
+        st.dataframe(pd.DataFrame([saved[1]]), hide_index=True)
+    elif saved:
+        st.caption("The heads, split or model changed since the last BLEU measurement: measure again.")
 
 
 def rollout_view(result: Translation) -> None:

@@ -51,15 +51,16 @@ def force_branch(tr: Translator, text: str, result: Translation, t: int, max_len
     branch = state.force(tr, text, tuple(result.target_ids[:t]) + tuple(forced_ids), max_len)
     if branch is None:
         return
+    layer = min(st.session_state.get("layer", 0), result.attention.n_layers("cross") - 1)  # both: one model
     left, right = st.columns(2)
     with left:
         st.markdown(f"**Model's choice:** {plain(result.text)}")
-        widgets.chart(record_heatmap(result.attention, "cross", min(st.session_state.get("layer", 0), result.attention.n_layers("cross") - 1),
-                                     None, row_labels=result.output_tokens), "branch-original")
+        widgets.chart(record_heatmap(result.attention, "cross", layer, None, row_labels=result.output_tokens),
+                      "branch-original")
     with right:
         st.markdown(f"**Forced branch:** {plain(branch.text)}")
-        widgets.chart(record_heatmap(branch.attention, "cross", min(st.session_state.get("layer", 0), branch.attention.n_layers("cross") - 1),
-                                     None, row_labels=branch.output_tokens), "branch-forced")
+        widgets.chart(record_heatmap(branch.attention, "cross", layer, None, row_labels=branch.output_tokens),
+                      "branch-forced")
     st.caption(f"Log-probability of the whole output: model's choice {result.log_prob:.2f}, forced branch {branch.log_prob:.2f}.")
 
 
@@ -69,7 +70,8 @@ def beam_view(tr: Translator, text: str, result: Translation) -> None:
     if beam is None:
         return
     st.subheader("Beam search")
-    labels = [f"{i + 1}. {tr.bundle.tgt_codec.decode(ids)}  (score {score:.3f})" for i, (ids, score, _) in enumerate(beam.hypotheses)]
+    labels = [f"{i + 1}. {tr.bundle.tgt_codec.decode(ids)}  (score {score:.3f})"
+              for i, (ids, score, _) in enumerate(beam.hypotheses)]
     pick = st.selectbox("Hypothesis", range(len(labels)), format_func=lambda i: labels[i], key="hypothesis")
     ids = beam.hypotheses[pick][0]
     finished = [n.id for n in beam.nodes if n.status == "finished" and beam.path(n.id) == ids]

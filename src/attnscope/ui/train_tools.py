@@ -10,9 +10,9 @@ import streamlit as st
 from attnscope.checkpoints.registry import user_dir
 from attnscope.model.config import PRESETS
 from attnscope.model.device import autocast_dtype, pick_device
+from attnscope.training.config import TrainConfig
 from attnscope.training.data import LANGUAGES, TOY_TASKS, DataError, corpus_file, data_dir
 from attnscope.training.jobs import TrainJob, estimate_epoch_seconds
-from attnscope.training.loop import TrainConfig
 from attnscope.ui import widgets
 from attnscope.ui.text import plain
 from attnscope.viz.heatmap import record_heatmap
@@ -53,7 +53,7 @@ def run_form() -> TrainConfig | None:
     else:
         task = "multi30k"
         src = cols[1].selectbox("Source language", LANGUAGES, key="train_src")
-        tgt = cols[2].selectbox("Target language", [l for l in LANGUAGES if l != src], key="train_tgt")
+        tgt = cols[2].selectbox("Target language", [lang for lang in LANGUAGES if lang != src], key="train_tgt")
         missing = multi30k_available(src, tgt)
         if missing:
             st.warning(plain(missing))
@@ -68,15 +68,18 @@ def run_form() -> TrainConfig | None:
         overrides["n_encoder_layers"] = c[2].number_input("encoder layers", 1, 12, base["n_encoder_layers"], key="train_enc")
         overrides["n_decoder_layers"] = c[3].number_input("decoder layers", 1, 12, base["n_decoder_layers"], key="train_dec")
         overrides["d_ff"] = c[0].number_input("d_ff", 8, 4096, base["d_ff"], step=8, key="train_ff")
-        overrides["dropout"] = c[1].number_input("dropout", 0.0, 0.9, float(base.get("dropout", 0.1)), step=0.05, key="train_dropout")
+        overrides["dropout"] = c[1].number_input("dropout", 0.0, 0.9, float(base.get("dropout", 0.1)), step=0.05,
+                                                 key="train_dropout")
         overrides["positional"] = c[2].selectbox("positional", ["sinusoidal", "learned"], key="train_pos")
         overrides["norm"] = c[3].selectbox("norm", ["post", "pre"], key="train_norm")
     c = st.columns(4)
-    epochs = c[0].number_input(f"Epochs (max {MAX_EPOCHS})", 1, MAX_EPOCHS, 10 if task != "multi30k" else 20, key="train_epochs")
-    max_tokens = c[1].number_input("Batch size (padded tokens)", 100, 20_000, 600 if task != "multi30k" else 4000, step=100, key="train_tokens")
-    lr = c[2].number_input("Peak learning rate", 1e-5, 1e-2, 3e-3 if task != "multi30k" else 1e-3, format="%.5f", key="train_lr")
-    warmup = c[3].number_input("Warm-up steps", 1, 10_000, 100 if task != "multi30k" else 1000, key="train_warmup")
-    name = st.text_input("Run name", f"{'toy-' + task if task != 'multi30k' else f'my-{src}-{tgt}'}", key="train_name", max_chars=60)
+    toy = task != "multi30k"
+    epochs = c[0].number_input(f"Epochs (max {MAX_EPOCHS})", 1, MAX_EPOCHS, 10 if toy else 20, key="train_epochs")
+    max_tokens = c[1].number_input("Batch size (padded tokens)", 100, 20_000, 600 if toy else 4000, step=100,
+                                   key="train_tokens")
+    lr = c[2].number_input("Peak learning rate", 1e-5, 1e-2, 3e-3 if toy else 1e-3, format="%.5f", key="train_lr")
+    warmup = c[3].number_input("Warm-up steps", 1, 10_000, 100 if toy else 1000, key="train_warmup")
+    name = st.text_input("Run name", f"toy-{task}" if toy else f"my-{src}-{tgt}", key="train_name", max_chars=60)
     safe = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in name).strip("-") or "run"
     try:
         return TrainConfig(out_dir=str(user_dir() / "runs" / safe), task=task, src_lang=src, tgt_lang=tgt,
@@ -112,8 +115,10 @@ def curves(job: TrainJob) -> go.Figure:
     evals = [e for e in job.events if e.kind == "eval"]
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=[e.step for e in steps], y=[e.loss for e in steps], name="training loss (smoothed)"))
-    fig.add_trace(go.Scatter(x=[e.step for e in evals], y=[e.val_loss for e in evals], name="validation loss", mode="lines+markers"))
-    fig.add_trace(go.Scatter(x=[e.step for e in evals], y=[e.bleu for e in evals], name="validation BLEU", yaxis="y2", mode="lines+markers"))
+    eval_steps = [e.step for e in evals]
+    fig.add_trace(go.Scatter(x=eval_steps, y=[e.val_loss for e in evals], name="validation loss", mode="lines+markers"))
+    fig.add_trace(go.Scatter(x=eval_steps, y=[e.bleu for e in evals], name="validation BLEU", yaxis="y2",
+                             mode="lines+markers"))
     fig.update_layout(title="Learning curves", xaxis_title="step", yaxis_title="loss",
                       yaxis2=dict(title="BLEU", overlaying="y", side="right"), height=360, margin=dict(l=10, r=10, t=50, b=10))
     return fig

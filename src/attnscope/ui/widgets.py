@@ -20,7 +20,8 @@ def sentence_box(tr: Translator) -> str:
         st.session_state["sentence"] = example
     st.session_state["_last_example"] = example
     return cols[0].text_area(f"Sentence ({tr.bundle.src_lang})", max_chars=MAX_CHARS, height=80,
-                             help="Press Ctrl+Enter (or click outside) to translate.", **state.keep("sentence", state.EXAMPLES[0]))
+                             help="Press Ctrl+Enter (or click outside) to translate.",
+                             **state.keep("sentence", state.EXAMPLES[0]))
 
 
 def decoding_options(tr: Translator) -> tuple[int, int]:

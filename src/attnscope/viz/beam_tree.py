@@ -5,9 +5,10 @@ from typing import Callable
 
 import plotly.graph_objects as go
 
-from attnscope.engine.beam import BeamResult
+from attnscope.engine.beam_result import BeamResult
 
 STATUS_COLORS = {"extended": "steelblue", "pruned": "#bbbbbb", "finished": "seagreen"}
+NODE_HOVER = "node %{customdata[0]}: %{text}<br>log-prob %{customdata[1]:.3f}<br>score %{customdata[2]}<extra></extra>"
 
 
 def beam_tree(result: BeamResult, piece: Callable[[int], str], highlight: int | None = None) -> go.Figure:
@@ -38,7 +39,7 @@ def beam_tree(result: BeamResult, piece: Callable[[int], str], highlight: int | 
             text=[piece(n.token_id) for n in nodes], textposition="top center",
             marker=dict(color=color, size=10, line=dict(color="crimson", width=[2 if n.id in on_path else 0 for n in nodes])),
             customdata=[[n.id, n.log_prob, "" if n.score is None else f"{n.score:.3f}"] for n in nodes],
-            hovertemplate="node %{customdata[0]}: %{text}<br>log-prob %{customdata[1]:.3f}<br>score %{customdata[2]}<extra></extra>"))
+            hovertemplate=NODE_HOVER))
     fig.update_xaxes(title="step", dtick=1)
     fig.update_yaxes(visible=False)
     fig.update_layout(title="Beam search tree (green: finished, grey: pruned; red: chosen hypothesis)",

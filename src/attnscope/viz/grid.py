@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 
 from attnscope.engine.record import KIND_LABELS, AttentionRecord, Kind
 from attnscope.viz.heatmap import COLORSCALE, causal_cells
+from attnscope.viz.labels import check_labels
 
 GRID_HOVER = "%{customdata}<br>weight %{z:.3f}<extra></extra>"
 
@@ -23,6 +24,7 @@ def heads_grid(record: AttentionRecord, kind: Kind, *, per_head_scale: bool = Fa
     n_layers, n_heads, n_q, n_k = array.shape
     queries, keys = record.axes(kind)
     rows_of = list(row_labels or queries)
+    check_labels(n_q, rows_of, "queries")
     if per_head_scale:
         peak = array.max(axis=(2, 3), keepdims=True)
         array = array / np.where(peak > 0, peak, 1)
@@ -38,12 +40,14 @@ def heads_grid(record: AttentionRecord, kind: Kind, *, per_head_scale: bool = Fa
             r, c = layer * (n_q + 1), head * (n_k + 1)
             z[r:r + n_q, c:c + n_k] = array[layer, head]
             text[r:r + n_q, c:c + n_k] = f"layer {layer} head {head}<br>" + qk
+    scale = "÷ head max" if per_head_scale else "weight"
     fig = go.Figure(go.Heatmap(z=z, customdata=text, hovertemplate=GRID_HOVER, colorscale=COLORSCALE,
-                               zmin=0, zmax=1, colorbar=dict(title="weight" if not per_head_scale else "÷ head max", thickness=12)))
+                               zmin=0, zmax=1, colorbar=dict(title=scale, thickness=12)))
     fig.update_xaxes(tickvals=[h * (n_k + 1) + (n_k - 1) / 2 for h in range(n_heads)],
                      ticktext=[f"head {h}" for h in range(n_heads)], side="top", showgrid=False, zeroline=False)
-    fig.update_yaxes(tickvals=[l * (n_q + 1) + (n_q - 1) / 2 for l in range(n_layers)],
-                     ticktext=[f"layer {l}" for l in range(n_layers)], autorange="reversed", showgrid=False, zeroline=False)
+    fig.update_yaxes(tickvals=[layer * (n_q + 1) + (n_q - 1) / 2 for layer in range(n_layers)],
+                     ticktext=[f"layer {layer}" for layer in range(n_layers)], autorange="reversed",
+                     showgrid=False, zeroline=False)
     if selected is not None:
         layer, head = selected
         c0, c1 = (0, width) if head is None else (head * (n_k + 1), head * (n_k + 1) + n_k)

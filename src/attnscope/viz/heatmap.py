@@ -7,6 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attnscope.engine.record import KIND_LABELS, AttentionRecord, Kind
+from attnscope.viz.labels import check_labels
 
 COLORSCALE = "Blues"
 MASKED_COLOR = "#d9d9d9"  # cells a mask forbids (future positions) show as grey, not as 0
@@ -30,9 +31,10 @@ def attention_heatmap(weights: np.ndarray, row_labels: Sequence[str], col_labels
                       row_title: str = "query", col_title: str = "key", height: int | None = None) -> go.Figure:
     """A heatmap of [query, key] weights; masked cells are left empty on a grey background."""
     z = np.asarray(weights, dtype=np.float32).copy()
-    if z.shape != (len(row_labels), len(col_labels)):
-        raise ValueError(f"weights have shape {list(z.shape)} but there are {len(row_labels)} row labels "
-                         f"{list(row_labels)} and {len(col_labels)} column labels {list(col_labels)}")
+    if z.ndim != 2:
+        raise ValueError(f"a heatmap needs [query, key] weights, got shape {list(z.shape)}")
+    check_labels(z.shape[0], row_labels, "rows (queries)")
+    check_labels(z.shape[1], col_labels, "columns (keys)")
     if masked is not None:
         z[masked] = np.nan
     rows = [f"{i}: {t}" for i, t in enumerate(row_labels)]

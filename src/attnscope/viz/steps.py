@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 
 from attnscope.engine.record import DecodeStep
 from attnscope.viz.heatmap import COLORSCALE, MASKED_COLOR
+from attnscope.viz.labels import check_labels
 
 
 def top_k_bars(step: DecodeStep, k: int = 10) -> go.Figure:
@@ -28,9 +29,13 @@ def top_k_bars(step: DecodeStep, k: int = 10) -> go.Figure:
 def step_rows(rows: np.ndarray, keys: Sequence[str], *, title: str, n_visible: int | None = None) -> go.Figure:
     """[L, H, K] attention rows of one step as one heatmap: a row per (layer, head) plus layer means.
 
-    Keys at or after `n_visible` (future positions the causal mask hides) are greyed out.
+    With `n_visible`, the rows cover only the first n_visible keys (the prefix a masked
+    self-attention step sees); later keys (future positions) are greyed out.
     """
     n_layers, n_heads, n_k = rows.shape
+    if n_visible is not None and not n_visible <= len(keys):
+        raise ValueError(f"{n_visible} visible keys but only {len(keys)} labels: {list(keys)}")
+    check_labels(n_k, list(keys)[:n_visible], "keys")
     blocks, labels = [], []
     for layer in range(n_layers):
         for head in range(n_heads):
@@ -40,10 +45,7 @@ def step_rows(rows: np.ndarray, keys: Sequence[str], *, title: str, n_visible: i
         labels.append(f"L{layer} mean")
     z = np.stack(blocks).astype(np.float32)
     width = len(keys)
-    if z.shape[1] < width:
-        z = np.pad(z, ((0, 0), (0, width - z.shape[1])), constant_values=np.nan)
-    if n_visible is not None:
-        z[:, n_visible:] = np.nan
+    z = np.pad(z, ((0, 0), (0, width - n_k)), constant_values=np.nan)  # future keys: empty
     key_text = [f"{j}: {t}" for j, t in enumerate(keys)]
     custom = np.array([[f"{lab} → {kt}" for kt in key_text] for lab in labels], dtype=object)
     fig = go.Figure(go.Heatmap(z=z, x=list(range(width)), y=list(range(len(labels))), customdata=custom,
@@ -59,6 +61,7 @@ def step_rows(rows: np.ndarray, keys: Sequence[str], *, title: str, n_visible: i
 def shaded_tokens(tokens: Sequence[str], weights: np.ndarray, *, title: str) -> go.Figure:
     """The tokens in a row, each shaded by its weight (e.g. the source as seen by one step)."""
     w = np.asarray(weights, dtype=np.float32).reshape(1, -1)
+    check_labels(w.shape[1], tokens, "tokens")
     fig = go.Figure(go.Heatmap(z=w, x=list(range(len(tokens))), y=[0], text=[list(tokens)], texttemplate="%{text}",
                                customdata=[[f"{t}: {v:.3f}" for t, v in zip(tokens, w[0])]],
                                hovertemplate="%{customdata}<extra></extra>", colorscale=COLORSCALE,

@@ -1,0 +1,159 @@
+"""The design's import rules, checked from the source text (ast): which part may import which.
+
+model < checkpoints < engine < training; viz draws engine data types only; only ui/, pages/ and
+app.py know Streamlit; no two packages import each other, directly or around a loop.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "attnscope"
+
+PARTS = ("model", "checkpoints", "engine", "training", "viz", "ui")
+# part -> (parts of attnscope it must not import, the rule in words)
+FORBIDDEN = {
+    "model": ({"checkpoints", "engine", "training", "viz", "ui"}, "the model knows nothing of recording"),
+    "checkpoints": ({"engine", "training", "viz", "ui"}, "checkpoints know only the model"),
+    "engine": ({"training", "viz", "ui"}, "the engine knows no training loop and no screen"),
+    "training": ({"viz", "ui"}, "one training loop, no UI inside"),
+}
+# Modules of plain data (no torch) that figure builders may draw from.
+ENGINE_DATA_TYPES = {"attnscope.engine.record", "attnscope.engine.beam_result"}
+PLAIN_DATA = ENGINE_DATA_TYPES | {"attnscope.model.kinds"}  # what those may import: the attention vocabulary
+SCREEN = {"streamlit"}
+NOT_IN_FIGURES = {"streamlit", "torch"}
+
+
+def imports(source: str, module: str, known: set[str] = frozenset()) -> set[str]:
+    """Every module `source` imports, also inside functions; `from x import y` is x.y when that is a
+    module in `known`, else x."""
+    found: set[str] = set()
+    package = module.rsplit(".", 1)[0]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{parent}.{base}" if base else parent
+            found.update(f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names)
+    return found
+
+
+def part_of(module: str) -> str:
+    """The part of attnscope a module belongs to ('' for the package's own __init__/__main__)."""
+    pieces = module.split(".")
+    return pieces[1] if len(pieces) > 1 and pieces[1] in PARTS else ""
+
+
+def top(module: str) -> str:
+    return module.split(".")[0]
+
+
+def violations(sources: dict[str, str]) -> list[str]:
+    """Broken rules in `sources` (module name -> code) of attnscope, one sentence each."""
+    found = []
+    graph: dict[str, set[str]] = {}
+    for module, source in sorted(sources.items()):
+        names = imports(source, module, set(sources))
+        ours = {n for n in names if top(n) == "attnscope"}
+        part = part_of(module)
+        graph.setdefault(part, set()).update(part_of(n) for n in ours if part_of(n) != part)
+        banned, rule = FORBIDDEN.get(part, (set(), ""))
+        found += [f"{module} imports {n}: {rule}" for n in sorted(ours) if part_of(n) in banned]
+        if part != "ui":
+            found += [f"{module} imports {n}: the core knows no screen" for n in sorted(names) if top(n) in SCREEN]
+        if part == "viz" or module in PLAIN_DATA:
+            allowed = ENGINE_DATA_TYPES if part == "viz" else PLAIN_DATA
+            found += [f"{module} imports {n}: figures are pure" for n in sorted(names) if top(n) in NOT_IN_FIGURES]
+            found += [f"{module} imports {n}: figures draw engine data types only ({', '.join(sorted(allowed))})"
+                      for n in sorted(ours) if part_of(n) != "viz" and n not in allowed]
+    found += [f"import cycle between packages: {' -> '.join(c)}" for c in cycles(graph)]
+    return found
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One path per loop in the package graph (depth-first search; '' is attnscope itself)."""
+    found, done, path = [], set(), []
+
+    def visit(node: str) -> None:
+        if node in path:
+            found.append([n or "attnscope" for n in path[path.index(node):] + [node]])
+            return
+        if node in done:
+            return
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            visit(nxt)
+        path.pop()
+        done.add(node)
+
+    for start in sorted(graph):
+        visit(start)
+    return found
+
+
+def package_sources() -> dict[str, str]:
+    out = {}
+    for path in sorted(SRC.rglob("*.py")):
+        parts = path.relative_to(SRC.parent).with_suffix("").parts
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path.read_text()
+    return out
+
+
+def test_the_package_keeps_its_import_rules() -> None:
+    sources = package_sources()
+    assert {part_of(m) for m in sources} >= set(PARTS), "every part of the design is a folder"
+    assert not violations(sources), "\n".join(violations(sources))
+
+
+def test_streamlit_only_in_the_app_and_its_ui() -> None:
+    scripts = [p for p in (*ROOT.glob("*.py"), *ROOT.joinpath("bench").rglob("*.py")) if p.name != "app.py"]
+    screens = [p for p in scripts if any(top(n) == "streamlit" and not n.startswith("streamlit.testing")
+                                         for n in imports(p.read_text(), "x.y"))]
+    assert not screens, f"only ui/, pages/ and app.py may draw with streamlit: {screens}"
+
+
+@pytest.mark.parametrize("module, source, rule", [
+    ("attnscope.model.transformer", "from attnscope.engine.capture import record_attention", "knows nothing of recording"),
+    ("attnscope.model.transformer", "def f():\n    import attnscope.ui.state", "knows nothing of recording"),
+    ("attnscope.checkpoints.checkpoint", "from attnscope.engine import capture", "know only the model"),
+    ("attnscope.engine.decode", "from attnscope.training.loop import Trainer", "no training loop"),
+    ("attnscope.training.loop", "import streamlit as st", "knows no screen"),
+    ("attnscope.training.loop", "from attnscope.ui import state", "no UI inside"),
+    ("attnscope.viz.heatmap", "import torch", "figures are pure"),
+    ("attnscope.viz.heatmap", "from attnscope.engine.beam import beam_search", "engine data types only"),
+    ("attnscope.viz.heatmap", "from attnscope.engine import translator", "engine data types only"),
+    ("attnscope.engine.record", "import torch", "figures are pure"),
+    ("attnscope.model.kinds", "import torch", "figures are pure"),
+    ("attnscope.engine.record", "from attnscope.model.transformer import Kind", "engine data types only"),
+    ("attnscope.viz.grid", "from attnscope.model.kinds import KINDS", "engine data types only"),
+    ("attnscope.engine.decode", "from ..ui import state", "no screen"),
+])
+def test_a_broken_rule_is_reported(module: str, source: str, rule: str) -> None:
+    others = ("attnscope.engine.capture", "attnscope.engine.beam", "attnscope.training.loop", "attnscope.ui.state")
+    sources = {**dict.fromkeys(others, ""), module: source}
+    assert any(rule in v for v in violations(sources)), violations(sources)
+
+
+def test_an_import_cycle_between_packages_is_reported() -> None:
+    sources = {"attnscope.engine.translator": "from attnscope.checkpoints.checkpoint import Bundle",
+               "attnscope.checkpoints.checkpoint": "from attnscope.engine.record import AttentionRecord",
+               "attnscope.engine.record": ""}
+    assert "import cycle between packages: checkpoints -> engine -> checkpoints" in violations(sources)
+    assert not cycles({"engine": {"model"}, "model": set(), "ui": {"engine", "model"}})
+
+
+def test_allowed_imports_pass() -> None:
+    sources = {"attnscope.viz.grid": "import numpy\nfrom attnscope.engine.record import AttentionRecord\n"
+                                     "from attnscope.viz.heatmap import COLORSCALE",
+               "attnscope.viz.heatmap": "", "attnscope.engine.record": "import numpy",
+               "attnscope.ui.state": "import streamlit\nfrom attnscope.engine.translator import Translator",
+               "attnscope.engine.translator": "import torch\nfrom attnscope.model.config import BOS_ID",
+               "attnscope.model.config": ""}
+    assert violations(sources) == []
