@@ -50,7 +50,8 @@ def test_train_a_toy_task_to_completion_and_use_it(train_page: AppTest) -> None:
 
 def test_stopping_a_run_keeps_its_checkpoint(train_page: AppTest) -> None:
     app = train_page
-    tiny_run(app, "sort", MAX_EPOCHS, "stopped")  # still running when stopped, however fast it trains
+    tiny_run(app, "sort", MAX_EPOCHS, "stopped")
+    app.number_input(key="train_tokens").set_value(100)  # with the most epochs: still running when stopped, however fast
     app.button(key="train_start").click().run()
     job = train_tools.jobs()[app.session_state["train_job"]]
     wait_for(lambda: job.events or job.done, "the first training step")
