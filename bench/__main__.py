@@ -8,6 +8,7 @@ uncached decoding, capture off). `--tiny` runs everything on a tiny random model
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
 import os
@@ -24,6 +25,8 @@ import torch
 from torch import Tensor, nn
 
 from attnscope.checkpoints import checkpoint
+from attnscope.checkpoints.convert import read_state_dict
+from attnscope.checkpoints.importing import import_weights
 from attnscope.checkpoints.registry import default_checkpoint, shipped_dir
 from attnscope.engine.bleu import scores
 from attnscope.engine.translator import Translator
@@ -268,6 +271,28 @@ def app_latency(path: Path, sentences: Sequence[str] = SENTENCES) -> dict[str, A
             **{f"AppTest {k} rerun s": v for k, v in runs.items()}}
 
 
+def import_speed(megabytes: float, repeats: int) -> dict[str, Any]:
+    """Seconds to import a PyTorch-tutorial-style state_dict (nn.Transformer 3+3 layers, d 256) of about
+    `megabytes` MB with torchtext-style vocabularies: read, recognise, permute rows, build."""
+    d = 256
+    core = {f"transformer.{k}": v for k, v in nn.Transformer(d, 8, 3, 3, 1024).state_dict().items()}
+    vocab = max(10, int((megabytes * 1e6 / 4 - sum(v.numel() for v in core.values())) / (3 * d)))
+    state = {**core, "src_tok_emb.embedding.weight": torch.randn(vocab, d),
+             "tgt_tok_emb.embedding.weight": torch.randn(vocab, d),
+             "generator.weight": torch.randn(vocab, d), "generator.bias": torch.zeros(vocab),
+             "positional_encoding.pos_embedding": sinusoidal_table(5000, d).unsqueeze(1)}
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    data = buffer.getvalue()
+    itos = ["<unk>", "<pad>", "<bos>", "<eos>"] + [f"w{i}" for i in range(vocab - 4)]
+    run = lambda: import_weights(read_state_dict(data, "model.pt"), itos, itos, n_heads=8)  # noqa: E731
+    start = time.perf_counter()
+    run()
+    first = time.perf_counter() - start
+    return {"file_mb": round(len(data) / 1e6, 1), "vocab": vocab, "first_s": round(first, 3),
+            "median_s": round(median_times({"import": run}, repeats)["import"], 3)}
+
+
 def print_table(title: str, rows: list[dict[str, Any]] | dict[str, Any]) -> None:
     rows = [rows] if isinstance(rows, dict) else rows
     print(f"\n## {title}")
@@ -298,7 +323,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--checkpoint", type=Path, default=None, help="model for decoding/capture (default: shipped en->de)")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
     parser.add_argument("--skip", action="append", default=[],
-                        choices=["training", "decoding", "capture", "batch", "memory", "quality", "app"])
+                        choices=["training", "decoding", "capture", "batch", "memory", "quality", "app", "import"])
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -323,6 +348,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
          lambda: quality([path] if args.tiny else sorted(shipped_dir().glob("*.safetensors")),
                          ["val", "test_2016_flickr", "test_2017_flickr"], (1, 4), quality_limit)),
         ("app", "7. App latency (headless Chromium against streamlit run; AppTest reruns)", lambda: app_latency(path)),
+        ("import", "8. Import of a 30 MB PyTorch-tutorial state_dict (python -m attnscope import)",
+         lambda: import_speed(2 if args.tiny else 30, 2 if args.tiny else 5)),
     ]
     for key, title, run in sections:
         if key in args.skip:

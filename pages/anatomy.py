@@ -6,9 +6,11 @@ import streamlit as st
 
 from attnscope.engine.anatomy import parameter_table, shape_walkthrough
 from attnscope.ui import state, widgets
+from attnscope.ui.record_tools import note_needs_model
 
 state.through_router()
 st.title("Model anatomy")
+note_needs_model()
 tr = state.translator()
 if tr is None:
     st.stop()

@@ -4,7 +4,9 @@ import streamlit as st
 
 from attnscope.checkpoints import registry
 from attnscope.ui import state
-from attnscope.ui.checkpoint_tools import flash, import_state_dict, manage, upload
+from attnscope.ui.checkpoint_tools import flash, manage, upload
+from attnscope.ui.import_tools import import_model
+from attnscope.ui.record_tools import open_record
 from attnscope.ui.text import plain
 
 state.through_router()
@@ -25,4 +27,5 @@ for folder, origin in ((registry.user_dir(), "user"),):
         st.warning(plain(f"Skipped a file in {folder}: {problem}"))
 manage(entries)
 upload()
-import_state_dict()
+import_model()
+open_record()

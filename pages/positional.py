@@ -5,10 +5,12 @@ import streamlit as st
 from attnscope.engine.anatomy import embedding_norms, model_positions
 from attnscope.model.transformer import sinusoidal_table
 from attnscope.ui import state, widgets
+from attnscope.ui.record_tools import note_needs_model
 from attnscope.viz.positional import encoding_curves, encoding_heatmap, norms_histogram, offset_profile, similarity_heatmap
 
 state.through_router()
 st.title("Positional encoding")
+note_needs_model()
 tr = state.translator()
 if tr is None:
     st.stop()

@@ -4,12 +4,14 @@ import time
 import streamlit as st
 
 from attnscope.ui import state, widgets
+from attnscope.ui.record_tools import note_needs_model
 from attnscope.ui.stepping import beam_view, force_branch, step_controls
 from attnscope.ui.text import plain
 from attnscope.viz.steps import shaded_tokens, step_rows, top_k_bars
 
 state.through_router()
 st.title("Step through decoding")
+note_needs_model()
 tr = state.translator()
 if tr is None:
     st.stop()

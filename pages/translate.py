@@ -4,12 +4,15 @@ import streamlit as st
 from attnscope.engine.record import KIND_LABELS, KINDS
 from attnscope.ui import state, widgets
 from attnscope.ui.compare import reference_comparison
+from attnscope.ui.record_tools import show_opened
 from attnscope.ui.text import plain
 from attnscope.viz.grid import heads_grid
 from attnscope.viz.heatmap import record_heatmap
 
 state.through_router()
 st.title("Translate")
+if show_opened():  # a saved record opened on the Checkpoints page: shown without a model
+    st.stop()
 tr = state.translator()
 if tr is None:
     st.stop()

@@ -1,4 +1,4 @@
-"""`python -m attnscope COMMAND`: translate a sentence, or train, evaluate, average and fetch data.
+"""`python -m attnscope COMMAND`: translate a sentence, or train, evaluate, average, fetch data and import a model.
 
 `translate` is defined here; the other commands are the `main()` of the module that does the work.
 """
@@ -17,7 +17,8 @@ from attnscope.engine.translator import InputError, Translation
 
 # Commands whose arguments the named module's main(argv) parses.
 DELEGATED = {"train": "attnscope.training.loop", "evaluate": "attnscope.training.evaluate",
-             "average": "attnscope.checkpoints.average", "data": "attnscope.training.data"}
+             "average": "attnscope.checkpoints.average", "data": "attnscope.training.data",
+             "import": "attnscope.checkpoints.import_command"}
 
 
 def steps_json(result: Translation) -> list[dict[str, object]]:

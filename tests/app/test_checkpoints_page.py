@@ -54,7 +54,7 @@ def test_upload_a_valid_bundle_makes_it_active_everywhere(page: AppTest, toy_che
 
 @pytest.mark.parametrize("name,data,message", [
     ("garbage.safetensors", b"\x00\x01 not a checkpoint at all" * 10, "is not a safetensors file"),
-    ("model.pt", b"PK\x03\x04", "is not a .safetensors file"),
+    ("model.pt", b"PK\x03\x04", "is not a .safetensors file but a PyTorch file: import it"),
 ])
 def test_bad_uploads_are_rejected_and_the_app_keeps_working(page: AppTest, name: str, data: bytes, message: str) -> None:
     upload(page, name, data)
@@ -85,29 +85,49 @@ def test_uploading_under_a_shipped_name_is_refused(page: AppTest, toy_checkpoint
     assert any("already exists" in shown(e) for e in page.error)
 
 
-def test_import_an_nn_transformer_state_dict_and_inspect_it(page: AppTest) -> None:
+def _m1_upload(page: AppTest) -> list[int]:
+    """Upload an M1-style (PyTorch tutorial) state_dict with torchtext-style JSON vocabularies; its greedy ids."""
     import io
 
     import torch
 
-    from tests.test_convert import TutorialSeq2Seq, codecs
+    from tests.byom_models import WORDS, Seq2SeqTransformer, m1_greedy_decode, m1_source, m1_vocab
 
-    src_codec, tgt_codec = codecs(20, 24)
     torch.manual_seed(0)
+    model = Seq2SeqTransformer(1, 1, 16, 4, len(m1_vocab(WORDS)), len(m1_vocab(WORDS)), 32).eval()
     buffer = io.BytesIO()
-    torch.save(TutorialSeq2Seq(20, 24).state_dict(), buffer)
+    torch.save(model.state_dict(), buffer)
     page.file_uploader(key="import_weights").upload("tutorial.pt", buffer.getvalue())
-    page.file_uploader(key="import_src_tok").upload("src.json", src_codec.to_json().encode())
-    page.file_uploader(key="import_tgt_tok").upload("tgt.json", tgt_codec.to_json().encode())
+    page.file_uploader(key="import_src_tok").upload("de.json", json.dumps(m1_vocab(WORDS)).encode())
+    page.file_uploader(key="import_tgt_tok").upload("en.json", json.dumps(m1_vocab(WORDS)).encode()).run()
+    return m1_greedy_decode(model, m1_source(m1_vocab(WORDS), "Zwei Hunde ."), 6)
+
+
+def test_import_an_nn_transformer_state_dict_and_inspect_it(page: AppTest) -> None:
+    _m1_upload(page)
     page.number_input(key="import_heads").set_value(4)
     page.text_input(key="import_name").set_value("tutorial model").run()
     page.button(key="import_go").click().run()
-    assert not page.exception
+    assert not page.exception and not page.error
     assert page.session_state["checkpoint"] == "tutorial-model"
-    page.session_state["sentence"] = "s1 s2 s3"
+    assert any("Not checked" in shown(w) and "n_heads=4" in shown(w) for w in page.warning)
+    page.session_state["sentence"] = "Zwei Hunde ."
     page.switch_page("pages/translate.py").run()
     assert not page.exception
     assert len(page.get("plotly_chart")) == 6
+
+
+def test_a_check_with_the_models_own_outputs_catches_wrong_heads(page: AppTest) -> None:
+    ids = _m1_upload(page)
+    page.number_input(key="import_heads").set_value(2)
+    page.text_area(key="import_check").set_value(f"Zwei Hunde . ||| {ids}").run()
+    page.button(key="import_go").click().run()
+    assert any("n_heads=4 (not 2)" in shown(e) for e in page.error)
+    assert page.session_state["checkpoint"] == "toy-reverse"
+    page.number_input(key="import_heads").set_value(4).run()
+    page.button(key="import_go").click().run()
+    assert page.session_state["checkpoint"] == "imported-transformer"
+    assert any("reproduces your model's outputs on all 1 examples" in shown(i) for i in page.info)
 
 
 def test_import_with_a_broken_tokenizer_is_rejected(page: AppTest) -> None:

@@ -1,44 +1,73 @@
-"""Import a model trained elsewhere: a `torch.nn.Transformer` state_dict plus its tokenizers.
+"""Recognise the layout of a state_dict trained elsewhere and rename its tensors to ours.
 
-Models like the seed tutorials' (nn.Transformer between token embeddings scaled by
-sqrt(d_model), a positional encoding and a linear generator) map one-to-one onto ours:
-in_proj weights split into Q/K/V, linear1/linear2 into the FFN, norm1-3 into the residual
-blocks, and nn.Transformer's final encoder/decoder norms into `final_norm`. Loading uses
-`torch.load(weights_only=True)`, so nothing in the file is executed.
+Two families map one-to-one onto attnscope's Transformer:
+- **nn.Transformer** (the PyTorch tutorials; also nn.TransformerEncoder/Decoder pairs): in_proj
+  weights split into Q/K/V, linear1/linear2 into the FFN, norm1-3 into the residual blocks,
+  the stacks' final norms into `encoder_norm`/`decoder_norm`.
+- **The Annotated Transformer** (harvardnlp): `MultiHeadedAttention.linears[0..3]` are Q, K, V
+  and the output projection, `feed_forward.w_1/w_2` the FFN, `sublayer.N.norm.a_2/b_2` its own
+  pre-LN LayerNorm (unbiased std, eps added to the std), `generator.proj` the output layer.
+
+Around the stacks, the token embeddings, output layer and positional table are found by
+shape and name. What the weights cannot tell (heads, norm placement, activation...) is the
+importer's business (checkpoints/importing.py). Loading uses `torch.load(weights_only=True)`,
+so nothing in a file is executed.
 """
 from __future__ import annotations
 
 import io
+import pickle
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import torch
 from torch import Tensor
 
-from attnscope.checkpoints.checkpoint import Bundle, CheckpointError, check_shapes, expected_shapes, unique_state
-from attnscope.model.config import ConfigError, ModelConfig
-from attnscope.model.tokenization import TextCodec
-from attnscope.model.transformer import Transformer, sinusoidal_table
+from attnscope.checkpoints.checkpoint import CheckpointError
+from attnscope.model.transformer import sinusoidal_table
 
-LAYER = re.compile(r"^(?P<prefix>.*?)(?P<stack>encoder|decoder)\.layers\.(?P<i>\d+)\.self_attn\.in_proj_weight$")
+PICKLED_MODULE = ("{name} holds a whole pickled model, which attnscope never unpickles because that would run its code: "
+                  "save the weights with torch.save(model.state_dict(), '{stem}.pt') and import that, or pass the live "
+                  "model to attnscope.import_model(model, ...) in Python.")
 
 
 @dataclass(frozen=True)
-class ImportSettings:
-    """What the weights cannot tell: filled in by the user on the upload form."""
+class Layout:
+    """What the weights reveal about a model, with its tensors under attnscope's names.
 
-    n_heads: int
-    norm_first: bool = False  # nn.Transformer(norm_first=...)
-    src_lang: str = "src"
-    tgt_lang: str = "tgt"
-    max_len: int = 256  # positions a sinusoidal encoding covers (learned tables give their own)
+    Vocabulary rows (embeddings, output layer) are still in the user's id order.
+    """
+
+    family: str  # "nn.Transformer" or "Annotated Transformer"
+    tensors: dict[str, Tensor]
+    d_model: int
+    d_ff: int
+    n_encoder_layers: int
+    n_decoder_layers: int
+    src_rows: int  # rows of the source embedding
+    tgt_rows: int  # rows of the output layer (= the target embedding's)
+    final_norm: bool
+    positional: str  # "sinusoidal" or "learned"
+    max_len: int | None  # positions a stored table covers (None: no table stored)
+    share_embeddings: bool
+    tie_embeddings: bool
+    embedding_keys: tuple[str, str]  # the user's names of the source and target embedding weights
+    implied: dict[str, Any] = field(default_factory=dict)  # config fields the family's code fixes
 
 
 def read_state_dict(data: bytes, name: str) -> dict[str, Tensor]:
     """Tensors of a .pt/.pth file, loaded without executing code; nested dicts are unwrapped."""
     try:
         obj = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
-    except Exception as err:  # UnpicklingError, RuntimeError, EOFError, zip errors...
+    except pickle.UnpicklingError as err:
+        found = re.search(r"GLOBAL ([\w.]+)", str(err))
+        if found and (".nn.modules." in found[1] or found[1].rsplit(".", 1)[-1][:1].isupper()):
+            stem = name.rsplit(".", 1)[0] or "model"
+            raise CheckpointError(PICKLED_MODULE.format(name=name, stem=stem)) from None
+        raise CheckpointError(f"{name} is not a PyTorch weights file that can be loaded safely: it needs code to "
+                              "unpickle; save model.state_dict() instead") from None
+    except Exception as err:  # RuntimeError, EOFError, zip errors...
         first = str(err).strip().splitlines()[0][:160] if str(err).strip() else type(err).__name__
         raise CheckpointError(f"{name} is not a PyTorch weights file that can be loaded safely ({first})") from None
     for key in ("state_dict", "model_state_dict", "model"):
@@ -49,125 +78,184 @@ def read_state_dict(data: bytes, name: str) -> dict[str, Tensor]:
     return {str(k): v for k, v in obj.items()}
 
 
-def _find_prefix(state: dict[str, Tensor]) -> tuple[str, int, int]:
-    layers: dict[str, set[int]] = {"encoder": set(), "decoder": set()}
-    prefixes = set()
+# --- finding the two stacks -------------------------------------------------------------
+
+TORCH_LAYER = re.compile(r"^(?P<stack>.*?)layers\.(?P<i>\d+)\.self_attn\.in_proj_weight$")
+ANNOTATED_LAYER = re.compile(r"^(?P<stack>.*?)layers\.(?P<i>\d+)\.self_attn\.linears\.0\.weight$")
+
+
+def _stacks(state: dict[str, Tensor], pattern: re.Pattern[str], cross: str) -> tuple[str, int, str, int] | None:
+    """(encoder prefix, layers, decoder prefix, layers), or None when this family's stacks are absent."""
+    stacks: dict[str, set[int]] = {}
     for key in state:
-        m = LAYER.match(key)
+        m = pattern.match(key)
         if m:
-            prefixes.add(m["prefix"])
-            layers[m["stack"]].add(int(m["i"]))
-    if len(prefixes) != 1 or not layers["encoder"] or not layers["decoder"]:
-        raise CheckpointError("no nn.Transformer found: expected keys like 'transformer.encoder.layers.0."
-                              "self_attn.in_proj_weight' and '...decoder.layers.0...'")
-    return prefixes.pop(), len(layers["encoder"]), len(layers["decoder"])
+            stacks.setdefault(m["stack"], set()).add(int(m["i"]))
+    decoders = [p for p in stacks if any(k.startswith(f"{p}layers.0.{cross}.") for k in state)]
+    encoders = [p for p in stacks if p not in decoders]
+    if len(encoders) != 1 or len(decoders) != 1:
+        return None
+    return encoders[0], len(stacks[encoders[0]]), decoders[0], len(stacks[decoders[0]])
 
 
-def _outside(state: dict[str, Tensor], prefix: str) -> dict[str, Tensor]:
-    return {k: v for k, v in state.items() if not k.startswith(prefix + "encoder.") and not k.startswith(prefix + "decoder.")}
+def describe(state: dict[str, Tensor]) -> str:
+    """What a state_dict that fits no family looks like, in a few words for the refusal."""
+    keys = list(state)
+    has = lambda *parts: any(all(p in k for p in parts) for k in keys)  # noqa: E731
+    if has("attention.self.query"):
+        return "a BERT-style encoder (attention.self.query): it has no decoder to translate with"
+    if has("self_attn.k_proj") and has("encoder_attn"):
+        return ("a Hugging Face encoder-decoder (BART/Marian: self_attn.k_proj, encoder_attn): turn its generate(..., "
+                "output_attentions=True, return_dict_in_generate=True) into a record with attnscope.from_generate instead")
+    if has("SelfAttention.q") or has("EncDecAttention"):
+        return ("a Hugging Face T5 model: turn its generate(..., output_attentions=True, return_dict_in_generate=True) "
+                "into a record with attnscope.from_generate instead")
+    if has("in_proj_weight") and not has("multihead_attn"):
+        return ("torch.nn.MultiheadAttention layers but no nn.TransformerDecoder (no multihead_attn): an encoder only, "
+                "or your own layers; record them in your code with attnscope.record_attention(model)")
+    if has("linears.0") and not has("src_attn"):
+        return "Annotated-Transformer attention (linears.0-3) but no decoder with src_attn"
+    return f"{len(keys)} tensors such as " + ", ".join(keys[:3])
 
 
-def _pick(candidates: list[str], hints: tuple[str, ...], what: str) -> str:
-    if len(candidates) == 1:
-        return candidates[0]
-    named = [k for k in candidates if any(h in k.lower() for h in hints)]
-    if len(named) == 1:
-        return named[0]
-    raise CheckpointError(f"cannot tell which tensor is the {what} among {', '.join(candidates) or 'none'}")
+def _refuse(state: dict[str, Tensor]) -> CheckpointError:
+    return CheckpointError(f"this state_dict looks like {describe(state)}; attnscope imports nn.Transformer models "
+                           "(keys like 'transformer.encoder.layers.0.self_attn.in_proj_weight') and the Annotated "
+                           "Transformer (keys like 'encoder.layers.0.self_attn.linears.0.weight')")
 
 
-def _embeddings(rest: dict[str, Tensor], d: int, v_src: int, v_tgt: int) -> tuple[str, str, str, bool]:
-    """Names of the source embedding, target embedding and generator weight; whether src = tgt."""
-    gens = [k for k, v in rest.items() if k.endswith("weight") and v.shape == (v_tgt, d)
-            and k[: -len("weight")] + "bias" in rest]
-    generator = _pick(gens, ("generator", "out", "fc", "proj"), f"output layer [{v_tgt}, {d}] with a bias")
-    tables = [k for k, v in rest.items() if v.dim() == 2 and v.shape[1] == d and k != generator
-              and k[: -len("weight")] + "bias" not in rest and "pos" not in k.lower()]
-    src = _pick([k for k in tables if rest[k].shape[0] == v_src], ("src", "source", "enc"), f"source embedding [{v_src}, {d}]")
-    tgt = _pick([k for k in tables if rest[k].shape[0] == v_tgt], ("tgt", "trg", "target", "dec"),
-                f"target embedding [{v_tgt}, {d}]")
-    return src, tgt, generator, src == tgt
+# --- the parts around the stacks --------------------------------------------------------
+
+def _name_hint(candidates: list[str], hints: tuple[str, ...]) -> list[str]:
+    return [k for k in candidates if any(h in k.lower() for h in hints)]
 
 
-def _positions(rest: dict[str, Tensor], d: int, max_len: int) -> tuple[str, Tensor | None]:
-    """("learned", table) or ("sinusoidal", None) after checking a stored sinusoid is the standard one."""
-    found = [(k, v) for k, v in rest.items() if "pos" in k.lower() and v.shape[-1] == d]
+def _around(state: dict[str, Tensor], stack_prefixes: tuple[str, str], d: int) -> tuple[str, str | None, str, str]:
+    """Keys of the output weight, its bias (None: no bias), the source and the target embedding."""
+    rest = {k: v for k, v in state.items() if not any(k.startswith(p + "layers.") or k.startswith(p + "norm.")
+                                                      for p in stack_prefixes)}
+    is_pos = lambda k: "pos" in k.lower() or k.endswith(".pe")  # noqa: E731
+    matrices = [k for k, v in rest.items() if v.dim() == 2 and v.shape[1] == d and k.endswith("weight") and not is_pos(k)]
+    biased = [k for k in matrices if k[: -len("weight")] + "bias" in rest]
+    outputs = biased if len(biased) == 1 else _name_hint(biased or matrices, ("generator", "proj", "out", "fc", "head"))
+    if len(outputs) != 1:
+        raise CheckpointError("cannot tell which tensor is the output layer (a [vocabulary, d_model] weight) among " +
+                              (", ".join(f"{k} {list(rest[k].shape)}" for k in matrices) or "none"))
+    out = outputs[0]
+    bias = out[: -len("weight")] + "bias" if out[: -len("weight")] + "bias" in rest else None
+    tables = [k for k in matrices if k != out and k not in biased]
+    if len(tables) == 1:
+        return out, bias, tables[0], tables[0]
+    src = _name_hint(tables, ("src", "source", "enc"))
+    tgt = _name_hint(tables, ("tgt", "trg", "target", "dec"))
+    if len(tables) == 2 and len(src) == 1 and len(tgt) == 1 and src != tgt:
+        return out, bias, src[0], tgt[0]
+    raise CheckpointError("cannot tell the source and target embeddings apart among " +
+                          (", ".join(f"{k} {list(rest[k].shape)}" for k in tables) or "no [vocabulary, d_model] tables") +
+                          ": name them with 'src'/'tgt' in their module names")
+
+
+def _positions(state: dict[str, Tensor], d: int) -> tuple[str, Tensor | None, int | None]:
+    """("learned", table, rows) or ("sinusoidal", None, rows or None) after checking a stored sinusoid."""
+    found = [(k, v) for k, v in state.items() if ("pos" in k.lower() or k.endswith(".pe")) and v.shape[-1] == d]
     if not found:
-        return "sinusoidal", None
+        return "sinusoidal", None, None
     key, value = found[0]
     table = value.reshape(-1, d).float()
-    if torch.allclose(table, sinusoidal_table(table.shape[0], d), atol=1e-4):
-        return "sinusoidal", None
+    if table.shape[0] and torch.allclose(table, sinusoidal_table(table.shape[0], d), atol=1e-4):
+        return "sinusoidal", None, table.shape[0]
     if value.dim() == 2:
-        return "learned", table
-    raise CheckpointError(f"{key} looks like a positional encoding but is neither the paper's sinusoid nor a learned table")
+        return "learned", table, table.shape[0]
+    raise CheckpointError(f"{key} looks like a positional encoding {list(value.shape)} but is neither the paper's "
+                          "sinusoid nor a learned table")
 
 
-def from_torch_transformer(state: dict[str, Tensor], src_codec: TextCodec, tgt_codec: TextCodec,
-                           settings: ImportSettings) -> tuple[Transformer, Bundle]:
-    """Our model with the same weights as an nn.Transformer-based seq2seq model."""
-    p, n_enc, n_dec = _find_prefix(state)
-    d = state[f"{p}encoder.layers.0.self_attn.in_proj_weight"].shape[1]
-    d_ff = state[f"{p}encoder.layers.0.linear1.weight"].shape[0]
-    rest = _outside(state, p)
-    src_key, tgt_key, gen_key, shared = _embeddings(rest, d, src_codec.vocab_size, tgt_codec.vocab_size)
-    positional, learned = _positions(rest, d, settings.max_len)
-    try:
-        config = ModelConfig(src_vocab_size=src_codec.vocab_size, tgt_vocab_size=tgt_codec.vocab_size, d_model=d,
-                             n_heads=settings.n_heads, n_encoder_layers=n_enc, n_decoder_layers=n_dec, d_ff=d_ff,
-                             dropout=0.0, attention_dropout=0.0,
-                             max_len=learned.shape[0] if learned is not None else settings.max_len,
-                             positional=positional, norm="pre" if settings.norm_first else "post",
-                             tie_embeddings=bool(torch.equal(rest[gen_key], rest[tgt_key])),
-                             share_embeddings=shared, final_norm=f"{p}encoder.norm.weight" in state)
-    except ConfigError as err:
-        raise CheckpointError(f"these weights do not make a valid model: {err}") from None
-    mapped = _map_weights(state, p, config, src_key, tgt_key, gen_key, learned)
-    check_shapes({k: tuple(v.shape) for k, v in mapped.items()}, expected_shapes(config), "the imported state_dict")
-    model = Transformer(config)
-    with torch.no_grad():
-        for key, tensor in unique_state(model).items():
-            tensor.copy_(mapped[key].float())
-    return model.eval(), Bundle(config, src_codec, tgt_codec, settings.src_lang, settings.tgt_lang,
-                                {"data": "imported nn.Transformer state_dict", "name": "imported"})
+def _copy(state: dict[str, Tensor], src: str, dst: str, names: tuple[str, str] = ("weight", "bias")) -> dict[str, Tensor]:
+    return {f"{dst}.weight": state[f"{src}.{names[0]}"], f"{dst}.bias": state[f"{src}.{names[1]}"]}
 
 
-def _attention(state: dict[str, Tensor], src: str, dst: str) -> dict[str, Tensor]:
+def _in_proj(state: dict[str, Tensor], src: str, dst: str) -> dict[str, Tensor]:
     q, k, v = state[f"{src}.in_proj_weight"].chunk(3)
     qb, kb, vb = state[f"{src}.in_proj_bias"].chunk(3)
     return {f"{dst}.q_proj.weight": q, f"{dst}.k_proj.weight": k, f"{dst}.v_proj.weight": v,
             f"{dst}.q_proj.bias": qb, f"{dst}.k_proj.bias": kb, f"{dst}.v_proj.bias": vb,
-            f"{dst}.out_proj.weight": state[f"{src}.out_proj.weight"], f"{dst}.out_proj.bias": state[f"{src}.out_proj.bias"]}
+            **_copy(state, f"{src}.out_proj", f"{dst}.out_proj")}
 
 
-def _copy(state: dict[str, Tensor], src: str, dst: str) -> dict[str, Tensor]:
-    return {f"{dst}.weight": state[f"{src}.weight"], f"{dst}.bias": state[f"{src}.bias"]}
-
-
-def _map_weights(state: dict[str, Tensor], p: str, c: ModelConfig, src_key: str, tgt_key: str, gen_key: str,
-                 learned: Tensor | None) -> dict[str, Tensor]:
-    try:
-        out = {"tgt_embed.weight": state[tgt_key], "generator.bias": state[gen_key[: -len("weight")] + "bias"]}
-        if not c.share_embeddings:
-            out["src_embed.weight"] = state[src_key]
-        if not c.tie_embeddings:
-            out["generator.weight"] = state[gen_key]
-        if learned is not None:
-            out["positions.table.weight"] = learned
-        for i in range(c.n_encoder_layers):
-            e, o = f"{p}encoder.layers.{i}", f"encoder.{i}"
-            out |= _attention(state, f"{e}.self_attn", f"{o}.self_attn") | _copy(state, f"{e}.linear1", f"{o}.ffn.up")
-            out |= _copy(state, f"{e}.linear2", f"{o}.ffn.down") | _copy(state, f"{e}.norm1", f"{o}.attn_block.norm")
-            out |= _copy(state, f"{e}.norm2", f"{o}.ffn_block.norm")
-        for i in range(c.n_decoder_layers):
-            e, o = f"{p}decoder.layers.{i}", f"decoder.{i}"
-            out |= _attention(state, f"{e}.self_attn", f"{o}.self_attn")
-            out |= _attention(state, f"{e}.multihead_attn", f"{o}.cross_attn")
-            out |= _copy(state, f"{e}.linear1", f"{o}.ffn.up") | _copy(state, f"{e}.linear2", f"{o}.ffn.down")
-            out |= _copy(state, f"{e}.norm1", f"{o}.self_block.norm") | _copy(state, f"{e}.norm2", f"{o}.cross_block.norm")
-            out |= _copy(state, f"{e}.norm3", f"{o}.ffn_block.norm")
-        if c.has_final_norm:
-            out |= _copy(state, f"{p}encoder.norm", "encoder_norm") | _copy(state, f"{p}decoder.norm", "decoder_norm")
-    except KeyError as err:
-        raise CheckpointError(f"the state_dict lacks tensor {err.args[0]}") from None
+def _linears(state: dict[str, Tensor], src: str, dst: str) -> dict[str, Tensor]:
+    out: dict[str, Tensor] = {}
+    for i, name in enumerate(("q_proj", "k_proj", "v_proj", "out_proj")):
+        out |= _copy(state, f"{src}.linears.{i}", f"{dst}.{name}")
     return out
+
+
+def _torch_layers(state: dict[str, Tensor], e: str, n_enc: int, dec: str, n_dec: int) -> dict[str, Tensor]:
+    out: dict[str, Tensor] = {}
+    for i in range(n_enc):
+        s, o = f"{e}layers.{i}", f"encoder.{i}"
+        out |= _in_proj(state, f"{s}.self_attn", f"{o}.self_attn") | _copy(state, f"{s}.linear1", f"{o}.ffn.up")
+        out |= _copy(state, f"{s}.linear2", f"{o}.ffn.down") | _copy(state, f"{s}.norm1", f"{o}.attn_block.norm")
+        out |= _copy(state, f"{s}.norm2", f"{o}.ffn_block.norm")
+    for i in range(n_dec):
+        s, o = f"{dec}layers.{i}", f"decoder.{i}"
+        out |= _in_proj(state, f"{s}.self_attn", f"{o}.self_attn") | _in_proj(state, f"{s}.multihead_attn", f"{o}.cross_attn")
+        out |= _copy(state, f"{s}.linear1", f"{o}.ffn.up") | _copy(state, f"{s}.linear2", f"{o}.ffn.down")
+        out |= _copy(state, f"{s}.norm1", f"{o}.self_block.norm") | _copy(state, f"{s}.norm2", f"{o}.cross_block.norm")
+        out |= _copy(state, f"{s}.norm3", f"{o}.ffn_block.norm")
+    if f"{e}norm.weight" in state:
+        out |= _copy(state, f"{e}norm", "encoder_norm") | _copy(state, f"{dec}norm", "decoder_norm")
+    return out
+
+
+def _annotated_layers(state: dict[str, Tensor], e: str, n_enc: int, dec: str, n_dec: int) -> dict[str, Tensor]:
+    ab = ("a_2", "b_2")
+    out: dict[str, Tensor] = {}
+    for i in range(n_enc):
+        s, o = f"{e}layers.{i}", f"encoder.{i}"
+        out |= _linears(state, f"{s}.self_attn", f"{o}.self_attn") | _copy(state, f"{s}.feed_forward.w_1", f"{o}.ffn.up")
+        out |= _copy(state, f"{s}.feed_forward.w_2", f"{o}.ffn.down")
+        out |= _copy(state, f"{s}.sublayer.0.norm", f"{o}.attn_block.norm", ab)
+        out |= _copy(state, f"{s}.sublayer.1.norm", f"{o}.ffn_block.norm", ab)
+    for i in range(n_dec):
+        s, o = f"{dec}layers.{i}", f"decoder.{i}"
+        out |= _linears(state, f"{s}.self_attn", f"{o}.self_attn") | _linears(state, f"{s}.src_attn", f"{o}.cross_attn")
+        out |= _copy(state, f"{s}.feed_forward.w_1", f"{o}.ffn.up") | _copy(state, f"{s}.feed_forward.w_2", f"{o}.ffn.down")
+        for j, block in enumerate(("self_block", "cross_block", "ffn_block")):
+            out |= _copy(state, f"{s}.sublayer.{j}.norm", f"{o}.{block}.norm", ab)
+    return out | _copy(state, f"{e}norm", "encoder_norm", ab) | _copy(state, f"{dec}norm", "decoder_norm", ab)
+
+
+Mapper = Callable[[dict[str, Tensor], str, int, str, int], dict[str, Tensor]]
+FAMILIES: tuple[tuple[str, re.Pattern[str], str, str, Mapper, dict[str, Any]], ...] = (
+    ("nn.Transformer", TORCH_LAYER, "multihead_attn", "linear1.weight", _torch_layers, {}),
+    ("Annotated Transformer", ANNOTATED_LAYER, "src_attn", "feed_forward.w_1.weight", _annotated_layers,
+     {"norm": "pre", "layer_norm": "annotated"}),
+)
+
+
+def recognise(state: dict[str, Tensor]) -> Layout:
+    """The family of a state_dict and its tensors under attnscope's names, or a refusal saying what it looks like."""
+    for family, pattern, cross, ffn_key, mapper, implied in FAMILIES:
+        stacks = _stacks(state, pattern, cross)
+        if stacks is None:
+            continue
+        e, n_enc, dec, n_dec = stacks
+        attn = state[f"{e}layers.0.self_attn." + ("in_proj_weight" if family == "nn.Transformer" else "linears.0.weight")]
+        d = attn.shape[1]
+        try:
+            tensors = mapper(state, e, n_enc, dec, n_dec)
+            d_ff = state[f"{e}layers.0.{ffn_key}"].shape[0]
+        except KeyError as err:
+            raise CheckpointError(f"this looks like an {family} state_dict but it lacks tensor {err.args[0]}") from None
+        out, bias, src, tgt = _around(state, (e, dec), d)
+        positional, learned, rows = _positions(state, d)
+        tensors["tgt_embed.weight"] = state[tgt]
+        tensors["src_embed.weight"] = state[src]
+        tensors["generator.weight"] = state[out]
+        tensors["generator.bias"] = state[bias] if bias else torch.zeros(state[out].shape[0])
+        if learned is not None:
+            tensors["positions.table.weight"] = learned
+        return Layout(family, tensors, d, d_ff, n_enc, n_dec, state[src].shape[0], state[out].shape[0],
+                      "encoder_norm.weight" in tensors, positional, rows, src == tgt,
+                      out == tgt or bool(torch.equal(state[out], state[tgt])), (src, tgt), dict(implied))
+    raise _refuse(state)

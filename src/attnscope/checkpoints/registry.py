@@ -95,6 +95,9 @@ def validate_upload(data: bytes, filename: str) -> Path:
     """Write the bytes to a temporary file and load them fully; return the temp path if valid."""
     if len(data) > MAX_UPLOAD_BYTES:
         raise CheckpointError(f"{filename} is {len(data) / 1e6:.0f} MB; the limit is {MAX_UPLOAD_BYTES / 1e6:.0f} MB")
+    if filename.lower().endswith((".pt", ".pth", ".bin", ".ckpt")):
+        raise CheckpointError(f"{filename} is not a .safetensors file but a PyTorch file: import it with its vocabularies "
+                              "under 'Import a model trained elsewhere' below")
     if not filename.lower().endswith(".safetensors"):
         raise CheckpointError(f"{filename} is not a .safetensors file; attnscope checkpoints are safetensors bundles")
     fd, tmp = tempfile.mkstemp(suffix=".safetensors")

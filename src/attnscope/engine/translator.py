@@ -1,13 +1,16 @@
 """A loaded model with its tokenizers: text in, translation (and everything it attended to) out."""
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterator, Sequence
 
 import numpy as np
 import torch
 
+from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.checkpoint import Bundle
 from attnscope.engine.beam import beam_search, beam_search_batch
 from attnscope.engine.beam_result import BeamResult
@@ -31,7 +34,7 @@ class Translation:
     """One translated sentence with its tokens, decoding steps and captured attention."""
 
     text: str
-    source_tokens: tuple[str, ...]  # pieces of the source ids, ending with <eos>
+    source_tokens: tuple[str, ...]  # pieces of the source ids, framed as the model was trained (`x <eos>` or `<bos> x <eos>`)
     target_tokens: tuple[str, ...]  # decoder inputs: <bos> y1 .. y_{n-1}; row t chose steps[t]
     source_ids: tuple[int, ...]
     target_ids: tuple[int, ...]  # generated ids, ending with <eos> when the model produced it
@@ -77,7 +80,7 @@ class Translator:
             yield
 
     def source(self, text: str) -> tuple[list[int], list[str]]:
-        """Source ids (with <eos>, cut to fit the model) and notes for the user."""
+        """Source ids framed as the model was trained (config.source_framing), cut to fit, and notes for the user."""
         if not isinstance(text, str) or not text.strip():
             raise InputError("Type a sentence to translate: the text is empty.")
         notes = []
@@ -85,7 +88,8 @@ class Translator:
             text = text[:MAX_CHARS]
             notes.append(f"The text was cut to its first {MAX_CHARS:,} characters.")
         ids = self.bundle.src_codec.encode(text)
-        limit = self.model.config.max_len - 1
+        start = [BOS_ID] if self.model.config.source_framing == "bos-eos" else []
+        limit = self.model.config.max_len - 1 - len(start)
         if len(ids) > limit:
             notes.append(f"The sentence has {len(ids)} tokens; this model reads at most {limit}, "
                          f"so only the first {limit} were translated.")
@@ -94,7 +98,11 @@ class Translator:
         if unknown:
             notes.append("The tokenizer does not know " + ", ".join(repr(u) for u in unknown[:10]) +
                          "; they were read as <unk>.")
-        return ids + [EOS_ID], notes
+        return start + ids + [EOS_ID], notes
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write this model and its tokenizers as one attnscope checkpoint (`attnscope.load` and the app read it)."""
+        return checkpoint.save(self.model, self.bundle, path)
 
     def translate(self, text: str, beam_size: int = 1, max_len: int | None = None, use_cache: bool = True,
                   capture: bool = True, prefix: Sequence[int] = (), length_penalty: float = 1.0) -> Translation:

@@ -8,6 +8,9 @@ from typing import Any, Literal
 
 Positional = Literal["sinusoidal", "learned"]
 Norm = Literal["post", "pre"]
+LayerNormKind = Literal["torch", "annotated"]
+Activation = Literal["relu", "gelu"]
+Framing = Literal["eos", "bos-eos"]
 
 # Refuse configs whose parameter count would exhaust memory before anything is allocated.
 MAX_PARAMETERS = 500_000_000
@@ -36,6 +39,12 @@ class ModelConfig:
     tie_embeddings: bool = True  # target embedding shares its matrix with the output layer
     share_embeddings: bool = False  # source and target embeddings are one matrix (joint vocabulary)
     final_norm: bool | None = None  # LayerNorm after each stack; None = only with pre-LN (nn.Transformer always has one)
+    # Variants met in models trained elsewhere (checkpoints/importing.py); the defaults are attnscope's own.
+    layer_norm: LayerNormKind = "torch"  # "annotated": unbiased std with eps added to the std (the Annotated Transformer)
+    norm_eps: float = 1e-5  # LayerNorm epsilon (nn.LayerNorm's default; the Annotated Transformer uses 1e-6)
+    activation: Activation = "relu"  # of the FFN hidden layer
+    embed_scale: bool = True  # token embeddings are multiplied by sqrt(d_model) (section 3.4)
+    source_framing: Framing = "eos"  # source ids are `x <eos>`, or `<bos> x <eos>` (the PyTorch tutorial's)
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -59,6 +68,12 @@ class ModelConfig:
             raise ConfigError(f"positional must be 'sinusoidal' or 'learned', got {self.positional!r}")
         if self.norm not in ("post", "pre"):
             raise ConfigError(f"norm must be 'post' or 'pre', got {self.norm!r}")
+        for name, allowed in (("layer_norm", ("torch", "annotated")), ("activation", ("relu", "gelu")),
+                              ("source_framing", ("eos", "bos-eos"))):
+            if getattr(self, name) not in allowed:
+                raise ConfigError(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
+        if not 0.0 < self.norm_eps < 1.0:
+            raise ConfigError(f"config field norm_eps must be in (0, 1), got {self.norm_eps}")
         if self.final_norm is not None and not isinstance(self.final_norm, bool):
             raise ConfigError(f"config field final_norm must be true, false or null, got {self.final_norm!r}")
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:

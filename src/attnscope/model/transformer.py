@@ -93,22 +93,41 @@ class MultiHeadAttention(nn.Module):
 
 
 class FeedForward(nn.Module):
-    """Position-wise two-layer network with ReLU (section 3.3)."""
+    """Position-wise two-layer network with ReLU (section 3.3) or GELU."""
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float) -> None:
+    def __init__(self, d_model: int, d_ff: int, dropout: float, activation: str = "relu") -> None:
         super().__init__()
         self.up, self.down, self.dropout = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model), nn.Dropout(dropout)
+        self.activation = F.gelu if activation == "gelu" else F.relu
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.down(self.dropout(F.relu(self.up(x))))
+        return self.down(self.dropout(self.activation(self.up(x))))
+
+
+class AnnotatedLayerNorm(nn.Module):
+    """The Annotated Transformer's LayerNorm: (x - mean) / (unbiased std + eps), then scale and shift."""
+
+    def __init__(self, d_model: int, eps: float) -> None:
+        super().__init__()
+        self.weight, self.bias, self.eps = nn.Parameter(torch.ones(d_model)), nn.Parameter(torch.zeros(d_model)), eps
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.weight * (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + self.eps) + self.bias
+
+
+def layer_norm(c: ModelConfig) -> nn.Module:
+    """The config's LayerNorm variant; both keep their parameters as `weight` and `bias`."""
+    if c.layer_norm == "annotated":
+        return AnnotatedLayerNorm(c.d_model, c.norm_eps)
+    return nn.LayerNorm(c.d_model, eps=c.norm_eps)
 
 
 class Residual(nn.Module):
     """Residual connection with LayerNorm after (post-LN, the paper's) or before (pre-LN)."""
 
-    def __init__(self, d_model: int, dropout: float, pre: bool) -> None:
+    def __init__(self, c: ModelConfig) -> None:
         super().__init__()
-        self.norm, self.dropout, self.pre = nn.LayerNorm(d_model), nn.Dropout(dropout), pre
+        self.norm, self.dropout, self.pre = layer_norm(c), nn.Dropout(c.dropout), c.norm == "pre"
 
     def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
         if self.pre:
@@ -150,11 +169,10 @@ class DecoderCache:
 class EncoderLayer(nn.Module):
     def __init__(self, c: ModelConfig) -> None:
         super().__init__()
-        pre = c.norm == "pre"
         self.self_attn = MultiHeadAttention(d_model=c.d_model, n_heads=c.n_heads,
                                             dropout=c.attention_dropout, kind="encoder")
-        self.ffn = FeedForward(c.d_model, c.d_ff, c.dropout)
-        self.attn_block, self.ffn_block = Residual(c.d_model, c.dropout, pre), Residual(c.d_model, c.dropout, pre)
+        self.ffn = FeedForward(c.d_model, c.d_ff, c.dropout, c.activation)
+        self.attn_block, self.ffn_block = Residual(c), Residual(c)
 
     def forward(self, x: Tensor, mask: Tensor | None) -> Tensor:
         x = self.attn_block(x, lambda h: self.self_attn(*self.self_attn.project_qkv(h), mask))
@@ -164,12 +182,11 @@ class EncoderLayer(nn.Module):
 class DecoderLayer(nn.Module):
     def __init__(self, c: ModelConfig) -> None:
         super().__init__()
-        pre = c.norm == "pre"
         kw = dict(d_model=c.d_model, n_heads=c.n_heads, dropout=c.attention_dropout)
         self.self_attn = MultiHeadAttention(**kw, kind="decoder")
         self.cross_attn = MultiHeadAttention(**kw, kind="cross")
-        self.ffn = FeedForward(c.d_model, c.d_ff, c.dropout)
-        self.self_block, self.cross_block, self.ffn_block = (Residual(c.d_model, c.dropout, pre) for _ in range(3))
+        self.ffn = FeedForward(c.d_model, c.d_ff, c.dropout, c.activation)
+        self.self_block, self.cross_block, self.ffn_block = (Residual(c) for _ in range(3))
 
     def _self(self, h: Tensor, mask: Tensor | None, cache: LayerCache | None) -> Tensor:
         if cache is None:
@@ -220,10 +237,11 @@ class LearnedPositions(nn.Module):
 
 
 def sinusoidal_table(max_len: int, d_model: int) -> Tensor:
-    """The fixed sinusoidal encodings, (max_len, d_model)."""
-    position = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)  # (N, 1)
-    inv_freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
-    table = torch.zeros(max_len, d_model)
+    """The fixed sinusoidal encodings, (max_len, d_model), always computed on the CPU: a model built on the
+    meta device (to check shapes) would otherwise pay seconds of first-use setup for these few ops."""
+    position = torch.arange(max_len, dtype=torch.float32, device="cpu").unsqueeze(1)  # (N, 1)
+    inv_freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32, device="cpu") * (-math.log(10000.0) / d_model))
+    table = torch.zeros(max_len, d_model, device="cpu")
     table[:, 0::2] = torch.sin(position * inv_freq)
     table[:, 1::2] = torch.cos(position * inv_freq[: d_model // 2])
     return table
@@ -249,8 +267,8 @@ class Transformer(nn.Module):
         self.embed_dropout = nn.Dropout(c.dropout)
         self.encoder = nn.ModuleList(EncoderLayer(c) for _ in range(c.n_encoder_layers))
         self.decoder = nn.ModuleList(DecoderLayer(c) for _ in range(c.n_decoder_layers))
-        self.encoder_norm = nn.LayerNorm(c.d_model) if c.has_final_norm else nn.Identity()
-        self.decoder_norm = nn.LayerNorm(c.d_model) if c.has_final_norm else nn.Identity()
+        self.encoder_norm = layer_norm(c) if c.has_final_norm else nn.Identity()
+        self.decoder_norm = layer_norm(c) if c.has_final_norm else nn.Identity()
         self.generator = nn.Linear(c.d_model, c.tgt_vocab_size)
         self._init_weights()
         if c.tie_embeddings:
@@ -267,7 +285,8 @@ class Transformer(nn.Module):
             self.src_embed.weight[PAD_ID].zero_()
 
     def _embed(self, table: nn.Embedding, ids: Tensor, offset: int = 0) -> Tensor:
-        x = table(ids) * math.sqrt(self.config.d_model) + self.positions(ids.shape[1], offset)
+        x = table(ids) * (math.sqrt(self.config.d_model) if self.config.embed_scale else 1.0)
+        x = x + self.positions(ids.shape[1], offset)
         return self.embed_dropout(x)  # (B, N, D)
 
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor | None]:

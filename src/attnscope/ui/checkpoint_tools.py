@@ -1,4 +1,4 @@
-"""Widgets of the Checkpoints page: activate, download, delete, upload."""
+"""Widgets of the Checkpoints page: activate, download, delete, upload (importing: ui/import_tools.py)."""
 from __future__ import annotations
 
 import tempfile
@@ -6,10 +6,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from attnscope.checkpoints import checkpoint, registry
+from attnscope.checkpoints import registry
 from attnscope.checkpoints.checkpoint import CheckpointError
-from attnscope.checkpoints.convert import ImportSettings, from_torch_transformer, read_state_dict
-from attnscope.model.tokenization import TextCodec, TokenizerError
 from attnscope.ui import state
 from attnscope.ui.text import plain
 
@@ -68,10 +66,10 @@ def upload() -> None:
     except CheckpointError as err:
         st.error(f"Upload rejected: {plain(err)}")
         return
-    _keep(tmp, file.name)
+    keep_for_session(tmp, file.name)
 
 
-def _keep(tmp: Path, filename: str) -> None:
+def keep_for_session(tmp: Path, filename: str) -> None:
     """Store a validated checkpoint for this session only, make it active, and refresh the page."""
     try:
         folder = st.session_state.setdefault("session_models_dir", tempfile.mkdtemp(prefix="attnscope-session-"))
@@ -89,45 +87,3 @@ def flash() -> None:
     message = st.session_state.pop("_flash", None)
     if message:
         st.success(plain(message))
-
-
-def _codec(file: object, what: str) -> TextCodec:
-    try:
-        return TextCodec.from_json(file.getvalue().decode("utf-8", errors="replace"))  # type: ignore[attr-defined]
-    except TokenizerError as err:
-        raise CheckpointError(f"the {what} tokenizer: {err}") from None
-
-
-def import_state_dict() -> None:
-    """Turn an nn.Transformer state_dict (.pt/.pth) plus HF tokenizer JSON into a checkpoint."""
-    with st.expander("Import a torch.nn.Transformer model trained elsewhere (.pt/.pth state_dict)"):
-        st.caption("The model must be nn.Transformer between token embeddings scaled by √d_model (plus a sinusoidal or "
-                   "learned positional encoding) and a linear output layer, as in the PyTorch tutorials. Tokenizers are "
-                   "Hugging Face tokenizer.json files with <pad>, <bos>, <eos>, <unk> at ids 0–3. Loaded with "
-                   "torch.load(weights_only=True): nothing in the file runs.")
-        weights = st.file_uploader("state_dict (.pt / .pth)", key="import_weights")
-        src_tok = st.file_uploader("Source tokenizer (tokenizer.json)", key="import_src_tok")
-        tgt_tok = st.file_uploader("Target tokenizer (leave empty if the vocabulary is joint)", key="import_tgt_tok")
-        cols = st.columns(5)
-        heads = cols[0].number_input("Attention heads", 1, 64, 8, key="import_heads")
-        norm_first = cols[1].checkbox("norm_first (pre-LN)", key="import_norm_first")
-        src_lang = cols[2].text_input("Source language", "en", key="import_src_lang", max_chars=20)
-        tgt_lang = cols[3].text_input("Target language", "de", key="import_tgt_lang", max_chars=20)
-        max_len = cols[4].number_input("Max positions", 8, 4096, 256, key="import_max_len")
-        name = st.text_input("Name", "imported-transformer", key="import_name", max_chars=60)
-        if not st.button("Import", key="import_go", disabled=weights is None or src_tok is None):
-            return
-        try:
-            if weights.size > registry.MAX_UPLOAD_BYTES:
-                raise CheckpointError(f"{weights.name} is larger than {registry.MAX_UPLOAD_BYTES // 2**20} MB")
-            state_dict = read_state_dict(weights.getvalue(), weights.name)
-            src_codec = _codec(src_tok, "source")
-            tgt_codec = _codec(tgt_tok, "target") if tgt_tok is not None else src_codec
-            model, bundle = from_torch_transformer(state_dict, src_codec, tgt_codec, ImportSettings(
-                int(heads), bool(norm_first), src_lang.strip() or "src", tgt_lang.strip() or "tgt", int(max_len)))
-            tmp = Path(tempfile.mkdtemp()) / "imported.safetensors"
-            checkpoint.save(model, bundle, tmp)
-        except CheckpointError as err:
-            st.error(f"Import rejected: {plain(err)}")
-            return
-        _keep(tmp, f"{name}.safetensors")

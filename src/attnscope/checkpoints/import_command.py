@@ -1,0 +1,102 @@
+"""`python -m attnscope import WEIGHTS --src-vocab FILE ... --out NAME.safetensors`: the importer from files.
+
+Example (the PyTorch tutorial's model, torchtext vocabularies saved with json.dump(vocab.get_itos(), f)):
+
+    python -m attnscope import model.pt --src-vocab de.json --tgt-vocab en.json --src-lang de --tgt-lang en \\
+        --heads 8 --source-framing bos-eos --check examples.tsv --out tutorial.safetensors
+
+`--check` names a file of lines "source<TAB>your model's output", the output as text or as a JSON list of
+its ids; the import then proves the settings reproduce those outputs (or names the ones that do).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from attnscope.checkpoints import checkpoint
+from attnscope.checkpoints.checkpoint import CheckpointError
+from attnscope.checkpoints.importing import Example, import_file
+
+
+def read_examples(path: Path) -> list[Example]:
+    """(source, output) pairs from a file of 'source<TAB>output' lines (see parse_examples)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as err:
+        raise CheckpointError(f"cannot read {path}: {err.strerror or err}") from None
+    return parse_examples(lines, path.name)
+
+
+def parse_examples(lines: Sequence[str], where: str) -> list[Example]:
+    """Lines 'source<TAB>output' or 'source ||| output'; an output like [2, 14, 3] is read as ids."""
+    examples: list[Example] = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        sep = "\t" if "\t" in line else " ||| " if " ||| " in line else None
+        if sep is None:
+            raise CheckpointError(f"{where} line {number} has no tab or ' ||| ': write 'source<TAB>your model's output'")
+        source, output = (part.strip() for part in line.split(sep, 1))
+        if output.startswith("[") and output.endswith("]"):
+            try:
+                examples.append((source, [int(i) for i in json.loads(output)]))
+                continue
+            except (json.JSONDecodeError, TypeError, ValueError):
+                pass
+        examples.append((source, output))
+    return examples
+
+
+def parse_specials(text: str | None) -> dict[str, str] | None:
+    """'pad=<blank>,bos=<s>' -> {'pad': '<blank>', 'bos': '<s>'}."""
+    if not text:
+        return None
+    pairs = [part.split("=", 1) for part in text.split(",") if part.strip()]
+    if any(len(p) != 2 for p in pairs):
+        raise CheckpointError(f"--specials must look like pad=<blank>,bos=<s>, got {text!r}")
+    return {role.strip(): token.strip() for role, token in pairs}
+
+
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m attnscope import", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("weights", type=Path, help="a .pt/.pth state_dict (torch.save(model.state_dict(), ...))")
+    p.add_argument("--src-vocab", type=Path, required=True, help="tokenizer.json, JSON list of tokens, or one token a line")
+    p.add_argument("--tgt-vocab", type=Path, default=None, help="the same for the target (omit for a joint vocabulary)")
+    p.add_argument("--out", type=Path, required=True, help="the attnscope checkpoint to write (.safetensors)")
+    p.add_argument("--src-lang", default="src")
+    p.add_argument("--tgt-lang", default="tgt")
+    p.add_argument("--name", default=None, help="shown in the app (default: the --out file's name)")
+    p.add_argument("--specials", default=None, help="special tokens by role when their names are unusual: pad=<blank>,bos=<s>")
+    p.add_argument("--heads", type=int, default=None, help="attention heads (default 8)")
+    p.add_argument("--norm-first", choices=("true", "false"), default=None, help="pre-LN (nn.Transformer(norm_first=True))")
+    p.add_argument("--activation", choices=("relu", "gelu"), default=None)
+    p.add_argument("--norm-eps", type=float, default=None, help="LayerNorm epsilon (default 1e-5)")
+    p.add_argument("--embed-scale", choices=("true", "false"), default=None, help="embeddings times sqrt(d_model) (default true)")
+    p.add_argument("--source-framing", choices=("bos-eos", "eos"), default=None, help="'<bos> x <eos>' (default) or 'x <eos>'")
+    p.add_argument("--max-len", type=int, default=None, help="longest sequence, for sinusoidal positions (default 256)")
+    p.add_argument("--check", type=Path, default=None, help="lines 'source<TAB>your model's output' to verify the import")
+    return p.parse_args(list(argv))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    flag = lambda v: None if v is None else v == "true"  # noqa: E731
+    settings: dict[str, Any] = {k: v for k, v in dict(
+        n_heads=args.heads, norm_first=flag(args.norm_first), activation=args.activation, norm_eps=args.norm_eps,
+        embed_scale=flag(args.embed_scale), source_framing=args.source_framing).items() if v is not None}
+    try:
+        imported = import_file(args.weights, args.src_vocab, args.tgt_vocab, src_lang=args.src_lang,
+                               tgt_lang=args.tgt_lang, specials=parse_specials(args.specials), max_len=args.max_len,
+                               examples=read_examples(args.check) if args.check else (),
+                               name=args.name or args.out.stem, **settings)
+        path = checkpoint.save(imported.model, imported.bundle, args.out)
+    except CheckpointError as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+    for line in imported.report.lines():
+        print(line)
+    print(f"wrote {path}")

@@ -1,0 +1,96 @@
+"""The Checkpoints page's importer: a state_dict trained elsewhere plus its vocabularies become a checkpoint."""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from attnscope.checkpoints import checkpoint, registry
+from attnscope.checkpoints.checkpoint import CheckpointError
+from attnscope.checkpoints.convert import read_state_dict
+from attnscope.checkpoints.import_command import parse_examples, parse_specials
+from attnscope.checkpoints.importing import import_weights
+from attnscope.ui.checkpoint_tools import keep_for_session
+from attnscope.ui.text import plain
+
+HELP = ("A `torch.nn.Transformer` model (the PyTorch tutorial's Seq2SeqTransformer and the like) or the Annotated "
+        "Transformer, saved with `torch.save(model.state_dict(), 'model.pt')`; loaded with `weights_only=True`, so "
+        "nothing in the file runs (a whole pickled model is refused: save its state_dict). Vocabularies: a Hugging "
+        "Face tokenizer.json, a JSON list of tokens (torchtext: `json.dump(vocab.get_itos(), f)`) or a text file with "
+        "one token per line. Word lists get a built-in splitter: whitespace, then every punctuation mark apart "
+        "(lowercased when the vocabulary has no capitals). Special tokens are found by name in any order "
+        "(<unk> <pad> <bos> <eos>, <sos>, <s> </s>, <blank>...).")
+FRAMINGS = {"<bos> sentence <eos> (PyTorch tutorial, Annotated Transformer)": "bos-eos", "sentence <eos>": "eos"}
+
+
+def _report() -> None:
+    """The last import's report, kept across the rerun that made the model active."""
+    lines = st.session_state.pop("_import_report", None)
+    if lines:
+        show = st.warning if any(line.startswith("Not checked") for line in lines) else st.info
+        show(plain(" ".join(lines)))
+
+
+def _settings() -> dict[str, Any]:
+    cols = st.columns(4)
+    out: dict[str, Any] = {"n_heads": int(cols[0].number_input("Attention heads", 1, 64, 8, key="import_heads"))}
+    if cols[1].checkbox("norm_first (pre-LN)", key="import_norm_first"):
+        out["norm_first"] = True
+    out["activation"] = cols[2].selectbox("Activation", ["relu", "gelu"], key="import_activation")
+    out["embed_scale"] = cols[3].checkbox("Embeddings × √d_model", True, key="import_embed_scale")
+    framing = st.radio("Source sentences were fed as", list(FRAMINGS), key="import_framing", horizontal=True)
+    out["source_framing"] = FRAMINGS[framing]
+    eps = st.text_input("LayerNorm eps (empty: the family's default, 1e-5; Annotated Transformer 1e-6)", "",
+                        key="import_eps", max_chars=20)
+    if eps.strip():
+        try:
+            out["norm_eps"] = float(eps)
+        except ValueError:
+            raise CheckpointError(f"LayerNorm eps must be a number like 1e-5, got {eps!r}") from None
+    return out
+
+
+def import_model() -> None:
+    """Upload weights and vocabularies, say what the weights cannot show, check against a few outputs, import."""
+    _report()
+    with st.expander("Import a model trained elsewhere (PyTorch state_dict .pt/.pth)"):
+        st.caption(HELP)
+        weights = st.file_uploader("state_dict (.pt / .pth)", key="import_weights")
+        src_vocab = st.file_uploader("Source vocabulary", key="import_src_tok")
+        tgt_vocab = st.file_uploader("Target vocabulary (leave empty if the vocabulary is joint)", key="import_tgt_tok")
+        cols = st.columns(3)
+        src_lang = cols[0].text_input("Source language", "de", key="import_src_lang", max_chars=20)
+        tgt_lang = cols[1].text_input("Target language", "en", key="import_tgt_lang", max_chars=20)
+        max_len = cols[2].number_input("Max positions", 8, 4096, 256, key="import_max_len")
+        st.markdown("**What the weights cannot show.** Check it below, or wrong values give wrong heatmaps "
+                    "while translations may still look right.")
+        try:
+            settings = _settings()
+        except CheckpointError as err:
+            st.error(plain(err))
+            return
+        specials = st.text_input("Special tokens, only if their names are unusual (e.g. pad=<blank>,bos=<s>)", "",
+                                 key="import_specials", max_chars=200)
+        check = st.text_area("Check the import (recommended): a few source sentences with your model's own greedy "
+                             "outputs, one per line as 'source ||| output' (output as text, or its ids like [2, 14, 3])",
+                             key="import_check", height=100)
+        name = st.text_input("Name", "imported-transformer", key="import_name", max_chars=60)
+        if not st.button("Import", key="import_go", disabled=weights is None or src_vocab is None):
+            return
+        try:
+            if weights.size > registry.MAX_UPLOAD_BYTES:
+                raise CheckpointError(f"{weights.name} is larger than {registry.MAX_UPLOAD_BYTES // 2**20} MB")
+            imported = import_weights(
+                read_state_dict(weights.getvalue(), weights.name), src_vocab.getvalue(),
+                tgt_vocab.getvalue() if tgt_vocab is not None else None, src_lang=src_lang, tgt_lang=tgt_lang,
+                specials=parse_specials(specials), examples=parse_examples(check.splitlines(), "the check box"),
+                max_len=int(max_len), name=name, **settings)
+            tmp = Path(tempfile.mkdtemp()) / "imported.safetensors"
+            checkpoint.save(imported.model, imported.bundle, tmp)
+        except CheckpointError as err:
+            st.error(f"Import rejected: {plain(err)}")
+            return
+        st.session_state["_import_report"] = imported.report.lines()
+        keep_for_session(tmp, f"{name}.safetensors")

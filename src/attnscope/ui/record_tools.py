@@ -1,0 +1,66 @@
+"""Open a saved attention record (from your own model, recorded in your code) and view it without a model."""
+from __future__ import annotations
+
+import streamlit as st
+
+from attnscope.engine.record import KIND_LABELS, KINDS, RecordError
+from attnscope.engine.record_files import read_record, record_meta
+from attnscope.ui import widgets
+from attnscope.ui.text import plain
+from attnscope.viz.grid import heads_grid
+from attnscope.viz.heatmap import record_heatmap
+
+KEY = "opened_record"  # session_state: (file name, AttentionRecord, meta); per session, never shared
+
+
+def open_record() -> None:
+    """Uploader on the Checkpoints page: an .npz/.json record becomes what Translate shows."""
+    st.subheader("Open a saved attention record")
+    st.caption("An .npz or .json file written by `AttentionRecord.to_npz()` / `to_json()` (e.g. `rec.to_record(...)` "
+               "after `attnscope.record_attention` in your own code) or by `python -m attnscope translate --npz`. "
+               "Translate then shows it; views that need a model to run keep using the active checkpoint.")
+    file = st.file_uploader("Attention record (.npz / .json)", key="open_record_file")
+    if file is None or st.session_state.get("_opened_file") == (file.name, file.size):
+        return
+    st.session_state["_opened_file"] = (file.name, file.size)
+    try:
+        data = file.getvalue()
+        st.session_state[KEY] = (file.name, read_record(data, file.name), record_meta(data))
+    except RecordError as err:
+        st.error(f"Record rejected: {plain(err)}")
+        return
+    st.success(plain(f"Opened {file.name}: the Translate page shows it until you close it there."))
+
+
+def _close() -> None:
+    st.session_state.pop(KEY, None)
+    st.session_state.pop("_opened_file", None)
+
+
+def show_opened() -> bool:
+    """Draw the opened record the way Translate draws a translation; False when none is open."""
+    opened = st.session_state.get(KEY)
+    if opened is None:
+        return False
+    name, record, meta = opened
+    st.info(plain(f"Showing the saved record {name} (no model runs: the step-by-step view, ablation and "
+                  "teacher forcing need a model, so they use the active checkpoint)."))
+    st.button("Close the record and translate again", on_click=_close, key="close_record")
+    if meta:
+        st.caption(plain(", ".join(f"{k}: {v}" for k, v in meta.items())))
+    layer, head = st.session_state.get("layer", 0), st.session_state.get("head", "mean")
+    head_index = None if head == "mean" or head >= record.n_heads else head
+    for tab, kind in zip(st.tabs([KIND_LABELS[k] for k in KINDS]), KINDS):
+        with tab:
+            kind_layer = min(layer, record.n_layers(kind) - 1)
+            widgets.chart(record_heatmap(record, kind, kind_layer, head_index), f"record-heatmap-{kind}")
+            widgets.chart(heads_grid(record, kind, selected=(kind_layer, head_index)), f"record-grid-{kind}")
+    return True
+
+
+def note_needs_model() -> None:
+    """On views that run the model: say that an opened record is not what they show."""
+    opened = st.session_state.get(KEY)
+    if opened is not None:
+        st.caption(plain(f"This view runs the active checkpoint; the opened record {opened[0]} has attention only "
+                         "(no model), so it is shown on Translate."))

@@ -1,0 +1,48 @@
+"""Browser journey: import the PyTorch tutorial's kind of model (state_dict + torchtext-style vocabularies)
+on the Checkpoints page and see its heatmaps on Translate."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from playwright.sync_api import Page, expect
+
+from tests.byom_models import WORDS, Seq2SeqTransformer, m1_vocab
+
+
+def test_import_an_m1_state_dict_with_a_json_vocabulary_and_see_its_heatmaps(server: str, page: Page,
+                                                                             tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model = Seq2SeqTransformer(1, 1, 16, 4, len(m1_vocab(WORDS)), len(m1_vocab(WORDS)), 32)
+    torch.save(model.state_dict(), tmp_path / "tutorial.pt")
+    (tmp_path / "vocab_de.json").write_text(json.dumps(m1_vocab(WORDS)))  # json.dump(vocab.get_itos(), f)
+    (tmp_path / "vocab_en.json").write_text(json.dumps(m1_vocab(WORDS)))
+
+    page.goto(server)
+    page.get_by_role("link", name="Checkpoints").click()
+    page.get_by_text("Import a model trained elsewhere").click()
+    uploaders = page.get_by_test_id("stFileUploader")
+    uploaders.filter(has_text="state_dict").locator("input[type=file]").set_input_files(str(tmp_path / "tutorial.pt"))
+    uploaders.filter(has_text="Source vocabulary").locator("input[type=file]").set_input_files(
+        str(tmp_path / "vocab_de.json"))
+    uploaders.filter(has_text="Target vocabulary").locator("input[type=file]").set_input_files(
+        str(tmp_path / "vocab_en.json"))
+    heads = page.get_by_label("Attention heads")
+    heads.fill("4")
+    heads.press("Enter")
+    name = page.get_by_label("Name", exact=True)
+    name.fill("tutorial-m1")
+    name.press("Enter")
+    page.get_by_role("button", name="Import", exact=True).click()
+    expect(page.get_by_text("it is now the active checkpoint on every page")).to_be_visible()
+    expect(page.get_by_text("Not checked", exact=False)).to_be_visible()  # heads etc. were not verified
+
+    page.get_by_role("link", name="Translate").click()
+    box = page.locator("textarea[aria-label=\"Sentence (de)\"]")
+    box.fill("Zwei Hunde laufen durch den Schnee .")
+    box.press("Control+Enter")
+    expect(page.locator(".js-plotly-plot").first).to_be_visible()
+    # The heatmap's source axis shows this model's tokens, framed <bos> x <eos> as the tutorial feeds them.
+    expect(page.locator(".js-plotly-plot text", has_text="Hunde").first).to_be_visible()
+    expect(page.locator(".js-plotly-plot text", has_text="<bos>").first).to_be_attached()
