@@ -38,6 +38,8 @@ with st.sidebar:
 pages = [st.Page("pages/translate.py", title="Translate", icon="🌍", default=True),
          st.Page("pages/step.py", title="Step through decoding", icon="👣"),
          st.Page("pages/heads.py", title="Heads & layers", icon="🧩"),
+         st.Page("pages/inside.py", title="Inside one head", icon=":material/neurology:"),
+         st.Page("pages/attribution.py", title="Attribution", icon=":material/insights:"),
          st.Page("pages/positional.py", title="Positional encoding", icon="〰️"),
          st.Page("pages/anatomy.py", title="Model anatomy", icon="🦴"),
          st.Page("pages/train.py", title="Train", icon="🏋️"),

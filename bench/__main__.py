@@ -176,6 +176,31 @@ def batch_throughput(tr: Translator, texts: list[str], one_by_one: int) -> list[
     return rows
 
 
+def dataset_scale(tr: Translator, texts: Sequence[str], one_by_one: int, attributed: int, ig_steps: int) -> dict[str, Any]:
+    """Head statistics over `texts` from batched capture (wall and CPU seconds), against translating
+    `one_by_one` of them singly; and every attribution of a sentence (IG with `ig_steps` steps)."""
+    from attnscope.engine.analysis import head_stats_over
+    from attnscope.engine.attribution import attribute
+    from attnscope.engine.dataset import head_stats_batched
+
+    wall, cpu = time.perf_counter(), time.process_time()
+    head_stats_batched(tr, texts)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    single = time.perf_counter()
+    head_stats_over(tr, texts[:one_by_one])
+    single = (time.perf_counter() - single) / one_by_one
+    times = []
+    for text in texts[:attributed]:
+        result = tr.translate(text)
+        start = time.perf_counter()
+        attribute(tr, result, ig_steps=ig_steps)
+        times.append(time.perf_counter() - start)
+    return {"sentences": len(texts), "head_stats_batched_s": round(wall, 2), "cpu_s": round(cpu, 2),
+            "sentences_per_s": round(len(texts) / wall, 1), "one_by_one_s_per_sentence": round(single, 4),
+            "speedup": round(single * len(texts) / wall, 2),
+            f"attribution_ms_per_sentence (all methods, IG {ig_steps})": round(1000 * statistics.median(times), 1)}
+
+
 def memory(path: Path) -> dict[str, Any]:
     """Peak RSS of a fresh process that loads the model and translates; size of one record."""
     # VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec, so it would report the (large)
@@ -271,6 +296,47 @@ def app_latency(path: Path, sentences: Sequence[str] = SENTENCES) -> dict[str, A
             **{f"AppTest {k} rerun s": v for k, v in runs.items()}}
 
 
+def other_load() -> dict[str, Any]:
+    """What else is running: load average and the busiest other processes (the machine may be shared)."""
+    top = subprocess.run(["ps", "-eo", "pid,pcpu,args", "--sort=-pcpu", "--no-headers"], capture_output=True, text=True).stdout
+    rows = [line.split(None, 2) for line in top.splitlines() if len(line.split(None, 2)) == 3]
+    others = [(cpu, args) for pid, cpu, args in rows if int(pid) != os.getpid() and not args.startswith("ps ")]
+    busy = [f"{cpu} {args[:80]}" for cpu, args in others if float(cpu) >= 20][:4]
+    return {"load average (1 min)": round(os.getloadavg()[0], 2), "busy processes (lifetime %CPU, command)": busy}
+
+
+def toy_training(task: str = "reverse", target: float = 0.95, limit_s: float = 300.0,
+                 max_steps: int | None = None) -> dict[str, Any]:
+    """Toy training: seconds to 95% exact reversals of held-out sequences, with the Train page's toy preset
+    (training/toy.py), counted from creating the trainer (data, tokenizer, model) to the validation that
+    first reaches `target`; validations are every TOY_SCHEDULE["eval_every"] steps and are included."""
+    import tempfile
+    import threading
+
+    from attnscope.training.config import TrainConfig
+    from attnscope.training.loop import Trainer
+    from attnscope.training.toy import TOY_MODEL, TOY_SCHEDULE
+
+    before = other_load()
+    stop, curve = threading.Event(), []
+    start = time.perf_counter()
+
+    def watch(event: Any) -> None:
+        if event.kind == "eval":
+            curve.append((event.step, round(time.perf_counter() - start, 1), round(100 * event.exact, 1)))
+            if event.exact >= target:
+                stop.set()
+        if time.perf_counter() - start > limit_s:
+            stop.set()
+    config = TrainConfig(out_dir=tempfile.mkdtemp(), task=task, preset="toy", model=dict(TOY_MODEL), src_lang="en",
+                         tgt_lang="en", save_minutes=1e9, **TOY_SCHEDULE | ({"max_steps": max_steps} if max_steps else {}))
+    Trainer(config, watch, stop).run()
+    reached = next((c for c in curve if c[2] >= 100 * target), None)
+    return {"task": task, "target exact %": 100 * target, "seconds to target": reached[1] if reached else None,
+            "steps to target": reached[0] if reached else None, "threads": TOY_SCHEDULE["threads"],
+            "validations (step, s, exact %)": curve, "while it ran": before, "after": other_load()}
+
+
 def import_speed(megabytes: float, repeats: int) -> dict[str, Any]:
     """Seconds to import a PyTorch-tutorial-style state_dict (nn.Transformer 3+3 layers, d 256) of about
     `megabytes` MB with torchtext-style vocabularies: read, recognise, permute rows, build."""
@@ -291,6 +357,45 @@ def import_speed(megabytes: float, repeats: int) -> dict[str, Any]:
     first = time.perf_counter() - start
     return {"file_mb": round(len(data) / 1e6, 1), "vocab": vocab, "first_s": round(first, 3),
             "median_s": round(median_times({"import": run}, repeats)["import"], 3)}
+
+
+def inside_latency(tr: Translator, repeats: int) -> dict[str, Any]:
+    """Server-side seconds of the Inside-one-head page's work. The page traces a sentence once (cached);
+    moving the step cuts that trace, slices a head, builds and serialises every panel and the logit lens;
+    switching head does the same without the lens."""
+    from attnscope.engine.head_view import head_view
+    from attnscope.engine.intermediates import trace
+    from attnscope.engine.lens import logit_lens
+    from attnscope.viz.inside import PANELS
+    from attnscope.viz.lens import lens_heatmap
+
+    result = tr.translate(SENTENCES[2])
+    piece = lambda i: tr.bundle.tgt_codec.pieces([i])[0]  # noqa: E731
+
+    def traced() -> Any:
+        with tr.inference():
+            return trace(tr.model, result.source_ids, (BOS_ID, *result.target_ids[:-1]))
+
+    whole = traced()
+    state = {"step": 0}
+
+    def draw(t: int, head: int, with_lens: bool) -> None:
+        view = head_view(whole.until(t), "decoder", 0, head, t, result.source_tokens, result.target_tokens[: t + 1])
+        figures = [build(view) for build in PANELS]
+        if with_lens:
+            figures.append(lens_heatmap(logit_lens(tr.model, whole, t, result.steps[t].token_id), piece))
+        for fig in figures:
+            fig.to_json()
+
+    def move_step() -> None:
+        state["step"] = (state["step"] + 1) % len(result.steps)
+        draw(state["step"], 0, True)
+
+    timed = median_times({"trace": traced, "move": move_step, "head": lambda: draw(len(result.steps) - 1, 1, False)}, repeats)
+    return {"tokens (source x target)": f"{len(result.source_ids)} x {len(result.steps)}",
+            "trace the sentence ms (once)": round(timed["trace"] * 1e3, 1),
+            "move the step ms": round(timed["move"] * 1e3, 1),
+            "switch head ms": round(timed["head"] * 1e3, 1), "panels": len(PANELS) + 1}
 
 
 def print_table(title: str, rows: list[dict[str, Any]] | dict[str, Any]) -> None:
@@ -323,7 +428,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--checkpoint", type=Path, default=None, help="model for decoding/capture (default: shipped en->de)")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
     parser.add_argument("--skip", action="append", default=[],
-                        choices=["training", "decoding", "capture", "batch", "memory", "quality", "app", "import"])
+                        choices=["training", "decoding", "capture", "batch", "memory", "quality", "app", "import",
+                                 "dataset", "toy", "inside"])
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -350,6 +456,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         ("app", "7. App latency (headless Chromium against streamlit run; AppTest reruns)", lambda: app_latency(path)),
         ("import", "8. Import of a 30 MB PyTorch-tutorial state_dict (python -m attnscope import)",
          lambda: import_speed(2 if args.tiny else 30, 2 if args.tiny else 5)),
+        ("dataset", "9. Dataset scale: head statistics from batched capture; attribution per sentence",
+         lambda: dataset_scale(tr, _sentences(tr, 20 if args.tiny else 1000), *((3, 1, 2) if args.tiny else (50, 10, 16)))),
+        ("toy", "10. Toy training: seconds to 95% exact reversals (Train page's toy preset)",
+         lambda: toy_training(max_steps=20 if args.tiny else None)),
+        ("inside", "11. Inside one head: server-side work of opening a head and moving the step",
+         lambda: inside_latency(tr, reps)),
     ]
     for key, title, run in sections:
         if key in args.skip:
@@ -359,6 +471,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args.out.write_text(json.dumps(report, indent=2))
     print(f"\nwrote {args.out}")
     return report
+
+
+def _sentences(tr: Translator, n: int) -> list[str]:
+    """The first n source sentences of test_2016_flickr (ATTNSCOPE_DATA), or the bench's examples repeated."""
+    try:
+        texts = [s for s, _ in load_pairs(data_dir(), "test_2016_flickr", tr.bundle.src_lang, tr.bundle.tgt_lang)]
+    except DataError:
+        texts = list(SENTENCES) * (n // len(SENTENCES) + 1)
+    return texts[:n]
 
 
 def _batch(tr: Translator, tiny: bool, one_by_one: int) -> list[dict[str, Any]]:

@@ -26,8 +26,9 @@ widgets.chart(heads_grid(result.attention, kind, per_head_scale=st.session_state
 stats, compare, ablation, rollout = st.tabs(["Head statistics", "Compare", "Ablation", "Rollout"])
 with stats:
     st.caption(f"{KIND_LABELS['encoder']}, {KIND_LABELS['decoder']} and cross-attention heads for this sentence. "
-               "Click a column header to sort.")
-    st.dataframe(head_stats(result.attention).round(3), hide_index=True, width="stretch")
+               "Click a column header to sort; hover over a header for what the column measures.")
+    table = head_stats(result.attention).round(3)
+    st.dataframe(table, hide_index=True, width="stretch", column_config=heads_tools.stat_help(table.columns))
     heads_tools.split_statistics(tr)
 with compare:
     heads_tools.comparison(tr, text, result)

@@ -4,6 +4,7 @@ import time
 import streamlit as st
 
 from attnscope.ui import state, widgets
+from attnscope.ui.attribution_tools import relabel, values_switch
 from attnscope.ui.record_tools import note_needs_model
 from attnscope.ui.stepping import beam_view, force_branch, step_controls
 from attnscope.ui.text import plain
@@ -18,7 +19,8 @@ if tr is None:
 text, beam, max_len, result = widgets.translated_sentence(tr)
 
 t = step_controls(len(result.steps))
-step, rows = result.steps[t], result.attention.step(t)
+record, norms = values_switch(tr, result, text, beam, max_len)  # weights, or weighted value norms
+step, rows = result.steps[t], record.step(t)
 prefix = " ".join(result.target_tokens[: t + 1])
 st.markdown(f"**Decoder input so far:** {plain(prefix)} → **chose** “{plain(step.token)}” with probability {step.prob:.3f}")
 st.caption(f"Full translation: {plain(result.text)}")
@@ -33,10 +35,10 @@ left, right = st.columns([2, 3])
 with left:
     widgets.chart(top_k_bars(step), "step-topk")
 with right:
-    widgets.chart(step_rows(rows.cross, rows.source_tokens, title=f"Cross-attention of step {t}, every layer and head"),
-                  "step-cross")
-widgets.chart(step_rows(rows.decoder_self, result.target_tokens, n_visible=t + 1,
-                        title=f"Decoder masked self-attention of step {t} (grey: future positions, masked)"),
+    widgets.chart(relabel(step_rows(rows.cross, rows.source_tokens, title=f"Cross-attention of step {t}, every layer and head"),
+                          norms), "step-cross")
+widgets.chart(relabel(step_rows(rows.decoder_self, result.target_tokens, n_visible=t + 1,
+                                title=f"Decoder masked self-attention of step {t} (grey: future positions, masked)"), norms),
               "step-self")
 
 if beam == 1:

@@ -5,27 +5,19 @@ from attnscope.ui import state, train_tools
 
 state.through_router()
 st.title("Train")
-job = train_tools.jobs().get(st.session_state.get("train_job", ""))
-
-if job is None or job.done:
-    config = train_tools.run_form()
-    sample = st.text_input("Sample sentence to watch", "a b c d e f" if config and config.task != "multi30k"
-                           else "Two dogs are running through the snow.", key="train_sample", max_chars=300)
-    cols = st.columns(2)
-    if config is not None and cols[0].button("Estimate time per epoch", key="train_estimate"):
-        train_tools.estimate(config)
-    if config is not None and cols[1].button("Start training", type="primary", key="train_start"):
-        job = train_tools.start(config, sample)
-        st.rerun()
+config, sample = train_tools.run_form()
+train_tools.controls(config, sample)
+job = train_tools.current_job()
+running = job is not None and not job.done
 
 
-@st.fragment(run_every=2.0)
+@st.fragment(run_every=2.0 if running else None)
 def live() -> None:
-    current = train_tools.jobs().get(st.session_state.get("train_job", ""))
+    current = train_tools.current_job()
     if current is None:
         return
-    if not current.done and st.button("Stop", key="train_stop"):
-        current.stop()
+    if running and current.done:  # the run ended: redraw the whole page so the controls follow
+        st.rerun()
     train_tools.progress(current)
 
 

@@ -3,6 +3,7 @@ import streamlit as st
 
 from attnscope.engine.record import KIND_LABELS, KINDS
 from attnscope.ui import state, widgets
+from attnscope.ui.attribution_tools import relabel, values_switch
 from attnscope.ui.compare import reference_comparison
 from attnscope.ui.record_tools import show_opened
 from attnscope.ui.text import plain
@@ -23,16 +24,17 @@ st.markdown(f"> {plain(result.text) or '(empty)'}")
 layer, head = st.session_state.get("layer", 0), st.session_state.get("head", "mean")
 head_index = None if head == "mean" else head
 per_head = st.toggle("Scale colours per head (instead of a fixed 0–1 scale)", key="per_head_scale")
-record = result.attention
+record, norms = values_switch(tr, result, text, beam, max_len)
+per_head = per_head or norms
 for tab, kind in zip(st.tabs([KIND_LABELS[k] for k in KINDS]), KINDS):
     with tab:
         kind_layer = min(layer, record.n_layers(kind) - 1)
         rows = result.output_tokens if kind == "cross" else None
-        widgets.chart(record_heatmap(record, kind, kind_layer, head_index, per_head_scale=per_head, row_labels=rows),
-                      f"heatmap-{kind}")
+        widgets.chart(relabel(record_heatmap(record, kind, kind_layer, head_index, per_head_scale=per_head, row_labels=rows),
+                              norms), f"heatmap-{kind}")
         if st.checkbox("Show every layer and head", key=f"show-grid-{kind}", value=True):
-            widgets.chart(heads_grid(record, kind, per_head_scale=per_head, row_labels=rows,
-                                     selected=(kind_layer, head_index)), f"grid-{kind}")
+            widgets.chart(relabel(heads_grid(record, kind, per_head_scale=per_head, row_labels=rows,
+                                             selected=(kind_layer, head_index)), norms), f"grid-{kind}")
             st.caption("Pick the large heatmap's layer and head in the sidebar (the outlined cell).")
 
 with st.expander("Compare with a reference translation (teacher forcing)"):

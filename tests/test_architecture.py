@@ -22,8 +22,10 @@ FORBIDDEN = {
     "training": ({"viz", "ui"}, "one training loop, no UI inside"),
 }
 # Modules of plain data (no torch) that figure builders may draw from.
-ENGINE_DATA_TYPES = {"attnscope.engine.record", "attnscope.engine.beam_result"}
-PLAIN_DATA = ENGINE_DATA_TYPES | {"attnscope.model.kinds"}  # what those may import: the attention vocabulary
+ENGINE_DATA_TYPES = {"attnscope.engine.record", "attnscope.engine.beam_result", "attnscope.engine.alignment",
+                     "attnscope.engine.trace_data", "attnscope.engine.head_view", "attnscope.engine.offsets"}
+# What those may import in turn (torch-free too): the attention vocabulary, token conventions, the config.
+PLAIN_DATA = ENGINE_DATA_TYPES | {"attnscope.model.kinds", "attnscope.model.tokenization", "attnscope.model.config"}
 SCREEN = {"streamlit"}
 NOT_IN_FIGURES = {"streamlit", "torch"}
 

@@ -105,3 +105,25 @@ def test_save_failure_is_a_clear_message(saved, tmp_path: Path) -> None:
     blocker.write_text("x")
     with pytest.raises(CheckpointError, match="could not save checkpoint"):
         checkpoint.save(model, bundle, blocker / "sub" / "m.safetensors")
+
+
+@pytest.mark.parametrize("variant", [
+    {},
+    {"positional": "learned", "norm": "pre", "share_embeddings": True, "src_vocab_size": 50},
+    {"tie_embeddings": False, "final_norm": True, "n_encoder_layers": 2, "n_decoder_layers": 3},
+])
+def test_expected_shapes_match_a_built_model(variant: dict) -> None:
+    config = ModelConfig(**{"src_vocab_size": 40, "tgt_vocab_size": 50, "d_model": 16, "n_heads": 2, "d_ff": 24,
+                            "n_encoder_layers": 1, "n_decoder_layers": 1, **variant})
+    built = {k: tuple(v.shape) for k, v in checkpoint.unique_state(Transformer(config)).items()}
+    assert checkpoint.expected_shapes(config) == built
+
+
+def test_loading_does_not_pull_in_the_compiler_stack(saved) -> None:
+    """The shape check is arithmetic: loading must not import torch._dynamo (about 1.2 s, 65 MB)."""
+    import subprocess
+    import sys
+    code = ("import sys; from attnscope.checkpoints import checkpoint; "
+            f"checkpoint.load({str(saved[0])!r}); print('torch._dynamo' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stderr

@@ -7,7 +7,18 @@ from pathlib import Path
 import pytest
 
 from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID
-from attnscope.training.data import DataError, collate, load_pairs, make_example, token_batches, toy_pairs
+from attnscope.training.data import (
+    SAMPLE_DIR,
+    DataError,
+    collate,
+    load_pairs,
+    make_example,
+    sample_pairs,
+    token_batches,
+    toy_pairs,
+    toy_split,
+)
+from attnscope.training.evaluate import exact_match
 
 
 def write(folder: Path, name: str, lines: list[str]) -> None:
@@ -66,3 +77,57 @@ def test_make_example_truncates_to_fit() -> None:
     ex = make_example(list(range(4, 30)), list(range(4, 30)), 10)
     assert len(ex.src) == 10 and ex.src[-1] == EOS_ID
     assert len(ex.tgt) == 10 and ex.tgt[0] == BOS_ID and ex.tgt[-1] == EOS_ID
+
+
+def test_the_embedded_sample_works_without_any_corpus_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATTNSCOPE_DATA", str(tmp_path / "nothing"))
+    val = sample_pairs("en", "de")
+    assert len(val) == 1014 and val[0][0].startswith("A group of men")
+    en_fr = sample_pairs("en", "fr", "test_2016_flickr", n=5)
+    assert sample_pairs("fr", "en", "test_2016_flickr", n=5) == [(f, e) for e, f in en_fr]
+    assert len(sample_pairs("de", "fr", "test_2016_flickr")) == 1000
+
+
+def test_only_evaluation_splits_ship() -> None:
+    assert sorted(p.name for p in SAMPLE_DIR.iterdir()) == sorted(
+        f"{split}.{lang}.gz" for split in ("val", "test_2016_flickr") for lang in ("en", "de", "fr"))
+
+
+def test_splits_outside_the_sample_come_from_the_corpus_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATTNSCOPE_DATA", str(tmp_path))
+    with pytest.raises(DataError) as err:
+        sample_pairs("en", "de", "test_2017_flickr")
+    assert str(tmp_path / "test_2017_flickr.en.gz") in str(err.value) and "`" not in str(err.value)
+    write(tmp_path, "val.en.gz", ["A dog."])
+    write(tmp_path, "val.cs.gz", ["Pes."])
+    assert sample_pairs("en", "cs") == [("A dog.", "Pes.")]
+
+
+def test_toy_validation_sequences_are_never_training_sequences() -> None:
+    train, val = toy_split("reverse", 3000, 200, seed=1, max_len=5)
+    assert len(val) == 200 and not {s for s, _ in train} & {s for s, _ in val}
+    assert len({s for s, _ in val}) == 200
+
+
+def test_exact_match_counts_whole_sequences_only() -> None:
+    assert exact_match(["c b a", "d c  b", "x"], ["c b a", "d c b", "y"]) == pytest.approx(2 / 3)
+    assert exact_match(["c b"], ["c b a"]) == 0.0
+    with pytest.raises(ValueError):
+        exact_match(["a"], [])
+
+
+def test_the_sample_is_package_data_of_a_built_wheel(tmp_path: Path) -> None:
+    """A fresh install carries the sample: build a wheel from a copy of the sources and look inside."""
+    import shutil
+    import subprocess
+    import sys
+    import zipfile
+    root = Path(__file__).resolve().parents[1]
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(root / name, tmp_path / name)
+    shutil.copytree(root / "src", tmp_path / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist"),
+                    str(tmp_path)], check=True, capture_output=True)
+    names = zipfile.ZipFile(next((tmp_path / "dist").glob("*.whl"))).namelist()
+    shipped = sorted(n.rsplit("/", 1)[1] for n in names if n.endswith(".gz"))
+    assert shipped == sorted(p.name for p in SAMPLE_DIR.iterdir())

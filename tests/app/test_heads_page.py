@@ -6,7 +6,7 @@ import json
 
 from streamlit.testing.v1 import AppTest
 
-from tests.support import shown
+from tests.support import shown, tensors_and_meta
 
 
 def titles(app: AppTest) -> list[str]:
@@ -26,11 +26,50 @@ def test_head_statistics_table_has_a_row_per_head(app: AppTest) -> None:
     assert {"entropy", "diagonal", "eos_share"} <= set(table.columns)
 
 
-def test_compare_two_heads_shows_their_difference(app: AppTest) -> None:
+def max_difference(app: AppTest) -> float:
+    return float(next(m.value for m in app.markdown if m.value.startswith("**max |A − B|")).split("=")[1].strip(" *"))
+
+
+def test_compare_defaults_to_two_different_heads(app: AppTest) -> None:
     open_page(app, "pages/heads.py")
-    app.selectbox(key="cmp_b_head").set_value(1).run()
-    assert "A − B" in titles(app)
     assert not app.exception
+    assert app.selectbox(key="cmp_a_head").value == 0 and app.selectbox(key="cmp_b_head").value == 1
+    assert "A − B" in titles(app) and "A: cross · layer 1 · head 0" in titles(app)
+    assert max_difference(app) > 0
+
+
+def test_compare_two_sentences_whose_tokens_differ(app: AppTest) -> None:
+    open_page(app, "pages/heads.py")
+    app.radio(key="cmp_mode").set_value("two sentences").run()
+    app.text_input(key="cmp_sentence").set_value("a b e d").run()
+    assert not app.exception
+    diff = next(json.loads(c.proto.spec) for c in app.get("plotly_chart")
+                if json.loads(c.proto.spec)["layout"]["title"]["text"] == "A − B")
+    assert "c / e" in diff["layout"]["xaxis"]["ticktext"]
+    assert any("position by position" in c.value for c in app.caption)
+
+
+def test_checkpoints_of_another_language_pair_are_not_compared(app: AppTest, toy_checkpoint_dir, tmp_path, monkeypatch) -> None:
+    from safetensors.torch import save_file
+    folder = tmp_path / "pairs"
+    folder.mkdir()
+    (folder / "toy-reverse.safetensors").write_bytes((toy_checkpoint_dir / "toy-reverse.safetensors").read_bytes())
+    tensors, meta = tensors_and_meta(toy_checkpoint_dir / "toy-reverse.safetensors")
+    save_file(tensors, str(folder / "toy-en-de.safetensors"), metadata=meta | {"tgt_lang": "de"})
+    monkeypatch.setenv("ATTNSCOPE_CHECKPOINTS", str(folder))
+    app.session_state["checkpoint"] = "toy-reverse"
+    open_page(app, "pages/heads.py")
+    app.radio(key="cmp_mode").set_value("two checkpoints").run()
+    assert not app.exception
+    assert any("No other checkpoint translates en→en" in shown(i) for i in app.info)
+
+
+def test_head_statistics_columns_are_explained(app: AppTest) -> None:
+    from attnscope.engine.analysis import STAT_DEFINITIONS
+    open_page(app, "pages/heads.py")
+    columns = json.loads(app.dataframe[0].proto.columns)
+    for name in ("diagonal", "previous_token", "bos_share", "mean_distance"):
+        assert columns[name]["help"] == STAT_DEFINITIONS[name]
 
 
 def test_ablating_every_cross_head_changes_the_translation(app: AppTest) -> None:
@@ -69,12 +108,33 @@ def test_rollout_views_render(app: AppTest) -> None:
     assert any(t.startswith("Decoder source alignment") for t in titles(app))
 
 
-def test_split_statistics_without_data_explain_what_is_missing(app: AppTest, monkeypatch, tmp_path) -> None:
+def test_split_statistics_work_offline_from_the_embedded_sample(app: AppTest, monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("ATTNSCOPE_DATA", str(tmp_path))
     open_page(app, "pages/heads.py")
+    app.number_input(key="stats_n").set_value(3)
+    app.button(key="stats_go").click().run()
+    assert not app.exception and not app.warning
+    assert any("3 sentences of val" in c.value for c in app.caption)
+
+
+def test_a_split_outside_the_sample_says_what_is_missing_in_plain_words(app: AppTest, monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("ATTNSCOPE_DATA", str(tmp_path))
+    open_page(app, "pages/heads.py")
+    app.selectbox(key="stats_split").set_value("test_2017_flickr")
     app.button(key="stats_go").click().run()
     assert not app.exception
-    assert any("missing corpus file" in shown(w) for w in app.warning)
+    message = next(shown(w) for w in app.warning if "missing corpus file" in shown(w))
+    assert "`" not in message
+
+
+def test_ablation_bleu_change_works_offline(app: AppTest, monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("ATTNSCOPE_DATA", str(tmp_path))
+    open_page(app, "pages/heads.py")
+    app.multiselect(key="ablate_heads").set_value([("cross", 0, 0)]).run()
+    app.number_input(key="ablate_n").set_value(3)
+    app.button(key="ablate_go").click().run()
+    assert not app.exception and not app.warning
+    assert "ablate_bleu" in app.session_state
 
 
 def test_positional_page_shows_sinusoids_and_the_models_own(app: AppTest) -> None:

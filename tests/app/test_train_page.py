@@ -1,14 +1,16 @@
-"""AppTest journey: train a toy model from the browser page, see it finish and use it everywhere."""
+"""AppTest journeys on the Train page: train a toy model and use it, stop/resume/start new, a form that
+keeps its values, names that follow the task, a snapshot slider that follows the latest validation."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from attnscope.training.jobs import TrainJob
 from attnscope.ui import train_tools
-from attnscope.ui.train_tools import MAX_EPOCHS
-from tests.support import shown, wait_for
+from tests.support import CEILING, shown, wait_for
 
 
 @pytest.fixture
@@ -18,27 +20,43 @@ def train_page(app: AppTest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     return app.switch_page("pages/train.py").run()
 
 
-def tiny_run(app: AppTest, task: str, epochs: int, name: str) -> None:
-    """Fill the form for the smallest model the page allows (the assertions need a run, not learning)."""
-    app.selectbox(key="train_task").set_value(task)
-    for key, value in (("train_d_model", 16), ("train_heads", 2), ("train_enc", 1), ("train_dec", 1), ("train_ff", 16)):
-        app.number_input(key=key).set_value(value)
-    app.number_input(key="train_epochs").set_value(epochs)
-    app.text_input(key="train_name").set_value(name)
+def widget(app: AppTest, kind: str, key: str):
+    """A form widget by its value's key (the widget itself uses state.keep's shadow key)."""
+    return getattr(app, kind)(key=f"_w_{key}")
+
+
+def started(app: AppTest, button: str = "train_start") -> TrainJob:
+    app.button(key=button).click().run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    return train_tools.jobs()[app.session_state["train_job"]]
+
+
+def wait_for_a_step(job: TrainJob) -> None:
+    wait_for(lambda: any(e.kind == "step" for e in job.events) or job.done, "a training step")
 
 
 def test_train_a_toy_task_to_completion_and_use_it(train_page: AppTest) -> None:
     app = train_page
     assert not app.exception
-    tiny_run(app, "copy", 1, "my copy model")
-    app.button(key="train_start").click().run()
-    job = train_tools.jobs()[app.session_state["train_job"]]
-    wait_for(lambda: job.done, "the run to finish")
+    widget(app, "selectbox", "train_task").set_value("copy")
+    widget(app, "number_input", "train_epochs").set_value(1)
+    widget(app, "number_input", "train_eval_every").set_value(20)
+    widget(app, "text_input", "train_name").set_value("my copy model")
+    job = started(app)
+    job.wait(timeout=CEILING)
     assert job.status == "finished", job.error
-    assert job.trainer.model.config.d_model == 16
-    assert job.snapshots and job.snapshots[-1].record.cross.shape[-1] == len(job.snapshots[-1].record.source_tokens)
+    evals = [e for e in job.events if e.kind == "eval"]
+    assert len(evals) >= 2 and all(e.exact is not None for e in evals)
     app.run()
     assert any("Saved as my-copy-model" in shown(s) for s in app.success)
+    assert "exact (%)" in app.dataframe[-1].value.columns
+    # the snapshot slider shows the latest validation, labelled with what the model generated
+    assert app.select_slider(key=f"snapshot-{job.id}").value == len(job.snapshots) - 1
+    heat = json.loads(app.get("plotly_chart")[-1].proto.spec)
+    assert heat["layout"]["yaxis"]["ticktext"] == list(job.snapshots[-1].generated)
+    assert "<bos>" not in job.snapshots[-1].generated
+    app.select_slider(key=f"snapshot-{job.id}").set_value(0).run()
+    assert app.select_slider(key=f"snapshot-{job.id}").value == 0  # the user's choice stays
     app.switch_page("pages/checkpoints.py").run()
     assert "my-copy-model" in list(app.dataframe[0].value["name"])
     app.session_state["checkpoint"] = "my-copy-model"
@@ -48,18 +66,76 @@ def test_train_a_toy_task_to_completion_and_use_it(train_page: AppTest) -> None:
     assert len(app.get("plotly_chart")) == 6
 
 
-def test_stopping_a_run_keeps_its_checkpoint(train_page: AppTest) -> None:
+def test_after_stop_resume_and_start_new_are_there_and_resume_continues(train_page: AppTest) -> None:
     app = train_page
-    tiny_run(app, "sort", MAX_EPOCHS, "stopped")
-    app.number_input(key="train_tokens").set_value(100)  # with the most epochs: still running when stopped, however fast
-    app.button(key="train_start").click().run()
-    job = train_tools.jobs()[app.session_state["train_job"]]
-    wait_for(lambda: job.events or job.done, "the first training step")
-    job.stop()
-    wait_for(lambda: job.done, "the run to stop")
-    assert job.status == "stopped", job.error
-    assert job.published is not None and job.published.exists()
-    assert [e.kind for e in job.events][-2:] == ["eval", "done"]  # stopping validates before saving
+    widget(app, "selectbox", "train_task").set_value("sort")
+    widget(app, "number_input", "train_epochs").set_value(200).run()
+    assert app.button(key="train_stop").disabled and app.button(key="train_resume").disabled
+    job = started(app)
+    assert not app.button(key="train_stop").disabled and app.button(key="train_start").disabled
+    wait_for_a_step(job)
+    app.button(key="train_stop").click().run()
+    job.wait(timeout=CEILING)
+    assert job.status == "stopped" and job.published is not None and job.published.exists()
+    app.run()
+    assert not app.button(key="train_start").disabled and not app.button(key="train_resume").disabled
+    assert app.button(key="train_stop").disabled
+    assert widget(app, "number_input", "train_epochs").value == 200  # the form kept its values
+    assert "min left" not in app.get("progress")[0].proto.text  # a stopped run has no ETA
+    assert any("Resume** continues it" in shown(i) and "toy-sort-2" in shown(i) for i in app.info)
+    stopped_at = json.loads((Path(job.config.out_dir) / "log.jsonl").read_text().splitlines()[-1])["step"]
+    again = started(app, "train_resume")
+    assert again.config.out_dir == job.config.out_dir and again.resume
+    wait_for_a_step(again)
+    again.stop()
+    again.wait(timeout=CEILING)
+    assert next(e.step for e in again.events if e.kind == "step") == stopped_at + 1
+
+
+def test_start_new_never_continues_an_existing_run(train_page: AppTest) -> None:
+    app = train_page
+    widget(app, "number_input", "train_epochs").set_value(200).run()
+    first = started(app)
+    wait_for_a_step(first)
+    first.stop()
+    first.wait(timeout=CEILING)
+    app.run()
+    second = started(app)
+    second.stop()
+    second.wait(timeout=CEILING)
+    assert Path(second.config.out_dir).name == "toy-reverse-2" and not second.resume
+    assert second.published.stem == "toy-reverse-2"
+
+
+def test_the_form_keeps_its_values_when_you_leave_and_come_back(train_page: AppTest) -> None:
+    app = train_page
+    widget(app, "selectbox", "train_task").set_value("sort")
+    widget(app, "number_input", "train_epochs").set_value(7)
+    widget(app, "number_input", "train_lr").set_value(0.004).run()
+    app.switch_page("pages/translate.py").run()
+    app.switch_page("pages/train.py").run()
+    assert widget(app, "selectbox", "train_task").value == "sort"
+    assert widget(app, "number_input", "train_epochs").value == 7
+    assert widget(app, "number_input", "train_lr").value == pytest.approx(0.004)
+
+
+def test_the_run_name_follows_the_task_until_the_user_names_it(train_page: AppTest) -> None:
+    app = train_page
+    assert widget(app, "text_input", "train_name").value == "toy-reverse"
+    widget(app, "selectbox", "train_task").set_value("sort").run()
+    assert widget(app, "text_input", "train_name").value == "toy-sort"
+    widget(app, "text_input", "train_name").set_value("mine").run()
+    widget(app, "selectbox", "train_task").set_value("copy").run()
+    assert widget(app, "text_input", "train_name").value == "mine"
+
+
+def test_the_toy_preset_is_the_measured_recipe(train_page: AppTest) -> None:
+    from attnscope.training.toy import TOY_MODEL, TOY_SCHEDULE
+    app = train_page
+    assert widget(app, "number_input", "train_enc").value == TOY_MODEL["n_encoder_layers"]
+    assert widget(app, "selectbox", "train_norm").value == TOY_MODEL["norm"]
+    assert widget(app, "number_input", "train_tokens").value == TOY_SCHEDULE["max_tokens"]
+    assert widget(app, "number_input", "train_eval_every").value == TOY_SCHEDULE["eval_every"]
 
 
 def test_estimate_reports_seconds_per_epoch(train_page: AppTest) -> None:
@@ -72,6 +148,10 @@ def test_estimate_reports_seconds_per_epoch(train_page: AppTest) -> None:
 def test_multi30k_without_data_says_what_is_missing(train_page: AppTest, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("ATTNSCOPE_DATA", str(tmp_path / "nothing"))
     app = train_page
-    app.radio(key="train_data").set_value("Multi30k").run()
+    widget(app, "radio", "train_data").set_value("Multi30k").run()
     assert not app.exception
-    assert any("missing corpus file" in shown(w) for w in app.warning)
+    message = next(shown(w) for w in app.warning if "missing corpus file" in shown(w))
+    assert "`" not in message
+    assert app.button(key="train_start").disabled
+    assert widget(app, "text_input", "train_name").value == "my-en-de"
+    assert widget(app, "number_input", "train_tokens").value == 4000

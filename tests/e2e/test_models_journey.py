@@ -44,7 +44,7 @@ def test_live_training_progress_then_stop_keeps_a_validated_checkpoint(server: s
         box.fill(str(value))
         box.press("Enter")
         expect(box).to_have_value(str(value))
-    page.get_by_role("button", name="Start training").click()
+    page.get_by_role("button", name="Start new").click()
     expect(page.get_by_text(re.compile(r"running: step [1-9]")).first).to_be_visible()  # live progress
     expect(page.get_by_text("Learning curves").first).to_be_visible()  # .first: a redrawn fragment briefly shows two
     page.get_by_role("button", name="Stop").click()

@@ -15,6 +15,18 @@ from attnscope.engine.translator import Translation, Translator
 
 STAT_COLUMNS = ("entropy", "max_weight", "diagonal", "previous_token", "next_token", "bos_share", "eos_share",
                 "punctuation_share", "mean_distance")
+# One line per column of head_stats, shown as column help in the app.
+STAT_DEFINITIONS = {
+    "entropy": "Mean entropy (nats) of each query's weights: 0 = all on one key, higher = spread out.",
+    "max_weight": "Mean of each query's largest weight: 1 = one key takes everything.",
+    "diagonal": "Mean weight on the key at the query's own position (self-attention only).",
+    "previous_token": "Mean weight on the key one position before the query (self-attention only).",
+    "next_token": "Mean weight on the key one position after the query (self-attention only).",
+    "bos_share": "Mean share of each query's weight on <bos> keys.",
+    "eos_share": "Mean share of each query's weight on <eos> keys (a common resting place for idle heads).",
+    "punctuation_share": "Mean share of each query's weight on punctuation keys.",
+    "mean_distance": "Mean |key position − query position|, weighted by attention (self-attention only).",
+}
 
 
 def _row_entropy(w: np.ndarray) -> np.ndarray:

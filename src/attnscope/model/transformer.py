@@ -52,6 +52,7 @@ class MultiHeadAttention(nn.Module):
         self.v_proj = nn.Linear(d_model, d_model)
         self.out_proj = nn.Linear(d_model, d_model)
         self.dropout = dropout
+        self.hook_scores = HookPoint()  # scaled scores (B, H, Q, K) with -inf where masked, before the softmax
         self.hook_pattern = HookPoint()  # weights (B, H, Q, K)
 
     def _heads(self, projected: Tensor, n: int) -> list[Tensor]:
@@ -80,11 +81,11 @@ class MultiHeadAttention(nn.Module):
         """Attend from projected queries `q` (B, H, Q, dh) to keys/values; `mask` is True where allowed (None: all).
         Returns (B, Q, D)."""
         p = self.dropout if self.training else 0.0
-        if self.hook_pattern.hooked:
+        if self.hook_pattern.hooked or self.hook_scores.hooked:
             scores = q @ keys.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, Q, K)
             if mask is not None:
                 scores = scores.masked_fill(~mask, float("-inf"))
-            weights = self.hook_pattern(scores.softmax(-1))
+            weights = self.hook_pattern(self.hook_scores(scores).softmax(-1))
             out = (F.dropout(weights, p) if p else weights) @ values  # (B, H, Q, dh)
         else:
             out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, dropout_p=p)

@@ -20,6 +20,11 @@ SPLITS = ("train", "val", "test_2016_flickr", "test_2017_flickr")
 DATA_ENV = "ATTNSCOPE_DATA"
 MULTI30K_URL = "https://github.com/multi30k/dataset/raw/master/data/task1/raw/{name}"
 TOY_TASKS = ("copy", "reverse", "sort")
+# The embedded evaluation sample shipped inside the package (Multi30k val and test_2016_flickr in
+# three languages, ~135 KB), so dataset features work offline on a fresh install. Never other splits.
+SAMPLE_DIR = Path(__file__).with_name("sample")
+SAMPLE_SPLITS = ("val", "test_2016_flickr")
+SAMPLE_LANGUAGES = ("en", "de", "fr")
 TOY_SYMBOLS = tuple("abcdefghijklmnopqrstuvwxyz")
 
 Pair = tuple[str, str]
@@ -38,9 +43,8 @@ def corpus_file(directory: Path, split: str, lang: str) -> Path:
     path = directory / f"{split}.{lang}.gz"
     if not path.is_file():
         raise DataError(f"missing corpus file {path}: download it from "
-                        f"{MULTI30K_URL.format(name=path.name)} (or run "
-                        f"`python -m attnscope data download --data-dir {directory}`), "
-                        f"or point {DATA_ENV} at a directory that has it")
+                        f"{MULTI30K_URL.format(name=path.name)} (or run: python -m attnscope data download "
+                        f"--data-dir {directory}), or point {DATA_ENV} at a directory that has it")
     return path
 
 
@@ -59,6 +63,20 @@ def load_pairs(directory: Path, split: str, src_lang: str, tgt_lang: str) -> lis
     if len(src) != len(tgt):
         raise DataError(f"{split}.{src_lang} has {len(src)} lines but {split}.{tgt_lang} has {len(tgt)}")
     return list(zip(src, tgt))
+
+
+def sample_pairs(src_lang: str, tgt_lang: str, split: str = "val", n: int | None = None,
+                 directory: Path | None = None) -> list[Pair]:
+    """The first `n` sentence pairs of an evaluation split for a language pair.
+
+    Reads the sample embedded in the package when it covers the split and both languages
+    (so it works offline), else the Multi30k directory (`directory` or $ATTNSCOPE_DATA);
+    raises DataError saying what is missing. For dataset features such as split statistics,
+    ablation BLEU and attribution over a sample.
+    """
+    embedded = split in SAMPLE_SPLITS and src_lang in SAMPLE_LANGUAGES and tgt_lang in SAMPLE_LANGUAGES
+    pairs = load_pairs(SAMPLE_DIR if embedded else data_dir(directory), split, src_lang, tgt_lang)
+    return pairs if n is None else pairs[:n]
 
 
 def download(directory: Path, splits: Sequence[str] = SPLITS, langs: Sequence[str] = LANGUAGES) -> list[Path]:
@@ -90,6 +108,22 @@ def toy_pairs(task: str, n: int, seed: int, *, min_len: int = 3, max_len: int = 
         target = {"copy": seq, "reverse": seq[::-1], "sort": sorted(seq)}[task]
         out.append((" ".join(seq), " ".join(target)))
     return out
+
+
+def toy_split(task: str, n_train: int, n_val: int, seed: int, **lengths: int) -> tuple[list[Pair], list[Pair]]:
+    """Training pairs and held-out pairs whose sources never occur in training, so that
+    validation measures whether the model learned the rule rather than memorized strings."""
+    train = toy_pairs(task, n_train, seed, **lengths)
+    seen = {src for src, _ in train}
+    val: list[Pair] = []
+    candidates = toy_pairs(task, 20 * n_val, seed + 10_000, **lengths)
+    for pair in candidates:
+        if pair[0] not in seen:
+            seen.add(pair[0])
+            val.append(pair)
+            if len(val) == n_val:
+                break
+    return train, val
 
 
 @dataclass(frozen=True)

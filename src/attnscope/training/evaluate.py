@@ -13,6 +13,17 @@ from attnscope.model.device import pick_device
 from attnscope.training.data import data_dir, load_pairs
 
 
+def exact_match(hypotheses: Sequence[str], references: Sequence[str]) -> float:
+    """Fraction of hypotheses equal to their reference after whitespace normalisation: the
+    toy tasks' measure of success (a reversal is right or wrong; BLEU gives partial credit)."""
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
+    if not references:
+        return 0.0
+    same = sum(h.split() == r.split() for h, r in zip(hypotheses, references))
+    return same / len(references)
+
+
 def evaluate(translator: Translator, sources: Sequence[str], references: Sequence[str],
              beam_size: int = 1) -> dict[str, float]:
     hyps = translator.translate_batch(list(sources), beam_size=beam_size)

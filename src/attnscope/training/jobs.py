@@ -17,6 +17,7 @@ from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.engine.record import AttentionRecord
 from attnscope.engine.translator import Translator
+from attnscope.model.config import EOS_ID
 from attnscope.training.config import TrainConfig
 from attnscope.training.loop import Trainer, TrainEvent
 
@@ -29,6 +30,29 @@ class Snapshot:
     bleu: float | None
     translation: str
     record: AttentionRecord
+    generated: tuple[str, ...]  # what each decoding step produced: the rows of the cross-attention map
+    hit_limit: bool  # the model never chose <eos>: the output stopped at the length limit
+    exact: float | None = None
+
+
+def existing_run(out_dir: Path) -> dict | None:
+    """The training summary of a resumable run in `out_dir` (steps, epochs, ...), or None."""
+    last = Path(out_dir) / "last.safetensors"
+    if not (last.is_file() and (Path(out_dir) / "last.state.safetensors").is_file()):
+        return None
+    try:
+        return checkpoint.read_bundle(last)[0].summary
+    except CheckpointError:
+        return None
+
+
+def free_name(runs_dir: Path, name: str) -> str:
+    """`name`, or `name-2`, `name-3`... : the first with no run folder, so a new run never continues an old one."""
+    candidate, n = name, 1
+    while (Path(runs_dir) / candidate).exists():
+        n += 1
+        candidate = f"{name}-{n}"
+    return candidate
 
 
 @dataclass
@@ -38,6 +62,7 @@ class TrainJob:
     config: TrainConfig
     sample: str
     publish_dir: Path  # where the finished model is copied so every page can select it
+    resume: bool = False  # continue the run in config.out_dir; a new run refuses an existing folder
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
     events: list[TrainEvent] = field(default_factory=list)
     snapshots: list[Snapshot] = field(default_factory=list)
@@ -49,6 +74,13 @@ class TrainJob:
     _thread: threading.Thread | None = None
 
     def start(self) -> "TrainJob":
+        found = existing_run(Path(self.config.out_dir))
+        if found is None and Path(self.config.out_dir, "last.safetensors").exists():
+            found = {}
+        if self.resume and found is None:
+            raise ValueError(f"there is no run named {self.config.run_name} to resume; start a new one")
+        if not self.resume and found is not None:
+            raise ValueError(f"a run named {self.config.run_name} already exists; resume it or choose another name")
         self._thread = threading.Thread(target=self._run, name=f"train-{self.id}", daemon=True)
         self._thread.start()
         return self
@@ -70,6 +102,13 @@ class TrainJob:
     def last(self) -> TrainEvent | None:
         return self.events[-1] if self.events else None
 
+    def eta_seconds(self) -> float | None:
+        """Seconds left at the current pace; None unless the run is going (a stopped run has no ETA)."""
+        last = self.last
+        if self.status != "running" or last is None or last.step <= 0:
+            return None
+        return last.elapsed / last.step * max(last.total_steps - last.step, 0)
+
     def _run(self) -> None:
         self.status = "running"
         try:
@@ -88,7 +127,9 @@ class TrainJob:
             translator = Translator(self.trainer.model, self.trainer.bundle(), self.trainer.device)
             result = translator.translate(self.sample)
             if result.attention is not None:
-                self.snapshots.append(Snapshot(event.step, event.bleu, result.text, result.attention))
+                stopped = bool(result.target_ids) and result.target_ids[-1] == EOS_ID
+                self.snapshots.append(Snapshot(event.step, event.bleu, result.text, result.attention,
+                                               result.output_tokens, not stopped, event.exact))
 
     def _publish(self, best: Path) -> Path:
         """Copy the best checkpoint into the shared models folder, atomically."""

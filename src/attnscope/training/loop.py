@@ -31,7 +31,8 @@ from attnscope.model.device import autocast, autocast_dtype, pick_device
 from attnscope.model.tokenization import TextCodec, train_bpe, train_word_level
 from attnscope.model.transformer import Transformer
 from attnscope.training.config import TrainConfig, parse_args
-from attnscope.training.data import Example, collate, data_dir, load_pairs, make_example, token_batches, toy_pairs
+from attnscope.training.data import Example, collate, data_dir, load_pairs, make_example, token_batches, toy_split
+from attnscope.training.evaluate import exact_match
 from attnscope.training.state import TrainState, load_training_state, save_training_state
 
 # Fields a run started from a checkpoint may change: they alter training, not the shapes of the weights.
@@ -65,6 +66,7 @@ class TrainEvent:
     val_loss: float | None = None
     bleu: float | None = None
     sample: tuple[str, str] | None = None  # (source, translation) of the first val sentence
+    exact: float | None = None  # toy tasks: fraction of held-out sequences transformed exactly right
     checkpoint: str | None = None
 
 
@@ -89,8 +91,7 @@ def build_corpus(cfg: TrainConfig, codecs: tuple[TextCodec, TextCodec] | None, m
         train_text = load_pairs(directory, "train", cfg.src_lang, cfg.tgt_lang)
         val_text = load_pairs(directory, "val", cfg.src_lang, cfg.tgt_lang)
     else:
-        train_text = toy_pairs(cfg.task, cfg.toy_size, cfg.seed)
-        val_text = toy_pairs(cfg.task, 200, cfg.seed + 10_000)
+        train_text, val_text = toy_split(cfg.task, cfg.toy_size, 200, cfg.seed)
     if codecs is None:
         texts = [s for s, _ in train_text] + [t for _, t in train_text]
         tok = train_bpe(texts, cfg.vocab_size) if cfg.task == "multi30k" else train_word_level(texts)
@@ -194,13 +195,14 @@ class Trainer:
         return path
 
     # --- evaluation -------------------------------------------------------------------------
-    def _evaluate(self) -> tuple[float, float, tuple[str, str]]:
+    def _evaluate(self) -> tuple[float, float, float | None, tuple[str, str]]:
         val_loss = validation_loss(self.model, self.corpus.val, self.device)
         pairs = self.corpus.val_text[: self.cfg.bleu_sentences]
         translator = Translator(self.model, self.bundle(), self.device)
         hyps = translator.translate_batch([s for s, _ in pairs])
-        bleu = scores(hyps, [t for _, t in pairs])["bleu"]
-        return val_loss, bleu, (pairs[0][0], hyps[0])
+        refs = [t for _, t in pairs]
+        exact = None if self.cfg.task == "multi30k" else exact_match(hyps, refs)
+        return val_loss, scores(hyps, refs)["bleu"], exact, (pairs[0][0], hyps[0])
 
     # --- the loop ---------------------------------------------------------------------------
     def epoch_batches(self, epoch: int) -> list[list[int]]:
@@ -271,7 +273,7 @@ class Trainer:
         st = self.state
         self._validated_at = st.step
         if self.rank == 0:
-            val_loss, bleu, sample = self._evaluate()
+            val_loss, bleu, exact, sample = self._evaluate()
             st.history.append({"step": st.step, "val_loss": round(val_loss, 4), "bleu": bleu})
             improved = bleu > st.best_bleu
             st.best_bleu = max(bleu, st.best_bleu)  # before saving: every file of this validation knows it
@@ -282,11 +284,11 @@ class Trainer:
                 path = self._save("best")
             record = {"kind": "eval", "step": st.step, "epoch": st.epoch, "loss": round(loss, 4),
                       "val_loss": round(val_loss, 4), "bleu": bleu, "elapsed": round(st.elapsed, 1),
-                      "sample": sample[1]}
+                      "sample": sample[1]} | ({} if exact is None else {"exact": exact})
             log.write(json.dumps(record) + "\n")
             log.flush()
             tqdm.write(json.dumps(record))
-            self._emit("eval", loss, tokens, val_loss=val_loss, bleu=bleu, sample=sample, checkpoint=str(path))
+            self._emit("eval", loss, tokens, val_loss=val_loss, bleu=bleu, exact=exact, sample=sample, checkpoint=str(path))
         if self.world > 1:
             dist.barrier()
 

@@ -1,11 +1,13 @@
 """Widgets of the Heads & layers page: split statistics, comparisons, ablation, rollout."""
 from __future__ import annotations
 
-import numpy as np
+from typing import Sequence
+
 import pandas as pd
 import streamlit as st
 
 from attnscope.engine.analysis import (
+    STAT_DEFINITIONS,
     AblationResult,
     ablate_sentence,
     ablation_bleu,
@@ -14,10 +16,11 @@ from attnscope.engine.analysis import (
     rollout,
     source_alignment,
 )
+from attnscope.engine.compare import map_difference
 from attnscope.engine.head_gate import HeadKey
 from attnscope.engine.record import KINDS
 from attnscope.engine.translator import Translation, Translator
-from attnscope.training.data import DataError, data_dir, load_pairs
+from attnscope.training.data import DataError, sample_pairs
 from attnscope.ui import state, widgets
 from attnscope.ui.text import plain
 from attnscope.viz.heatmap import attention_heatmap, head_weights
@@ -28,7 +31,7 @@ SPLITS = ("val", "test_2016_flickr", "test_2017_flickr")
 
 def _pairs(tr: Translator, split: str, n: int) -> list[tuple[str, str]] | None:
     try:
-        return load_pairs(data_dir(), split, tr.bundle.src_lang, tr.bundle.tgt_lang)[:n]
+        return sample_pairs(tr.bundle.src_lang, tr.bundle.tgt_lang, split, n)
     except DataError as err:
         st.warning(plain(err))
         return None
@@ -49,38 +52,61 @@ def split_statistics(tr: Translator) -> None:
     saved = st.session_state.get("split_stats")
     if saved and saved[0] == tr.cache_key:
         st.caption(f"{saved[2]} sentences of {saved[1]}")
-        st.dataframe(saved[3].round(3), hide_index=True, width="stretch")
+        st.dataframe(saved[3].round(3), hide_index=True, width="stretch", column_config=stat_help(saved[3].columns))
 
 
-def _pick(label: str, key: str, tr: Translator) -> tuple[str, int, int | None]:
+def _pick(label: str, key: str, tr: Translator, default: tuple[str, int, int | None]) -> tuple[str, int, int | None]:
+    """Kind, layer and head (None = mean of heads) of one side of a comparison."""
     c = tr.model.config
     cols = st.columns(3)
-    kind = cols[0].selectbox(f"{label}: attention", KINDS, key=f"{key}_kind")
+    kind = cols[0].selectbox(f"{label}: attention", KINDS, index=KINDS.index(default[0]), key=f"{key}_kind")
     n_layers = c.n_encoder_layers if kind == "encoder" else c.n_decoder_layers
-    layer = cols[1].selectbox(f"{label}: layer", range(n_layers), key=f"{key}_layer")
-    head = cols[2].selectbox(f"{label}: head", ["mean", *range(c.n_heads)], key=f"{key}_head")
+    layer = cols[1].selectbox(f"{label}: layer", range(n_layers), index=min(default[1], n_layers - 1), key=f"{key}_layer")
+    heads = ["mean", *range(c.n_heads)]
+    head = cols[2].selectbox(f"{label}: head", heads, index=heads.index("mean" if default[2] is None else default[2]),
+                             key=f"{key}_head")
     return kind, layer, None if head == "mean" else head
+
+
+def _describe(side: str, choice: tuple[str, int, int | None]) -> str:
+    kind, layer, head = choice
+    return f"{side}: {kind} · layer {layer} · " + ("mean of heads" if head is None else f"head {head}")
+
+
+def same_pair_checkpoints(tr: Translator) -> list[str]:
+    """Other checkpoints that translate the same language pair (the only ones a comparison makes sense for)."""
+    pair = (tr.bundle.src_lang, tr.bundle.tgt_lang)
+    return [name for name, e in state.entries().items()
+            if name != tr.name and (e.bundle.src_lang, e.bundle.tgt_lang) == pair]
 
 
 def comparison(tr: Translator, text: str, result: Translation) -> None:
     """Two heads/layers of this sentence, this sentence vs another, or two checkpoints, with their difference."""
     mode = st.radio("Compare", ["two heads or layers", "two sentences", "two checkpoints"], horizontal=True, key="cmp_mode")
-    a = _pick("A", "cmp_a", tr)
+    c = tr.model.config
+    last = c.n_decoder_layers - 1
+    a = _pick("A", "cmp_a", tr, ("cross", last, 0))
+    names_a, names_b = result.output_tokens, result.output_tokens
     if mode == "two heads or layers":
-        b = _pick("B", "cmp_b", tr)
+        b = _pick("B", "cmp_b", tr, ("cross", last, 1) if c.n_heads > 1 else ("cross", last, None))
         rec_a, rec_b = result.attention, result.attention
     elif mode == "two sentences":
         other = st.text_input("Second sentence", "A little boy climbs into a wooden playhouse.", key="cmp_sentence")
         second = state.translate(tr, other, 1, None)
         if second is None:
             return
-        b, rec_a, rec_b = a, result.attention, second.attention
+        cols = st.columns(2)
+        cols[0].markdown(f"**A:** {plain(result.text)}")
+        cols[1].markdown(f"**B:** {plain(second.text)}")
+        b, rec_a, rec_b, names_b = a, result.attention, second.attention, second.output_tokens
     else:
-        names = [n for n in state.available_checkpoints() if n != tr.name]
+        names = same_pair_checkpoints(tr)
         if not names:
-            st.info("Only one checkpoint is available; add another (Checkpoints page) to compare.")
+            st.info(f"No other checkpoint translates {tr.bundle.src_lang}→{tr.bundle.tgt_lang}. Only checkpoints of the "
+                    "same language pair are compared: a model of another pair would be forced to read text it was never "
+                    "trained on. Add one on the Checkpoints page (or train one on the Train page).")
             return
-        other_tr = state.translator(st.selectbox("Second checkpoint", names, key="cmp_ckpt"))
+        other_tr = state.translator(st.selectbox("Second checkpoint (same language pair)", names, key="cmp_ckpt"))
         if other_tr is None:
             return
         second = state.score(other_tr, text, result.text)  # same output text, teacher-forced
@@ -94,24 +120,43 @@ def comparison(tr: Translator, text: str, result: Translation) -> None:
                    "translation, so both read the same target.")
         if result.attention.encoder.shape[:2] == second.attention.encoder.shape[:2]:
             delta = head_stats_delta(result.attention, second.attention)
-            st.dataframe(delta.round(3), hide_index=True, width="stretch")
-        b, rec_a, rec_b = a, result.attention, second.attention
+            st.dataframe(delta.round(3), hide_index=True, width="stretch", column_config=stat_help(delta.columns))
+        b, rec_a, rec_b, names_b = a, result.attention, second.attention, second.output_tokens
     za, zb = head_weights(rec_a, a[0], a[1], a[2]), head_weights(rec_b, b[0], b[1], b[2])
     qa, ka = rec_a.axes(a[0])
     qb, kb = rec_b.axes(b[0])
-    cols = st.columns(3)
+    qa, qb = (names_a if a[0] == "cross" else qa), (names_b if b[0] == "cross" else qb)  # rows: what each step produced
+    cols = st.columns(2)
     with cols[0]:
-        widgets.chart(attention_heatmap(za, qa, ka, title="A"), "cmp-a")
+        widgets.chart(attention_heatmap(za, qa, ka, title=_describe("A", a)), "cmp-a")
     with cols[1]:
-        widgets.chart(attention_heatmap(zb, qb, kb, title="B"), "cmp-b")
-    with cols[2]:
-        if za.shape == zb.shape and (qa, ka) == (qb, kb):
-            diff = attention_heatmap(za - zb, qa, ka, title="A − B", per_head_scale=True)
-            diff.update_traces(colorscale="RdBu", zmid=0)
-            widgets.chart(diff, "cmp-diff")
-            st.caption(f"max |A − B| = {float(np.abs(za - zb).max()):.3f}")
-        else:
-            st.info("A difference map needs the same tokens on both axes; these maps have different tokens.")
+        widgets.chart(attention_heatmap(zb, qb, kb, title=_describe("B", b)), "cmp-b")
+    diff = map_difference(za, qa, ka, zb, qb, kb)
+    cols = st.columns(2)
+    with cols[0]:
+        fig = attention_heatmap(diff.values, diff.row_labels, diff.col_labels, title="A − B", per_head_scale=True)
+        fig.update_traces(colorscale="RdBu", zmid=0, colorbar=dict(title="A − B", thickness=12))
+        widgets.chart(fig, "cmp-diff")
+    with cols[1]:
+        st.markdown(f"**max |A − B| = {diff.max_abs:.3f}**")
+        if not diff.same_tokens:
+            left_out = diff.dropped_rows + diff.dropped_cols
+            st.caption("The maps have different tokens, so they are compared position by position: a label “girl / boy” "
+                       "marks a position where A and B have different tokens."
+                       + (f" {diff.dropped_rows} row(s) and {diff.dropped_cols} column(s) that only one map has are left out."
+                          if left_out else ""))
+        st.caption("Red: A puts more weight there; blue: B does.")
+
+
+def stat_help(columns: Sequence[str]) -> dict[str, object]:
+    """Column help (shown on hover) for head-statistics tables, including their _a/_b/_delta variants."""
+    config: dict[str, object] = {}
+    for column in columns:
+        base, _, side = column.rpartition("_") if column.endswith(("_a", "_b", "_delta")) else (column, "", "")
+        if base in STAT_DEFINITIONS:
+            suffix = {"a": " (first checkpoint)", "b": " (second checkpoint)", "delta": " Second minus first."}.get(side, "")
+            config[column] = st.column_config.NumberColumn(column, help=STAT_DEFINITIONS[base] + suffix, format="%.3f")
+    return config
 
 
 @st.cache_data(max_entries=32, show_spinner="Translating without those heads…")

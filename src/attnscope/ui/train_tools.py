@@ -1,24 +1,35 @@
-"""Widgets of the Train page: the run form, live progress, and the attention scrubber."""
+"""Widgets of the Train page: the run form, the Start/Resume/Stop controls, live progress and snapshots."""
 from __future__ import annotations
 
+import dataclasses
 import threading
+from pathlib import Path
+from typing import Any
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
-from attnscope.checkpoints.registry import user_dir
+from attnscope.checkpoints.checkpoint import CheckpointError
+from attnscope.checkpoints.registry import safe_name, user_dir
 from attnscope.model.config import PRESETS
 from attnscope.model.device import autocast_dtype, pick_device
 from attnscope.training.config import TrainConfig
 from attnscope.training.data import LANGUAGES, TOY_TASKS, DataError, corpus_file, data_dir
-from attnscope.training.jobs import TrainJob, estimate_epoch_seconds
-from attnscope.ui import widgets
+from attnscope.training.jobs import TrainJob, estimate_epoch_seconds, existing_run, free_name
+from attnscope.training.toy import TOY_MODEL, TOY_SCHEDULE
+from attnscope.ui import state, widgets
 from attnscope.ui.text import plain
 from attnscope.viz.heatmap import record_heatmap
+from attnscope.viz.training import learning_curves
 
 MAX_EPOCHS = 200
-MAX_STEPS = 200_000
+TOY, MULTI30K = "Toy task", "Multi30k"
+MULTI30K_SCHEDULE: dict[str, Any] = dict(epochs=20, max_tokens=4000, lr=1e-3, warmup=1000, eval_every=0)
+# Form fields whose defaults depend on the data source and model size: reset when those change.
+MODEL_KEYS = {"train_d_model": "d_model", "train_heads": "n_heads", "train_enc": "n_encoder_layers",
+              "train_dec": "n_decoder_layers", "train_ff": "d_ff", "train_dropout": "dropout", "train_norm": "norm"}
+SCHEDULE_KEYS = {"train_epochs": "epochs", "train_tokens": "max_tokens", "train_lr": "lr", "train_warmup": "warmup",
+                 "train_eval_every": "eval_every"}
 
 
 @st.cache_resource
@@ -28,6 +39,15 @@ def jobs() -> dict[str, TrainJob]:
 
 
 _JOBS_LOCK = threading.Lock()
+
+
+def runs_dir() -> Path:
+    return user_dir() / "runs"
+
+
+def current_job() -> TrainJob | None:
+    """This session's latest job, if any."""
+    return jobs().get(st.session_state.get("train_job", ""))
 
 
 def multi30k_available(src: str, tgt: str) -> str | None:
@@ -41,62 +61,136 @@ def multi30k_available(src: str, tgt: str) -> str | None:
     return None
 
 
-def run_form() -> TrainConfig | None:
-    """The settings of a new run; None while they are incomplete."""
+def form_defaults(source: str, preset: str) -> dict[str, Any]:
+    """Default values of the model and schedule fields for a data source and model size."""
+    toy = source == TOY
+    model = dict(PRESETS[preset], **(TOY_MODEL if toy and preset == "toy" else {}))
+    schedule = dict(TOY_SCHEDULE if toy else MULTI30K_SCHEDULE)
+    values = {key: model.get(name, {"dropout": 0.1, "norm": "post"}.get(name)) for key, name in MODEL_KEYS.items()}
+    values |= {key: schedule[name] or 0 for key, name in SCHEDULE_KEYS.items()}
+    values["train_dropout"] = float(values["train_dropout"])
+    values["train_lr"] = float(values["train_lr"])
+    return values
+
+
+def _reset_when_changed(marker: str, value: object, defaults: dict[str, Any]) -> None:
+    """Put fields back to their defaults when `value` (e.g. the data source) differs from last time."""
+    if st.session_state.get(marker) != value:
+        st.session_state[marker] = value
+        st.session_state.update(defaults)
+
+
+def _number(column: Any, label: str, low: float, high: float, key: str, defaults: dict[str, Any], **kwargs: Any) -> Any:
+    """A number input whose value survives leaving the page, starting at `defaults[key]`."""
+    return column.number_input(label, low, high, **kwargs, **state.keep(key, defaults[key]))
+
+
+def run_form() -> tuple[TrainConfig | None, str]:
+    """The settings of a run (None while they are incomplete) and the sample sentence to watch.
+
+    Every value survives leaving the page; model and schedule fields follow the data source and
+    model size, and the run name follows the task until the user types a name of their own."""
     device = pick_device()
     dtype = autocast_dtype(device)
     st.info(f"Training runs on **{device.type.upper()}**" + (" with bf16 autocast." if dtype else " in fp32."))
     cols = st.columns(3)
-    source = cols[0].radio("Data", ["Toy task", "Multi30k"], key="train_data", horizontal=True)
-    if source == "Toy task":
-        task, src, tgt = cols[1].selectbox("Task", TOY_TASKS, key="train_task"), "en", "en"
+    source = cols[0].radio("Data", [TOY, MULTI30K], horizontal=True, **state.keep("train_data", TOY))
+    missing = None
+    if source == TOY:
+        task = cols[1].selectbox("Task", TOY_TASKS, **state.keep("train_task", "reverse"))
+        src = tgt = "en"
+        suggested = f"toy-{task}"
     else:
         task = "multi30k"
-        src = cols[1].selectbox("Source language", LANGUAGES, key="train_src")
-        tgt = cols[2].selectbox("Target language", [lang for lang in LANGUAGES if lang != src], key="train_tgt")
+        src = cols[1].selectbox("Source language", LANGUAGES, **state.keep("train_src", "en"))
+        targets = [lang for lang in LANGUAGES if lang != src]
+        if st.session_state.get("train_tgt") not in targets:
+            st.session_state["train_tgt"] = targets[0]
+        tgt = cols[2].selectbox("Target language", targets, **state.keep("train_tgt", targets[0]))
+        suggested = f"my-{src}-{tgt}"
         missing = multi30k_available(src, tgt)
-        if missing:
-            st.warning(plain(missing))
-            return None
-    preset = st.selectbox("Model size", list(PRESETS), index=0 if task != "multi30k" else 1, key="train_preset")
-    overrides = {}
+    _reset_when_changed("_train_source_was", source, {"train_preset": "toy" if source == TOY else "small"})
+    preset = st.selectbox("Model size", list(PRESETS), **state.keep("train_preset", "toy"))
+    defaults = form_defaults(source, preset)
+    _reset_when_changed("_train_profile_was", (source, preset), defaults)
+    overrides: dict[str, Any] = dict(TOY_MODEL) if source == TOY and preset == "toy" else {}  # the form's fields on top
     with st.expander("Expert settings (ModelConfig fields)"):
-        base = PRESETS[preset]
         c = st.columns(4)
-        overrides["d_model"] = c[0].number_input("d_model", 8, 1024, base["d_model"], step=8, key="train_d_model")
-        overrides["n_heads"] = c[1].number_input("heads", 1, 16, base["n_heads"], key="train_heads")
-        overrides["n_encoder_layers"] = c[2].number_input("encoder layers", 1, 12, base["n_encoder_layers"], key="train_enc")
-        overrides["n_decoder_layers"] = c[3].number_input("decoder layers", 1, 12, base["n_decoder_layers"], key="train_dec")
-        overrides["d_ff"] = c[0].number_input("d_ff", 8, 4096, base["d_ff"], step=8, key="train_ff")
-        overrides["dropout"] = c[1].number_input("dropout", 0.0, 0.9, float(base.get("dropout", 0.1)), step=0.05,
-                                                 key="train_dropout")
-        overrides["positional"] = c[2].selectbox("positional", ["sinusoidal", "learned"], key="train_pos")
-        overrides["norm"] = c[3].selectbox("norm", ["post", "pre"], key="train_norm")
-    c = st.columns(4)
-    toy = task != "multi30k"
-    epochs = c[0].number_input(f"Epochs (max {MAX_EPOCHS})", 1, MAX_EPOCHS, 10 if toy else 20, key="train_epochs")
-    max_tokens = c[1].number_input("Batch size (padded tokens)", 100, 20_000, 600 if toy else 4000, step=100,
-                                   key="train_tokens")
-    lr = c[2].number_input("Peak learning rate", 1e-5, 1e-2, 3e-3 if toy else 1e-3, format="%.5f", key="train_lr")
-    warmup = c[3].number_input("Warm-up steps", 1, 10_000, 100 if toy else 1000, key="train_warmup")
-    name = st.text_input("Run name", f"toy-{task}" if toy else f"my-{src}-{tgt}", key="train_name", max_chars=60)
-    safe = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in name).strip("-") or "run"
+        overrides["d_model"] = _number(c[0], "d_model", 8, 1024, "train_d_model", defaults, step=8)
+        overrides["n_heads"] = _number(c[1], "heads", 1, 16, "train_heads", defaults)
+        overrides["n_encoder_layers"] = _number(c[2], "encoder layers", 1, 12, "train_enc", defaults)
+        overrides["n_decoder_layers"] = _number(c[3], "decoder layers", 1, 12, "train_dec", defaults)
+        overrides["d_ff"] = _number(c[0], "d_ff", 8, 4096, "train_ff", defaults, step=8)
+        overrides["dropout"] = _number(c[1], "dropout", 0.0, 0.9, "train_dropout", defaults, step=0.05)
+        overrides["positional"] = c[2].selectbox("positional", ["sinusoidal", "learned"], **state.keep("train_pos", "sinusoidal"))
+        overrides["norm"] = c[3].selectbox("norm", ["post", "pre"], **state.keep("train_norm", defaults["train_norm"]))
+    c = st.columns(5)
+    epochs = _number(c[0], f"Epochs (max {MAX_EPOCHS})", 1, MAX_EPOCHS, "train_epochs", defaults)
+    max_tokens = _number(c[1], "Batch size (padded tokens)", 100, 20_000, "train_tokens", defaults, step=100)
+    lr = _number(c[2], "Peak learning rate", 1e-5, 1e-2, "train_lr", defaults, format="%.5f")
+    warmup = _number(c[3], "Warm-up steps", 1, 10_000, "train_warmup", defaults)
+    eval_every = _number(c[4], "Validate every (steps; 0 = each epoch)", 0, 100_000, "train_eval_every", defaults)
+    if st.session_state.get("train_name") in (None, st.session_state.get("_train_suggested")):
+        st.session_state["train_name"] = suggested  # the name follows the task until the user types their own
+    st.session_state["_train_suggested"] = suggested
+    name = st.text_input("Run name", max_chars=60, **state.keep("train_name", suggested))
+    sample_default = "a b c d e f" if source == TOY else "Two dogs are running through the snow."
+    _reset_when_changed("_train_sample_source", source, {"train_sample": sample_default})
+    sample = st.text_input("Sample sentence to watch", max_chars=300, **state.keep("train_sample", sample_default))
+    if missing:
+        st.warning(plain(missing))
+        return None, sample
     try:
-        return TrainConfig(out_dir=str(user_dir() / "runs" / safe), task=task, src_lang=src, tgt_lang=tgt,
-                           data_dir=str(data_dir()), preset=preset, model=overrides, epochs=int(epochs),
-                           max_tokens=int(max_tokens), lr=float(lr), warmup=int(warmup), name=safe,
-                           bleu_sentences=200 if task == "multi30k" else None, save_minutes=2.0)
+        safe = safe_name(name)
+        toy_only = TOY_SCHEDULE if source == TOY else {}
+        config = TrainConfig(out_dir=str(runs_dir() / safe), task=task, src_lang=src, tgt_lang=tgt,
+                             data_dir=str(data_dir()), preset=preset, model=overrides, epochs=int(epochs),
+                             max_tokens=int(max_tokens), lr=float(lr), warmup=int(warmup), name=safe,
+                             eval_every=int(eval_every) or None, bleu_sentences=200 if task == "multi30k" else None,
+                             save_minutes=2.0, toy_size=toy_only.get("toy_size", 5000),
+                             label_smoothing=toy_only.get("label_smoothing", 0.1), threads=toy_only.get("threads"))
+    except (ValueError, CheckpointError) as err:
+        st.error(plain(err))
+        return None, sample
+    return config, sample
+
+
+def controls(config: TrainConfig | None, sample: str) -> None:
+    """Estimate, Start new, Resume and Stop: always shown, enabled when they apply, with what each will do."""
+    job = current_job()
+    running = job is not None and not job.done
+    found = existing_run(Path(config.out_dir)) if config is not None else None
+    fresh = free_name(runs_dir(), config.run_name) if config is not None else None
+    if running:
+        st.info(f"Training **{plain(job.config.run_name)}**: Stop keeps what it has learned so far.")
+    elif config is not None and found is not None:
+        st.info(f"A run named **{plain(config.run_name)}** exists (step {found.get('steps', '?')}, epoch "
+                f"{found.get('epochs', '?')}). **Resume** continues it; **Start new** trains from scratch "
+                f"as **{plain(fresh)}**.")
+    elif config is not None:
+        st.caption(f"Start new trains from scratch and saves the model as {plain(config.run_name)}.")
+    cols = st.columns(4)
+    if cols[0].button("Estimate time per epoch", key="train_estimate", disabled=config is None or running):
+        estimate(config)
+    if cols[1].button("Start new", type="primary", key="train_start", disabled=config is None or running):
+        launch(dataclasses.replace(config, out_dir=str(runs_dir() / fresh), name=fresh), sample, resume=False)
+    if cols[2].button("Resume", key="train_resume", disabled=found is None or running):
+        launch(config, sample, resume=True)
+    if cols[3].button("Stop", key="train_stop", disabled=not running):
+        job.stop()
+
+
+def launch(config: TrainConfig, sample: str, resume: bool) -> None:
+    job = TrainJob(config, sample, user_dir(), resume=resume)
+    try:
+        job.start()
     except ValueError as err:
         st.error(plain(err))
-        return None
-
-
-def start(config: TrainConfig, sample: str) -> TrainJob:
-    job = TrainJob(config, sample, user_dir())
+        return
     with _JOBS_LOCK:
         jobs()[job.id] = job
     st.session_state["train_job"] = job.id
-    return job.start()
+    st.rerun()
 
 
 def estimate(config: TrainConfig) -> None:
@@ -110,45 +204,60 @@ def estimate(config: TrainConfig) -> None:
             f"{seconds * config.epochs / 60:.1f} min on this machine.")
 
 
-def curves(job: TrainJob) -> go.Figure:
-    steps = [e for e in job.events if e.kind == "step"]
+def status_line(job: TrainJob) -> str:
+    last = job.last
+    if last is None:
+        return f"{job.status}: preparing data and model…"
     evals = [e for e in job.events if e.kind == "eval"]
-    fig = go.Figure()
-    fig.add_trace(go.Scatter(x=[e.step for e in steps], y=[e.loss for e in steps], name="training loss (smoothed)"))
-    eval_steps = [e.step for e in evals]
-    fig.add_trace(go.Scatter(x=eval_steps, y=[e.val_loss for e in evals], name="validation loss", mode="lines+markers"))
-    fig.add_trace(go.Scatter(x=eval_steps, y=[e.bleu for e in evals], name="validation BLEU", yaxis="y2",
-                             mode="lines+markers"))
-    fig.update_layout(title="Learning curves", xaxis_title="step", yaxis_title="loss",
-                      yaxis2=dict(title="BLEU", overlaying="y", side="right"), height=360, margin=dict(l=10, r=10, t=50, b=10))
-    return fig
+    exact = next((e.exact for e in reversed(evals) if e.exact is not None), None)
+    eta = job.eta_seconds()
+    return (f"{job.status}: step {last.step}/{last.total_steps}, epoch {last.epoch}, loss {last.loss:.3f}, "
+            f"{last.tokens_per_second:.0f} tokens/s"
+            + (f", held-out exact: {100 * exact:.1f}%" if exact is not None else "")
+            + (f", about {eta / 60:.1f} min left" if eta is not None else ""))
 
 
 def progress(job: TrainJob) -> None:
-    """Status, progress bar with ETA, curves, and the attention snapshots of the sample sentence."""
+    """Status, progress bar (ETA only while running), curves, snapshots of the sample, and the validations."""
     last = job.last
-    if last is not None:
-        frac = min(1.0, last.step / max(last.total_steps, 1))
-        eta = last.elapsed / max(frac, 1e-9) * (1 - frac) if frac > 0 else float("nan")
-        st.progress(frac, text=f"{job.status}: step {last.step}/{last.total_steps}, epoch {last.epoch}, "
-                               f"loss {last.loss:.3f}, {last.tokens_per_second:.0f} tokens/s, ETA {eta / 60:.1f} min")
-    else:
-        st.progress(0.0, text=f"{job.status}: preparing data and model…")
+    st.progress(min(1.0, last.step / max(last.total_steps, 1)) if last else 0.0, text=status_line(job))
     if job.error:
-        st.error(f"Training failed: {plain(job.error)}. Checkpoints written before the failure are kept; start again to resume.")
+        st.error(f"Training failed: {plain(job.error)}. Checkpoints written before the failure are kept; "
+                 "Resume continues from the last one.")
     if job.published:
         st.success(f"Saved as {job.published.stem}: select it in the sidebar on any page.")
+    steps = [e for e in job.events if e.kind == "step"]
+    evals = [e for e in job.events if e.kind == "eval"]
     if job.events:
-        widgets.chart(curves(job), f"curves-{job.id}")
+        fig = learning_curves([e.step for e in steps], [e.loss for e in steps], [e.step for e in evals],
+                              [e.val_loss for e in evals], [e.bleu for e in evals], [e.exact for e in evals])
+        widgets.chart(fig, f"curves-{job.id}")
     if job.snapshots:
-        index = st.select_slider("Attention at validation (step)", options=list(range(len(job.snapshots))),
-                                 value=len(job.snapshots) - 1, format_func=lambda i: str(job.snapshots[i].step),
-                                 key=f"snapshot-{job.id}")
-        snap = job.snapshots[index]
-        st.markdown(f"**Step {snap.step}** (val BLEU {snap.bleu}): {plain(job.sample)} → {plain(snap.translation)}")
-        layer = snap.record.n_layers("cross") - 1
-        widgets.chart(record_heatmap(snap.record, "cross", layer, None), f"snapshot-heatmap-{job.id}")
-    rows = [{"step": e.step, "val loss": round(e.val_loss or 0, 3), "BLEU": e.bleu, "sample": e.sample[1] if e.sample else ""}
-            for e in job.events if e.kind == "eval"]
+        snapshot_view(job)
+    rows = [{"step": e.step, "val loss": round(e.val_loss or 0, 3), "BLEU": e.bleu}
+            | ({"exact (%)": round(100 * e.exact, 1)} if e.exact is not None else {})
+            | {"sample": e.sample[1] if e.sample else ""} for e in evals]
     if rows:
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+
+
+def snapshot_view(job: TrainJob) -> None:
+    """The sample's cross-attention at a validation: follows the latest unless the user picked an earlier one."""
+    key, follow = f"snapshot-{job.id}", f"snapshot-follow-{job.id}"
+    last = len(job.snapshots) - 1
+    if st.session_state.get(follow, True) or st.session_state.get(key, last) > last:
+        st.session_state[key] = last
+    index = st.select_slider("Attention at validation (step)", options=list(range(len(job.snapshots))),
+                             format_func=lambda i: str(job.snapshots[i].step), key=key,
+                             on_change=_follow_if_last, args=(job, key, follow))
+    snap = job.snapshots[index]
+    score = f"val BLEU {snap.bleu}" + (f", held-out exact {100 * snap.exact:.1f}%" if snap.exact is not None else "")
+    st.markdown(f"**Step {snap.step}** ({score}): {plain(job.sample)} → {plain(snap.translation)}")
+    if snap.hit_limit:
+        st.caption(f"The model has not learned to stop yet: it wrote {len(snap.generated)} tokens, the length limit.")
+    layer = snap.record.n_layers("cross") - 1
+    widgets.chart(record_heatmap(snap.record, "cross", layer, None, row_labels=snap.generated), f"snapshot-heatmap-{job.id}")
+
+
+def _follow_if_last(job: TrainJob, key: str, follow: str) -> None:
+    st.session_state[follow] = st.session_state[key] == len(job.snapshots) - 1

@@ -1,0 +1,89 @@
+"""Inside one head: how each attention weight is computed, step by step, on the current sentence."""
+import numpy as np
+import streamlit as st
+
+from attnscope.ui import inside_tools, state, widgets
+from attnscope.ui.text import plain
+from attnscope.viz import inside
+from attnscope.viz.lens import lens_heatmap
+from attnscope.viz.offsets import offset_fit_curves, rotation_circle, rotation_errors
+
+state.through_router()
+st.title("Inside one head")
+tr = state.translator()
+if tr is None:
+    st.stop()
+text, beam, max_len, result = widgets.translated_sentence(tr)
+
+
+@st.fragment
+def head_panels() -> None:
+    """Everything that depends on the chosen head, token and step: reruns alone when they change."""
+    choice = inside_tools.choose(tr, result)
+    step = result.steps[choice.step]
+    v = inside_tools.view(tr, result, choice)
+    read = " ".join(result.target_tokens[: choice.step + 1])
+    st.markdown(f"**Step {choice.step}:** the decoder has read {plain(read)} and chose “{plain(step.token)}”. "
+                f"**Query:** “{plain(v.query_tokens[v.query])}” (position {v.query}) · {len(v.key_tokens)} keys · "
+                f"d_model {v.concat.size} = {v.n_heads} heads × d_k {v.q.size}")
+    st.subheader("1 · Where the vectors come from")
+    widgets.chart(inside.input_strips(v), "inside-inputs")
+    widgets.chart(inside.key_input_strips(v), "inside-key-inputs")
+    st.subheader("2 · Query, keys and their dot products")
+    left, right = st.columns(2)
+    with left:
+        widgets.chart(inside.qk_strips(v), "inside-qk")
+    with right:
+        widgets.chart(inside.product_strips(v), "inside-products")
+    st.subheader("3 · Scale, mask, softmax")
+    widgets.chart(inside.score_steps(v), "inside-scores")
+    recorded = result.attention.array(v.kind)[v.layer, v.head, v.query, : len(v.key_tokens)]
+    st.caption(f"The softmax row equals the row of the attention heatmap recorded while translating: "
+               f"max |Δ| = {float(np.abs(v.weights - recorded).max()):.1e}.")
+    left, right = st.columns(2)
+    with left:
+        widgets.chart(inside.mask_matrix(v), "inside-mask")
+    with right:
+        widgets.chart(inside.weight_bars(v), "inside-weights")
+    st.subheader("4 · What the head gives to the residual stream")
+    widgets.chart(inside.value_strips(v), "inside-values")
+    widgets.chart(inside.head_slices(v), "inside-slices")
+    widgets.chart(inside.contribution_strips(v), "inside-contributions")
+    widgets.chart(inside.residual_strips(v), "inside-residual")
+    st.subheader(f"5 · Logit lens at step {choice.step}")
+    piece = lambda i: tr.bundle.tgt_codec.pieces([i])[0]  # noqa: E731
+    widgets.chart(lens_heatmap(inside_tools.lens(tr, result, choice.step), piece), "inside-lens")
+
+
+@st.fragment
+def positional_panels() -> None:
+    """Section 3.5: an offset as a linear map of the positional encoding, checked on this model's table."""
+    c = tr.model.config
+    st.subheader(f"6 · Positional encodings: offsets as rotations ({c.positional})")
+    cols = st.columns(3)
+    inside_tools.clamp("inside_pe_positions", 8, c.max_len, min(64, c.max_len))
+    n_pos = cols[0].slider("Positions", 8, c.max_len, key="inside_pe_positions")
+    inside_tools.clamp("inside_pe_offset", 1, n_pos - 1, 3)
+    offset = cols[1].number_input("Offset k", 1, n_pos - 1, key="inside_pe_offset")
+    if c.positional == "sinusoidal":
+        inside_tools.clamp("inside_pe_pair", 0, c.d_model // 2 - 1, 0)
+        pair = cols[2].number_input("Frequency pair i", 0, c.d_model // 2 - 1, key="inside_pe_pair")
+        check = inside_tools.rotation(tr, n_pos, int(offset))
+        st.caption(f"PE(t+{offset}) computed by rotating each (sin, cos) pair of PE(t) by ω_i·{offset}, against the "
+                   f"model's own table for t < {n_pos - offset}: max error {check.max_error:.1e} (float32 rounding).")
+        left, right = st.columns(2)
+        with left:
+            widgets.chart(rotation_circle(check, int(pair)), "inside-rotation")
+        with right:
+            widgets.chart(rotation_errors(check), "inside-rotation-errors")
+    offsets = tuple(range(1, min(16, n_pos - 1) + 1))
+    widgets.chart(offset_fit_curves(offsets, inside_tools.fit_errors(tr, n_pos, offsets)), "inside-offset-fit")
+    if c.positional == "learned":
+        own, sinusoid = inside_tools.fit_errors(tr, n_pos, (int(offset),)).values()
+        st.caption(f"Learned encodings have no formula: the curve is the best rotation (orthogonal map) fitted by "
+                   f"least squares for each offset, next to sinusoids of the same size, where it is exact. "
+                   f"Offset {offset}: relative error {float(own[0]):.2f} here, {float(sinusoid[0]):.1e} for sinusoids.")
+
+
+head_panels()
+positional_panels()

@@ -1,0 +1,73 @@
+"""How far attributions agree, per generated token: Spearman rank correlation and top-1 agreement
+over source tokens; and, over many sentences, which decoder layer's cross-attention agrees best."""
+from __future__ import annotations
+
+from itertools import combinations
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy.stats import rankdata
+
+from attnscope.engine.attribution import ATTENTION, NORM, REFERENCES, SentenceAttribution
+
+
+def spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Spearman's rho between matching rows of two [T, S] maps (ties get average ranks); NaN for a constant row."""
+    ra, rb = rankdata(a, axis=-1), rankdata(b, axis=-1)
+    ra, rb = ra - ra.mean(-1, keepdims=True), rb - rb.mean(-1, keepdims=True)
+    denom = np.sqrt((ra ** 2).sum(-1) * (rb ** 2).sum(-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denom > 0, (ra * rb).sum(-1) / np.where(denom > 0, denom, 1), np.nan)
+
+
+def top1_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """1.0 where both maps rank the same source token first, per row."""
+    return (a.argmax(-1) == b.argmax(-1)).astype(np.float64)
+
+
+def token_agreement(maps: Mapping[str, np.ndarray], tokens: Sequence[str]) -> pd.DataFrame:
+    """One row per (generated token, pair of methods): spearman and top1 (1 = same top source token)."""
+    rows = []
+    for a, b in combinations(maps, 2):
+        rho, top = spearman_rows(maps[a], maps[b]), top1_rows(maps[a], maps[b])
+        rows += [{"step": t, "token": tokens[t], "a": a, "b": b, "spearman": rho[t], "top1": top[t]}
+                 for t in range(len(tokens))]
+    return pd.DataFrame(rows)
+
+
+def agreement_matrix(frame: pd.DataFrame, value: str = "spearman") -> pd.DataFrame:
+    """Method × method mean of `value` over tokens (symmetric, 1 on the diagonal)."""
+    methods = list(dict.fromkeys([*frame["a"], *frame["b"]]))
+    means = frame.groupby(["a", "b"])[value].mean()
+    out = pd.DataFrame(np.eye(len(methods)), index=methods, columns=methods)
+    for (a, b), v in means.items():
+        out.loc[a, b] = out.loc[b, a] = v
+    return out
+
+
+def layer_agreement(attributions: Iterable[SentenceAttribution]) -> pd.DataFrame:
+    """Per decoder layer, measure (raw attention or norm-based) and reference attribution: mean
+    Spearman and top-1 agreement over every generated token of every sentence."""
+    rows = []
+    for att in attributions:
+        for layer in range(att.weights.n_layers("cross")):
+            maps = att.source_maps(layer)
+            for measure in (ATTENTION, NORM):
+                for ref in (r for r in REFERENCES if r in maps):
+                    rho, top = spearman_rows(maps[measure], maps[ref]), top1_rows(maps[measure], maps[ref])
+                    rows += [{"layer": layer, "measure": measure, "reference": ref, "spearman": r, "top1": k}
+                             for r, k in zip(rho, top)]
+    if not rows:
+        raise ValueError("no sentences to compare")
+    frame = pd.DataFrame(rows)
+    return frame.groupby(["layer", "measure", "reference"], as_index=False).agg(
+        spearman=("spearman", "mean"), top1=("top1", "mean"), tokens=("top1", "size"))
+
+
+def best_layer(summary: pd.DataFrame, reference: str, measure: str = ATTENTION) -> int:
+    """The decoder layer whose `measure` agrees best (mean Spearman) with `reference`."""
+    rows = summary[(summary["measure"] == measure) & (summary["reference"] == reference)]
+    if rows.empty:
+        raise ValueError(f"no agreement rows for {measure} against {reference}")
+    return int(rows.loc[rows["spearman"].idxmax(), "layer"])

@@ -1,0 +1,59 @@
+"""Every attribution of one translation in one place: raw cross-attention, norm-based attention,
+value zeroing and gradient saliency, each as a [generated token, source token] map."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from attnscope.engine.internals import trace_pair
+from attnscope.engine.norms import layer_norms, norm_record
+from attnscope.engine.record import AttentionRecord
+from attnscope.engine.saliency import Saliency, saliency
+from attnscope.engine.translator import Translation, Translator
+from attnscope.engine.value_zeroing import ValueZeroing, from_trace
+
+ATTENTION, NORM, VALUE_ZEROING, GRAD_X_INPUT, INTEGRATED = (
+    "attention", "norm-based", "value zeroing", "gradient × input", "integrated gradients")
+METHODS = (ATTENTION, NORM, VALUE_ZEROING, GRAD_X_INPUT, INTEGRATED)
+REFERENCES = (VALUE_ZEROING, GRAD_X_INPUT, INTEGRATED)  # what attention is compared against
+
+
+@dataclass(frozen=True)
+class SentenceAttribution:
+    """The attributions of one translation's output tokens (rows) over its source tokens (columns)."""
+
+    source_tokens: tuple[str, ...]
+    output_tokens: tuple[str, ...]  # what each step produced
+    weights: AttentionRecord  # raw attention, [L, H, Q, K] per kind
+    norms: AttentionRecord  # norm-based attention, same shapes
+    cross_layer_norms: np.ndarray  # [L, T, S] ||sum_h a^h f_h(x_j)|| per decoder layer
+    value_zeroing: ValueZeroing
+    gradient_x_input: Saliency
+    integrated_gradients: Saliency | None
+
+    def source_maps(self, layer: int) -> dict[str, np.ndarray]:
+        """Nonnegative [T, S] scores per method; attention and norms from decoder layer `layer`
+        (mean of heads; the layer-level norm of the summed heads), saliency as magnitudes."""
+        maps = {ATTENTION: self.weights.mean_over_heads("cross", layer).astype(np.float64),
+                NORM: self.cross_layer_norms[layer].astype(np.float64),
+                VALUE_ZEROING: self.value_zeroing.source,
+                GRAD_X_INPUT: np.abs(self.gradient_x_input.source)}
+        if self.integrated_gradients is not None:
+            maps[INTEGRATED] = np.abs(self.integrated_gradients.source)
+        return maps
+
+
+def attribute(translator: Translator, translation: Translation, ig_steps: int | None = None) -> SentenceAttribution:
+    """All attributions of a translation (teacher-forced on its own output ids, one traced pass
+    for norms and value zeroing, gradients for saliency); `ig_steps` None skips integrated gradients."""
+    if translation.attention is None or not translation.steps:
+        raise ValueError("the translation carries no attention; translate with capture=True")
+    model, src, tgt = translator.model, translation.source_ids, translation.target_ids
+    with translator.inference():
+        traced = trace_pair(model, src, tgt)
+        vz = from_trace(model, traced)
+        gxi = saliency(model, src, tgt)
+        ig = saliency(model, src, tgt, ig_steps) if ig_steps else None
+    return SentenceAttribution(translation.source_tokens, translation.output_tokens, translation.attention,
+                               norm_record(traced, translation.attention), layer_norms(traced, "cross"), vz, gxi, ig)

@@ -1,0 +1,108 @@
+"""Dataset scale: attention records, head statistics and attribution agreement over many sentences.
+
+Records come from batches: sources of similar length are decoded together (greedy, KV cache,
+no capture), then the batch is teacher-forced once on its own outputs with every head
+recorded, and each sentence's block is cut out of the padded arrays. Padding never leaks in:
+padded keys get exactly zero weight and padded rows are cut away.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterator, Sequence
+
+import pandas as pd
+import torch
+
+from attnscope.engine.agreement import layer_agreement
+from attnscope.engine.analysis import STAT_COLUMNS, head_stats
+from attnscope.engine.attribution import SentenceAttribution, attribute
+from attnscope.engine.capture import record_attention
+from attnscope.engine.decode import greedy_batch
+from attnscope.engine.internals import decoder_inputs
+from attnscope.engine.record import AttentionRecord
+from attnscope.engine.translator import InputError, Translator
+from attnscope.model.batch import pad
+from attnscope.model.config import EOS_ID
+
+Progress = Callable[[int, int], None]
+
+
+def _sources(translator: Translator, sentences: Sequence[str]) -> dict[int, list[int]]:
+    """Source ids of every sentence that can be translated (blank ones are left out)."""
+    out = {}
+    for i, text in enumerate(sentences):
+        try:
+            out[i] = translator.source(text)[0]
+        except InputError:
+            continue
+    return out
+
+
+def _records(translator: Translator, sources: list[list[int]], max_len: int) -> list[AttentionRecord]:
+    """Greedy-decode one batch, then record every head in one teacher-forced pass over its outputs."""
+    model, device = translator.model, translator.device
+    src = pad(sources).to(device)
+    targets = []
+    for ids in greedy_batch(model, src, max_len):
+        targets.append(ids + [EOS_ID] if len(ids) < max_len else ids)  # shorter than the budget: it stopped at <eos>
+    tgt_in = pad([decoder_inputs(t) for t in targets]).to(device)
+    with record_attention(model) as rec, torch.no_grad():
+        model(src, tgt_in)
+    weights = rec.weights
+    stacked = {kind: torch.stack([weights[n] for n in names], dim=1).float().cpu().numpy()  # (B, L, H, Q, K)
+               for kind, names in model.attention_by_kind().items()}
+    src_codec, tgt_codec = translator.bundle.src_codec, translator.bundle.tgt_codec
+    out = []
+    for b, (s_ids, t_ids) in enumerate(zip(sources, targets)):
+        s, t = len(s_ids), len(t_ids)
+        out.append(AttentionRecord(tuple(src_codec.pieces(s_ids)), tuple(tgt_codec.pieces(decoder_inputs(t_ids))),
+                                   stacked["encoder"][b, :, :, :s, :s], stacked["decoder"][b, :, :, :t, :t],
+                                   stacked["cross"][b, :, :, :t, :s]))
+    return out
+
+
+def batched_records(translator: Translator, sentences: Sequence[str], batch_size: int = 64,
+                    progress: Progress | None = None) -> Iterator[tuple[int, AttentionRecord]]:
+    """(sentence index, record) for every translatable sentence, decoded in length-sorted batches."""
+    sources = _sources(translator, sentences)
+    order = sorted(sources, key=lambda i: len(sources[i]))
+    max_len = translator.model.config.max_len
+    done = 0
+    with translator.inference():
+        for start in range(0, len(order), batch_size):
+            idx = order[start:start + batch_size]
+            yield from zip(idx, _records(translator, [sources[i] for i in idx], max_len))
+            done += len(idx)
+            if progress:
+                progress(done, len(order))
+
+
+def head_stats_batched(translator: Translator, sentences: Sequence[str], batch_size: int = 64,
+                       progress: Progress | None = None) -> pd.DataFrame:
+    """Head statistics averaged over sentences (the columns of analysis.head_stats), from batched capture."""
+    frames = [head_stats(record) for _, record in batched_records(translator, sentences, batch_size, progress)]
+    if not frames:
+        raise ValueError("no sentences to analyse: every one was empty")
+    return pd.concat(frames).groupby(["kind", "layer", "head"], as_index=False, sort=False)[list(STAT_COLUMNS)].mean()
+
+
+def attributions_over(translator: Translator, sentences: Sequence[str], ig_steps: int | None = None,
+                      progress: Progress | None = None) -> list[SentenceAttribution]:
+    """Every attribution of each sentence's greedy translation (one by one: value zeroing and
+    gradients work per sentence)."""
+    out = []
+    for i, text in enumerate(sentences):
+        try:
+            result = translator.translate(text)
+        except InputError:
+            continue
+        if result.steps:
+            out.append(attribute(translator, result, ig_steps))
+        if progress:
+            progress(i + 1, len(sentences))
+    return out
+
+
+def layer_comparison(translator: Translator, sentences: Sequence[str], ig_steps: int | None = None,
+                     progress: Progress | None = None) -> pd.DataFrame:
+    """Layer × method agreement (see agreement.layer_agreement) over a sample of sentences."""
+    return layer_agreement(attributions_over(translator, sentences, ig_steps, progress))

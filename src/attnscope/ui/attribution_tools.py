@@ -1,0 +1,163 @@
+"""Widgets of the Attribution page: cached attributions, the methods explained, alignment, the dataset comparison."""
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from attnscope.engine.agreement import best_layer, layer_agreement
+from attnscope.engine.alignment import align, cross_map
+from attnscope.engine.attribution import INTEGRATED, VALUE_ZEROING, SentenceAttribution, attribute
+from attnscope.engine.dataset import attributions_over, head_stats_batched
+from attnscope.engine.norms import weighted_value_norms
+from attnscope.engine.record import AttentionRecord
+from attnscope.engine.translator import Translation, Translator
+from attnscope.training.data import DataError, data_dir, load_pairs
+from attnscope.ui import widgets
+from attnscope.ui.text import plain
+from attnscope.viz.attribution import alignment_figure, layer_agreement_figure
+
+MAX_SAMPLE = 100  # sentences for the layer comparison: each needs value zeroing and gradients
+MAX_STATS_SAMPLE = 1000  # head statistics come from batched capture: 1,000 sentences take seconds
+SPLITS = ("test_2016_flickr", "val", "test_2017_flickr")
+
+EXPLANATIONS = """
+**Raw attention.** The softmax weights of cross-attention: how strongly a decoder query looks at each
+source token. A weight is where a head looks, not what it passes on (Vaswani et al., "Attention Is All You Need", 2017).
+
+**Norm-based attention** (Kobayashi et al., "Attention is Not Only a Weight: Analyzing Transformers with Vector
+Norms", EMNLP 2020). Each weight is multiplied by the norm of what the head actually adds for that token (its value
+vector through the head's slice of the output projection), so a 0.9 weight on a near-zero vector counts for little.
+
+**Value zeroing** (Mohebbi et al., "Quantifying Context Mixing in Transformers", EACL 2023). A token's value vectors
+are zeroed in one layer and the change of every output representation (cosine distance) is its share; shares are
+composed over layers (rollout), so each generated token's source and prefix shares sum to one.
+
+**Gradient × input.** The gradient of the generated token's log-probability with respect to each input token
+embedding, times that embedding: a first-order estimate of how much the token mattered (Shrikumar et al., 2017).
+
+**Integrated gradients** (Sundararajan et al., "Axiomatic Attribution for Deep Networks", ICML 2017). Gradients are
+averaged along the path from zero embeddings to the real ones; the attributions then add up to the log-probability's
+change along that path, with more steps giving a closer sum.
+
+**Word alignment** (Garg et al., "Jointly Learning to Align and Translate with Transformer Models", EMNLP 2019).
+Each generated word is linked to the source word its cross-attention favours (subword pieces merged into words);
+words whose strongest pull is \\<eos\\> stay unlinked. Links download in Pharaoh "i-j" format (source word i, target word j).
+"""
+
+WHY_VALUE_ZEROING = ("Why value zeroing rather than ALTI+: it can be checked exactly by zeroing the values and "
+                     "re-running the model (our tests do), and each variant goes through the layer's real LayerNorm "
+                     "and feed-forward modules, where ALTI+ linearises LayerNorm and leaves the feed-forward block out.")
+
+
+@st.cache_data(max_entries=32, show_spinner="Computing attributions…")
+def _attribute(_translator: Translator, _result: Translation, checkpoint_key: str, text: str, beam: int,
+               max_len: int, ig_steps: int) -> SentenceAttribution:
+    return attribute(_translator, _result, ig_steps)
+
+
+def sentence_attribution(tr: Translator, result: Translation, text: str, beam: int, max_len: int,
+                         ig_steps: int) -> SentenceAttribution:
+    """Every attribution of the page's translation, cached per checkpoint, sentence and settings."""
+    return _attribute(tr, result, tr.cache_key, text, beam, max_len, ig_steps)
+
+
+VALUES = ("weights", "weighted value norms")
+
+
+@st.cache_data(max_entries=32, show_spinner="Computing weighted value norms…")
+def _norms(_translator: Translator, _result: Translation, checkpoint_key: str, text: str, beam: int,
+           max_len: int) -> AttentionRecord:
+    return weighted_value_norms(_translator, _result)
+
+
+def values_switch(tr: Translator, result: Translation, text: str, beam: int, max_len: int) -> tuple[AttentionRecord, bool]:
+    """The "weights / weighted value norms" switch: the record to draw, and whether it holds norms
+    (unbounded, so colours scale per head)."""
+    choice = st.segmented_control("Show", VALUES, default=VALUES[0], key="attn_values",
+                                  help="Weighted value norms ||a_ij f(x_j)|| (Kobayashi et al., EMNLP 2020): each "
+                                       "weight times the norm of what the head actually passes on from that token.")
+    if choice != VALUES[1]:
+        return result.attention, False
+    return _norms(tr, result, tr.cache_key, text, beam, max_len), True
+
+
+def relabel(fig: go.Figure, norms: bool) -> go.Figure:
+    """Name the colour scale and hover value for norms (the builders call them weights); norms are
+    not bounded by 1, so a fixed 0–1 colour range becomes the data's own."""
+    if norms:
+        for trace in fig.data:
+            if isinstance(trace, go.Heatmap):
+                trace.zmin, trace.zmax = None, None
+                trace.hovertemplate = (trace.hovertemplate or "").replace("weight", "‖a·f(x)‖")
+                if trace.colorbar.title.text == "weight":
+                    trace.colorbar.title.text = "‖a·f(x)‖"
+        fig.update_layout(title_text=f"{fig.layout.title.text} · weighted value norms")
+    return fig
+
+
+def alignment_view(tr: Translator, att: SentenceAttribution) -> None:
+    """Pick a layer (or the best by agreement with value zeroing on this sentence) and heads; links and download."""
+    n_layers, n_heads = att.weights.n_layers("cross"), att.weights.n_heads
+    sample = st.session_state.get("attr_layers")
+    if sample and sample[0] == tr.cache_key:  # the Dataset tab's comparison, when it was run for this model
+        best, basis = best_layer(sample[2], VALUE_ZEROING), f"over {sample[1]} sentences"
+    else:
+        best, basis = best_layer(layer_agreement([att]), VALUE_ZEROING), "on this sentence"
+    cols = st.columns(2)
+    label = f"best by agreement with value zeroing {basis} (layer {best})"
+    choice = cols[0].selectbox("Layer", ["best", *range(n_layers)], key="align_layer",
+                               format_func=lambda o: label if isinstance(o, str) else f"layer {o}")
+    layer = best if isinstance(choice, str) else int(choice)
+    heads = cols[1].multiselect("Heads (none: mean of all)", list(range(n_heads)), key="align_heads")
+    alignment = align(cross_map(att.weights, layer, heads or None), att.source_tokens, att.output_tokens)
+    widgets.chart(alignment_figure(alignment), "alignment")
+    st.code(alignment.pharaoh() or "(no links)", language=None)
+    st.download_button("Alignment (Pharaoh i-j)", alignment.pharaoh() + "\n", "attnscope-alignment.txt", "text/plain",
+                       key="align_download")
+
+
+def _sample(tr: Translator, split: str, n: int, pasted: str) -> list[str] | None:
+    lines = [line for line in pasted.splitlines() if line.strip()]
+    if lines:
+        return lines[:n]
+    try:
+        return [s for s, _ in load_pairs(data_dir(), split, tr.bundle.src_lang, tr.bundle.tgt_lang)][:n]
+    except DataError as err:
+        st.warning(plain(err))
+        return None
+
+
+def dataset_comparison(tr: Translator) -> None:
+    """Layer × method agreement, and batched head statistics, over a sample of sentences."""
+    cols = st.columns(4)
+    split = cols[0].selectbox("Split", SPLITS, key="attr_split")
+    n = cols[1].number_input(f"Sentences (layer comparison max {MAX_SAMPLE})", 1, MAX_STATS_SAMPLE, 20, key="attr_n")
+    steps = cols[2].number_input("IG steps (0: skip IG)", 0, 256, 0, key="attr_ig")
+    pasted = st.text_area("…or paste sentences, one per line (used instead of the split)", key="attr_pasted", height=80)
+    if cols[3].button("Compare layers", key="attr_go"):
+        texts = _sample(tr, split, min(int(n), MAX_SAMPLE), pasted)
+        if texts:
+            bar = st.progress(0.0, text="Attributing…")
+            atts = attributions_over(tr, texts, int(steps) or None,
+                                     lambda i, total: bar.progress(i / total, text=f"{i}/{total} sentences"))
+            if atts:
+                st.session_state["attr_layers"] = (tr.cache_key, len(atts), layer_agreement(atts))
+    if cols[3].button("Head statistics", key="attr_stats_go"):
+        texts = _sample(tr, split, int(n), pasted)
+        if texts:
+            bar = st.progress(0.0, text="Translating in batches…")
+            frame = head_stats_batched(tr, texts, progress=lambda i, total: bar.progress(i / total, text=f"{i}/{total}"))
+            st.session_state["attr_stats"] = (tr.cache_key, len(texts), frame)
+    saved = st.session_state.get("attr_layers")
+    if saved and saved[0] == tr.cache_key:
+        summary: pd.DataFrame = saved[2]
+        widgets.chart(layer_agreement_figure(summary), "attr-layers")
+        refs = [r for r in (VALUE_ZEROING, INTEGRATED, "gradient × input") if r in set(summary["reference"])]
+        st.markdown(f"Over {saved[1]} sentences, the cross-attention layer that best matches " +
+                    "; ".join(f"{r}: **layer {best_layer(summary, r)}**" for r in refs) + ".")
+        st.dataframe(summary.round(3), hide_index=True, width="stretch")
+    stats = st.session_state.get("attr_stats")
+    if stats and stats[0] == tr.cache_key:
+        st.caption(f"Head statistics over {stats[1]} sentences (batched capture)")
+        st.dataframe(stats[2].round(3), hide_index=True, width="stretch")

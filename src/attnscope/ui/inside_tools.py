@@ -1,0 +1,129 @@
+"""Inside one head: cached intermediates and the page's selectors (kind, layer, head, step, query token)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import streamlit as st
+
+from attnscope.engine.anatomy import model_positions
+from attnscope.engine.head_view import HeadView, head_view
+from attnscope.engine.intermediates import trace
+from attnscope.engine.lens import logit_lens
+from attnscope.engine.offsets import RotationCheck, offset_errors, rotation_check
+from attnscope.engine.trace_data import ForwardTrace, LogitLens
+from attnscope.engine.translator import Translation, Translator
+from attnscope.model.config import BOS_ID
+from attnscope.model.kinds import KIND_LABELS, KINDS, Kind
+from attnscope.model.transformer import sinusoidal_table
+from attnscope.ui import state
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What the user opened: one head of one kind, one query position, at one decoding step."""
+
+    kind: Kind
+    layer: int
+    head: int
+    step: int
+    query: int
+
+
+def decoder_inputs(result: Translation) -> tuple[int, ...]:
+    """What the decoder read over the whole translation: <bos> y1 .. y_{n-1}; step t read the first t+1."""
+    return (BOS_ID, *result.target_ids[:-1])
+
+
+@st.cache_data(max_entries=32, show_spinner="Tracing the forward pass…")
+def _trace(_tr: Translator, checkpoint_key: str, source_ids: tuple[int, ...], target_ids: tuple[int, ...]) -> ForwardTrace:
+    with _tr.inference():
+        return trace(_tr.model, source_ids, target_ids, use_cache=True)
+
+
+def sentence_trace(tr: Translator, result: Translation) -> ForwardTrace:
+    """Every intermediate of the whole translation, decoded with the KV cache (cached per sentence)."""
+    return _trace(tr, tr.cache_key, result.source_ids, decoder_inputs(result))
+
+
+def view(tr: Translator, result: Translation, choice: Choice) -> HeadView:
+    """One head and query at one step: the sentence's trace cut to that step (moving the step runs nothing)."""
+    return head_view(sentence_trace(tr, result).until(choice.step), choice.kind, choice.layer, choice.head, choice.query,
+                     result.source_tokens, result.target_tokens[: choice.step + 1])
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _lens(_tr: Translator, checkpoint_key: str, source_ids: tuple[int, ...], target_ids: tuple[int, ...],
+          step: int, chosen_id: int) -> LogitLens:
+    return logit_lens(_tr.model, _trace(_tr, checkpoint_key, source_ids, target_ids), step, chosen_id)
+
+
+def lens(tr: Translator, result: Translation, step: int) -> LogitLens:
+    """Logit lens at `step`, ranking the token the model chose there (cached)."""
+    return _lens(tr, tr.cache_key, result.source_ids, decoder_inputs(result), step, result.steps[step].token_id)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _rotation(_tr: Translator, checkpoint_key: str, n_positions: int, offset: int) -> RotationCheck:
+    return rotation_check(model_positions(_tr.model, n_positions), offset)
+
+
+def rotation(tr: Translator, n_positions: int, offset: int) -> RotationCheck:
+    """Section 3.5's rotation check on this (sinusoidal) model's own table (cached)."""
+    return _rotation(tr, tr.cache_key, n_positions, offset)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _fit_errors(_tr: Translator, checkpoint_key: str, n_positions: int, offsets: tuple[int, ...]) -> dict[str, np.ndarray]:
+    own = model_positions(_tr.model, n_positions)
+    return {f"this model ({_tr.model.config.positional})": offset_errors(own, list(offsets)),
+            "sinusoidal, same size": offset_errors(sinusoidal_table(n_positions, own.shape[1]).numpy(), list(offsets))}
+
+
+def fit_errors(tr: Translator, n_positions: int, offsets: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """Relative error of the best orthogonal offset map, this model's table next to sinusoids (cached)."""
+    return _fit_errors(tr, tr.cache_key, n_positions, offsets)
+
+
+def clamp(key: str, low: int, high: int, default: int) -> int:
+    """Keep a number widget's stored value within its (model-dependent) range before drawing it."""
+    value = st.session_state.get(key, default)
+    st.session_state[key] = min(max(value, low), high)
+    return st.session_state[key]
+
+
+def _select(label: str, options: list, key: str, default: object, **kwargs) -> object:
+    """A selectbox whose value survives option changes (falls back to `default` when gone)."""
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = default if default in options else options[0]
+    return st.selectbox(label, options, key=key, **kwargs)
+
+
+def choose(tr: Translator, result: Translation) -> Choice:
+    """Kind, layer, head, step and query token; kind, layer and head start from the sidebar's choice."""
+    c = tr.model.config
+    cols = st.columns([3, 1, 1, 2, 2])
+    with cols[0]:
+        kind = _select("Attention", list(KINDS), "inside_kind", st.session_state.get("kind", "cross"),
+                       format_func=KIND_LABELS.get)
+    n_layers = c.n_encoder_layers if kind == "encoder" else c.n_decoder_layers
+    with cols[1]:
+        layer = _select("Layer", list(range(n_layers)), "inside_layer", st.session_state.get("layer", 0))
+    sidebar_head = st.session_state.get("head", 0)
+    with cols[2]:
+        head = _select("Head", list(range(c.n_heads)), "inside_head", sidebar_head if sidebar_head != "mean" else 0,
+                       format_func=lambda h: f"head {h}")
+    n_steps = len(result.steps)
+    step = min(max(int(st.session_state.get("step", 0)), 0), n_steps - 1)
+    st.session_state["step"] = step
+    with cols[3]:
+        if n_steps > 1:
+            step = int(st.slider("Decoding step", 0, n_steps - 1, help="Shared with the Step page.", **state.keep("step", step)))
+    queries = result.source_tokens if kind == "encoder" else result.target_tokens[: step + 1]
+    if kind != "encoder" and st.session_state.get("_inside_query_step") != step:
+        st.session_state[f"inside_query_{kind}"] = step  # a new step opens the token the decoder reads at it
+    st.session_state["_inside_query_step"] = step
+    with cols[4]:
+        query = _select("Query token", list(range(len(queries))), f"inside_query_{kind}",
+                        0 if kind == "encoder" else step, format_func=lambda i: f"{i}: {queries[i]}")
+    return Choice(kind, int(layer), int(head), step, int(query))

@@ -1,0 +1,130 @@
+"""AppTest journeys on the Attribution page (toy reversal checkpoint)."""
+from __future__ import annotations
+
+import base64
+import json
+import re
+
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+from tests.support import shown
+
+PAGE = "pages/attribution.py"
+
+
+def figures(app: AppTest) -> dict[str, dict]:
+    out = {}
+    for chart in app.get("plotly_chart"):
+        spec = json.loads(chart.proto.spec)
+        out[spec["layout"].get("title", {}).get("text", "")] = spec
+    return out
+
+
+def values(data: object) -> np.ndarray:
+    """A figure array from its JSON: a list, or plotly's typed-array form {"dtype", "bdata"}."""
+    if isinstance(data, dict):
+        return np.frombuffer(base64.b64decode(data["bdata"]), dtype=data["dtype"]).astype(float)
+    return np.asarray(data, dtype=float)
+
+
+def open_page(app: AppTest, sentence: str = "a b c d") -> AppTest:
+    app.session_state["sentence"] = sentence
+    app.session_state["ig_steps"] = 4
+    app.run()
+    return app.switch_page(PAGE).run()
+
+
+def test_page_shows_every_measure_for_the_translation(app: AppTest) -> None:
+    open_page(app)
+    assert not app.exception
+    figs = figures(app)
+    split = figs["Where each generated token came from (value zeroing, rolled out)"]
+    source, prefix = (values(trace["y"]) for trace in split["data"][:2])
+    np.testing.assert_allclose(source + prefix, 1.0, atol=1e-9)
+    assert np.all((source >= 0) & (source <= 1))
+    methods = next(spec for title, spec in figs.items() if "source tokens by method" in title)
+    rows = methods["layout"]["yaxis"]["ticktext"]
+    assert rows == ["attention", "norm-based", "value zeroing", "gradient × input", "integrated gradients"]
+    assert "Mean Spearman over tokens" in figs and "Top-1 agreement (same top source token)" in figs
+    text = " ".join(shown(m) for m in app.markdown)
+    assert "Kobayashi et al." in text and "Mohebbi et al." in text and "Sundararajan et al." in text
+
+
+def test_alignment_is_shown_and_exported_in_pharaoh_format(app: AppTest) -> None:
+    open_page(app)
+    pharaoh = app.get("code")[0].value
+    assert re.fullmatch(r"\d+-\d+( \d+-\d+)*", pharaoh), pharaoh
+    assert any(title.endswith("links") for title in figures(app))
+    app.selectbox(key="align_layer").set_value(0).run()
+    app.multiselect(key="align_heads").set_value([1]).run()
+    assert not app.exception
+    assert re.fullmatch(r"(\d+-\d+( \d+-\d+)*)|\(no links\)", app.get("code")[0].value)
+
+
+def test_dataset_comparison_over_pasted_sentences(app: AppTest) -> None:
+    open_page(app)
+    app.text_area(key="attr_pasted").set_value("a b c\nd e f g\nh i").run()
+    app.button(key="attr_go").click().run()
+    assert not app.exception
+    figs = figures(app)
+    assert "Cross-attention by layer against each attribution (spearman)" in figs
+    assert any("Over 3 sentences" in shown(m) for m in app.markdown)
+    app.button(key="attr_stats_go").click().run()
+    assert any("Head statistics over 3 sentences" in shown(c) for c in app.caption)
+
+
+def test_dataset_comparison_without_data_says_what_is_missing(app: AppTest, monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("ATTNSCOPE_DATA", str(tmp_path))
+    open_page(app)
+    app.button(key="attr_go").click().run()
+    assert not app.exception
+    assert any("missing corpus file" in shown(w) for w in app.warning)
+
+
+def test_translate_heatmaps_switch_to_weighted_value_norms(app: AppTest, toy_checkpoint_dir) -> None:
+    from attnscope.checkpoints import checkpoint
+    from attnscope.engine.norms import weighted_value_norms
+    from attnscope.engine.translator import Translator
+
+    app.session_state["sentence"] = "a b c d"
+    app.run()
+    weights = figures(app)["Cross-attention (decoder → source) · layer 0 · mean of heads"]
+    app.segmented_control(key="attn_values").set_value("weighted value norms").run()
+    assert not app.exception
+    figs = figures(app)
+    heat = figs["Cross-attention (decoder → source) · layer 0 · mean of heads · weighted value norms"]
+    assert heat["data"][0]["colorbar"]["title"]["text"] == "‖a·f(x)‖"
+    assert any(title.endswith("every layer and head · weighted value norms") for title in figs)
+    tr = Translator(*checkpoint.load(next(toy_checkpoint_dir.glob("*.safetensors"))))
+    expected = weighted_value_norms(tr, tr.translate("a b c d")).mean_over_heads("cross", 0)
+    np.testing.assert_allclose(values(heat["data"][0]["z"]).reshape(expected.shape),
+                               expected, rtol=1e-5)
+    assert not np.allclose(values(weights["data"][0]["z"]).reshape(expected.shape), expected)
+
+
+def test_step_rows_switch_to_weighted_value_norms(app: AppTest, toy_checkpoint_dir) -> None:
+    from attnscope.checkpoints import checkpoint
+    from attnscope.engine.norms import weighted_value_norms
+    from attnscope.engine.translator import Translator
+
+    app.session_state["sentence"] = "a b c d"
+    app.run()
+    app.switch_page("pages/step.py").run()
+    app.segmented_control(key="attn_values").set_value("weighted value norms").run()
+    assert not app.exception
+    heat = next(spec for title, spec in figures(app).items()
+                if title.startswith("Cross-attention of step 0") and title.endswith("weighted value norms"))
+    tr = Translator(*checkpoint.load(next(toy_checkpoint_dir.glob("*.safetensors"))))
+    norms = weighted_value_norms(tr, tr.translate("a b c d")).cross[:, :, 0]  # [L, H, S] at step 0
+    z = values(heat["data"][0]["z"]).reshape(-1, norms.shape[-1])
+    np.testing.assert_allclose(z[0], norms[0, 0], rtol=1e-5)  # row "L0 H0"
+    np.testing.assert_allclose(z[norms.shape[1]], norms[0].mean(0), rtol=1e-5)  # row "L0 mean"
+
+
+def test_bad_input_gets_a_sentence_not_a_traceback(app: AppTest) -> None:
+    for text in ("   ", "<b>" * 3000, "\x00 a [x](javascript:1)"):
+        open_page(app, text)
+        assert not app.exception, [e.value for e in app.exception]
+        for element in (*app.markdown, *app.info, *app.warning):  # our own templates use neither < nor [
+            assert not re.search(r"(?<!\\)[<\[`]", element.value), element.value

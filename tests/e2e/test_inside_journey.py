@@ -1,0 +1,73 @@
+"""The issue's journey in a real browser on the shipped en-de model: "Mädchen" at step 2, inside a head."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Iterator
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from attnscope.checkpoints.registry import CHECKPOINTS_ENV
+from tests.support import CEILING, ROOT, wait_for
+
+SENTENCE = "A girl is playing in the park."  # the shipped model writes "Ein Mädchen spielt im Park."
+
+
+@pytest.fixture(scope="module")
+def shipped_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A streamlit server on the repository's shipped checkpoints."""
+    from tests.e2e.conftest import free_port, healthy
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != CHECKPOINTS_ENV}
+    env["ATTNSCOPE_USER_MODELS"] = str(tmp_path_factory.mktemp("inside-user-models"))
+    log = (tmp_path_factory.mktemp("inside-log") / "streamlit.log").open("w")
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
+                             "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: healthy(url) or proc.poll() is not None, "streamlit to start")
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with code {proc.returncode}; see {log.name}")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=CEILING)
+        log.close()
+
+
+def settled(page: Page, timeout: float = 60_000) -> None:
+    """Wait until Streamlit has redrawn everything (no element marked stale)."""
+    expect(page.locator('[data-stale="true"]')).to_have_count(0, timeout=timeout)
+
+
+def pick(page: Page, label: str, option: str) -> None:
+    page.get_by_test_id("stMain").get_by_role("combobox", name=label).click()
+    page.get_by_role("option", name=option, exact=True).click()
+    settled(page)
+
+
+def test_maedchen_at_step_2_inside_a_decoder_self_head(shipped_server: str, page: Page) -> None:
+    page.goto(f"{shipped_server}/inside?sentence={SENTENCE.replace(' ', '+')}")
+    first_load = 180_000  # the first visit loads the en-de model and traces it on a busy 2-core machine
+    expect(page.get_by_role("heading", name="Inside one head")).to_be_visible(timeout=first_load)
+    expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=first_load)
+    settled(page)
+    pick(page, "Attention", "Decoder masked self-attention")
+    step = page.get_by_role("slider", name="Decoding step")
+    for expected in ("Step 1:", "Step 2:"):
+        step.focus()
+        step.press("ArrowRight")
+        expect(page.get_by_text(expected, exact=True)).to_be_visible()
+        settled(page)
+    pick(page, "Head", "head 3")
+    pick(page, "Query token", "2: Mädchen")
+    expect(page.get_by_text("the decoder has read <bos> Ein Mädchen and chose “spielt”")).to_be_visible()
+    expect(page.get_by_text("Query: “Mädchen” (position 2)")).to_be_visible()
+    for title in ("Query and keys of head 3", "q∘k: the dot product", "Eq. 1: Attention(Q, K, V)", "Mask M added",
+                  "Values, weighted values", "MultiHead = Concat", "Residual + LayerNorm", "Logit lens at step 2"):
+        expect(page.locator(".js-plotly-plot").filter(has_text=title).first).to_be_visible()
+    expect(page.get_by_text("max |Δ| = 0.0e+00", exact=False)).to_be_visible()
+    settled(page)

@@ -1,0 +1,58 @@
+"""Rank agreement against scipy's Spearman, and the per-sentence attribution bundle on a tiny translator."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import spearmanr
+
+from attnscope.engine.agreement import agreement_matrix, best_layer, layer_agreement, spearman_rows, token_agreement, top1_rows
+from attnscope.engine.attribution import ATTENTION, INTEGRATED, METHODS, NORM, VALUE_ZEROING, attribute
+from tests.engine_fixtures import tiny_translator
+
+
+def test_spearman_rows_equal_scipy_with_ties_and_nan_for_constant_rows() -> None:
+    rng = np.random.default_rng(1)
+    a, b = rng.integers(0, 4, (6, 7)).astype(float), rng.random((6, 7))
+    a[5] = 2.0  # a constant row has no ranking
+    got = spearman_rows(a, b)
+    for t in range(5):
+        assert got[t] == pytest.approx(spearmanr(a[t], b[t]).statistic)
+    assert np.isnan(got[5])
+    np.testing.assert_array_equal(top1_rows(np.eye(3), np.eye(3)[[0, 2, 1]]), [1.0, 0.0, 0.0])
+
+
+def test_agreement_table_and_matrix() -> None:
+    maps = {"x": np.array([[1.0, 2, 3], [3, 2, 1]]), "y": np.array([[1.0, 2, 3], [1, 2, 3]])}
+    frame = token_agreement(maps, ("p", "q"))
+    assert frame["spearman"].tolist() == pytest.approx([1.0, -1.0])
+    assert frame["top1"].tolist() == [1.0, 0.0]
+    matrix = agreement_matrix(frame)
+    assert matrix.loc["x", "y"] == pytest.approx(0.0) and matrix.loc["x", "x"] == 1.0
+
+
+@pytest.fixture(scope="module")
+def attributions():
+    tr = tiny_translator(0, eos_bias=2.0)
+    return [attribute(tr, tr.translate(text), ig_steps=8) for text in ("a b c d", "e f g", "h i j k l")]
+
+
+def test_source_maps_have_every_method_on_the_same_axes(attributions) -> None:
+    att = attributions[0]
+    maps = att.source_maps(1)
+    assert tuple(maps) == METHODS
+    shape = (len(att.output_tokens), len(att.source_tokens))
+    assert all(m.shape == shape and np.all(m >= 0) for m in maps.values())
+    np.testing.assert_allclose(maps[ATTENTION].sum(-1), 1.0, atol=1e-5)
+    np.testing.assert_array_equal(maps[VALUE_ZEROING], att.value_zeroing.source)
+
+
+def test_layer_agreement_covers_every_layer_and_picks_the_best(attributions) -> None:
+    summary = layer_agreement(attributions)
+    n_layers = attributions[0].weights.n_layers("cross")
+    assert sorted(summary["layer"].unique()) == list(range(n_layers))
+    assert set(summary["measure"]) == {ATTENTION, NORM}
+    tokens = sum(len(a.output_tokens) for a in attributions)
+    assert set(summary["tokens"]) == {tokens}
+    rows = summary[(summary["measure"] == ATTENTION) & (summary["reference"] == INTEGRATED)]
+    assert best_layer(summary, INTEGRATED) == int(rows.sort_values("spearman").iloc[-1]["layer"])
+    assert summary["spearman"].between(-1, 1).all() and summary["top1"].between(0, 1).all()

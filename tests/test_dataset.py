@@ -1,0 +1,46 @@
+"""Batched capture over many sentences equals translating them one by one."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from attnscope.engine.analysis import head_stats_over
+from attnscope.engine.dataset import batched_records, head_stats_batched, layer_comparison
+from tests.engine_fixtures import tiny_translator
+
+SENTENCES = ["a b c d", "e f", "", "g h i j k l a", "b", "c c d d e"]
+
+
+@pytest.fixture(scope="module")
+def tr():
+    return tiny_translator(0, eos_bias=2.0)
+
+
+def test_batched_records_equal_one_by_one_translations(tr) -> None:
+    seen = []
+    got = dict(batched_records(tr, SENTENCES, batch_size=2, progress=lambda i, n: seen.append((i, n))))
+    assert sorted(got) == [0, 1, 3, 4, 5]  # the blank sentence is left out
+    assert seen[-1] == (5, 5)
+    for i, record in got.items():
+        single = tr.translate(SENTENCES[i]).attention
+        assert record.source_tokens == single.source_tokens and record.target_tokens == single.target_tokens
+        for kind in ("encoder", "decoder", "cross"):
+            np.testing.assert_allclose(record.array(kind), single.array(kind), atol=1e-5)
+    lengths = {len(r.target_tokens) for r in got.values()}
+    assert len(lengths) > 1 and tr.model.config.max_len in lengths  # padded batches, and one output with no <eos>
+
+
+def test_head_stats_batched_equal_the_one_by_one_average(tr) -> None:
+    texts = [s for s in SENTENCES if s]
+    fast = head_stats_batched(tr, texts, batch_size=3)
+    slow = head_stats_over(tr, texts)
+    pd.testing.assert_frame_equal(fast, slow, atol=1e-5)
+    with pytest.raises(ValueError, match="empty"):
+        head_stats_batched(tr, ["", " "])
+
+
+def test_layer_comparison_over_a_sample(tr) -> None:
+    summary = layer_comparison(tr, ["a b c", "d e f g"], ig_steps=4)
+    assert set(summary["layer"]) == set(range(tr.model.config.n_decoder_layers))
+    assert {"value zeroing", "gradient × input", "integrated gradients"} == set(summary["reference"])

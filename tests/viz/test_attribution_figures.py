@@ -1,0 +1,55 @@
+"""Attribution figures show the numbers they are given, on the right axes."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from attnscope.engine.alignment import align
+from attnscope.viz.attribution import (
+    alignment_figure,
+    layer_agreement_figure,
+    methods_side_by_side,
+    source_prefix_split,
+    token_agreement_figure,
+)
+
+
+def test_split_bars_are_the_shares_and_their_complement() -> None:
+    fig = source_prefix_split(("x", "y", "<eos>"), np.array([0.2, 0.5, 0.9]))
+    np.testing.assert_allclose(np.asarray(fig.data[0].y), [0.2, 0.5, 0.9])
+    np.testing.assert_allclose(np.asarray(fig.data[0].y) + np.asarray(fig.data[1].y), 1.0)
+    assert list(fig.layout.xaxis.ticktext) == ["x", "y", "<eos>"]
+    with pytest.raises(ValueError, match="2 shares for 3 generated tokens"):
+        source_prefix_split(("x", "y", "z"), np.array([0.1, 0.2]))
+
+
+def test_methods_rows_are_scaled_to_their_maximum_with_raw_values_in_hover() -> None:
+    fig = methods_side_by_side({"a": np.array([1.0, 3.0]), "b": np.array([-4.0, 2.0])}, ("s0", "s1"))
+    np.testing.assert_allclose(np.asarray(fig.data[0].z), [[1 / 3, 1.0], [1.0, 0.5]])
+    assert fig.data[0].customdata[1][0][1] == -4.0
+    assert list(fig.layout.yaxis.ticktext) == ["a", "b"]
+    with pytest.raises(ValueError, match="3 source tokens"):
+        methods_side_by_side({"a": np.ones(2)}, ("p", "q", "r"))
+
+
+def test_alignment_figure_draws_one_line_per_link() -> None:
+    m = np.array([[0.9, 0.1, 0.0], [0.1, 0.8, 0.1]])
+    alignment = align(m, ("A", "B", "<eos>"), ("b", "a"))
+    fig = alignment_figure(alignment)
+    lines = [t for t in fig.data if t.mode == "lines"]
+    assert len(lines) == len(alignment.links) == 2
+    assert list(fig.data[-2].text) == ["A", "B"] and list(fig.data[-1].text) == ["b", "a"]
+
+
+def test_layer_and_token_agreement_figures() -> None:
+    summary = pd.DataFrame({"layer": [0, 0, 1, 1], "measure": ["attention", "norm-based"] * 2,
+                            "reference": ["value zeroing"] * 4, "spearman": [0.1, 0.2, 0.3, 0.4], "top1": [0, 1, 1, 1.0]})
+    fig = layer_agreement_figure(summary)
+    np.testing.assert_allclose(np.asarray(fig.data[0].z), [[0.1, 0.2], [0.3, 0.4]])
+    assert list(fig.data[0].x) == ["attention vs value zeroing", "norm-based vs value zeroing"]
+    frame = pd.DataFrame({"step": [0, 1, 0, 1], "token": ["x", "y"] * 2, "a": ["m", "m", "m", "n"],
+                          "b": ["n", "n", "o", "o"], "spearman": [0.5, -0.5, 1.0, 0.0], "top1": [1, 0, 1, 0]})
+    fig = token_agreement_figure(frame, ("x", "y"), "m")
+    assert [t.name for t in fig.data] == ["n", "o"]
+    np.testing.assert_allclose(np.asarray(fig.data[0].y), [0.5, -0.5])
