@@ -7,7 +7,6 @@ forward pass takes milliseconds.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 import torch
@@ -34,14 +33,15 @@ def tiny_config(vocab: int = 16, **overrides) -> ModelConfig:
     return ModelConfig(**(base | overrides))
 
 
-def tiny_model(seed: int, eos_bias: float = 0.0, **overrides) -> Transformer:
-    """A random tiny Transformer in eval mode; `eos_bias` makes <eos> likelier (hypotheses end early)."""
+def tiny_model(seed: int, eos_bias: float = 0.0, device: torch.device | str = "cpu", **overrides) -> Transformer:
+    """A random tiny Transformer in eval mode on `device` (the same weights on every device);
+    `eos_bias` makes <eos> likelier (hypotheses end early)."""
     torch.manual_seed(seed)
     model = Transformer(tiny_config(**overrides)).eval()
     if eos_bias:
         with torch.no_grad():
             model.generator.bias[EOS_ID] += eos_bias
-    return model
+    return model.to(device)
 
 
 def random_source(seed: int, n: int = 6, vocab: int = 16) -> list[int]:
@@ -55,14 +55,14 @@ def tiny_bundle(**overrides) -> Bundle:
     return Bundle(tiny_config(c.vocab_size, **overrides), c, c, "en", "de", {"name": "tiny"})
 
 
-def tiny_translator(seed: int, eos_bias: float = 0.0, **overrides) -> Translator:
+def tiny_translator(seed: int, eos_bias: float = 0.0, device: torch.device | str = "cpu", **overrides) -> Translator:
     bundle = tiny_bundle(**overrides)
     torch.manual_seed(seed)
     model = Transformer(bundle.config).eval()
     if eos_bias:
         with torch.no_grad():
             model.generator.bias[EOS_ID] += eos_bias
-    return Translator(model, bundle, label=f"tiny-{seed}")
+    return Translator(model.to(device), bundle, label=f"tiny-{seed}")
 
 
 def no_hooks_left(module: torch.nn.Module) -> bool:
@@ -76,13 +76,7 @@ def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return save(translator.model, translator.bundle, tmp_path_factory.mktemp("engine") / "tiny.safetensors")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    """Tiny models gain nothing from intra-op threads, and on a busy machine the thread
-    hand-offs cost far more than the arithmetic; the previous setting is restored afterwards."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
+def atol(device: torch.device) -> float:
+    """Tolerance for two float32 computations of the same values (cached vs uncached, batch vs one):
+    CPU kernels agree to ~1e-6; GPU kernels (other reduction orders, fused attention) to ~1e-5."""
+    return 1e-5 if device.type == "cpu" else 1e-4

@@ -1,27 +1,83 @@
-"""Helpers shared by the app and browser tests."""
+"""Helpers shared by the tests: the committed toy checkpoint, threads that report their errors,
+waiting for an event with a generous ceiling, and reading app output.
+
+The toy checkpoint (tests/fixtures/toy-reverse.safetensors) is a tiny model trained to reverse
+letter strings. The app and browser tests serve it instead of training one in every session.
+Regenerate it after a change to the checkpoint format or the model (about a minute):
+
+    PYTHONPATH=src python -m tests.support
+
+tests/test_toy_checkpoint.py checks that the committed file still loads and reverses.
+"""
 from __future__ import annotations
 
-import shutil
+import re
+import tempfile
+import threading
+import time
 from pathlib import Path
-
-from attnscope.training.loop import TrainConfig, train
+from typing import Any, Callable, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
+TOY_CHECKPOINT = ROOT / "tests" / "fixtures" / "toy-reverse.safetensors"
+# How the committed toy checkpoint was trained (TrainConfig fields besides out_dir).
+TOY_TRAINING = dict(task="reverse", preset="toy", toy_size=2000, max_tokens=600, lr=3e-3, warmup=100, epochs=24,
+                    threads=1, src_lang="en", tgt_lang="en", name="toy-reverse", half=True, device="cpu", precision="fp32")
+CEILING = 600.0  # seconds: far longer than any wait takes even on a loaded machine; only a hang reaches it
 
 
-def train_toy_checkpoint(run_dir: Path, folder: Path) -> Path:
-    """Train a tiny model to reverse letter strings (seconds) and put it in `folder`."""
-    best = train(TrainConfig(out_dir=str(run_dir), task="reverse", preset="toy", toy_size=2000, max_tokens=600,
-                             lr=3e-3, warmup=100, epochs=24, threads=1, src_lang="en", tgt_lang="en",
-                             name="toy-reverse"))
-    target = folder / "toy-reverse.safetensors"
-    shutil.copy(best, target)
+def train_toy_checkpoint(target: Path = TOY_CHECKPOINT) -> Path:
+    """Train the toy reverse model (as TOY_TRAINING says) and write its best checkpoint to `target`."""
+    from attnscope.training.config import TrainConfig
+    from attnscope.training.loop import train
+
+    with tempfile.TemporaryDirectory() as run:
+        best = train(TrainConfig(out_dir=run, **TOY_TRAINING))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(best.read_bytes())
     return target
+
+
+def copy_toy_checkpoint(folder: Path, name: str = "toy-reverse") -> Path:
+    """The committed toy checkpoint copied into `folder` as `<name>.safetensors`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{name}.safetensors"
+    target.write_bytes(TOY_CHECKPOINT.read_bytes())
+    return target
+
+
+def run_threads(work: Callable[..., Any], args: Sequence[tuple]) -> None:
+    """Run work(*a) in one thread per entry of `args`, wait for all, and re-raise the first error
+    any of them raised (an exception in a plain thread is only printed, and the test would pass)."""
+    errors: list[BaseException] = []
+
+    def guarded(*a: Any) -> None:
+        try:
+            work(*a)
+        except BaseException as err:  # noqa: BLE001 - re-raised in the test's thread below
+            errors.append(err)
+
+    threads = [threading.Thread(target=guarded, args=a) for a in args]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+def wait_for(condition: Callable[[], bool], what: str, ceiling: float = CEILING) -> None:
+    """Poll `condition` until it holds; fail naming `what` only if it has not after `ceiling` seconds.
+    The ceiling guards against a hang: tests must never rely on how fast something happens."""
+    deadline = time.monotonic() + ceiling
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up after {ceiling:.0f} s waiting for {what}")
+        time.sleep(0.05)
 
 
 def shown(element: object) -> str:
     """What a message element displays: its markdown body with backslash escapes removed."""
-    import re
     return re.sub(r"\\(.)", r"\1", str(getattr(element, "value", element)))
 
 
@@ -30,3 +86,7 @@ def tensors_and_meta(path: Path) -> tuple[dict, dict[str, str]]:
     from safetensors import safe_open
     with safe_open(str(path), "pt") as f:
         return {k: f.get_tensor(k) for k in f.keys()}, f.metadata()
+
+
+if __name__ == "__main__":
+    print(train_toy_checkpoint())

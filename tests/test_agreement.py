@@ -7,7 +7,7 @@ from scipy.stats import spearmanr
 
 from attnscope.engine.agreement import agreement_matrix, best_layer, layer_agreement, spearman_rows, token_agreement, top1_rows
 from attnscope.engine.attribution import ATTENTION, INTEGRATED, METHODS, NORM, VALUE_ZEROING, attribute
-from tests.engine_fixtures import one_torch_thread, tiny_translator  # noqa: F401  (autouse: one thread)
+from tests.engine_fixtures import tiny_translator
 
 
 def test_spearman_rows_equal_scipy_with_ties_and_nan_for_constant_rows() -> None:

@@ -11,7 +11,7 @@ from attnscope.engine.decode import greedy, teacher_force
 from attnscope.model.batch import pad
 from attnscope.model.config import BOS_ID, EOS_ID
 from attnscope.model.tokenization import strip_specials
-from tests.engine_fixtures import SEEDS, one_torch_thread, random_source, tiny_model  # noqa: F401 (autouse fixture)
+from tests.engine_fixtures import SEEDS, atol, random_source, tiny_model
 
 MODELS = [(seed, bias) for seed in SEEDS for bias in (0.0, 2.0)]
 STATUSES = {"extended", "pruned", "finished"}
@@ -30,28 +30,28 @@ def test_beam_of_one_is_greedy(seed: int, bias: float) -> None:
 
 @pytest.mark.parametrize("seed,bias", MODELS)
 @pytest.mark.parametrize("k", [2, 4])
-def test_cached_equals_uncached(seed: int, bias: float, k: int) -> None:
-    model, src = tiny_model(seed, bias), torch.tensor([random_source(seed)])
+def test_cached_equals_uncached(seed: int, bias: float, k: int, device: torch.device) -> None:
+    model, src, tol = tiny_model(seed, bias, device), torch.tensor([random_source(seed)], device=device), atol(device)
     cached = beam_search(model, src, k, max_len=10)[0]
     full = beam_search(model, src, k, max_len=10, use_cache=False)[0]
     assert [h[0] for h in cached.hypotheses] == [h[0] for h in full.hypotheses]
-    assert [h[1] for h in cached.hypotheses] == pytest.approx([h[1] for h in full.hypotheses], abs=1e-5)
-    assert [h[2] for h in cached.hypotheses] == pytest.approx([h[2] for h in full.hypotheses], abs=1e-5)
+    assert [h[1] for h in cached.hypotheses] == pytest.approx([h[1] for h in full.hypotheses], abs=tol)
+    assert [h[2] for h in cached.hypotheses] == pytest.approx([h[2] for h in full.hypotheses], abs=tol)
     assert [(n.parent, n.token_id, n.status) for n in cached.nodes] == [(n.parent, n.token_id, n.status) for n in full.nodes]
 
 
 @pytest.mark.parametrize("seed,bias", MODELS)
-def test_a_batch_of_sources_equals_one_by_one(seed: int, bias: float) -> None:
-    model = tiny_model(seed, bias)
+def test_a_batch_of_sources_equals_one_by_one(seed: int, bias: float, device: torch.device) -> None:
+    model = tiny_model(seed, bias, device)
     sources = [random_source(seed, 6), random_source(seed + 4, 2), random_source(seed + 7, 4)]
-    together = beam_search(model, pad(sources), 3, max_len=10)
+    together = beam_search(model, pad(sources).to(device), 3, max_len=10)
     assert len(together) == 3
     for src, r in zip(sources, together):
-        alone = beam_search(model, torch.tensor([src]), 3, max_len=10)[0]
+        alone = beam_search(model, torch.tensor([src], device=device), 3, max_len=10)[0]
         assert [h[0] for h in r.hypotheses] == [h[0] for h in alone.hypotheses]
-        assert [h[1] for h in r.hypotheses] == pytest.approx([h[1] for h in alone.hypotheses], abs=1e-5)
+        assert [h[1] for h in r.hypotheses] == pytest.approx([h[1] for h in alone.hypotheses], abs=atol(device))
         assert [(n.parent, n.token_id, n.status) for n in r.nodes] == [(n.parent, n.token_id, n.status) for n in alone.nodes]
-    best = beam_search_batch(model, pad(sources), 3, max_len=10)
+    best = beam_search_batch(model, pad(sources).to(device), 3, max_len=10)
     assert best == [strip_specials(r.hypotheses[0][0]) for r in together]
 
 

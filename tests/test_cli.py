@@ -12,7 +12,8 @@ import pytest
 import attnscope
 from attnscope.__main__ import main
 from attnscope.engine.record import AttentionRecord
-from tests.engine_fixtures import one_torch_thread, tiny_checkpoint  # noqa: F401 (fixtures)
+from tests.engine_fixtures import tiny_checkpoint  # noqa: F401 (fixture)
+from tests.support import CEILING
 
 
 def test_translate_prints_and_writes_json_and_npz(tiny_checkpoint: Path, tmp_path: Path,  # noqa: F811 (fixture)
@@ -93,7 +94,7 @@ def test_python_dash_m_entry_point(tmp_path: Path) -> None:
     bad = tmp_path / "bad.safetensors"
     bad.write_bytes(b"garbage")
     done = subprocess.run([sys.executable, "-m", "attnscope", "translate", "a b", "--checkpoint", str(bad)],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=CEILING)
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr.strip().startswith("error: bad.safetensors") and done.stderr.count("\n") == 1

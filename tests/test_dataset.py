@@ -7,7 +7,7 @@ import pytest
 
 from attnscope.engine.analysis import head_stats_over
 from attnscope.engine.dataset import batched_records, head_stats_batched, layer_comparison
-from tests.engine_fixtures import one_torch_thread, tiny_translator  # noqa: F401  (autouse: one thread)
+from tests.engine_fixtures import tiny_translator
 
 SENTENCES = ["a b c d", "e f", "", "g h i j k l a", "b", "c c d d e"]
 

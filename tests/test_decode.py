@@ -6,26 +6,28 @@ import math
 import pytest
 import torch
 
-from attnscope.engine.decode import default_max_len, greedy, greedy_batch, teacher_force
+from attnscope.engine.decode import Decoded, default_max_len, greedy, greedy_batch, teacher_force
 from attnscope.model.batch import pad
 from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID
 from attnscope.model.tokenization import strip_specials
-from tests.engine_fixtures import SEEDS, one_torch_thread, random_source, tiny_model  # noqa: F401 (autouse fixture)
+from tests.engine_fixtures import SEEDS, atol, random_source, tiny_model
+from tests.support import run_threads
 
 # eos_bias 0: random models rarely stop, so outputs run to max_len; 3: outputs end early with <eos>.
 MODELS = [(seed, bias) for seed in SEEDS for bias in (0.0, 3.0)]
 
 
 @pytest.mark.parametrize("seed,bias", MODELS)
-def test_cached_equals_uncached(seed: int, bias: float) -> None:
-    model, src = tiny_model(seed, bias), random_source(seed)
+def test_cached_equals_uncached(seed: int, bias: float, device: torch.device) -> None:
+    model, src, tol = tiny_model(seed, bias, device), random_source(seed), atol(device)
     cached = greedy(model, src, max_len=14)
     full = greedy(model, src, max_len=14, use_cache=False)
     assert cached.ids == full.ids
     assert len(cached.steps) == len(cached.ids)
-    assert [s.log_prob for s in cached.steps] == pytest.approx([s.log_prob for s in full.steps], abs=1e-5)
-    assert (cached.cross - full.cross).abs().max() <= 1e-5
-    assert (cached.decoder - full.decoder).abs().max() <= 1e-5
+    assert [s.log_prob for s in cached.steps] == pytest.approx([s.log_prob for s in full.steps], abs=tol)
+    assert cached.cross.device.type == device.type
+    assert (cached.cross - full.cross).abs().max() <= tol
+    assert (cached.decoder - full.decoder).abs().max() <= tol
 
 
 def test_some_outputs_stop_at_eos_and_others_run_to_max_len() -> None:
@@ -42,19 +44,21 @@ def test_some_outputs_stop_at_eos_and_others_run_to_max_len() -> None:
 
 @pytest.mark.parametrize("seed,bias", MODELS)
 @pytest.mark.parametrize("norm,positional", [("post", "sinusoidal"), ("pre", "learned")])
-def test_step_rows_equal_one_teacher_forced_pass(seed: int, bias: float, norm: str, positional: str) -> None:
-    model, src = tiny_model(seed, bias, norm=norm, positional=positional), random_source(seed)
+def test_step_rows_equal_one_teacher_forced_pass(seed: int, bias: float, norm: str, positional: str,
+                                                 device: torch.device) -> None:
+    model, src = tiny_model(seed, bias, device, norm=norm, positional=positional), random_source(seed)
+    tol = atol(device)
     decoded = greedy(model, src, max_len=12)
     forced = teacher_force(model, src, decoded.ids)
     n_dec = model.config.n_decoder_layers
     for t, step in enumerate(decoded.steps):
-        assert step.log_prob == pytest.approx(forced.steps[t].log_prob, abs=1e-5)
+        assert step.log_prob == pytest.approx(forced.steps[t].log_prob, abs=tol)
     assert decoded.cross.shape == forced.cross.shape == (n_dec, 4, len(decoded.ids), len(src))
     assert decoded.encoder.shape == forced.encoder.shape == (2, 4, len(src), len(src))
     assert decoded.decoder.shape == forced.decoder.shape == (n_dec, 4, len(decoded.ids), len(decoded.ids))
-    assert (decoded.encoder - forced.encoder).abs().max() <= 1e-5
-    assert (decoded.decoder - forced.decoder).abs().max() <= 1e-5
-    assert (decoded.cross - forced.cross).abs().max() <= 1e-5
+    assert (decoded.encoder - forced.encoder).abs().max() <= tol
+    assert (decoded.decoder - forced.decoder).abs().max() <= tol
+    assert (decoded.cross - forced.cross).abs().max() <= tol
 
 
 @pytest.mark.parametrize("seed,bias", MODELS)
@@ -99,10 +103,10 @@ def test_a_forced_eos_ends_decoding() -> None:
 
 
 @pytest.mark.parametrize("seed,bias", MODELS)
-def test_greedy_batch_on_a_padded_batch_equals_one_by_one(seed: int, bias: float) -> None:
-    model = tiny_model(seed, bias)
+def test_greedy_batch_on_a_padded_batch_equals_one_by_one(seed: int, bias: float, device: torch.device) -> None:
+    model = tiny_model(seed, bias, device)
     sources = [random_source(seed, 7), random_source(seed + 5, 2), random_source(seed + 9, 4), random_source(seed + 3, 5)]
-    batch = pad(sources)
+    batch = pad(sources).to(device)
     assert (batch == PAD_ID).any()
     for use_cache in (True, False):
         together = greedy_batch(model, batch, max_len=12, use_cache=use_cache)
@@ -156,3 +160,23 @@ def test_capture_false_gives_the_same_output_without_attention() -> None:
     assert with_attention.ids == without.ids
     assert without.encoder is None and without.decoder is None and without.cross is None
     assert [s.log_prob for s in with_attention.steps] == pytest.approx([s.log_prob for s in without.steps], abs=1e-5)
+
+
+def test_concurrent_decodes_of_one_model_each_get_their_own_attention() -> None:
+    """Sessions share one model: each thread's steps and record are exactly those of its own sentence."""
+    model = tiny_model(4)
+    sources = [random_source(s) for s in range(6)]
+    expected = [greedy(model, s, max_len=10) for s in sources]
+    results: dict[int, list[Decoded]] = {i: [] for i in range(len(sources))}
+
+    def work(i: int) -> None:
+        for _ in range(3):
+            results[i].append(greedy(model, sources[i], max_len=10))
+
+    run_threads(work, [(i,) for i in range(len(sources))])
+    for i, runs in results.items():
+        assert len(runs) == 3
+        for got in runs:
+            assert got.ids == expected[i].ids
+            assert all(torch.equal(getattr(got, kind), getattr(expected[i], kind)) for kind in ("encoder", "decoder", "cross"))
+    assert all(not m._forward_hooks for m in model.modules())

@@ -8,30 +8,36 @@ import torch
 
 from attnscope.model.config import ConfigError, ModelConfig
 from attnscope.model.transformer import DecoderCache, Transformer, sinusoidal_table
+from tests.engine_fixtures import atol
 
 VARIANTS = [dict(norm=n, positional=p, tie_embeddings=t, share_embeddings=s)
             for n in ("post", "pre") for p in ("sinusoidal", "learned") for t, s in ((True, True), (False, False))]
 
 
-def make(**kw) -> Transformer:
+def make(device: torch.device | str = "cpu", **kw) -> Transformer:
     torch.manual_seed(0)
     base = dict(src_vocab_size=30, tgt_vocab_size=30, d_model=16, n_heads=4, d_ff=32, n_encoder_layers=2,
                 n_decoder_layers=2, dropout=0.0, attention_dropout=0.0, max_len=32)
-    return Transformer(ModelConfig(**(base | kw))).eval()
+    return Transformer(ModelConfig(**(base | kw))).eval().to(device)
+
+
+def ids(*shape: int, device: torch.device | str = "cpu") -> torch.Tensor:
+    """Random non-special token ids, drawn on the CPU (the same ids on every device)."""
+    return torch.randint(4, 30, shape).to(device)
 
 
 @pytest.mark.parametrize("kw", VARIANTS)
-def test_shapes_and_parameter_count(kw: dict) -> None:
-    model = make(**kw)
-    out = model(torch.randint(4, 30, (3, 7)), torch.randint(4, 30, (3, 5)))
-    assert out.shape == (3, 5, 30)
+def test_shapes_and_parameter_count(kw: dict, device: torch.device) -> None:
+    model = make(device, **kw)
+    out = model(ids(3, 7, device=device), ids(3, 5, device=device))
+    assert out.shape == (3, 5, 30) and out.device.type == device.type
     assert model.config.parameter_count() == sum(p.numel() for p in model.parameters())
 
 
 @pytest.mark.parametrize("kw", VARIANTS)
-def test_explicit_softmax_path_equals_sdpa(kw: dict) -> None:
-    model = make(**kw)
-    src, tgt = torch.randint(4, 30, (2, 6)), torch.randint(4, 30, (2, 5))
+def test_explicit_softmax_path_equals_sdpa(kw: dict, device: torch.device) -> None:
+    model = make(device, **kw)
+    src, tgt = ids(2, 6, device=device), ids(2, 5, device=device)
     src[1, 4:] = 0
     tgt[1, 3:] = 0
     with torch.no_grad():
@@ -40,7 +46,7 @@ def test_explicit_softmax_path_equals_sdpa(kw: dict) -> None:
         slow = model(src, tgt)
     for h in handles:
         h.remove()
-    assert torch.allclose(fast, slow, atol=1e-5)
+    assert torch.allclose(fast, slow, atol=atol(device))
 
 
 def test_no_future_leakage() -> None:
@@ -54,28 +60,28 @@ def test_no_future_leakage() -> None:
     assert not torch.allclose(a[0, 4:], b[0, 4:])
 
 
-def test_padding_changes_nothing() -> None:
-    model = make()
-    src, tgt = torch.randint(4, 30, (1, 5)), torch.randint(4, 30, (1, 4))
-    padded_src = torch.cat([src, torch.zeros(1, 3, dtype=torch.long)], 1)
-    padded_tgt = torch.cat([tgt, torch.zeros(1, 2, dtype=torch.long)], 1)
+def test_padding_changes_nothing(device: torch.device) -> None:
+    model = make(device)
+    src, tgt = ids(1, 5, device=device), ids(1, 4, device=device)
+    padded_src = torch.cat([src, torch.zeros(1, 3, dtype=torch.long, device=device)], 1)
+    padded_tgt = torch.cat([tgt, torch.zeros(1, 2, dtype=torch.long, device=device)], 1)
     with torch.no_grad():
         alone = model(src, tgt)
         padded = model(padded_src, padded_tgt)[:, :4]
-    assert torch.allclose(alone, padded, atol=1e-5)
+    assert torch.allclose(alone, padded, atol=atol(device))
 
 
 @pytest.mark.parametrize("kw", VARIANTS[:4])
-def test_incremental_decoding_matches_full_forward(kw: dict) -> None:
-    model = make(**kw)
-    src, tgt = torch.randint(4, 30, (2, 6)), torch.randint(4, 30, (2, 5))
+def test_incremental_decoding_matches_full_forward(kw: dict, device: torch.device) -> None:
+    model = make(device, **kw)
+    src, tgt = ids(2, 6, device=device), ids(2, 5, device=device)
     with torch.no_grad():
         full = model(src, tgt)
         memory, mask = model.encode(src)
         cache = DecoderCache.empty(2)
         steps = [model.decode(tgt[:, t:t + 1], memory, mask, cache) for t in range(5)]
-    assert torch.allclose(torch.cat(steps, 1), full, atol=1e-5)
-    cache.reorder(torch.tensor([1, 1]))
+    assert torch.allclose(torch.cat(steps, 1), full, atol=atol(device))
+    cache.reorder(torch.tensor([1, 1], device=device))
     assert torch.equal(cache.layers[0].self_k[0], cache.layers[0].self_k[1])
 
 

@@ -10,7 +10,7 @@ from attnscope.engine.internals import decoder_inputs, trace_pair
 from attnscope.engine.norms import layer_norms, norm_arrays, weighted_value_norms
 from attnscope.model.transformer import MultiHeadAttention
 from tests.attribution_fixtures import pair, run, tiny
-from tests.engine_fixtures import one_torch_thread, tiny_translator  # noqa: F401  (autouse: one thread)
+from tests.engine_fixtures import tiny_translator
 
 
 def direct_norms(module: MultiHeadAttention, weights: torch.Tensor, kv_input: torch.Tensor) -> torch.Tensor:

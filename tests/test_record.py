@@ -8,64 +8,9 @@ import numpy as np
 import pytest
 
 from attnscope.engine.record import KINDS, AttentionRecord, RecordError
-from tests.record_fixtures import SRC, TGT, pattern_record
 
-
-def test_shapes_are_checked_against_tokens_with_a_message_naming_them() -> None:
-    good = pattern_record()
-    with pytest.raises(RecordError, match=r"queries \['a', 'b', 'a', '.'\]"):
-        AttentionRecord(SRC[:-1], TGT, good.encoder, good.decoder, good.cross)
-    with pytest.raises(RecordError, match="must be \\[layer, head, query, key\\]"):
-        AttentionRecord(SRC, TGT, good.encoder[0], good.decoder, good.cross)
-
-
-def test_accessors_and_read_only_arrays() -> None:
-    r = pattern_record("uniform")
-    assert r.axes("cross") == (TGT, SRC)
-    assert np.allclose(r.pattern("encoder", 1, 2), 1 / len(SRC))
-    assert np.allclose(r.mean_over_heads("decoder", 0), r.pattern("decoder", 0, 0))
-    with pytest.raises(ValueError):
-        r.encoder[0, 0, 0, 0] = 5
-    with pytest.raises(RecordError, match="layers 0..1"):
-        r.pattern("cross", 2, 0)
-
-
-def test_a_step_is_a_view_of_its_rows() -> None:
-    r = pattern_record()
-    for t in range(r.n_steps):
-        view = r.step(t)
-        assert view.prefix == TGT[: t + 1] and view.source_tokens == SRC
-        assert view.cross.shape == (r.n_layers("cross"), r.n_heads, len(SRC))
-        assert view.decoder_self.shape == (r.n_layers("decoder"), r.n_heads, t + 1)
-        assert np.array_equal(view.decoder_self, r.decoder[:, :, t, : t + 1])
-        assert np.shares_memory(view.cross, r.cross)  # no copy
-        assert np.array_equal(view.source_row(1, 2), r.pattern("cross", 1, 2)[t])
-        assert np.allclose(view.source_row(0, None), r.mean_over_heads("cross", 0)[t])
-    with pytest.raises(RecordError, match=f"steps 0..{len(TGT) - 1}; asked for step {len(TGT)}"):
-        r.step(len(TGT))
-    with pytest.raises(RecordError, match="asked for layer 5, head 0"):
-        r.step(0).source_row(5, 0)
-
-
-def test_long_table_has_one_row_per_cell() -> None:
-    r = pattern_record()
-    frame = r.to_frame()
-    assert len(frame) == sum(r.array(k).size for k in ("encoder", "decoder", "cross"))
-    row = frame[(frame.kind == "cross") & (frame.query_index == 3) & (frame.key_index == 1)].iloc[0]
-    assert (row.query_token, row.key_token) == ("x", "b")
-
-
-def test_npz_and_json_round_trip() -> None:
-    r = pattern_record("previous")
-    back = AttentionRecord.from_npz(r.to_npz({"checkpoint": "x"}))
-    assert back.source_tokens == SRC and np.array_equal(back.decoder, r.decoder)
-    data = json.loads(r.to_json({"sentence": "a b"}))
-    assert data["meta"] == {"sentence": "a b"} and np.allclose(data["cross"], r.cross)
-
-
-# ---------------------------------------------------------------------------------------------
-# Exhaustive checks on random row-stochastic arrays (distinct values everywhere, so any mix-up
-# of layers, heads, queries, keys or tokens shows).
+# Random row-stochastic arrays with distinct values everywhere, so any mix-up of layers, heads,
+# queries, keys or tokens shows.
 
 RSRC = ("the", "cat", "sat", "<eos>")
 RTGT = ("<bos>", "die", "Katze")
@@ -165,7 +110,7 @@ def test_pattern_is_one_head_and_checks_its_range() -> None:
     np.testing.assert_array_equal(r.pattern("encoder", 1, 0), a["encoder"][1, 0])
     assert r.pattern("decoder", 0, 1).shape == (len(RTGT), len(RTGT))
     for layer, head in ((2, 0), (0, 4), (-1, 0)):
-        with pytest.raises(RecordError, match=f"asked for layer {layer}, head {head}"):
+        with pytest.raises(RecordError, match=f"layers 0..1 and heads 0..3; asked for layer {layer}, head {head}"):
             r.pattern("encoder", layer, head)
 
 
@@ -245,3 +190,21 @@ def test_to_json_parses_and_holds_the_arrays() -> None:
         assert got.shape == a[kind].shape
         np.testing.assert_allclose(got, a[kind], atol=1e-6)
     assert json.loads(r.to_json())["meta"] == {}
+
+
+def test_a_step_is_a_view_of_its_rows() -> None:
+    r = record(7)
+    for t in range(r.n_steps):
+        view = r.step(t)
+        assert view.prefix == RTGT[: t + 1] and view.source_tokens == RSRC
+        assert view.cross.shape == (r.n_layers("cross"), r.n_heads, len(RSRC))
+        assert view.decoder_self.shape == (r.n_layers("decoder"), r.n_heads, t + 1)
+        assert np.array_equal(view.cross, r.cross[:, :, t])
+        assert np.array_equal(view.decoder_self, r.decoder[:, :, t, : t + 1])
+        assert np.shares_memory(view.cross, r.cross)  # no copy
+        assert np.array_equal(view.source_row(1, 2), r.pattern("cross", 1, 2)[t])
+        assert np.allclose(view.source_row(0, None), r.mean_over_heads("cross", 0)[t])
+    with pytest.raises(RecordError, match=f"steps 0..{len(RTGT) - 1}; asked for step {len(RTGT)}"):
+        r.step(len(RTGT))
+    with pytest.raises(RecordError, match="asked for layer 5, head 0"):
+        r.step(0).source_row(5, 0)

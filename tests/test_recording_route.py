@@ -24,7 +24,6 @@ from tests.byom_models import (
     m3_greedy,
     make_model,
 )
-from tests.engine_fixtures import one_torch_thread  # noqa: F401 (autouse fixture)
 
 SENTENCE = "Zwei Hunde laufen durch den Schnee ."
 

@@ -8,7 +8,7 @@ import torch
 from attnscope.engine.internals import decoder_inputs
 from attnscope.engine.saliency import saliency, translation_saliency
 from tests.attribution_fixtures import pair, tiny
-from tests.engine_fixtures import one_torch_thread, tiny_translator  # noqa: F401  (autouse: one thread)
+from tests.engine_fixtures import tiny_translator
 
 
 def log_prob_with(model, src, tgt, side: int, j: int, factor: float) -> np.ndarray:

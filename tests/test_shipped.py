@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 import attnscope
 from attnscope.checkpoints.registry import shipped_dir
+from tests.support import tensors_and_meta
 
 
 def test_the_default_checkpoint_translates_a_known_sentence() -> None:
@@ -15,11 +17,23 @@ def test_the_default_checkpoint_translates_a_known_sentence() -> None:
     assert result.attention.cross.shape[-1] == len(result.source_tokens)
 
 
-@pytest.mark.parametrize("name", ["multi30k-en-de", "multi30k-en-fr"])
+SHIPPED = ["multi30k-en-de", "multi30k-en-fr"]
+
+
+def test_exactly_the_expected_checkpoints_ship() -> None:
+    assert sorted(p.stem for p in shipped_dir().glob("*.safetensors")) == SHIPPED
+
+
+@pytest.mark.parametrize("name", SHIPPED)
 def test_every_shipped_checkpoint_is_small_fp16_and_loads(name: str) -> None:
     path = shipped_dir() / f"{name}.safetensors"
     assert path.stat().st_size < 25 * 1024 * 1024
-    tr = attnscope.load(path)
+    tensors, _ = tensors_and_meta(path)
+    not_half = sorted(k for k, t in tensors.items() if t.is_floating_point() and t.dtype != torch.float16)
+    assert not not_half, f"stored in another dtype than float16: {not_half}"
+    assert any(t.is_floating_point() for t in tensors.values())
+    tr = attnscope.load(path, "cpu")
+    assert {p.dtype for p in tr.model.parameters()} == {torch.float32}  # computed in fp32 after loading
     assert tr.translate_batch(["A man is riding a bike."])[0]
 
 

@@ -1,4 +1,8 @@
-"""Training: schedule, a toy task learned for real, exact resume, DDP on CPU, the CLI."""
+"""Training: schedule, a toy task learned for real, exact resume, DDP on CPU, bf16 on each device, the CLI.
+
+Each run trains only what its assertion needs: the mechanics (resume, checkpoints, init-from)
+use a one-layer d_model-16 model on a few hundred pairs; only the learning test trains to accuracy.
+"""
 from __future__ import annotations
 
 import json
@@ -17,10 +21,14 @@ from attnscope.checkpoints import checkpoint
 from attnscope.engine.translator import Translator
 from attnscope.training.config import TrainConfig, parse_args
 from attnscope.training.data import toy_pairs
-from attnscope.training.loop import lr_at, train
+from attnscope.training.loop import Trainer, lr_at, train
 from attnscope.training.state import TrainState, load_training_state, save_training_state
+from tests.support import CEILING, wait_for
 
-TOY = dict(task="reverse", preset="toy", toy_size=2000, max_tokens=600, lr=3e-3, warmup=100, threads=1)
+# A run that exercises the loop cheaply: ~5 steps per epoch, BLEU on 20 validation sentences.
+SMALL_MODEL = dict(d_model=16, n_heads=2, d_ff=32, n_encoder_layers=1, n_decoder_layers=1)
+MECHANICS = dict(task="reverse", preset="toy", model=SMALL_MODEL, toy_size=300, max_tokens=600, lr=3e-3, warmup=100,
+                 threads=1, bleu_sentences=20)
 
 
 def test_learning_rate_warms_up_then_decays() -> None:
@@ -30,21 +38,23 @@ def test_learning_rate_warms_up_then_decays() -> None:
 
 
 def test_a_toy_task_is_learned(tmp_path: Path) -> None:
+    """Copying letter strings, learned from scratch in ~300 steps (an untrained model scores 0)."""
     events = []
-    best = train(TrainConfig(out_dir=str(tmp_path), epochs=25, **TOY), progress=events.append)
+    best = train(TrainConfig(out_dir=str(tmp_path), task="copy", preset="toy", toy_size=2000, max_tokens=600, lr=5e-3,
+                             warmup=100, epochs=10, threads=1, bleu_sentences=50), progress=events.append)
     translator = Translator(*checkpoint.load(best))
-    pairs = toy_pairs("reverse", 100, seed=999)
+    pairs = toy_pairs("copy", 100, seed=999)
     hyps = translator.translate_batch([s for s, _ in pairs])
     accuracy = sum(h == t for h, (_, t) in zip(hyps, pairs)) / len(pairs)
-    assert accuracy >= 0.9, accuracy
-    kinds = {e.kind for e in events}
-    assert kinds == {"step", "eval", "done"}
-    assert [json.loads(line)["kind"] for line in (tmp_path / "log.jsonl").read_text().splitlines()] == ["eval"] * 25
+    assert accuracy >= 0.8, accuracy
+    assert {e.kind for e in events} == {"step", "eval", "done"}
+    assert [json.loads(line)["kind"] for line in (tmp_path / "log.jsonl").read_text().splitlines()] == ["eval"] * 10
 
 
 def test_every_checkpoint_of_a_validation_knows_its_score(tmp_path: Path) -> None:
-    train(TrainConfig(out_dir=str(tmp_path), epochs=3, keep_evals=True, **TOY))
+    train(TrainConfig(out_dir=str(tmp_path), epochs=3, keep_evals=True, **MECHANICS))
     evals = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+    assert len(evals) == 3
     for i, e in enumerate(evals):
         summary = checkpoint.read_bundle(tmp_path / f"eval-{e['step']:07d}.safetensors")[0].summary
         assert summary["best_val_bleu"] == max(x["bleu"] for x in evals[: i + 1])
@@ -53,12 +63,14 @@ def test_every_checkpoint_of_a_validation_knows_its_score(tmp_path: Path) -> Non
 
 
 def test_a_stopped_run_resumes_to_the_same_weights(tmp_path: Path) -> None:
-    straight = train(TrainConfig(out_dir=str(tmp_path / "a"), epochs=2, **TOY))
+    straight = train(TrainConfig(out_dir=str(tmp_path / "a"), epochs=2, **MECHANICS))
+    total = checkpoint.read_bundle(straight)[0].summary["steps"]
+    stop_at = total // 2 + 1  # inside the second half, so the resumed run crosses no fewer than one batch
     stop = threading.Event()
-    stop_after = lambda e: stop.set() if e.kind == "step" and e.step == 10 else None  # noqa: E731
-    train(TrainConfig(out_dir=str(tmp_path / "b"), epochs=2, **TOY), progress=stop_after, stop=stop)
-    assert checkpoint.read_bundle(tmp_path / "b" / "last.safetensors")[0].summary["steps"] == 10
-    resumed = train(TrainConfig(out_dir=str(tmp_path / "b"), epochs=2, **TOY))
+    stop_after = lambda e: stop.set() if e.kind == "step" and e.step == stop_at else None  # noqa: E731
+    train(TrainConfig(out_dir=str(tmp_path / "b"), epochs=2, **MECHANICS), progress=stop_after, stop=stop)
+    assert checkpoint.read_bundle(tmp_path / "b" / "last.safetensors")[0].summary["steps"] == stop_at < total
+    resumed = train(TrainConfig(out_dir=str(tmp_path / "b"), epochs=2, **MECHANICS))
     a, _ = checkpoint.load(straight)
     b, _ = checkpoint.load(resumed)
     for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()):
@@ -67,21 +79,22 @@ def test_a_stopped_run_resumes_to_the_same_weights(tmp_path: Path) -> None:
 
 def test_a_killed_run_leaves_a_loadable_checkpoint_and_resumes(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "attnscope", "train", "--out", str(out), "--task", "sort", "--preset", "toy",
-           "--epochs", "200", "--toy-size", "1000", "--threads", "1", "--max-tokens", "300"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    options = ["--out", str(out), "--task", "sort", "--preset", "toy", "--toy-size", "300", "--threads", "1",
+               "--max-tokens", "300", "--bleu-sentences", "20"]
+    proc = subprocess.Popen([sys.executable, "-m", "attnscope", "train", *options, "--epochs", "200"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = out / "log.jsonl"
     try:
-        while not (out / "log.jsonl").exists() or len((out / "log.jsonl").read_text().splitlines()) < 2:
-            assert proc.poll() is None, "training exited early"
-            threading.Event().wait(0.2)
+        wait_for(lambda: proc.poll() is not None or (log.exists() and log.read_text().strip() != ""),
+                 "the run's first validation (it writes last.safetensors)")
+        assert proc.poll() is None, "training exited early"
     finally:
         proc.kill()  # SIGKILL: no cleanup at all
         proc.wait()
     model, bundle = checkpoint.load(out / "last.safetensors")
-    steps = bundle.summary["steps"]
+    steps, epochs = bundle.summary["steps"], bundle.summary["epochs"]
     assert steps > 0
-    train(parse_args(cmd[4:-8] + ["--task", "sort", "--preset", "toy", "--epochs", "3", "--toy-size", "1000",
-                                  "--threads", "1", "--max-tokens", "300"]))
+    train(parse_args([*options, "--epochs", str(int(epochs) + 2)]))  # at least one more epoch however far it got
     assert checkpoint.read_bundle(out / "last.safetensors")[0].summary["steps"] > steps
 
 
@@ -95,12 +108,54 @@ def test_distributed_training_on_cpu_with_gloo(tmp_path: Path) -> None:
     out = tmp_path / "ddp"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={free_port()}",
            "-m", "attnscope", "train", "--out", str(out), "--task", "copy", "--preset", "toy", "--epochs", "2",
-           "--toy-size", "400", "--threads", "1", "--max-tokens", "300"]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=dict(os.environ, OMP_NUM_THREADS="1"))
+           "--toy-size", "200", "--threads", "1", "--max-tokens", "300", "--bleu-sentences", "20", "--device", "cpu"]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=CEILING, env=dict(os.environ, OMP_NUM_THREADS="1"))
     assert result.returncode == 0, result.stderr[-2000:]
     log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
     assert [r["epoch"] for r in log] == [1, 2]  # written once, by rank 0
     checkpoint.load(out / "best.safetensors")
+
+
+def test_cli_overrides() -> None:
+    cfg = parse_args(["--out", "x", "--set", "dropout=0.3", "--set", "positional=learned", "--epochs", "3",
+                      "--init-from", "c.safetensors"])
+    assert cfg.model == {"dropout": 0.3, "positional": "learned"} and cfg.epochs == 3 and cfg.init_from == "c.safetensors"
+
+
+def test_a_run_started_from_a_checkpoint_may_raise_dropout_but_not_change_shapes(tmp_path: Path) -> None:
+    first = train(TrainConfig(out_dir=str(tmp_path / "a"), epochs=1, **MECHANICS))
+    from_checkpoint = MECHANICS | {"model": {"dropout": 0.3, "attention_dropout": 0.2}}
+    tuned = train(TrainConfig(out_dir=str(tmp_path / "b"), epochs=2, init_from=str(first), **from_checkpoint))
+    model, bundle = checkpoint.load(tuned)
+    assert (bundle.config.dropout, bundle.config.attention_dropout) == (0.3, 0.2)
+    assert bundle.config.d_model == checkpoint.load(first)[1].config.d_model
+    with pytest.raises(ValueError, match="cannot change d_model"):
+        train(TrainConfig(out_dir=str(tmp_path / "c"), epochs=2, init_from=str(first),
+                          **(MECHANICS | {"model": {"d_model": 64}})))
+
+
+def test_a_short_run_on_the_device_with_bf16_autocast(tmp_path: Path, device: torch.device) -> None:
+    """The model and its batches live on the device, steps run under bf16 autocast with fp32
+    weights, and the checkpoint loads and translates on the CPU."""
+    events = []
+    trainer = Trainer(TrainConfig(out_dir=str(tmp_path), epochs=1, device=device.type, precision="bf16", **MECHANICS),
+                      events.append)
+    best = trainer.run()
+    assert trainer.dtype == torch.bfloat16
+    assert {p.device.type for p in trainer.model.parameters()} == {device.type}
+    assert {p.dtype for p in trainer.model.parameters()} == {torch.float32}
+    losses = torch.tensor([e.loss for e in events if e.kind == "step"])
+    assert len(losses) > 0 and bool(torch.isfinite(losses).all())
+    seen = []
+    hook = trainer.model.generator.register_forward_hook(lambda _m, _i, out: seen.append((out.dtype, out.device.type)))
+    try:
+        trainer.train_step(trainer.epoch_batches(0)[0])
+    finally:
+        hook.remove()
+    assert seen == [(torch.bfloat16, device.type)]
+    translator = Translator(*checkpoint.load(best, "cpu"))
+    assert translator.device.type == "cpu"
+    assert isinstance(translator.translate("a b c").text, str)
 
 
 HISTORICAL_FLAGS = [  # every spelling runs in progress were started with; they must keep working
@@ -139,20 +194,3 @@ def test_a_resume_file_written_before_trainstate_still_loads(tmp_path: Path) -> 
     assert torch.equal(optimizer.state[model.weight]["exp_avg"], torch.full((2, 2), 0.5))
     save_training_state(tmp_path / "new.safetensors", optimizer, model, state)
     assert load_training_state(tmp_path / "new.safetensors", torch.optim.Adam(model.parameters()), model) == state
-
-
-def test_cli_overrides() -> None:
-    cfg = parse_args(["--out", "x", "--set", "dropout=0.3", "--set", "positional=learned", "--epochs", "3",
-                      "--init-from", "c.safetensors"])
-    assert cfg.model == {"dropout": 0.3, "positional": "learned"} and cfg.epochs == 3 and cfg.init_from == "c.safetensors"
-
-
-def test_a_run_started_from_a_checkpoint_may_raise_dropout_but_not_change_shapes(tmp_path: Path) -> None:
-    first = train(TrainConfig(out_dir=str(tmp_path / "a"), epochs=1, **TOY))
-    tuned = train(TrainConfig(out_dir=str(tmp_path / "b"), epochs=2, init_from=str(first),
-                              model={"dropout": 0.3, "attention_dropout": 0.2}, **TOY))
-    model, bundle = checkpoint.load(tuned)
-    assert (bundle.config.dropout, bundle.config.attention_dropout) == (0.3, 0.2)
-    assert bundle.config.d_model == checkpoint.load(first)[1].config.d_model
-    with pytest.raises(ValueError, match="cannot change d_model"):
-        train(TrainConfig(out_dir=str(tmp_path / "c"), epochs=2, init_from=str(first), model={"d_model": 64}, **TOY))

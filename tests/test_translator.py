@@ -14,7 +14,7 @@ from attnscope.engine.beam_result import BeamResult
 from attnscope.engine.record import AttentionRecord
 from attnscope.engine.translator import MAX_BEAM, MAX_CHARS, InputError, Translator
 from attnscope.model.config import BOS_ID, EOS_ID, UNK_ID
-from tests.engine_fixtures import MAX_LEN, SEEDS, one_torch_thread, tiny_checkpoint, tiny_translator  # noqa: F401 (fixtures)
+from tests.engine_fixtures import MAX_LEN, SEEDS, atol, tiny_checkpoint, tiny_translator  # noqa: F401 (fixture)
 
 # eos_bias 0: outputs run to max_len; 2: most end early with <eos> (see test_outputs_cover_both_endings)
 TRANSLATORS = [(seed, bias) for seed in SEEDS for bias in (0.0, 2.0)]
@@ -228,6 +228,27 @@ def test_translate_restores_a_training_model() -> None:
     assert tr.translate("a b").text == result.text
 
 
+def test_a_translator_runs_where_its_model_is(device: torch.device) -> None:
+    """Inputs follow the model to its device (greedy, beam, batches, scoring); what comes back is
+    CPU numpy, and equal to the CPU's results."""
+    on_cpu, here = tiny_translator(1, 2.0), tiny_translator(1, 2.0, device)
+    assert here.device.type == device.type
+    for text in TEXTS:
+        a, b = here.translate(text), on_cpu.translate(text)
+        check_translation(here, a, text)
+        assert a.target_ids == b.target_ids
+        for kind in ("encoder", "decoder", "cross"):
+            got = a.attention.array(kind)
+            assert isinstance(got, np.ndarray) and got.dtype == np.float32
+            np.testing.assert_allclose(got, b.attention.array(kind), atol=atol(device))
+    beam = dict(beam_size=3, max_len=12)
+    assert here.translate("d e f", **beam).target_ids == on_cpu.translate("d e f", **beam).target_ids
+    for k in (1, 3):
+        assert here.translate_batch(TEXTS, beam_size=k) == on_cpu.translate_batch(TEXTS, beam_size=k)
+    scored, want = here.score("a b c", "c b a d"), on_cpu.score("a b c", "c b a d")
+    assert [s.prob for s in scored.steps] == pytest.approx([s.prob for s in want.steps], abs=atol(device))
+
+
 # ------------------------------------------------------------------------- attnscope.load
 
 
@@ -242,6 +263,13 @@ def test_load_a_saved_checkpoint(tiny_checkpoint: Path) -> None:  # noqa: F811 (
         a, b = loaded.translate(text), original.translate(text)
         assert a.text == b.text and a.target_ids == b.target_ids
         np.testing.assert_allclose(a.attention.cross, b.attention.cross, atol=1e-6)
+
+
+def test_load_puts_the_model_on_the_device_asked_for(tiny_checkpoint: Path, device: torch.device) -> None:  # noqa: F811
+    loaded = attnscope.load(tiny_checkpoint, device.type)
+    assert loaded.device.type == device.type
+    assert {p.device.type for p in loaded.model.parameters()} == {device.type}
+    assert loaded.translate("a b c").text == tiny_translator(0, eos_bias=2.0).translate("a b c").text
 
 
 def test_load_uses_the_checkpoints_folder_by_default(tiny_checkpoint: Path, tmp_path: Path,  # noqa: F811 (fixture)

@@ -8,7 +8,7 @@ import torch
 from attnscope.engine.internals import trace_pair
 from attnscope.engine.value_zeroing import from_trace, value_zeroing
 from tests.attribution_fixtures import pair, run, tiny
-from tests.engine_fixtures import one_torch_thread, tiny_translator  # noqa: F401  (autouse: one thread)
+from tests.engine_fixtures import tiny_translator
 
 
 def zeroed(j: int):

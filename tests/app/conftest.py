@@ -1,4 +1,4 @@
-"""AppTest fixtures: a toy 'reverse' checkpoint trained in seconds, served as the only checkpoint."""
+"""AppTest fixtures: the committed toy 'reverse' checkpoint, served as the only checkpoint."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,7 +7,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from tests.support import ROOT, train_toy_checkpoint
+from tests.support import CEILING, ROOT, copy_toy_checkpoint
 
 APP = str(ROOT / "app.py")
 
@@ -16,7 +16,7 @@ APP = str(ROOT / "app.py")
 def toy_checkpoint_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder holding one checkpoint: a tiny model trained to reverse letter strings."""
     folder = tmp_path_factory.mktemp("checkpoints")
-    train_toy_checkpoint(tmp_path_factory.mktemp("toy-run"), folder)
+    copy_toy_checkpoint(folder)
     return folder
 
 
@@ -26,4 +26,4 @@ def app(toy_checkpoint_dir: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     monkeypatch.setenv("ATTNSCOPE_CHECKPOINTS", str(toy_checkpoint_dir))
     st.cache_data.clear()
     st.cache_resource.clear()
-    return AppTest.from_file(APP, default_timeout=60)
+    return AppTest.from_file(APP, default_timeout=CEILING)  # a ceiling for a hang, not a speed limit

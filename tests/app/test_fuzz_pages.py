@@ -10,6 +10,7 @@ from hypothesis import strategies as hst
 from streamlit.testing.v1 import AppTest
 
 from tests.app.conftest import APP
+from tests.support import CEILING
 
 TEXTS = hst.one_of(hst.text(max_size=200), hst.sampled_from(
     ["", "   ", "\x00\x01", "<script>alert('x')</script>", "**bold** [link](javascript:alert(1))", "😀" * 30,
@@ -20,14 +21,15 @@ TEXTS = hst.one_of(hst.text(max_size=200), hst.sampled_from(
 def test_pages_survive_any_text(toy_checkpoint_dir, monkeypatch: pytest.MonkeyPatch, page: str) -> None:
     monkeypatch.setenv("ATTNSCOPE_CHECKPOINTS", str(toy_checkpoint_dir))
     st.cache_data.clear()
+    at = AppTest.from_file(APP, default_timeout=CEILING)  # one session typing one text after another
+    at.run()
+    at.switch_page(page).run()
 
     @settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
     @given(text=TEXTS)
     def check(text: str) -> None:
-        at = AppTest.from_file(APP, default_timeout=60)
         at.session_state["sentence"] = text
         at.run()
-        at.switch_page(page).run()
         assert not at.exception, [e.value for e in at.exception]
         for element in (*at.markdown, *at.info, *at.warning):  # our own templates use neither < nor [
             assert not re.search(r"(?<!\\)[<\[`]", element.value), element.value

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from attnscope.training.jobs import TrainJob
 from attnscope.ui import train_tools
-from tests.support import shown
+from tests.support import CEILING, shown, wait_for
 
 
 @pytest.fixture
@@ -32,8 +32,7 @@ def started(app: AppTest, button: str = "train_start") -> TrainJob:
 
 
 def wait_for_a_step(job: TrainJob) -> None:
-    while not any(e.kind == "step" for e in job.events) and not job.done:
-        job.wait(timeout=0.5)
+    wait_for(lambda: any(e.kind == "step" for e in job.events) or job.done, "a training step")
 
 
 def test_train_a_toy_task_to_completion_and_use_it(train_page: AppTest) -> None:
@@ -44,7 +43,7 @@ def test_train_a_toy_task_to_completion_and_use_it(train_page: AppTest) -> None:
     widget(app, "number_input", "train_eval_every").set_value(20)
     widget(app, "text_input", "train_name").set_value("my copy model")
     job = started(app)
-    job.wait(timeout=600)
+    job.wait(timeout=CEILING)
     assert job.status == "finished", job.error
     evals = [e for e in job.events if e.kind == "eval"]
     assert len(evals) >= 2 and all(e.exact is not None for e in evals)
@@ -76,7 +75,7 @@ def test_after_stop_resume_and_start_new_are_there_and_resume_continues(train_pa
     assert not app.button(key="train_stop").disabled and app.button(key="train_start").disabled
     wait_for_a_step(job)
     app.button(key="train_stop").click().run()
-    job.wait(timeout=300)
+    job.wait(timeout=CEILING)
     assert job.status == "stopped" and job.published is not None and job.published.exists()
     app.run()
     assert not app.button(key="train_start").disabled and not app.button(key="train_resume").disabled
@@ -89,7 +88,7 @@ def test_after_stop_resume_and_start_new_are_there_and_resume_continues(train_pa
     assert again.config.out_dir == job.config.out_dir and again.resume
     wait_for_a_step(again)
     again.stop()
-    again.wait(timeout=300)
+    again.wait(timeout=CEILING)
     assert next(e.step for e in again.events if e.kind == "step") == stopped_at + 1
 
 
@@ -99,11 +98,11 @@ def test_start_new_never_continues_an_existing_run(train_page: AppTest) -> None:
     first = started(app)
     wait_for_a_step(first)
     first.stop()
-    first.wait(timeout=300)
+    first.wait(timeout=CEILING)
     app.run()
     second = started(app)
     second.stop()
-    second.wait(timeout=300)
+    second.wait(timeout=CEILING)
     assert Path(second.config.out_dir).name == "toy-reverse-2" and not second.resume
     assert second.published.stem == "toy-reverse-2"
 

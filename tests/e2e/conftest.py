@@ -5,17 +5,19 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
-from tests.support import ROOT, train_toy_checkpoint
+from tests.support import CEILING, ROOT, copy_toy_checkpoint, wait_for
 
-expect.set_options(timeout=30_000)  # a loaded 2-core machine can take seconds to translate and draw
+# Ceiling for every wait on the page (milliseconds). Waits end as soon as the element shows; a loaded
+# 2-core machine can take tens of seconds to translate and draw, so only a hang should reach this.
+TIMEOUT_MS = 180_000
+expect.set_options(timeout=TIMEOUT_MS)
 CHROMIUM = os.environ.get("ATTNSCOPE_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
@@ -27,19 +29,24 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def healthy(url: str) -> bool:
+    """Whether the server at `url` answers its health check."""
+    try:
+        return urllib.request.urlopen(f"{url}/_stcore/health", timeout=10).read() == b"ok"
+    except OSError:
+        return False
+
+
 @pytest.fixture(scope="session")
 def e2e_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The toy reverse model as a file a user could upload (renamed so it does not clash)."""
-    folder = tmp_path_factory.mktemp("e2e-upload")
-    path = train_toy_checkpoint(tmp_path_factory.mktemp("e2e-run"), folder)
-    return path.rename(folder / "uploaded-reverse.safetensors")
+    return copy_toy_checkpoint(tmp_path_factory.mktemp("e2e-upload"), "uploaded-reverse")
 
 
 @pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory, e2e_checkpoint: Path) -> Iterator[str]:
     """URL of a streamlit server running app.py on a toy checkpoint, with its own user-models folder."""
-    folder = tmp_path_factory.mktemp("e2e-checkpoints")
-    (folder / "toy-reverse.safetensors").write_bytes(e2e_checkpoint.read_bytes())
+    folder = copy_toy_checkpoint(tmp_path_factory.mktemp("e2e-checkpoints")).parent
     port = free_port()
     env = dict(os.environ, ATTNSCOPE_CHECKPOINTS=str(folder),
                ATTNSCOPE_USER_MODELS=str(tmp_path_factory.mktemp("e2e-user-models")))
@@ -49,19 +56,13 @@ def server(tmp_path_factory: pytest.TempPathFactory, e2e_checkpoint: Path) -> It
                             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            except OSError as err:
-                if proc.poll() is not None or time.time() > deadline:
-                    raise RuntimeError(f"streamlit did not start; see {log.name}") from err
-                time.sleep(0.5)
+        wait_for(lambda: healthy(url) or proc.poll() is not None, "streamlit to start")
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with code {proc.returncode}; see {log.name}")
         yield url
     finally:
         proc.terminate()
-        proc.wait(timeout=20)
+        proc.wait(timeout=CEILING)
         log.close()
 
 
@@ -76,9 +77,21 @@ def browser() -> Iterator[Browser]:
 
 
 @pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    pg = context.new_page()
-    pg.set_default_timeout(60_000)
-    yield pg
-    context.close()
+def new_context(browser: Browser) -> Iterator[Callable[[], BrowserContext]]:
+    """Makes browser contexts (separate users) with the generous ceiling; all closed afterwards."""
+    made: list[BrowserContext] = []
+
+    def make() -> BrowserContext:
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        context.set_default_timeout(TIMEOUT_MS)
+        made.append(context)
+        return context
+
+    yield make
+    for context in made:
+        context.close()
+
+
+@pytest.fixture
+def page(new_context: Callable[[], BrowserContext]) -> Page:
+    return new_context().new_page()

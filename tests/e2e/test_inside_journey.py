@@ -4,15 +4,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
-import urllib.request
 from typing import Iterator
 
 import pytest
 from playwright.sync_api import Page, expect
 
 from attnscope.checkpoints.registry import CHECKPOINTS_ENV
-from tests.support import ROOT
+from tests.support import CEILING, ROOT, wait_for
 
 SENTENCE = "A girl is playing in the park."  # the shipped model writes "Ein Mädchen spielt im Park."
 
@@ -20,7 +18,7 @@ SENTENCE = "A girl is playing in the park."  # the shipped model writes "Ein Mä
 @pytest.fixture(scope="module")
 def shipped_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A streamlit server on the repository's shipped checkpoints."""
-    from tests.e2e.conftest import free_port
+    from tests.e2e.conftest import free_port, healthy
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != CHECKPOINTS_ENV}
     env["ATTNSCOPE_USER_MODELS"] = str(tmp_path_factory.mktemp("inside-user-models"))
@@ -30,19 +28,13 @@ def shipped_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 90
-        while True:
-            try:
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            except OSError as err:
-                if proc.poll() is not None or time.time() > deadline:
-                    raise RuntimeError(f"streamlit did not start; see {log.name}") from err
-                time.sleep(0.5)
+        wait_for(lambda: healthy(url) or proc.poll() is not None, "streamlit to start")
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with code {proc.returncode}; see {log.name}")
         yield url
     finally:
         proc.terminate()
-        proc.wait(timeout=20)
+        proc.wait(timeout=CEILING)
         log.close()
 
 

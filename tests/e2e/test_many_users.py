@@ -1,30 +1,25 @@
 """Several browser sessions at once against one server: each sees exactly its own sentence."""
 from __future__ import annotations
 
+from typing import Callable
 from urllib.parse import quote
 
-from playwright.sync_api import Browser, expect
+from playwright.sync_api import BrowserContext, expect
 
 SESSIONS = [("", "a b c d e"), ("step", "b c d"), ("", "e d c b a f"), ("step", "g h i"), ("", "c a b j")]
 
 
-def test_five_sessions_translate_and_step_at_once(server: str, browser: Browser) -> None:
-    contexts = [browser.new_context(viewport={"width": 1400, "height": 1000}) for _ in SESSIONS]
-    try:
-        pages = [c.new_page() for c in contexts]
-        for page, (path, sentence) in zip(pages, SESSIONS):  # all five runs start before any is checked
-            page.set_default_timeout(90_000)
-            page.goto(f"{server}/{path}?sentence={quote(sentence)}", wait_until="commit")
-        for page, (path, sentence) in zip(pages, SESSIONS):
-            reversed_ = " ".join(reversed(sentence.split()))
-            expect(page.locator("textarea[aria-label=\"Sentence (en)\"]")).to_have_value(sentence, timeout=90_000)
-            if path == "step":
-                expect(page.get_by_text(f"Step 0: chose “{sentence.split()[-1]}”")).to_be_visible(timeout=90_000)
-            else:
-                expect(page.get_by_text(reversed_, exact=True)).to_be_visible(timeout=90_000)
-                expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=90_000)
-                ticks = page.locator(".js-plotly-plot .xtick text").all_text_contents()
-                assert set(sentence.split()) <= set(ticks), (sentence, ticks)
-    finally:
-        for c in contexts:
-            c.close()
+def test_five_sessions_translate_and_step_at_once(server: str, new_context: Callable[[], BrowserContext]) -> None:
+    pages = [new_context().new_page() for _ in SESSIONS]
+    for page, (path, sentence) in zip(pages, SESSIONS):  # all five runs start before any is checked
+        page.goto(f"{server}/{path}?sentence={quote(sentence)}", wait_until="commit")
+    for page, (path, sentence) in zip(pages, SESSIONS):
+        reversed_ = " ".join(reversed(sentence.split()))
+        expect(page.locator("textarea[aria-label=\"Sentence (en)\"]")).to_have_value(sentence)
+        if path == "step":
+            expect(page.get_by_text(f"Step 0: chose “{sentence.split()[-1]}”")).to_be_visible()
+        else:
+            expect(page.get_by_text(reversed_, exact=True)).to_be_visible()
+            expect(page.locator(".js-plotly-plot").first).to_be_visible()
+            ticks = page.locator(".js-plotly-plot .xtick text").all_text_contents()
+            assert set(sentence.split()) <= set(ticks), (sentence, ticks)

@@ -1,9 +1,12 @@
 """Browser journeys for model management: upload a checkpoint, watch a toy model train live."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from playwright.sync_api import Page, expect
+
+from attnscope.ui.train_tools import MAX_EPOCHS
 
 
 def test_upload_a_checkpoint_and_translate_with_it(server: str, page: Page, e2e_checkpoint: Path) -> None:
@@ -29,11 +32,22 @@ def test_bad_upload_shows_a_message_and_the_app_keeps_working(server: str, page:
     expect(page.locator(".js-plotly-plot").first).to_be_visible()
 
 
-def test_live_training_progress(server: str, page: Page) -> None:
+def test_live_training_progress_then_stop_keeps_a_validated_checkpoint(server: str, page: Page) -> None:
+    """Waits for events, not for a run to finish: a step shows live, Stop validates and publishes.
+    The run is set to the most epochs of the smallest batches (hundreds of thousands of steps), so it
+    is still going when Stop is pressed however fast it trains."""
     page.goto(server)
     page.get_by_role("link", name="Train").click()
     page.get_by_label("Run name").fill("browser-copy")
+    for label, value in ((r"^Epochs", MAX_EPOCHS), (r"^Batch size", 100)):
+        box = page.get_by_label(re.compile(label))
+        box.fill(str(value))
+        box.press("Enter")
+        expect(box).to_have_value(str(value))
     page.get_by_role("button", name="Start new").click()
-    expect(page.get_by_text("step ", exact=False).first).to_be_visible()
-    expect(page.get_by_text("Learning curves")).to_be_visible(timeout=120_000)
-    expect(page.get_by_text("Saved as browser-copy")).to_be_visible(timeout=240_000)
+    expect(page.get_by_text(re.compile(r"running: step [1-9]")).first).to_be_visible()  # live progress
+    expect(page.get_by_text("Learning curves").first).to_be_visible()  # .first: a redrawn fragment briefly shows two
+    page.get_by_role("button", name="Stop").click()
+    expect(page.get_by_text("Saved as browser-copy").first).to_be_visible()  # a checkpoint was written...
+    expect(page.get_by_text("Attention at validation").first).to_be_visible()  # ...after a validation
+    expect(page.get_by_text(re.compile(r"stopped: step")).first).to_be_visible()

@@ -6,7 +6,6 @@ import pytest
 
 from attnscope.engine.head_view import head_view
 from tests.engine.inside_fixtures import Case
-from tests.engine_fixtures import one_torch_thread  # noqa: F401 (autouse fixture)
 
 
 def tokens(case: Case) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -11,7 +11,7 @@ import torch
 from attnscope.engine.intermediates import trace
 from attnscope.model.transformer import split_heads
 from tests.engine.inside_fixtures import Case
-from tests.engine_fixtures import no_hooks_left, one_torch_thread  # noqa: F401 (autouse fixture)
+from tests.engine_fixtures import no_hooks_left
 
 KINDS_LAYERS = lambda c: sorted(c.full.sublayers)  # noqa: E731
 FIELDS = ("q", "k", "v", "scores", "weights", "concat", "output", "residual", "norm_input", "norm_output", "block_output")

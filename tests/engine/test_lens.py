@@ -7,7 +7,6 @@ import torch
 
 from attnscope.engine.lens import layer_logits, logit_lens
 from tests.engine.inside_fixtures import Case
-from tests.engine_fixtures import one_torch_thread  # noqa: F401 (autouse fixture)
 
 
 @pytest.mark.parametrize("which", ["cached", "full"])

@@ -12,7 +12,8 @@ import streamlit as st
 from attnscope.checkpoints.checkpoint import save
 from attnscope.engine.record import KINDS
 from attnscope.ui import state
-from tests.engine_fixtures import no_hooks_left, one_torch_thread, tiny_translator  # noqa: F401 (autouse fixture)
+from tests.engine_fixtures import no_hooks_left, tiny_translator
+from tests.support import run_threads
 
 SENTENCES = ["a b c", "d e f g", "b a", "j i h g f", "c c d", "e d c b a b", "l k", "g g g g g"]
 
@@ -44,11 +45,7 @@ def test_concurrent_sessions_on_one_cached_model_each_get_their_own_results(tmp_
         mine = state._load(str(path), path.stat().st_mtime)  # every session shares the one cached model
         results[i] = (mine is tr, state.translate(mine, SENTENCES[i]), state.force(mine, SENTENCES[i], (4,)))
 
-    threads = [threading.Thread(target=session, args=(i,)) for i in range(len(SENTENCES))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(session, [(i,) for i in range(len(SENTENCES))])
     assert sorted(results) == list(range(len(SENTENCES)))
     for i, (shared, translation, forced) in results.items():
         want = expected[SENTENCES[i]]

@@ -12,7 +12,6 @@ from attnscope.viz import inside
 from attnscope.viz.lens import lens_heatmap
 from attnscope.viz.offsets import offset_fit_curves, rotation_circle, rotation_errors
 from tests.engine.inside_fixtures import make_case
-from tests.engine_fixtures import one_torch_thread  # noqa: F401 (autouse fixture)
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -56,9 +56,13 @@ class Translator:
 
     model: Transformer
     bundle: Bundle
-    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    device: torch.device | None = None  # where inputs go; None: wherever the model's weights are
     label: str = ""  # the checkpoint's file name; distinguishes copies of one run
     revision: float = 0.0  # modification time of that file: a re-published checkpoint is another model
+
+    def __post_init__(self) -> None:
+        if self.device is None:  # a model moved to a GPU gets its inputs there without being told twice
+            self.device = next(self.model.parameters()).device
 
     @property
     def name(self) -> str:
