@@ -23,11 +23,11 @@ def test_import_an_m1_state_dict_with_a_json_vocabulary_and_see_its_heatmaps(ser
     page.get_by_role("link", name="Checkpoints").click()
     page.get_by_text("Import a model trained elsewhere").click()
     uploaders = page.get_by_test_id("stFileUploader")
-    uploaders.filter(has_text="state_dict").locator("input[type=file]").set_input_files(str(tmp_path / "tutorial.pt"))
-    uploaders.filter(has_text="Source vocabulary").locator("input[type=file]").set_input_files(
-        str(tmp_path / "vocab_de.json"))
-    uploaders.filter(has_text="Target vocabulary").locator("input[type=file]").set_input_files(
-        str(tmp_path / "vocab_en.json"))
+    for label, file in (("state_dict", "tutorial.pt"), ("Source vocabulary", "vocab_de.json"),
+                        ("Target vocabulary", "vocab_en.json")):
+        uploader = uploaders.filter(has_text=label)
+        uploader.locator("input[type=file]").set_input_files(str(tmp_path / file))
+        expect(uploader).to_contain_text(file)  # the server has the file before the next widget reruns the page
     heads = page.get_by_label("Attention heads")
     heads.fill("4")
     heads.press("Enter")
