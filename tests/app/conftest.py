@@ -27,3 +27,12 @@ def app(toy_checkpoint_dir: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     st.cache_data.clear()
     st.cache_resource.clear()
     return AppTest.from_file(APP, default_timeout=CEILING)  # a ceiling for a hang, not a speed limit
+
+
+@pytest.fixture
+def checkpoints_page(app: AppTest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
+    """The Checkpoints page after a first translation, with a user-models folder of its own."""
+    monkeypatch.setenv("ATTNSCOPE_USER_MODELS", str(tmp_path / "user_models"))
+    app.session_state["sentence"] = "a b c"
+    app.run()
+    return app.switch_page("pages/checkpoints.py").run()

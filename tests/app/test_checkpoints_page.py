@@ -1,4 +1,4 @@
-"""AppTest journeys on the Checkpoints page: list, upload, reject bad files, stay working."""
+"""AppTest journeys on the Checkpoints checkpoints_page: list, upload, reject bad files, stay working."""
 from __future__ import annotations
 
 import json
@@ -21,71 +21,64 @@ class _Boom:
         return (Path.touch, (Path(self.marker),))
 
 
-@pytest.fixture
-def page(app: AppTest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
-    monkeypatch.setenv("ATTNSCOPE_USER_MODELS", str(tmp_path / "user_models"))
-    app.session_state["sentence"] = "a b c"
-    app.run()
-    return app.switch_page("pages/checkpoints.py").run()
-
-
 def upload(app: AppTest, name: str, data: bytes) -> AppTest:
     app.get("file_uploader")[0].upload(name, data).run()
     return app
 
 
-def test_lists_the_available_checkpoint(page: AppTest) -> None:
-    table = page.dataframe[0].value
+def test_lists_the_available_checkpoint(checkpoints_page: AppTest) -> None:
+    table = checkpoints_page.dataframe[0].value
     assert list(table["name"]) == ["toy-reverse"]
-    assert not page.exception
+    assert not checkpoints_page.exception
 
 
-def test_upload_a_valid_bundle_makes_it_active_everywhere(page: AppTest, toy_checkpoint_dir: Path) -> None:
+def test_upload_a_valid_bundle_makes_it_active_everywhere(checkpoints_page: AppTest, toy_checkpoint_dir: Path) -> None:
     data = (toy_checkpoint_dir / "toy-reverse.safetensors").read_bytes()
-    upload(page, "../../My Model!.safetensors", data)
-    assert not page.exception
-    assert any("Loaded My-Model" in shown(s) for s in page.success)
-    assert page.session_state["checkpoint"] == "My-Model"
-    assert list(page.dataframe[0].value["name"]) == ["toy-reverse", "My-Model"]
-    page.switch_page("pages/translate.py").run()
-    assert not page.exception
-    assert any(shown(m) == "> c b a" for m in page.markdown)
+    upload(checkpoints_page, "../../My Model!.safetensors", data)
+    assert not checkpoints_page.exception
+    assert any("Loaded My-Model" in shown(s) for s in checkpoints_page.success)
+    assert checkpoints_page.session_state["checkpoint"] == "My-Model"
+    assert list(checkpoints_page.dataframe[0].value["name"]) == ["toy-reverse", "My-Model"]
+    checkpoints_page.switch_page("pages/translate.py").run()
+    assert not checkpoints_page.exception
+    assert any(shown(m) == "> c b a" for m in checkpoints_page.markdown)
 
 
 @pytest.mark.parametrize("name,data,message", [
     ("garbage.safetensors", b"\x00\x01 not a checkpoint at all" * 10, "is not a safetensors file"),
     ("model.pt", b"PK\x03\x04", "is not a .safetensors file but a PyTorch file: import it"),
 ])
-def test_bad_uploads_are_rejected_and_the_app_keeps_working(page: AppTest, name: str, data: bytes, message: str) -> None:
-    upload(page, name, data)
-    assert not page.exception
-    assert any(message in shown(e) for e in page.error), [shown(e) for e in page.error]
-    assert page.session_state["checkpoint"] == "toy-reverse"
-    page.switch_page("pages/translate.py").run()
-    assert any(shown(m) == "> c b a" for m in page.markdown)
+def test_bad_uploads_are_rejected_and_the_app_keeps_working(checkpoints_page: AppTest, name: str, data: bytes,
+                                                            message: str) -> None:
+    upload(checkpoints_page, name, data)
+    assert not checkpoints_page.exception
+    assert any(message in shown(e) for e in checkpoints_page.error), [shown(e) for e in checkpoints_page.error]
+    assert checkpoints_page.session_state["checkpoint"] == "toy-reverse"
+    checkpoints_page.switch_page("pages/translate.py").run()
+    assert any(shown(m) == "> c b a" for m in checkpoints_page.markdown)
 
 
-def test_truncated_bundle_is_rejected(page: AppTest, toy_checkpoint_dir: Path) -> None:
+def test_truncated_bundle_is_rejected(checkpoints_page: AppTest, toy_checkpoint_dir: Path) -> None:
     data = (toy_checkpoint_dir / "toy-reverse.safetensors").read_bytes()
-    upload(page, "cut.safetensors", data[: len(data) // 2])
-    assert any("Upload rejected" in shown(e) for e in page.error)
-    assert page.session_state["checkpoint"] == "toy-reverse"
+    upload(checkpoints_page, "cut.safetensors", data[: len(data) // 2])
+    assert any("Upload rejected" in shown(e) for e in checkpoints_page.error)
+    assert checkpoints_page.session_state["checkpoint"] == "toy-reverse"
 
 
-def test_a_pickle_that_would_run_code_is_never_executed(page: AppTest, tmp_path: Path) -> None:
+def test_a_pickle_that_would_run_code_is_never_executed(checkpoints_page: AppTest, tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
-    upload(page, "evil.safetensors", pickle.dumps(_Boom(str(marker))))
-    assert any("Upload rejected" in shown(e) for e in page.error)
+    upload(checkpoints_page, "evil.safetensors", pickle.dumps(_Boom(str(marker))))
+    assert any("Upload rejected" in shown(e) for e in checkpoints_page.error)
     assert not marker.exists()
 
 
-def test_uploading_under_a_shipped_name_is_refused(page: AppTest, toy_checkpoint_dir: Path) -> None:
+def test_uploading_under_a_shipped_name_is_refused(checkpoints_page: AppTest, toy_checkpoint_dir: Path) -> None:
     data = (toy_checkpoint_dir / "toy-reverse.safetensors").read_bytes()
-    upload(page, "toy-reverse.safetensors", data)
-    assert any("already exists" in shown(e) for e in page.error)
+    upload(checkpoints_page, "toy-reverse.safetensors", data)
+    assert any("already exists" in shown(e) for e in checkpoints_page.error)
 
 
-def _m1_upload(page: AppTest) -> list[int]:
+def _m1_upload(checkpoints_page: AppTest) -> list[int]:
     """Upload an M1-style (PyTorch tutorial) state_dict with torchtext-style JSON vocabularies; its greedy ids."""
     import io
 
@@ -97,45 +90,45 @@ def _m1_upload(page: AppTest) -> list[int]:
     model = Seq2SeqTransformer(1, 1, 16, 4, len(m1_vocab(WORDS)), len(m1_vocab(WORDS)), 32).eval()
     buffer = io.BytesIO()
     torch.save(model.state_dict(), buffer)
-    page.file_uploader(key="import_weights").upload("tutorial.pt", buffer.getvalue())
-    page.file_uploader(key="import_src_tok").upload("de.json", json.dumps(m1_vocab(WORDS)).encode())
-    page.file_uploader(key="import_tgt_tok").upload("en.json", json.dumps(m1_vocab(WORDS)).encode()).run()
+    checkpoints_page.file_uploader(key="import_weights").upload("tutorial.pt", buffer.getvalue())
+    checkpoints_page.file_uploader(key="import_src_tok").upload("de.json", json.dumps(m1_vocab(WORDS)).encode())
+    checkpoints_page.file_uploader(key="import_tgt_tok").upload("en.json", json.dumps(m1_vocab(WORDS)).encode()).run()
     return m1_greedy_decode(model, m1_source(m1_vocab(WORDS), "Zwei Hunde ."), 6)
 
 
-def test_import_an_nn_transformer_state_dict_and_inspect_it(page: AppTest) -> None:
-    _m1_upload(page)
-    page.number_input(key="import_heads").set_value(4)
-    page.text_input(key="import_name").set_value("tutorial model").run()
-    page.button(key="import_go").click().run()
-    assert not page.exception and not page.error
-    assert page.session_state["checkpoint"] == "tutorial-model"
-    assert any("Not checked" in shown(w) and "n_heads=4" in shown(w) for w in page.warning)
-    page.session_state["sentence"] = "Zwei Hunde ."
-    page.switch_page("pages/translate.py").run()
-    assert not page.exception
-    assert len(page.get("plotly_chart")) == 6
+def test_import_an_nn_transformer_state_dict_and_inspect_it(checkpoints_page: AppTest) -> None:
+    _m1_upload(checkpoints_page)
+    checkpoints_page.number_input(key="import_heads").set_value(4)
+    checkpoints_page.text_input(key="import_name").set_value("tutorial model").run()
+    checkpoints_page.button(key="import_go").click().run()
+    assert not checkpoints_page.exception and not checkpoints_page.error
+    assert checkpoints_page.session_state["checkpoint"] == "tutorial-model"
+    assert any("Not checked" in shown(w) and "n_heads=4" in shown(w) for w in checkpoints_page.warning)
+    checkpoints_page.session_state["sentence"] = "Zwei Hunde ."
+    checkpoints_page.switch_page("pages/translate.py").run()
+    assert not checkpoints_page.exception
+    assert len(checkpoints_page.get("plotly_chart")) == 2  # the chosen kind: its heatmap and its grid
 
 
-def test_a_check_with_the_models_own_outputs_catches_wrong_heads(page: AppTest) -> None:
-    ids = _m1_upload(page)
-    page.number_input(key="import_heads").set_value(2)
-    page.text_area(key="import_check").set_value(f"Zwei Hunde . ||| {ids}").run()
-    page.button(key="import_go").click().run()
-    assert any("n_heads=4 (not 2)" in shown(e) for e in page.error)
-    assert page.session_state["checkpoint"] == "toy-reverse"
-    page.number_input(key="import_heads").set_value(4).run()
-    page.button(key="import_go").click().run()
-    assert page.session_state["checkpoint"] == "imported-transformer"
-    assert any("reproduces your model's outputs on all 1 examples" in shown(i) for i in page.info)
+def test_a_check_with_the_models_own_outputs_catches_wrong_heads(checkpoints_page: AppTest) -> None:
+    ids = _m1_upload(checkpoints_page)
+    checkpoints_page.number_input(key="import_heads").set_value(2)
+    checkpoints_page.text_area(key="import_check").set_value(f"Zwei Hunde . ||| {ids}").run()
+    checkpoints_page.button(key="import_go").click().run()
+    assert any("n_heads=4 (not 2)" in shown(e) for e in checkpoints_page.error)
+    assert checkpoints_page.session_state["checkpoint"] == "toy-reverse"
+    checkpoints_page.number_input(key="import_heads").set_value(4).run()
+    checkpoints_page.button(key="import_go").click().run()
+    assert checkpoints_page.session_state["checkpoint"] == "imported-transformer"
+    assert any("reproduces your model's outputs on all 1 examples" in shown(i) for i in checkpoints_page.info)
 
 
-def test_import_with_a_broken_tokenizer_is_rejected(page: AppTest) -> None:
-    page.file_uploader(key="import_weights").upload("x.pt", b"not torch")
-    page.file_uploader(key="import_src_tok").upload("src.json", b"{not json").run()
-    page.button(key="import_go").click().run()
-    assert any("Import rejected" in shown(e) for e in page.error)
-    assert page.session_state["checkpoint"] == "toy-reverse"
+def test_import_with_a_broken_tokenizer_is_rejected(checkpoints_page: AppTest) -> None:
+    checkpoints_page.file_uploader(key="import_weights").upload("x.pt", b"not torch")
+    checkpoints_page.file_uploader(key="import_src_tok").upload("src.json", b"{not json").run()
+    checkpoints_page.button(key="import_go").click().run()
+    assert any("Import rejected" in shown(e) for e in checkpoints_page.error)
+    assert checkpoints_page.session_state["checkpoint"] == "toy-reverse"
 
 
 def _damaged(source: Path, tensors=lambda t: t, meta=lambda m: {}) -> bytes:
@@ -172,30 +165,30 @@ HUGE_TENSOR = len(HUGE_TENSOR).to_bytes(8, "little") + HUGE_TENSOR  # 40 GB decl
      "does not parse"),
 ])
 def test_hostile_files_are_rejected_in_one_sentence_and_the_active_model_stays(
-        page: AppTest, toy_checkpoint_dir: Path, case: str, make, message: str) -> None:
-    upload(page, "hostile.safetensors", make(toy_checkpoint_dir / "toy-reverse.safetensors"))
-    assert not page.exception, case
-    errors = [shown(e) for e in page.error]
+        checkpoints_page: AppTest, toy_checkpoint_dir: Path, case: str, make, message: str) -> None:
+    upload(checkpoints_page, "hostile.safetensors", make(toy_checkpoint_dir / "toy-reverse.safetensors"))
+    assert not checkpoints_page.exception, case
+    errors = [shown(e) for e in checkpoints_page.error]
     assert len(errors) == 1 and errors[0].startswith("Upload rejected") and message in errors[0], (case, errors)
     assert "\n" not in errors[0] and "Traceback" not in errors[0]
-    assert page.session_state["checkpoint"] == "toy-reverse"
-    assert list(page.dataframe[0].value["name"]) == ["toy-reverse"]  # nothing was stored
-    page.switch_page("pages/translate.py").run()
-    assert any(shown(m) == "> c b a" for m in page.markdown)
+    assert checkpoints_page.session_state["checkpoint"] == "toy-reverse"
+    assert list(checkpoints_page.dataframe[0].value["name"]) == ["toy-reverse"]  # nothing was stored
+    checkpoints_page.switch_page("pages/translate.py").run()
+    assert any(shown(m) == "> c b a" for m in checkpoints_page.markdown)
 
 
 
-def test_an_oversized_upload_is_refused_with_the_limit(page: AppTest, toy_checkpoint_dir: Path,
+def test_an_oversized_upload_is_refused_with_the_limit(checkpoints_page: AppTest, toy_checkpoint_dir: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     from attnscope.checkpoints import registry
     monkeypatch.setattr(registry, "MAX_UPLOAD_BYTES", 1000)
-    upload(page, "big.safetensors", (toy_checkpoint_dir / "toy-reverse.safetensors").read_bytes())
-    assert any("the limit is" in shown(e) for e in page.error), [shown(e) for e in page.error]
-    assert page.session_state["checkpoint"] == "toy-reverse"
+    upload(checkpoints_page, "big.safetensors", (toy_checkpoint_dir / "toy-reverse.safetensors").read_bytes())
+    assert any("the limit is" in shown(e) for e in checkpoints_page.error), [shown(e) for e in checkpoints_page.error]
+    assert checkpoints_page.session_state["checkpoint"] == "toy-reverse"
 
 
-def test_an_absolute_path_name_is_stored_under_its_stem_only(page: AppTest, toy_checkpoint_dir: Path) -> None:
-    upload(page, "/etc/cron.d/evil.safetensors", (toy_checkpoint_dir / "toy-reverse.safetensors").read_bytes())
-    assert page.session_state["checkpoint"] == "evil"
-    stored = Path(page.session_state["session_models_dir"]) / "evil.safetensors"
+def test_an_absolute_path_name_is_stored_under_its_stem_only(checkpoints_page: AppTest, toy_checkpoint_dir: Path) -> None:
+    upload(checkpoints_page, "/etc/cron.d/evil.safetensors", (toy_checkpoint_dir / "toy-reverse.safetensors").read_bytes())
+    assert checkpoints_page.session_state["checkpoint"] == "evil"
+    stored = Path(checkpoints_page.session_state["session_models_dir"]) / "evil.safetensors"
     assert stored.is_file() and not Path("/etc/cron.d/evil.safetensors").exists()

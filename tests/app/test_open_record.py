@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import torch
@@ -12,14 +11,6 @@ from attnscope.engine.capture import record_attention
 from attnscope.engine.record_files import read_record
 from tests.byom_models import M3Seq2Seq, m3_greedy
 from tests.support import shown
-
-
-@pytest.fixture
-def page(app: AppTest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
-    monkeypatch.setenv("ATTNSCOPE_USER_MODELS", str(tmp_path / "user_models"))
-    app.session_state["sentence"] = "a b c"
-    app.run()
-    return app.switch_page("pages/checkpoints.py").run()
 
 
 def m3_record():  # noqa: ANN201
@@ -32,26 +23,26 @@ def m3_record():  # noqa: ANN201
 
 
 @pytest.mark.parametrize("as_json", [False, True])
-def test_a_saved_record_is_shown_on_translate_until_closed(page: AppTest, as_json: bool) -> None:
+def test_a_saved_record_is_shown_on_translate_until_closed(checkpoints_page: AppTest, as_json: bool) -> None:
     record = m3_record()
     data = record.to_json({"model": "M3"}).encode() if as_json else record.to_npz({"model": "M3"})
     assert read_record(data, "r").source_tokens == record.source_tokens
-    page.file_uploader(key="open_record_file").upload("m3.json" if as_json else "m3.npz", data).run()
-    assert any("Opened m3" in shown(s) for s in page.success)
-    page.switch_page("pages/translate.py").run()
-    assert not page.exception
-    assert any("Showing the saved record" in shown(i) for i in page.info)
-    assert len(page.get("plotly_chart")) == 6
-    assert "Zwei" in json.dumps(page.get("plotly_chart")[0].proto.spec)  # the record's tokens, not a translation
-    page.switch_page("pages/step.py").run()  # a view that needs a model says so
-    assert not page.exception and any("runs the active checkpoint" in shown(c) for c in page.caption)
-    page.switch_page("pages/translate.py").run()
-    page.button(key="close_record").click().run()
-    assert not any("Showing the saved record" in shown(i) for i in page.info)
+    checkpoints_page.file_uploader(key="open_record_file").upload("m3.json" if as_json else "m3.npz", data).run()
+    assert any("Opened m3" in shown(s) for s in checkpoints_page.success)
+    checkpoints_page.switch_page("pages/translate.py").run()
+    assert not checkpoints_page.exception
+    assert any("Showing the saved record" in shown(i) for i in checkpoints_page.info)
+    assert len(checkpoints_page.get("plotly_chart")) == 6
+    assert "Zwei" in json.dumps(checkpoints_page.get("plotly_chart")[0].proto.spec)  # the record's tokens, not a translation
+    checkpoints_page.switch_page("pages/step.py").run()  # a view that needs a model says so
+    assert not checkpoints_page.exception and any("runs the active checkpoint" in shown(c) for c in checkpoints_page.caption)
+    checkpoints_page.switch_page("pages/translate.py").run()
+    checkpoints_page.button(key="close_record").click().run()
+    assert not any("Showing the saved record" in shown(i) for i in checkpoints_page.info)
 
 
-def test_a_file_that_is_not_a_record_is_refused_in_one_sentence(page: AppTest) -> None:
-    page.file_uploader(key="open_record_file").upload("x.json", b'{"source_tokens": []}').run()
-    assert any("Record rejected" in shown(e) and "lacks target_tokens" in shown(e) for e in page.error)
-    page.file_uploader(key="open_record_file").upload("y.npz", b"PK\x03\x04broken").run()
-    assert any("not an attnscope attention record" in shown(e) for e in page.error)
+def test_a_file_that_is_not_a_record_is_refused_in_one_sentence(checkpoints_page: AppTest) -> None:
+    checkpoints_page.file_uploader(key="open_record_file").upload("x.json", b'{"source_tokens": []}').run()
+    assert any("Record rejected" in shown(e) and "lacks target_tokens" in shown(e) for e in checkpoints_page.error)
+    checkpoints_page.file_uploader(key="open_record_file").upload("y.npz", b"PK\x03\x04broken").run()
+    assert any("not an attnscope attention record" in shown(e) for e in checkpoints_page.error)

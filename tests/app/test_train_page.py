@@ -63,7 +63,7 @@ def test_train_a_toy_task_to_completion_and_use_it(train_page: AppTest) -> None:
     app.session_state["sentence"] = "a b c"
     app.switch_page("pages/translate.py").run()
     assert not app.exception
-    assert len(app.get("plotly_chart")) == 6
+    assert len(app.get("plotly_chart")) == 2  # the chosen kind: its heatmap and its grid
 
 
 def test_after_stop_resume_and_start_new_are_there_and_resume_continues(train_page: AppTest) -> None:

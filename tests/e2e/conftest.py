@@ -1,6 +1,7 @@
 """Browser fixtures: a real `streamlit run` server and headless Debian Chromium via Playwright."""
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -43,14 +44,11 @@ def e2e_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return copy_toy_checkpoint(tmp_path_factory.mktemp("e2e-upload"), "uploaded-reverse")
 
 
-@pytest.fixture(scope="session")
-def server(tmp_path_factory: pytest.TempPathFactory, e2e_checkpoint: Path) -> Iterator[str]:
-    """URL of a streamlit server running app.py on a toy checkpoint, with its own user-models folder."""
-    folder = copy_toy_checkpoint(tmp_path_factory.mktemp("e2e-checkpoints")).parent
+@contextlib.contextmanager
+def streamlit_server(env: dict[str, str], log_dir: Path) -> Iterator[str]:
+    """URL of `streamlit run app.py` started with `env`; stopped on exit, its output in log_dir."""
     port = free_port()
-    env = dict(os.environ, ATTNSCOPE_CHECKPOINTS=str(folder),
-               ATTNSCOPE_USER_MODELS=str(tmp_path_factory.mktemp("e2e-user-models")))
-    log = (tmp_path_factory.mktemp("e2e-log") / "streamlit.log").open("w")
+    log = (log_dir / "streamlit.log").open("w")
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
                              "--server.headless", "true", "--browser.gatherUsageStats", "false"],
                             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -64,6 +62,16 @@ def server(tmp_path_factory: pytest.TempPathFactory, e2e_checkpoint: Path) -> It
         proc.terminate()
         proc.wait(timeout=CEILING)
         log.close()
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory, e2e_checkpoint: Path) -> Iterator[str]:
+    """URL of a streamlit server running app.py on a toy checkpoint, with its own user-models folder."""
+    folder = copy_toy_checkpoint(tmp_path_factory.mktemp("e2e-checkpoints")).parent
+    env = dict(os.environ, ATTNSCOPE_CHECKPOINTS=str(folder),
+               ATTNSCOPE_USER_MODELS=str(tmp_path_factory.mktemp("e2e-user-models")))
+    with streamlit_server(env, tmp_path_factory.mktemp("e2e-log")) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
@@ -95,3 +103,12 @@ def new_context(browser: Browser) -> Iterator[Callable[[], BrowserContext]]:
 @pytest.fixture
 def page(new_context: Callable[[], BrowserContext]) -> Page:
     return new_context().new_page()
+
+
+def translate_on_page(page: Page, server: str, text: str, expected: str) -> None:
+    """Open the app, type `text` as the source sentence and wait until the translation `expected` shows."""
+    page.goto(server)
+    box = page.locator("textarea[aria-label=\"Sentence (en)\"]")
+    box.fill(text)
+    box.press("Control+Enter")
+    expect(page.get_by_text(expected)).to_be_visible()

@@ -6,13 +6,11 @@ import re
 
 from playwright.sync_api import Page, expect
 
+from tests.e2e.conftest import translate_on_page
+
 
 def test_compare_heads_then_two_sentences(server: str, page: Page) -> None:
-    page.goto(server)
-    box = page.locator("textarea[aria-label=\"Sentence (en)\"]")
-    box.fill("a b c d")
-    box.press("Control+Enter")
-    expect(page.get_by_text("d c b a")).to_be_visible()
+    translate_on_page(page, server, "a b c d", "d c b a")
     page.get_by_role("link", name="Heads & layers").click()
     page.get_by_role("tab", name="Compare").click()
     difference = page.get_by_text(re.compile(r"max \|A − B\| = \d\.\d{3}"))

@@ -2,15 +2,13 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from typing import Iterator
 
 import pytest
 from playwright.sync_api import Page, expect
 
 from attnscope.checkpoints.registry import CHECKPOINTS_ENV
-from tests.support import CEILING, ROOT, wait_for
+from tests.e2e.conftest import streamlit_server
 
 SENTENCE = "A girl is playing in the park."  # the shipped model writes "Ein Mädchen spielt im Park."
 
@@ -18,24 +16,10 @@ SENTENCE = "A girl is playing in the park."  # the shipped model writes "Ein Mä
 @pytest.fixture(scope="module")
 def shipped_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A streamlit server on the repository's shipped checkpoints."""
-    from tests.e2e.conftest import free_port, healthy
-    port = free_port()
     env = {k: v for k, v in os.environ.items() if k != CHECKPOINTS_ENV}
     env["ATTNSCOPE_USER_MODELS"] = str(tmp_path_factory.mktemp("inside-user-models"))
-    log = (tmp_path_factory.mktemp("inside-log") / "streamlit.log").open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
-                             "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for(lambda: healthy(url) or proc.poll() is not None, "streamlit to start")
-        if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited with code {proc.returncode}; see {log.name}")
+    with streamlit_server(env, tmp_path_factory.mktemp("inside-log")) as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=CEILING)
-        log.close()
 
 
 def settled(page: Page, timeout: float = 60_000) -> None:

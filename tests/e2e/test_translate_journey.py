@@ -5,23 +5,17 @@ import re
 
 from playwright.sync_api import Page, expect
 
+from tests.e2e.conftest import translate_on_page
+
 
 def test_type_a_sentence_and_see_translation_and_heatmaps(server: str, page: Page) -> None:
-    page.goto(server)
-    box = page.locator("textarea[aria-label=\"Sentence (en)\"]")
-    box.fill("a b c d e")
-    box.press("Control+Enter")
-    expect(page.get_by_text("e d c b a")).to_be_visible()
+    translate_on_page(page, server, "a b c d e", "e d c b a")
     expect(page.locator(".js-plotly-plot").first).to_be_visible()
     expect(page).to_have_url(re.compile(r"sentence=a(\+|%20)b(\+|%20)c(\+|%20)d(\+|%20)e"))  # waits for the URL update
 
 
 def test_step_forward_twice_switch_page_and_come_back(server: str, page: Page) -> None:
-    page.goto(server)
-    box = page.locator("textarea[aria-label=\"Sentence (en)\"]")
-    box.fill("a b c d")
-    box.press("Control+Enter")
-    expect(page.get_by_text("d c b a")).to_be_visible()
+    translate_on_page(page, server, "a b c d", "d c b a")
     page.get_by_role("link", name="Step through decoding").click()
     expect(page.get_by_text("Step 0: chose “d”")).to_be_visible()
     page.get_by_role("button", name="Next ▶").click()
@@ -32,4 +26,4 @@ def test_step_forward_twice_switch_page_and_come_back(server: str, page: Page) -
     expect(page.get_by_text("Sinusoidal encoding", exact=False).first).to_be_visible()
     page.get_by_role("link", name="Step through decoding").click()
     expect(page.get_by_text("Step 2: chose “b”")).to_be_visible()
-    expect(box).to_have_value("a b c d")
+    expect(page.locator("textarea[aria-label=\"Sentence (en)\"]")).to_have_value("a b c d")

@@ -90,7 +90,7 @@ def relabel(fig: go.Figure, norms: bool) -> go.Figure:
             if isinstance(trace, go.Heatmap):
                 trace.zmin, trace.zmax = None, None
                 trace.hovertemplate = (trace.hovertemplate or "").replace("weight", "‖a·f(x)‖")
-                if trace.colorbar.title.text == "weight":
+                if (trace.colorbar.title.text or "").startswith("weight"):  # norms are always on their own scale
                     trace.colorbar.title.text = "‖a·f(x)‖"
         fig.update_layout(title_text=f"{fig.layout.title.text} · weighted value norms")
     return fig

@@ -10,6 +10,7 @@ from attnscope.checkpoints import registry
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.ui import state
 from attnscope.ui.text import plain
+from attnscope.ui.widgets import new_upload
 
 
 def _activate(name: str) -> None:
@@ -59,10 +60,9 @@ def upload() -> None:
                "completely before use, nothing in it is executed, and only you see it until you save it for everyone. "
                "An upload lasts only for this browser session: reloading the page or opening a shared link starts a "
                "new session without it, so use “Save to the shared models folder” (under Manage) to keep it.")
-    file = st.file_uploader("Checkpoint file", key="upload_file")
-    if file is None or st.session_state.get("_uploaded") == (file.name, file.size):
+    file = new_upload("Checkpoint file", "upload_file")
+    if file is None:
         return
-    st.session_state["_uploaded"] = (file.name, file.size)
     try:
         tmp = registry.validate_upload(file.getvalue(), file.name)
     except CheckpointError as err:

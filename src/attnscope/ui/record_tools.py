@@ -19,10 +19,9 @@ def open_record() -> None:
     st.caption("An .npz or .json file written by `AttentionRecord.to_npz()` / `to_json()` (e.g. `rec.to_record(...)` "
                "after `attnscope.record_attention` in your own code) or by `python -m attnscope translate --npz`. "
                "Translate then shows it; views that need a model to run keep using the active checkpoint.")
-    file = st.file_uploader("Attention record (.npz / .json)", key="open_record_file")
-    if file is None or st.session_state.get("_opened_file") == (file.name, file.size):
+    file = widgets.new_upload("Attention record (.npz / .json)", "open_record_file")
+    if file is None:
         return
-    st.session_state["_opened_file"] = (file.name, file.size)
     try:
         data = file.getvalue()
         st.session_state[KEY] = (file.name, read_record(data, file.name), record_meta(data))
@@ -34,7 +33,7 @@ def open_record() -> None:
 
 def _close() -> None:
     st.session_state.pop(KEY, None)
-    st.session_state.pop("_opened_file", None)
+    widgets.forget_upload("open_record_file")
 
 
 def show_opened() -> bool:

@@ -15,8 +15,23 @@ from attnscope.ui.text import plain
 
 if TYPE_CHECKING:
     import pandas as pd
+    from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 NO_EXAMPLE = "—"
+
+
+def new_upload(label: str, key: str) -> UploadedFile | None:
+    """The file just put in this uploader, once: None when empty or when this file was already handled."""
+    file = st.file_uploader(label, key=key)
+    if file is None or st.session_state.get(f"_handled_{key}") == (file.name, file.size):
+        return None
+    st.session_state[f"_handled_{key}"] = (file.name, file.size)
+    return file
+
+
+def forget_upload(key: str) -> None:
+    """Let the same file in uploader `key` be handled again (e.g. after the user closed what it opened)."""
+    st.session_state.pop(f"_handled_{key}", None)
 
 
 def _use_example() -> None:
