@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attnscope.engine.record import AttentionRecord
 from attnscope.engine.trace_data import ForwardTrace, StreamInputs, SublayerTrace
 from attnscope.model.kinds import Kind
 
@@ -70,6 +71,11 @@ class HeadView:
     @property
     def n_heads(self) -> int:
         return self.contributions.shape[0]
+
+    def gap_to(self, record: AttentionRecord) -> float:
+        """max |Δ| between this softmax row and the same row of `record` (the heatmap's, captured while translating)."""
+        recorded = record.array(self.kind)[self.layer, self.head, self.query, : len(self.key_tokens)]
+        return float(np.abs(self.weights - recorded).max())
 
 
 def _token_input(inputs: StreamInputs, i: int) -> TokenInput:
