@@ -111,10 +111,14 @@ def test_rollout_views_render(app: AppTest) -> None:
 def test_split_statistics_work_offline_from_the_embedded_sample(app: AppTest, monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("ATTNSCOPE_DATA", str(tmp_path))
     open_page(app, "pages/heads.py")
+    tables = len(app.dataframe)
     app.number_input(key="stats_n").set_value(3)
     app.button(key="stats_go").click().run()
     assert not app.exception and not app.warning
     assert any("3 sentences of val" in c.value for c in app.caption)
+    bar = app.get("progress")[0].proto  # batched capture reports its progress to the end
+    assert (bar.value, bar.text) == (100, "3/3 sentences")
+    assert len(app.dataframe) == tables + 1
 
 
 def test_a_split_outside_the_sample_says_what_is_missing_in_plain_words(app: AppTest, monkeypatch, tmp_path) -> None:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import pandas as pd
 import streamlit as st
 
 from attnscope.engine.analysis import (
@@ -12,20 +11,21 @@ from attnscope.engine.analysis import (
     ablate_sentence,
     ablation_bleu,
     head_stats_delta,
-    head_stats_over,
     rollout,
     source_alignment,
 )
 from attnscope.engine.compare import map_difference
+from attnscope.engine.dataset import head_stats_batched
 from attnscope.engine.head_gate import HeadKey
 from attnscope.engine.record import KINDS
 from attnscope.engine.translator import Translation, Translator
 from attnscope.training.data import DataError, sample_pairs
 from attnscope.ui import state, widgets
+from attnscope.ui.attribution_tools import MAX_STATS_SAMPLE
 from attnscope.ui.text import plain
 from attnscope.viz.heatmap import attention_heatmap, head_weights
 
-MAX_SAMPLE = 200  # sentences per split sample: keeps a CPU-only analysis under a minute or two
+MAX_SAMPLE = 200  # sentences for the ablation BLEU: translated twice, keeps a CPU-only run under a minute or two
 SPLITS = ("val", "test_2016_flickr", "test_2017_flickr")
 
 
@@ -41,13 +41,13 @@ def split_statistics(tr: Translator) -> None:
     st.markdown("**Averaged over a sample of a Multi30k split**")
     cols = st.columns(3)
     split = cols[0].selectbox("Split", SPLITS, key="stats_split")
-    n = cols[1].number_input(f"Sentences (max {MAX_SAMPLE})", 1, MAX_SAMPLE, 20, key="stats_n")
+    n = cols[1].number_input(f"Sentences (max {MAX_STATS_SAMPLE})", 1, MAX_STATS_SAMPLE, 20, key="stats_n")
     if cols[2].button("Compute", key="stats_go"):
         pairs = _pairs(tr, split, int(n))
         if pairs:
-            bar = st.progress(0.0, text="Translating…")
-            frame = head_stats_over(tr, [s for s, _ in pairs],
-                                    lambda i, total: bar.progress(i / total, text=f"{i}/{total} sentences"))
+            bar = st.progress(0.0, text="Translating in batches…")
+            frame = head_stats_batched(tr, [s for s, _ in pairs],
+                                       progress=lambda i, total: bar.progress(i / total, text=f"{i}/{total} sentences"))
             st.session_state["split_stats"] = (tr.cache_key, split, len(pairs), frame)
     saved = st.session_state.get("split_stats")
     if saved and saved[0] == tr.cache_key:
@@ -194,7 +194,7 @@ def ablation(tr: Translator, text: str, result: Translation) -> None:
             st.session_state["ablate_bleu"] = (measured_for, _ablation_bleu(tr, tr.cache_key, tuple(pairs), heads))
     saved = st.session_state.get("ablate_bleu")
     if saved and saved[0] == measured_for:
-        st.dataframe(pd.DataFrame([saved[1]]), hide_index=True)
+        st.dataframe([saved[1]], hide_index=True)
     elif saved:
         st.caption("The heads, split or model changed since the last BLEU measurement: measure again.")
 
