@@ -11,7 +11,6 @@ from attnscope.model.transformer import DecoderCache
 from tests.engine_fixtures import random_source, tiny_model
 from tests.support import ROOT
 
-
 # Modules on the way to every page and step (recording, translating, the step fragment's figures), and the
 # modules that build tables only on request: none may import pandas (~70 MB, ~0.5 s) when imported.
 # Streamlit itself imports pandas only when a table is drawn, so the ui modules are checked too.

@@ -3,17 +3,20 @@ over source tokens; and, over many sentences, which decoder layer's cross-attent
 from __future__ import annotations
 
 from itertools import combinations
-from typing import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 import numpy as np
-import pandas as pd
-from scipy.stats import rankdata
 
 from attnscope.engine.attribution import ATTENTION, NORM, REFERENCES, SentenceAttribution
+
+if TYPE_CHECKING:  # pandas (~70 MB, ~0.5 s) is imported only when a table is asked for
+    import pandas as pd
 
 
 def spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Spearman's rho between matching rows of two [T, S] maps (ties get average ranks); NaN for a constant row."""
+    from scipy.stats import rankdata  # scipy.stats takes ~0.7 s to import: only when agreement is asked for
+
     ra, rb = rankdata(a, axis=-1), rankdata(b, axis=-1)
     ra, rb = ra - ra.mean(-1, keepdims=True), rb - rb.mean(-1, keepdims=True)
     denom = np.sqrt((ra ** 2).sum(-1) * (rb ** 2).sum(-1))
@@ -28,6 +31,8 @@ def top1_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def token_agreement(maps: Mapping[str, np.ndarray], tokens: Sequence[str]) -> pd.DataFrame:
     """One row per (generated token, pair of methods): spearman and top1 (1 = same top source token)."""
+    import pandas as pd
+
     rows = []
     for a, b in combinations(maps, 2):
         rho, top = spearman_rows(maps[a], maps[b]), top1_rows(maps[a], maps[b])
@@ -38,6 +43,8 @@ def token_agreement(maps: Mapping[str, np.ndarray], tokens: Sequence[str]) -> pd
 
 def agreement_matrix(frame: pd.DataFrame, value: str = "spearman") -> pd.DataFrame:
     """Method × method mean of `value` over tokens (symmetric, 1 on the diagonal)."""
+    import pandas as pd
+
     methods = list(dict.fromkeys([*frame["a"], *frame["b"]]))
     means = frame.groupby(["a", "b"])[value].mean()
     out = pd.DataFrame(np.eye(len(methods)), index=methods, columns=methods)
@@ -49,6 +56,8 @@ def agreement_matrix(frame: pd.DataFrame, value: str = "spearman") -> pd.DataFra
 def layer_agreement(attributions: Iterable[SentenceAttribution]) -> pd.DataFrame:
     """Per decoder layer, measure (raw attention or norm-based) and reference attribution: mean
     Spearman and top-1 agreement over every generated token of every sentence."""
+    import pandas as pd
+
     rows = []
     for att in attributions:
         for layer in range(att.weights.n_layers("cross")):

@@ -3,15 +3,17 @@ from __future__ import annotations
 
 import string
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
-import pandas as pd
 
 from attnscope.engine.bleu import scores
 from attnscope.engine.head_gate import HeadKey, gate_heads
 from attnscope.engine.record import KINDS, AttentionRecord
 from attnscope.engine.translator import Translation, Translator
+
+if TYPE_CHECKING:  # pandas (~70 MB, ~0.5 s) is imported only when a table is asked for
+    import pandas as pd
 
 STAT_COLUMNS = ("entropy", "max_weight", "diagonal", "previous_token", "next_token", "bos_share", "eos_share",
                 "punctuation_share", "mean_distance")
@@ -59,6 +61,8 @@ def head_stats(record: AttentionRecord) -> pd.DataFrame:
     Positional scores (diagonal, previous/next token, mean distance) only make sense when
     queries and keys are the same sequence, so they are NaN for cross-attention.
     """
+    import pandas as pd
+
     frames = []
     for kind in KINDS:
         w = record.array(kind).astype(np.float64)  # (L, H, Q, K)
@@ -83,7 +87,10 @@ def head_stats(record: AttentionRecord) -> pd.DataFrame:
 
 def head_stats_over(translator: Translator, sentences: Sequence[str],
                     progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
-    """Head statistics averaged over many sentences (greedy translations, every head captured)."""
+    """Head statistics averaged over sentences translated one at a time: the plain reference that
+    dataset.head_stats_batched is tested and benchmarked against (the app uses the batched one)."""
+    import pandas as pd
+
     frames = []
     for i, text in enumerate(sentences):
         result = translator.translate(text)
@@ -151,6 +158,8 @@ class AblationResult:
 
 def ablate_sentence(translator: Translator, text: str, heads: Sequence[HeadKey]) -> AblationResult:
     """New translation with `heads` off, and how each baseline token's probability changed."""
+    import pandas as pd
+
     baseline = translator.translate(text)
     with gate_heads(translator.model, heads):
         new = translator.translate(text)

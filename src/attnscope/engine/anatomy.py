@@ -2,16 +2,21 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import torch
 
 from attnscope.model.transformer import Transformer
 
+if TYPE_CHECKING:  # pandas (~70 MB, ~0.5 s) is imported only when a table is asked for
+    import pandas as pd
+
 
 def parameter_table(model: Transformer) -> pd.DataFrame:
     """Parameters per top-level part and per layer, tied matrices counted once (where first used)."""
+    import pandas as pd
+
     seen: set[int] = set()
     rows = []
     for name, p in model.named_parameters(remove_duplicate=False):
@@ -27,6 +32,8 @@ def parameter_table(model: Transformer) -> pd.DataFrame:
 
 def shape_walkthrough(model: Transformer, src_len: int, tgt_len: int) -> pd.DataFrame:
     """Tensor shapes at every stage for one sentence pair (batch of 1): B=1, S, T, D, H, d_head."""
+    import pandas as pd
+
     c = model.config
     d, h, dh, s, t = c.d_model, c.n_heads, c.head_dim, src_len, tgt_len
     rows = [

@@ -7,9 +7,8 @@ padded keys get exactly zero weight and padded rows are cut away.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
-import pandas as pd
 import torch
 
 from attnscope.engine.agreement import layer_agreement
@@ -22,6 +21,9 @@ from attnscope.engine.record import AttentionRecord
 from attnscope.engine.translator import InputError, Translator
 from attnscope.model.batch import pad
 from attnscope.model.config import EOS_ID
+
+if TYPE_CHECKING:  # pandas (~70 MB, ~0.5 s) is imported only when a table is asked for
+    import pandas as pd
 
 Progress = Callable[[int, int], None]
 
@@ -79,6 +81,8 @@ def batched_records(translator: Translator, sentences: Sequence[str], batch_size
 def head_stats_batched(translator: Translator, sentences: Sequence[str], batch_size: int = 64,
                        progress: Progress | None = None) -> pd.DataFrame:
     """Head statistics averaged over sentences (the columns of analysis.head_stats), from batched capture."""
+    import pandas as pd
+
     frames = [head_stats(record) for _, record in batched_records(translator, sentences, batch_size, progress)]
     if not frames:
         raise ValueError("no sentences to analyse: every one was empty")

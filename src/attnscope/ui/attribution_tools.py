@@ -1,7 +1,8 @@
 """Widgets of the Attribution page: cached attributions, the methods explained, alignment, the dataset comparison."""
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
+
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -16,6 +17,9 @@ from attnscope.training.data import DataError, data_dir, load_pairs
 from attnscope.ui import widgets
 from attnscope.ui.text import plain
 from attnscope.viz.attribution import alignment_figure, layer_agreement_figure
+
+if TYPE_CHECKING:  # pandas (~70 MB, ~0.5 s) is imported only when a table is asked for
+    import pandas as pd
 
 MAX_SAMPLE = 100  # sentences for the layer comparison: each needs value zeroing and gradients
 MAX_STATS_SAMPLE = 1000  # head statistics come from batched capture: 1,000 sentences take seconds

@@ -6,7 +6,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import streamlit as st
 
 from attnscope.checkpoints.checkpoint import CheckpointError
@@ -238,7 +237,7 @@ def progress(job: TrainJob) -> None:
             | ({"exact (%)": round(100 * e.exact, 1)} if e.exact is not None else {})
             | {"sample": e.sample[1] if e.sample else ""} for e in evals]
     if rows:
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+        st.dataframe(rows, hide_index=True, width="stretch")  # a list of dicts: no pandas import here
 
 
 def snapshot_view(job: TrainJob) -> None:

@@ -1,13 +1,15 @@
 """Figures of attribution: the source/prefix split, methods side by side, agreement, alignment links."""
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 import plotly.graph_objects as go
 
 from attnscope.engine.alignment import WordAlignment
+
+if TYPE_CHECKING:  # the builders only read the frames they are given
+    import pandas as pd
 
 SOURCE_COLOR, PREFIX_COLOR = "#1f77b4", "#ff7f0e"
 
