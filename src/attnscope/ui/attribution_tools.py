@@ -1,20 +1,23 @@
-"""Widgets of the Attribution page: cached attributions, the methods explained, alignment, the dataset comparison."""
+"""Widgets of the Attribution page (cached attributions, the methods explained, alignment, the dataset
+comparison) and the Step page's on-request view of what one decoding step relied on."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
 from attnscope.engine.agreement import best_layer, layer_agreement
 from attnscope.engine.alignment import align, cross_map
-from attnscope.engine.attribution import INTEGRATED, VALUE_ZEROING, SentenceAttribution, attribute
+from attnscope.engine.attribution import ATTENTION, INTEGRATED, NORM, VALUE_ZEROING, SentenceAttribution, attribute
 from attnscope.engine.dataset import attributions_over, head_stats_batched
 from attnscope.engine.norms import weighted_value_norms
 from attnscope.engine.record import AttentionRecord
+from attnscope.engine.step_attribution import StepAttributions, step_attributions
 from attnscope.engine.translator import Translation, Translator
 from attnscope.training.data import DataError, data_dir, load_pairs
-from attnscope.ui import widgets
+from attnscope.ui import selection, widgets
 from attnscope.ui.text import plain
 from attnscope.viz.attribution import alignment_figure, layer_agreement_figure
 
@@ -24,6 +27,8 @@ if TYPE_CHECKING:  # pandas (~70 MB, ~0.5 s) is imported only when a table is as
 MAX_SAMPLE = 100  # sentences for the layer comparison: each needs value zeroing and gradients
 MAX_STATS_SAMPLE = 1000  # head statistics come from batched capture: 1,000 sentences take seconds
 SPLITS = ("test_2016_flickr", "val", "test_2017_flickr")
+STEP_TOP = 3  # source tokens listed per method for one step
+IG_DONE = "_attr_ig"  # session key: (sentence key, steps) of the last attribution computed with integrated gradients
 
 EXPLANATIONS = """
 **Raw attention.** The softmax weights of cross-attention: how strongly a decoder query looks at each
@@ -62,8 +67,11 @@ def _attribute(_translator: Translator, _result: Translation, checkpoint_key: st
 
 def sentence_attribution(tr: Translator, result: Translation, text: str, beam: int, max_len: int,
                          ig_steps: int) -> SentenceAttribution:
-    """Every attribution of the page's translation, cached per checkpoint, sentence and settings."""
-    return _attribute(tr, result, tr.cache_key, text, beam, max_len, ig_steps)
+    """Every attribution of the page's translation, cached per checkpoint, sentence and settings
+    (remembered per session, so the Step page can show integrated gradients without computing them)."""
+    att = _attribute(tr, result, tr.cache_key, text, beam, max_len, ig_steps)
+    st.session_state[IG_DONE] = ((tr.cache_key, text, beam, max_len), ig_steps)
+    return att
 
 
 VALUES = ("weights", "weighted value norms")
@@ -165,3 +173,54 @@ def dataset_comparison(tr: Translator) -> None:
     if stats and stats[0] == tr.cache_key:
         st.caption(f"Head statistics over {stats[1]} sentences (batched capture)")
         st.dataframe(stats[2].round(3), hide_index=True, width="stretch")
+
+
+@st.cache_data(max_entries=32, show_spinner="Attributing this translation…")
+def _step_attributions(_translator: Translator, _result: Translation, checkpoint_key: str, text: str, beam: int,
+                       max_len: int, ig_steps: int, layer: int) -> StepAttributions:
+    return step_attributions(_attribute(_translator, _result, checkpoint_key, text, beam, max_len, ig_steps), layer)
+
+
+def _tokens(tokens: tuple[str, ...], top: list[tuple[int, float]], fmt: str) -> str:
+    return " · ".join(f"{j} “{plain(tokens[j])}” {value:{fmt}}" for j, value in top)
+
+
+def _split_markdown(s: StepAttributions, t: int) -> str:
+    share = float(s.source_share[t])
+    prefix = _tokens(s.prefix_tokens, s.top(s.prefix[:, : t + 1], t, 2), ".1%")  # step t reads inputs 0..t
+    return (f"**Step {t} → “{plain(s.output_tokens[t])}”** drew **{share:.0%}** on the source and **{1 - share:.0%}** "
+            f"on the target prefix (most: {prefix}) — value zeroing, Mohebbi et al., EACL 2023.")
+
+
+def _methods_markdown(s: StepAttributions, t: int, ig_steps: int) -> str:
+    rows = [f"| method | top source tokens | Spearman with {s.reference} | same top token |", "|---|---|---|---|"]
+    named = {ATTENTION: f"{ATTENTION} (layer {s.layer})", NORM: f"{NORM} (layer {s.layer})",
+             INTEGRATED: f"{INTEGRATED} ({ig_steps} steps)"}
+    for method, scores in s.maps.items():
+        name = named.get(method, method)
+        if method == s.reference:
+            agree = ("—", "—")
+        else:
+            rho = float(s.spearman[method][t])
+            agree = ("—" if np.isnan(rho) else f"{rho:.2f}", "yes" if s.top1[method][t] else "no")
+        rows.append(f"| {name} | {_tokens(s.source_tokens, s.top(scores, t, STEP_TOP), '.3g')} | {agree[0]} | {agree[1]} |")
+    return "\n".join(rows)
+
+
+def step_contributions(tr: Translator, result: Translation, text: str, beam: int, max_len: int, t: int) -> None:
+    """On request, what decoding step `t` relied on: its source/prefix split (value zeroing), the top source
+    tokens by each method and their agreement with value zeroing. The sentence is attributed once (cached);
+    moving between steps only slices it. Integrated gradients join once computed on the Attribution page."""
+    if not st.toggle("Show what this step relied on (attribution)", key="step_attr"):
+        return
+    done = st.session_state.get(IG_DONE)
+    ig_steps = done[1] if done and done[0] == (tr.cache_key, text, beam, max_len) else 0
+    s = _step_attributions(tr, result, tr.cache_key, text, beam, max_len, ig_steps, selection.layer(result.attention, "cross"))
+    st.markdown(_split_markdown(s, t))
+    st.markdown(_methods_markdown(s, t, ig_steps))
+    st.caption("Scores over the source tokens (position, token, score): in the sidebar's layer, cross-attention weights "
+               "(mean of heads) and norm-based attention (the heads' summed vectors, Kobayashi et al., EMNLP 2020); "
+               "value-zeroing shares; gradient magnitudes (Shrikumar et al. 2017; integrated gradients, Sundararajan "
+               "et al., ICML 2017). "
+               + ("" if ig_steps else "Integrated gradients appear here once computed on the Attribution page. ")
+               + "Agreement is over this token's source scores; the Attribution page explains each measure.")
