@@ -365,9 +365,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--out", type=Path, default=Path("bench-report.json"))
     parser.add_argument("--checkpoint", type=Path, default=None, help="model for decoding/capture (default: shipped en->de)")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
-    parser.add_argument("--skip", action="append", default=[],
-                        choices=["training", "decoding", "capture", "batch", "memory", "quality", "app", "import",
-                                 "dataset", "toy", "inside"])
+    names = ["training", "decoding", "capture", "batch", "memory", "quality", "app", "import", "dataset", "toy", "inside"]
+    parser.add_argument("--skip", action="append", default=[], choices=names, help="leave this section out")
+    parser.add_argument("--only", action="append", default=[], choices=names, help="run only this section (repeatable)")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -403,7 +403,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
          lambda: inside_latency(tr, reps)),
     ]
     for key, title, run in sections:
-        if key in args.skip:
+        if key in args.skip or (args.only and key not in args.only):
             continue
         report[key] = run()
         print_table(title, report[key])

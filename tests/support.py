@@ -90,3 +90,48 @@ def tensors_and_meta(path: Path) -> tuple[dict, dict[str, str]]:
 
 if __name__ == "__main__":
     print(train_toy_checkpoint())
+
+
+class HtmlView:
+    """What one of viz/html.py's views shows, read back with the standard library's HTML parser:
+    its title, each hover text (`title` attributes, in order) and the visible text."""
+
+    def __init__(self, markup: str) -> None:
+        from html.parser import HTMLParser
+
+        self.title, self.hovers, self.texts = "", [], []
+        view = self
+
+        class Reader(HTMLParser):
+            in_title = False
+
+            def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+                found = dict(attrs)
+                self.in_title = found.get("class") == "t"
+                if "title" in found and tag != "div":
+                    view.hovers.append(found["title"] or "")
+
+            def handle_data(self, data: str) -> None:
+                if self.in_title:
+                    view.title += data
+                view.texts.append(data)
+
+            def handle_endtag(self, tag: str) -> None:
+                self.in_title = False
+
+        Reader().feed(markup)
+
+    def cells(self) -> dict[tuple[str, str], float | None]:
+        """(row, column) -> value of every table cell; None for masked cells."""
+        out: dict[tuple[str, str], float | None] = {}
+        for hover in self.hovers:
+            match = re.fullmatch(r"(.+) → (.+): (?:masked|\S+ (-?[\d.]+))", hover)
+            if match:
+                out[(match[1], match[2])] = None if match[3] is None else float(match[3])
+        return out
+
+
+def html_views(app: Any) -> dict[str, HtmlView]:
+    """An AppTest run's st.html views by title."""
+    views = [HtmlView(element.value) for element in app.get("html")]
+    return {view.title: view for view in views}

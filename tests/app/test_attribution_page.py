@@ -8,7 +8,7 @@ import re
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from tests.support import shown
+from tests.support import html_views, shown
 
 PAGE = "pages/attribution.py"
 
@@ -113,13 +113,14 @@ def test_step_rows_switch_to_weighted_value_norms(app: AppTest, toy_checkpoint_d
     app.switch_page("pages/step.py").run()
     app.segmented_control(key="attn_values").set_value("weighted value norms").run()
     assert not app.exception
-    heat = next(spec for title, spec in figures(app).items()
-                if title.startswith("Cross-attention of step 0") and title.endswith("weighted value norms"))
+    cells = next(view.cells() for title, view in html_views(app).items()
+                 if title.startswith("Cross-attention of step 0") and title.endswith("weighted value norms"))
     tr = Translator(*checkpoint.load(next(toy_checkpoint_dir.glob("*.safetensors"))))
-    norms = weighted_value_norms(tr, tr.translate("a b c d")).cross[:, :, 0]  # [L, H, S] at step 0
-    z = values(heat["data"][0]["z"]).reshape(-1, norms.shape[-1])
-    np.testing.assert_allclose(z[0], norms[0, 0], rtol=1e-5)  # row "L0 H0"
-    np.testing.assert_allclose(z[norms.shape[1]], norms[0].mean(0), rtol=1e-5)  # row "L0 mean"
+    result = tr.translate("a b c d")
+    norms = weighted_value_norms(tr, result).cross[:, :, 0]  # [L, H, S] at step 0
+    keys = [f"{j}: {t}" for j, t in enumerate(result.source_tokens)]
+    np.testing.assert_allclose([cells[("L0 H0", k)] for k in keys], norms[0, 0], atol=5e-4)  # shown to 3 decimals
+    np.testing.assert_allclose([cells[("L0 mean", k)] for k in keys], norms[0].mean(0), atol=5e-4)
 
 
 def test_bad_input_gets_a_sentence_not_a_traceback(app: AppTest) -> None:

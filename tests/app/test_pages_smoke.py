@@ -4,20 +4,20 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-# How many charts each page draws for "a b c" on the toy model, on first load (Translate draws the chosen
-# kind only; Step no forced branch until one is picked; anatomy shows tables only). A page that drops or
-# adds a figure must change this number on purpose.
+# How many figures (plotly charts and viz/html views) each page draws for "a b c" on the toy model, on first
+# load (Translate draws the chosen kind only; Step its four HTML step views, no forced branch until one is
+# picked; anatomy shows tables only). A page that drops or adds a figure must change this number on purpose.
 PAGES = {"pages/translate.py": 2, "pages/step.py": 4, "pages/heads.py": 6, "pages/positional.py": 7,
          "pages/anatomy.py": 0, "pages/attribution.py": 6}
 
 
 @pytest.mark.parametrize("page,charts", PAGES.items())
-def test_page_runs_and_draws_its_charts(app: AppTest, page: str, charts: int) -> None:
+def test_page_runs_and_draws_its_figures(app: AppTest, page: str, charts: int) -> None:
     app.session_state["sentence"] = "a b c"
     app.run()
     app.switch_page(page).run()
     assert not app.exception, [e.value for e in app.exception]
-    assert len(app.get("plotly_chart")) == charts
+    assert len(app.get("plotly_chart")) + len(app.get("html")) == charts
 
 
 def test_anatomy_shows_shapes_without_warnings(app: AppTest) -> None:

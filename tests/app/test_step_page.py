@@ -5,7 +5,7 @@ import json
 
 from streamlit.testing.v1 import AppTest
 
-from tests.support import shown
+from tests.support import html_views, shown
 
 
 def open_step_page(app: AppTest, sentence: str = "a b c d") -> AppTest:
@@ -15,11 +15,7 @@ def open_step_page(app: AppTest, sentence: str = "a b c d") -> AppTest:
 
 
 def topk_title(app: AppTest) -> str:
-    for chart in app.get("plotly_chart"):
-        title = json.loads(chart.proto.spec)["layout"]["title"]["text"]
-        if title.startswith("Step "):
-            return title
-    raise AssertionError("no top-k chart")
+    return next(title for title in html_views(app) if title.startswith("Step "))
 
 
 def hypothesis_box(app: AppTest):
@@ -84,7 +80,7 @@ def test_next_writes_the_step_into_the_url(app: AppTest) -> None:
     open_step_page(app)
     app.button(key="next").click().run()
     assert app.query_params["step"] in ("1", ["1"])
-    assert any(t.startswith("Source as seen at step 1") for t in chart_titles(app))
+    assert any(t.startswith("Source as seen at step 1") for t in html_views(app))
 
 
 def test_play_walks_to_the_last_step_and_stops(app: AppTest) -> None:
@@ -99,7 +95,7 @@ def test_no_forced_branch_until_the_user_picks_one(app: AppTest) -> None:
     open_step_page(app)
     assert app.selectbox(key="force_choice-0").value is None
     assert not any(shown(m).startswith("**Forced branch:**") for m in app.markdown)
-    assert not any("branch" in t for t in chart_titles(app)) and len(app.get("plotly_chart")) == 4
+    assert not app.get("plotly_chart") and len(html_views(app)) == 4  # the step's four views, no branch
 
 
 def test_rival_choice_does_not_follow_to_another_step(app: AppTest) -> None:

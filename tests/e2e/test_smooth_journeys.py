@@ -20,8 +20,9 @@ def settled(page: Page) -> None:
     page.wait_for_function(NOT_STALE)
 
 
-def chart_title(page: Page, prefix: str):
-    return page.locator(".js-plotly-plot .gtitle", has_text=prefix)
+def view_title(page: Page, prefix: str):
+    """The title of a viz/html view (the step's views are HTML, not plotly)."""
+    return page.locator(".attn-view .t", has_text=prefix)
 
 
 def test_step_through_and_play(server: str, page: Page, record_property: Callable[[str, object], None]) -> None:
@@ -33,11 +34,14 @@ def test_step_through_and_play(server: str, page: Page, record_property: Callabl
         start = time.perf_counter()
         page.get_by_role("button", name="Next ▶").click()
         expect(page.get_by_text(f"Step {t}: chose “{token}”")).to_be_visible()
-        expect(chart_title(page, f"Source as seen at step {t}")).to_be_visible()
-        expect(chart_title(page, f"Cross-attention of step {t},")).to_be_visible()
+        expect(view_title(page, f"Source as seen at step {t}")).to_be_visible()
+        expect(view_title(page, f"Cross-attention of step {t},")).to_be_visible()
         settled(page)
         clicks.append(round(time.perf_counter() - start, 3))
     record_property("next_click_seconds", clicks)
+    cell = page.locator(".attn-view td.c").first  # the views' <style> survived sanitising: cells are sized and coloured
+    expect(cell).to_have_attribute("title", re.compile(r"^L0 H0 → 0: \S+: weight \d\.\d{3}$"))
+    assert cell.bounding_box()["width"] >= 15 and cell.evaluate("c => getComputedStyle(c).backgroundColor") != "rgba(0, 0, 0, 0)"
     expect(page).to_have_url(re.compile(r"step=3"))
     page.get_by_role("button", name="Previous").click()
     expect(page.get_by_text("Step 2: chose “b”")).to_be_visible()

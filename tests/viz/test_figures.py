@@ -1,8 +1,6 @@
 """Pure figure builders: token axes, exact data, masked cells, grids, steps, beams, positions."""
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
@@ -12,9 +10,11 @@ from attnscope.model.transformer import sinusoidal_table
 from attnscope.viz.beam_tree import beam_tree, hypothesis_nodes
 from attnscope.viz.grid import MAX_CELL_SIDE, heads_grid, pooled
 from attnscope.viz.heatmap import MAX_TICKS, TITLE_PX, attention_heatmap, record_heatmap, thinned_ticks
+from attnscope.viz.html import Scale, shaded_tokens
 from attnscope.viz.positional import encoding_curves, offset_profile, similarity_heatmap
-from attnscope.viz.steps import shaded_tokens, step_rows, step_source, top_k_bars
+from attnscope.viz.steps import step_rows, step_source, top_k_bars
 from tests.record_fixtures import SRC, TGT, pattern_record
+from tests.support import HtmlView
 
 
 def test_heatmap_uses_integer_axes_labelled_with_tokens() -> None:
@@ -38,7 +38,7 @@ def test_masked_future_cells_are_empty_not_zero() -> None:
     lambda: heads_grid(pattern_record(), "cross", row_labels=["p", "q"]),
     lambda: step_rows(np.zeros((2, 3, 5)), ["p", "q"], title="t"),
     lambda: step_rows(np.zeros((2, 3, 3)), ["p", "q", "r", "s"], title="t", n_visible=2),
-    lambda: shaded_tokens(["p", "q"], np.zeros(5), title="s"),
+    lambda: shaded_tokens(["p", "q"], np.zeros(5), title="s", scale=Scale(1.0)),
 ])
 def test_label_mismatch_names_the_tokens(build) -> None:
     with pytest.raises(ValueError, match=r"\['p', 'q'"):
@@ -61,14 +61,22 @@ def step() -> DecodeStep:
     return DecodeStep(1, 7, "y", 0.6, (("y", 0.6), ("x", 0.3)), 0.9, (7, 6))
 
 
-def test_step_figures() -> None:
-    rows = step_rows(np.full((2, 3, 2), 0.5), TGT, title="t", n_visible=2)
-    z = np.asarray(rows.data[0].z, dtype=float)
-    assert z.shape == (2 * (3 + 1), 4) and np.isnan(z[:, 2:]).all()
+def test_step_views() -> None:
+    rows = np.arange(2 * 3 * 2, dtype=float).reshape(2, 3, 2) / 12
+    cells = HtmlView(step_rows(rows, TGT, title="t", n_visible=2)).cells()
+    keys = [f"{j}: {t}" for j, t in enumerate(TGT)]
+    assert len(cells) == 2 * (3 + 1) * len(TGT)
+    assert cells[("L1 H2", keys[1])] == pytest.approx(rows[1, 2, 1], abs=5e-4)
+    assert cells[("L0 mean", keys[0])] == pytest.approx(rows[0, :, 0].mean(), abs=5e-4)
+    assert all(cells[(f"L{layer} H{h}", k)] is None for layer in range(2) for h in range(3) for k in keys[2:])  # future: masked
+    norms = HtmlView(step_rows(rows * 7, TGT, title="t", n_visible=2, value="‖a·f(x)‖"))
+    assert norms.cells()[("L1 H2", keys[1])] == pytest.approx(7 * rows[1, 2, 1], abs=5e-4)
+    assert f"{7 * rows.max():.3g}" in norms.texts  # norms: the legend runs to their own maximum
     bars = top_k_bars(step())
-    assert list(bars.data[0].marker.color) == ["crimson", "steelblue"]
-    shaded = shaded_tokens(SRC, np.full(5, 0.2), title="s")
-    assert list(shaded.data[0].text[0]) == list(SRC)
+    assert HtmlView(bars).title == "Step 1: chose “y”" and bars.index("crimson") < bars.index("steelblue")
+    seen = StepAttention(1, SRC, TGT[:2], rows[:, :, :1].repeat(5, axis=2) / 5, rows)
+    source = HtmlView(step_source(seen, 1, None))
+    assert [h.split(" · ")[0] for h in source.hovers] == [f"{j}: {t}" for j, t in enumerate(SRC)]
 
 
 def test_beam_tree_highlights_the_chosen_path() -> None:
@@ -148,17 +156,7 @@ def step_attention() -> StepAttention:
 
 def test_step_source_shows_the_selected_head_or_the_mean() -> None:
     rows = step_attention()
-    assert np.allclose(step_source(rows, 1, None).data[0].z[0], rows.cross[1].mean(0))
-    fig = step_source(rows, 0, 2)
-    assert np.allclose(fig.data[0].z[0], rows.cross[0, 2]) and "step 2" in fig.layout.title.text
-
-
-def test_unvalidated_figures_pass_full_plotly_validation() -> None:
-    """viz.spec builds figures with validation off (speed); here every one is validated in full."""
-    import plotly.graph_objects as go
-    rows = step_attention()
-    figures = [step_rows(rows.decoder_self, TGT, title="t", n_visible=3), top_k_bars(step()),
-               shaded_tokens(SRC, rows.cross[0, 0], title="s"), step_source(rows, 1, None)]
-    for fig in figures:
-        validated = go.Figure(fig.to_dict())  # raises ValueError on any invalid property
-        assert json.loads(validated.to_json()) == json.loads(fig.to_json())  # same spec as validated
+    shown = lambda view: [float(h.rsplit(" ", 1)[1]) for h in view.hovers]  # noqa: E731
+    assert np.allclose(shown(HtmlView(step_source(rows, 1, None))), rows.cross[1].mean(0), atol=5e-4)
+    view = HtmlView(step_source(rows, 0, 2))
+    assert np.allclose(shown(view), rows.cross[0, 2], atol=5e-4) and "step 2" in view.title

@@ -75,6 +75,7 @@ def sentence_attribution(tr: Translator, result: Translation, text: str, beam: i
 
 
 VALUES = ("weights", "weighted value norms")
+NORM_LABEL = "‖a·f(x)‖"  # what a weighted value norm is called on colour bars and hover
 
 
 @st.cache_data(max_entries=32, show_spinner="Computing weighted value norms…")
@@ -101,9 +102,9 @@ def relabel(fig: go.Figure, norms: bool) -> go.Figure:
         for trace in fig.data:
             if isinstance(trace, go.Heatmap):
                 trace.zmin, trace.zmax = None, None
-                trace.hovertemplate = (trace.hovertemplate or "").replace("weight", "‖a·f(x)‖")
+                trace.hovertemplate = (trace.hovertemplate or "").replace("weight", NORM_LABEL)
                 if (trace.colorbar.title.text or "").startswith("weight"):  # norms are always on their own scale
-                    trace.colorbar.title.text = "‖a·f(x)‖"
+                    trace.colorbar.title.text = NORM_LABEL
         fig.update_layout(title_text=f"{fig.layout.title.text} · weighted value norms")
     return fig
 

@@ -1,6 +1,6 @@
 """Figures kept across reruns, built once per (model, sentence, options, view).
 
-Building a plotly figure costs 10-20 ms and a page draws several; stepping through decoding
+Building a plotly figure (or a step's HTML views) costs 10-20 ms and a page draws several; stepping through decoding
 or switching a tab would rebuild all of them. These caches are `st.cache_resource`, shared by
 every session: callers only pass the figures to `st.plotly_chart` (which copies them) and
 never modify them. `key` names the result exactly (checkpoint revision, sentence, options), so a
@@ -15,10 +15,10 @@ import streamlit as st
 
 from attnscope.engine.record import AttentionRecord, Kind
 from attnscope.engine.translator import Translation, Translator
-from attnscope.ui.attribution_tools import relabel
+from attnscope.ui.attribution_tools import NORM_LABEL, relabel
 from attnscope.viz.grid import heads_grid
 from attnscope.viz.heatmap import record_heatmap
-from attnscope.viz.steps import step_rows, step_source, top_k_bars
+from attnscope.viz.steps import WEIGHT, step_rows, step_source, top_k_bars
 
 ResultKey = tuple[object, ...]  # names one result: (checkpoint cache key, sentence, beam, max output tokens, ...)
 
@@ -28,30 +28,31 @@ def result_key(tr: Translator, text: str, beam: int, max_len: int | None) -> Res
 
 
 @dataclass(frozen=True)
-class StepFigures:
-    """Everything the Step page draws for one decoding step."""
+class StepViews:
+    """Everything the Step page draws for one decoding step, as HTML (see viz/html.py for why)."""
 
-    source: go.Figure  # the source shaded by the selected head's cross-attention
-    top_k: go.Figure  # next-token probabilities
-    cross: go.Figure  # the step's cross-attention rows, every layer and head
-    self_: go.Figure  # the step's masked self-attention rows
+    source: str  # the source shaded by the selected head's cross-attention
+    top_k: str  # next-token probabilities
+    cross: str  # the step's cross-attention rows, every layer and head
+    self_: str  # the step's masked self-attention rows
 
 
 @st.cache_resource(max_entries=1024, show_spinner=False)
-def step_figures(_result: Translation, _record: AttentionRecord, key: ResultKey, t: int, layer: int, head: int | None,
-                 norms: bool = False) -> StepFigures:
-    """The figures of step `t` of `_result` (named by `key`), for one sidebar layer and head.
+def step_views(_result: Translation, _record: AttentionRecord, key: ResultKey, t: int, layer: int, head: int | None,
+               norms: bool = False) -> StepViews:
+    """The views of step `t` of `_result` (named by `key`), for one sidebar layer and head.
 
     `_record` is the result's attention, or its weighted value norms when `norms` (the values switch).
     """
     rows = _record.step(t)
-    return StepFigures(
-        relabel(step_source(rows, layer, head), norms),
+    value, suffix = (NORM_LABEL, " · weighted value norms") if norms else (WEIGHT, "")
+    return StepViews(
+        step_source(rows, layer, head, value),
         top_k_bars(_result.steps[t]),
-        relabel(step_rows(rows.cross, _result.source_tokens, title=f"Cross-attention of step {t}, every layer and head"),
-                norms),
-        relabel(step_rows(rows.decoder_self, _result.target_tokens, n_visible=t + 1,
-                          title=f"Decoder masked self-attention of step {t} (grey: future positions, masked)"), norms))
+        step_rows(rows.cross, _result.source_tokens, title=f"Cross-attention of step {t}, every layer and head{suffix}",
+                  value=value),
+        step_rows(rows.decoder_self, _result.target_tokens, n_visible=t + 1, value=value,
+                  title=f"Decoder masked self-attention of step {t} (grey: future positions, masked){suffix}"))
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)

@@ -1,7 +1,7 @@
 """Widgets of the step-through page: the step view (a fragment), forcing a token, the beam tree.
 
-Moving through the steps reruns only the step fragment, and its figures come from
-`ui.figures` (built once per step), so a click redraws four charts instead of the page.
+Moving through the steps reruns only the step fragment, and its views come from
+`ui.figures` (built once per step) as HTML, so a click redraws four light views instead of the page.
 """
 from __future__ import annotations
 
@@ -60,14 +60,14 @@ def step_view(tr: Translator, text: str, beam: int, max_len: int, result: Transl
     st.caption(f"Full translation: {plain(result.text)}")
     record, norms = values_switch(tr, result, text, beam, max_len)  # weights, or weighted value norms
     key = figures.result_key(tr, text, beam, max_len)
-    shown = figures.step_figures(result, record, key, t, selection.layer(record, "cross"), selection.head(), norms)
-    widgets.chart(shown.source, "step-source")
+    shown = figures.step_views(result, record, key, t, selection.layer(record, "cross"), selection.head(), norms)
+    st.html(shown.source)
     left, right = st.columns([2, 3])
     with left:
-        widgets.chart(shown.top_k, "step-topk")
+        st.html(shown.top_k)
     with right:
-        widgets.chart(shown.cross, "step-cross")
-    widgets.chart(shown.self_, "step-self")
+        st.html(shown.cross)
+    st.html(shown.self_)
     if beam == 1:
         force_branch(tr, text, result, t, max_len)
     state.write_url(("step",))
