@@ -20,6 +20,11 @@ def settled(page: Page) -> None:
     page.wait_for_function(NOT_STALE)
 
 
+def chart_title(page: Page, prefix: str):
+    """The title of a plotly chart (the beam tree, the Translate page's heatmaps)."""
+    return page.locator(".js-plotly-plot .gtitle", has_text=prefix)
+
+
 def view_title(page: Page, prefix: str):
     """The title of a viz/html view (the step's views are HTML, not plotly)."""
     return page.locator(".attn-view .t", has_text=prefix)
