@@ -15,7 +15,7 @@ from attnscope.engine.beam_result import BeamResult
 from attnscope.engine.translator import Translation, Translator
 from attnscope.model.config import BOS_ID, PAD_ID
 from attnscope.ui import figures, selection, state, widgets
-from attnscope.ui.attribution_tools import values_switch
+from attnscope.ui.attribution_tools import step_contributions, values_switch
 from attnscope.ui.text import plain
 from attnscope.viz.beam_tree import beam_tree, hypothesis_nodes
 
@@ -68,6 +68,7 @@ def step_view(tr: Translator, text: str, beam: int, max_len: int, result: Transl
     with right:
         st.html(shown.cross)
     st.html(shown.self_)
+    step_contributions(tr, result, text, beam, max_len, t)  # on request only: a toggle, off by default
     if beam == 1:
         force_branch(tr, text, result, t, max_len)
     state.write_url(("step",))
