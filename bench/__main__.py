@@ -299,13 +299,13 @@ def import_speed(megabytes: float, repeats: int) -> dict[str, Any]:
 
 def inside_latency(tr: Translator, repeats: int) -> dict[str, Any]:
     """Server-side seconds of the Inside-one-head page's work. The page traces a sentence once (cached);
-    moving the step cuts that trace, slices a head, builds and serialises every panel and the logit lens;
+    moving the step cuts that trace, slices a head, builds every panel and the logit lens (HTML);
     switching head does the same without the lens."""
     from attnscope.engine.head_view import head_view
     from attnscope.engine.intermediates import trace
     from attnscope.engine.lens import logit_lens
     from attnscope.viz.inside import PANELS
-    from attnscope.viz.lens import lens_heatmap
+    from attnscope.viz.lens import lens_table
 
     result = tr.translate(SENTENCES[2])
     piece = lambda i: tr.bundle.tgt_codec.pieces([i])[0]  # noqa: E731
@@ -319,11 +319,9 @@ def inside_latency(tr: Translator, repeats: int) -> dict[str, Any]:
 
     def draw(t: int, head: int, with_lens: bool) -> None:
         view = head_view(whole.until(t), "decoder", 0, head, t, result.source_tokens, result.target_tokens[: t + 1])
-        figures = [build(view) for build in PANELS]
+        views = [build(view) for build in PANELS]
         if with_lens:
-            figures.append(lens_heatmap(logit_lens(tr.model, whole, t, result.steps[t].token_id), piece))
-        for fig in figures:
-            fig.to_json()
+            views.append(lens_table(logit_lens(tr.model, whole, t, result.steps[t].token_id), piece))
 
     def move_step() -> None:
         state["step"] = (state["step"] + 1) % len(result.steps)

@@ -4,7 +4,7 @@ import streamlit as st
 from attnscope.ui import inside_tools, state, widgets
 from attnscope.ui.text import plain
 from attnscope.viz import inside
-from attnscope.viz.lens import lens_heatmap
+from attnscope.viz.lens import lens_table
 from attnscope.viz.offsets import offset_fit_curves, rotation_circle, rotation_errors
 
 state.through_router()
@@ -17,7 +17,8 @@ text, beam, max_len, result = widgets.translated_sentence(tr)
 
 @st.fragment
 def head_panels() -> None:
-    """Everything that depends on the chosen head, token and step: reruns alone when they change."""
+    """Everything that depends on the chosen head, token and step: reruns alone when they change.
+    Its views are HTML (viz/inside.py says why); the positional panels below stay plotly charts."""
     choice = inside_tools.choose(tr, result)
     step = result.steps[choice.step]
     v = inside_tools.view(tr, result, choice)
@@ -26,31 +27,31 @@ def head_panels() -> None:
                 f"**Query:** “{plain(v.query_tokens[v.query])}” (position {v.query}) · {len(v.key_tokens)} keys · "
                 f"d_model {v.concat.size} = {v.n_heads} heads × d_k {v.q.size}")
     st.subheader("1 · Where the vectors come from")
-    widgets.chart(inside.input_strips(v), "inside-inputs")
-    widgets.chart(inside.key_input_strips(v), "inside-key-inputs")
+    st.html(inside.input_strips(v))
+    st.html(inside.key_input_strips(v))
     st.subheader("2 · Query, keys and their dot products")
     left, right = st.columns(2)
     with left:
-        widgets.chart(inside.qk_strips(v), "inside-qk")
+        st.html(inside.qk_strips(v))
     with right:
-        widgets.chart(inside.product_strips(v), "inside-products")
+        st.html(inside.product_strips(v))
     st.subheader("3 · Scale, mask, softmax")
-    widgets.chart(inside.score_steps(v), "inside-scores")
+    st.html(inside.score_steps(v))
     st.caption(f"The softmax row equals the row of the attention heatmap recorded while translating: "
                f"max |Δ| = {v.gap_to(result.attention):.1e}.")
     left, right = st.columns(2)
     with left:
-        widgets.chart(inside.mask_matrix(v), "inside-mask")
+        st.html(inside.mask_matrix(v))
     with right:
-        widgets.chart(inside.weight_bars(v), "inside-weights")
+        st.html(inside.weight_bars(v))
     st.subheader("4 · What the head gives to the residual stream")
-    widgets.chart(inside.value_strips(v), "inside-values")
-    widgets.chart(inside.head_slices(v), "inside-slices")
-    widgets.chart(inside.contribution_strips(v), "inside-contributions")
-    widgets.chart(inside.residual_strips(v), "inside-residual")
+    st.html(inside.value_strips(v))
+    st.html(inside.head_slices(v))
+    st.html(inside.contribution_strips(v))
+    st.html(inside.residual_strips(v))
     st.subheader(f"5 · Logit lens at step {choice.step}")
     piece = lambda i: tr.bundle.tgt_codec.pieces([i])[0]  # noqa: E731
-    widgets.chart(lens_heatmap(inside_tools.lens(tr, result, choice.step), piece), "inside-lens")
+    st.html(lens_table(inside_tools.lens(tr, result, choice.step), piece))
 
 
 @st.fragment

@@ -15,8 +15,11 @@ import re
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 TOY_CHECKPOINT = ROOT / "tests" / "fixtures" / "toy-reverse.safetensors"
@@ -92,34 +95,85 @@ if __name__ == "__main__":
     print(train_toy_checkpoint())
 
 
+@dataclass
+class HtmlRow:
+    """One table row of an HTML view: its label (the row header), its cells' hover texts, visible
+    texts, classes and inline styles, and any text after the cells (e.g. a row sum)."""
+
+    label: str = ""
+    hovers: list[str] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    classes: list[str] = field(default_factory=list)
+    styles: list[str] = field(default_factory=list)
+    tail: str = ""
+
+    def painted(self) -> list[str]:
+        """The colours the row paints, cell by cell and stripe by stripe (a band's gradient stops)."""
+        return [colour for style in self.styles for colour in re.findall(r"#[0-9a-f]{6}", style)]
+
+    def values(self) -> np.ndarray:
+        """The number each cell's hover ends with ("dim 3: -0.1234" -> -0.1234); -inf for "−∞"."""
+        return np.array([-np.inf if h.rstrip().endswith("−∞") or "−∞ (masked)" in h
+                         else float(re.search(r"(-?[\d.]+(?:e[+-]?\d+)?)$", h)[1]) for h in self.hovers])
+
+
 class HtmlView:
     """What one of viz/html.py's views shows, read back with the standard library's HTML parser:
-    its title, each hover text (`title` attributes, in order) and the visible text."""
+    its title, each hover text (`title` attributes, in order), the visible text, and its table rows."""
 
     def __init__(self, markup: str) -> None:
         from html.parser import HTMLParser
 
         self.title, self.hovers, self.texts = "", [], []
+        self.rows: list[HtmlRow] = []
         view = self
 
         class Reader(HTMLParser):
             in_title = False
+            where = ""  # "label", "cell" or "tail" while inside a row's th.r, td or th.x
 
             def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
                 found = dict(attrs)
                 self.in_title = found.get("class") == "t"
                 if "title" in found and tag != "div":
                     view.hovers.append(found["title"] or "")
+                if tag == "tr":
+                    view.rows.append(HtmlRow())
+                elif tag == "th" and view.rows:
+                    self.where = {"r": "label", "x": "tail"}.get(found.get("class") or "", "")
+                elif tag == "td" and view.rows:
+                    self.where = "cell"
+                    row = view.rows[-1]
+                    row.hovers.append(found.get("title") or "")
+                    row.texts.append("")
+                    row.classes.append(found.get("class") or "")
+                    row.styles.append(found.get("style") or "")
 
             def handle_data(self, data: str) -> None:
                 if self.in_title:
                     view.title += data
                 view.texts.append(data)
+                if self.where == "label":
+                    view.rows[-1].label += data
+                elif self.where == "tail":
+                    view.rows[-1].tail += data
+                elif self.where == "cell":
+                    view.rows[-1].texts[-1] += data
 
             def handle_endtag(self, tag: str) -> None:
                 self.in_title = False
+                if tag in ("td", "th"):
+                    self.where = ""
 
         Reader().feed(markup)
+
+    def body_rows(self) -> list[HtmlRow]:
+        """The rows that have cells (not the column headers)."""
+        return [row for row in self.rows if row.hovers]
+
+    def matrix(self) -> np.ndarray:
+        """Every body row's cell values as one [rows, cells] array."""
+        return np.stack([row.values() for row in self.body_rows()])
 
     def cells(self) -> dict[tuple[str, str], float | None]:
         """(row, column) -> value of every table cell; None for masked cells."""

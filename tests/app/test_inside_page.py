@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.support import shown
+from tests.support import HtmlView, html_views, shown
 
 PAGE = "pages/inside.py"
 
@@ -19,7 +19,16 @@ def open_inside(app: AppTest, sentence: str = "a b c d") -> AppTest:
     return app.switch_page(PAGE).run()
 
 
-def figure(app: AppTest, title_start: str) -> dict:
+def view(app: AppTest, title_start: str) -> HtmlView:
+    """The head's HTML view whose title starts with `title_start`."""
+    for title, found in html_views(app).items():
+        if title.startswith(title_start):
+            return found
+    raise AssertionError(f"no view titled {title_start!r}")
+
+
+def chart_titled(app: AppTest, title_start: str) -> dict:
+    """The plotly chart (positional panels) whose title starts with `title_start`."""
     for chart in app.get("plotly_chart"):
         spec = json.loads(chart.proto.spec)
         if spec["layout"].get("title", {}).get("text", "").replace("<br>", " ").startswith(title_start):
@@ -27,24 +36,15 @@ def figure(app: AppTest, title_start: str) -> dict:
     raise AssertionError(f"no chart titled {title_start!r}")
 
 
-def values(trace: dict, name: str) -> np.ndarray:
-    """A plotly trace's array, whether plain JSON or plotly's base64 typed-array encoding."""
-    data = trace[name]
-    if isinstance(data, dict) and "bdata" in data:
-        import base64
-        shape = tuple(int(n) for n in str(data.get("shape", "-1")).split(","))
-        return np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"])).reshape(shape)
-    return np.asarray(data, dtype=float)
-
-
 def test_page_shows_every_panel_and_the_row_matches_the_recording(app: AppTest) -> None:
     open_inside(app)
     assert not app.exception, [e.value for e in app.exception]
-    assert len(app.get("plotly_chart")) >= 14
+    assert len(app.get("html")) == 12 and len(app.get("plotly_chart")) == 3  # the head's views; positional charts
     delta = next(shown(c) for c in app.caption if "max |Δ|" in shown(c))
     assert float(re.search(r"max \|Δ\| = ([0-9.]+e[+-][0-9]+)", delta).group(1)) <= 1e-6
-    for start in ("Eq. 1", "MultiHead = Concat", "Concat·W^O", "Residual + LayerNorm", "Logit lens", "Section 3.5"):
-        figure(app, start)
+    for start in ("Eq. 1", "MultiHead = Concat", "Concat·W^O", "Residual + LayerNorm", "Logit lens"):
+        view(app, start)
+    chart_titled(app, "Section 3.5")
 
 
 def test_decoder_self_head_at_step_2_and_the_step_is_shared(app: AppTest) -> None:
@@ -58,13 +58,12 @@ def test_decoder_self_head_at_step_2_and_the_step_is_shared(app: AppTest) -> Non
     text = " ".join(shown(m) for m in app.markdown)
     assert "**Step 2:** the decoder has read <bos> d c and chose “b”" in text
     assert "**Query:** “c” (position 2)" in text
-    scores = figure(app, "Eq. 1")["data"][0]
-    assert scores["text"][2] == scores["text"][2][:3] and len(scores["text"][2]) == 3  # keys <bos> d c
-    mask = figure(app, "Mask M")
-    assert "causal" in mask["layout"]["title"]["text"].replace("<br>", " ")
-    assert np.array_equal(values(mask["data"][0], "z"), np.triu(np.ones((3, 3)), 1))
-    lens = figure(app, "Logit lens at step 2")
-    assert "“b”" in lens["layout"]["title"]["text"].replace("<br>", " ")
+    scores = view(app, "Eq. 1").body_rows()
+    assert [len(row.texts) for row in scores] == [3] * 4  # keys <bos> d c
+    mask = view(app, "Mask M")
+    assert "causal" in mask.title
+    assert np.array_equal([[t == "−∞" for t in row.texts] for row in mask.body_rows()], np.triu(np.ones((3, 3)), 1))
+    assert "“b”" in view(app, "Logit lens at step 2").title
     app.switch_page("pages/step.py").run()
     assert app.session_state["step"] == 2
 
@@ -76,10 +75,10 @@ def test_encoder_and_cross_attention_open_without_a_mask(app: AppTest, kind: str
     app.slider(key="_w_step").set_value(2).run()
     app.selectbox(key="inside_query_" + kind).set_value(1).run()
     assert not app.exception
-    assert "no mask" in figure(app, "Mask M")["layout"]["title"]["text"].replace("<br>", " ")
+    assert "no mask" in view(app, "Mask M").title
     query = "“b”" if kind == "encoder" else "“d”"  # source "a b c d" / decoder inputs "<bos> d c"
     assert f"**Query:** {query} (position 1)" in " ".join(shown(m) for m in app.markdown)
-    keys = figure(app, "Keys and values are projected from")["layout"]["title"]["text"].replace("<br>", " ")
+    keys = view(app, "Keys and values are projected from").title
     assert ("encoder's output" in keys) == (kind == "cross")
 
 
@@ -116,6 +115,6 @@ def test_learned_positions_show_the_fitted_error(tmp_path, monkeypatch: pytest.M
     assert not app.exception, [e.value for e in app.exception]
     caption = next(shown(c) for c in app.caption if "Learned encodings have no formula" in shown(c))
     assert float(re.search(r"Offset 3: relative error ([0-9.]+) here", caption).group(1)) > 0.01
-    assert "Pre-LN residual block" in figure(app, "Pre-LN")["layout"]["title"]["text"]
+    assert "Pre-LN residual block" in view(app, "Pre-LN").title
     with pytest.raises(AssertionError):
-        figure(app, "Section 3.5")
+        chart_titled(app, "Section 3.5")

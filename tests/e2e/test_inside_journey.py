@@ -37,7 +37,7 @@ def test_maedchen_at_step_2_inside_a_decoder_self_head(shipped_server: str, page
     page.goto(f"{shipped_server}/inside?sentence={SENTENCE.replace(' ', '+')}")
     first_load = 180_000  # the first visit loads the en-de model and traces it on a busy 2-core machine
     expect(page.get_by_role("heading", name="Inside one head")).to_be_visible(timeout=first_load)
-    expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=first_load)
+    expect(page.locator(".attn-view").first).to_be_visible(timeout=first_load)
     settled(page)
     pick(page, "Attention", "Decoder masked self-attention")
     step = page.get_by_role("slider", name="Decoding step")
@@ -52,6 +52,9 @@ def test_maedchen_at_step_2_inside_a_decoder_self_head(shipped_server: str, page
     expect(page.get_by_text("Query: “Mädchen” (position 2)")).to_be_visible()
     for title in ("Query and keys of head 3", "q∘k: the dot product", "Eq. 1: Attention(Q, K, V)", "Mask M added",
                   "Values, weighted values", "MultiHead = Concat", "Residual + LayerNorm", "Logit lens at step 2"):
-        expect(page.locator(".js-plotly-plot").filter(has_text=title).first).to_be_visible()
+        expect(page.locator(".attn-view").filter(has_text=title).first).to_be_visible()
     expect(page.get_by_text("max |Δ| = 0.0e+00", exact=False)).to_be_visible()
     settled(page)
+    first_query = page.locator(".attn-view").filter(has_text="Mask M").locator("tbody tr").first
+    expect(first_query.locator("td").last).to_have_text("−∞")  # <bos> may not look at "Mädchen"
+    expect(page.locator(".js-plotly-plot").first).to_be_visible()  # the positional panels stay charts

@@ -1,5 +1,7 @@
-"""Figures of one head: the numbers drawn are the HeadView's, titles name the paper's equations."""
+"""Views of one head: the numbers shown are the HeadView's, titles name the paper's equations."""
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -9,9 +11,11 @@ from attnscope.engine.lens import logit_lens
 from attnscope.engine.offsets import fit_offset_map, rotation_check
 from attnscope.model.transformer import sinusoidal_table
 from attnscope.viz import inside
-from attnscope.viz.lens import lens_heatmap
+from attnscope.viz.html import diverging_colours
+from attnscope.viz.lens import lens_table
 from attnscope.viz.offsets import offset_fit_curves, rotation_circle, rotation_errors
 from tests.engine.inside_fixtures import make_case
+from tests.support import HtmlView
 
 
 @pytest.fixture(scope="module")
@@ -28,50 +32,91 @@ def title(fig) -> str:
     return fig.layout.title.text.replace("<br>", " ")
 
 
-def z(fig) -> np.ndarray:
-    return np.asarray(fig.data[0].z, dtype=float)
+def shown(markup: str) -> HtmlView:
+    return HtmlView(markup)
+
+
+def painted_like(markup: str, want: np.ndarray) -> bool:
+    """Whether a view paints exactly the colours of `want` (rows of vectors) on its diverging scale."""
+    want = np.asarray(want, dtype=np.float32)
+    expected = diverging_colours(want, float(np.abs(want).max()))
+    return [row.painted() for row in shown(markup).body_rows()] == [list(r) for r in expected]
 
 
 @pytest.mark.parametrize("kind", ["encoder", "decoder", "cross"])
 def test_strips_draw_the_captured_vectors(case, kind: str) -> None:
     v = view_of(case, kind)
-    assert np.allclose(z(inside.qk_strips(v)), np.vstack([v.q, v.k]))
-    assert np.allclose(z(inside.product_strips(v)), v.products)
-    assert np.allclose(z(inside.value_strips(v)), np.vstack([v.v, v.weighted, v.head_output]))
-    assert np.allclose(z(inside.contribution_strips(v)), np.vstack([v.contributions, v.out_bias, v.attention_output]))
-    assert np.allclose(z(inside.head_slices(v))[0], v.concat)
-    assert np.allclose(z(inside.key_input_strips(v)), v.key_inputs)
-    assert np.allclose(z(inside.input_strips(v))[2], v.embedding.total)
-    sums = np.asarray(inside.product_strips(v).data[0].customdata)[:, 0]
-    assert sums == pytest.approx(v.dots, abs=1e-5)
-    assert list(inside.qk_strips(v).data[0].y)[1:] == [f"k  {i}: {t}" for i, t in enumerate(v.key_tokens)]
+    exact = lambda markup, want: np.allclose(shown(markup).matrix(), want, atol=5e-5)  # noqa: E731  (4 decimals)
+    # d_k-wide strips: one cell per dimension, its value on hover
+    assert exact(inside.qk_strips(v), np.vstack([v.q, v.k]))
+    assert exact(inside.product_strips(v), v.products)
+    assert exact(inside.value_strips(v), np.vstack([v.v, v.weighted, v.head_output]))
+    # d_model-wide strips: the same colours, as bands
+    assert painted_like(inside.contribution_strips(v), np.vstack([v.contributions, v.out_bias, v.attention_output]))
+    assert painted_like(inside.key_input_strips(v), v.key_inputs)
+    assert painted_like(inside.input_strips(v), np.stack([v.embedding.token_embedding * v.embedding.scale,
+                                                          v.embedding.position, v.embedding.total, v.layer_input,
+                                                          v.query_input]))
+    assert not painted_like(inside.key_input_strips(v), v.key_inputs[::-1])  # the check can fail
+    sums = [float(row.tail.removeprefix("Σ = ")) for row in shown(inside.product_strips(v)).body_rows()]
+    assert sums == pytest.approx(v.dots, abs=1e-4)
+    assert [row.label for row in shown(inside.qk_strips(v)).body_rows()][1:] == [
+        f"k  {i}: {t}" for i, t in enumerate(v.key_tokens)]
+
+
+def test_long_vectors_are_bands_with_norm_and_extremes_on_hover() -> None:
+    rows = np.random.default_rng(0).normal(size=(2, inside.WIDE + 36)).astype(np.float32)
+    view = shown(inside.strips(rows, ["a", "b"], title="t"))
+    out = rows[1]
+    assert [len(row.hovers) for row in view.body_rows()] == [1, 1]  # one band per vector
+    assert view.body_rows()[1].hovers[0] == (
+        f"dimensions 0…{out.size - 1}: norm {np.linalg.norm(out):.4f}, "
+        f"min {out.min():.4f} (dim {out.argmin()}), max {out.max():.4f} (dim {out.argmax()})")
+    assert painted_like(inside.strips(rows, ["a", "b"], title="t"), rows)
+
+
+def test_strips_refuse_labels_that_do_not_fit() -> None:
+    with pytest.raises(ValueError, match="must be distinct"):
+        inside.strips(np.zeros((2, 3)), ["a", "a"], title="t")
+    with pytest.raises(ValueError, match=r"\[2, 3\] vectors for 1 labels"):
+        inside.strips(np.zeros((2, 3)), ["a"], title="t")
 
 
 def test_score_steps_show_minus_infinity_and_the_softmax_row(case) -> None:
     v = view_of(case, "decoder", query=1)
-    fig = inside.score_steps(v)
-    text = np.asarray(fig.data[0].text)
-    assert list(text[2, 2:]) == ["−∞"] * (len(v.key_tokens) - 2)
-    assert [float(x) for x in text[3, :2]] == pytest.approx(v.weights[:2], abs=1e-3)
-    assert "Eq. 1" in title(fig)
-    bars = inside.weight_bars(v)
-    assert np.array_equal(np.asarray(bars.data[0].y), v.weights)
-    assert "softmax" in title(bars)
+    view = shown(inside.score_steps(v))
+    rows = view.body_rows()
+    assert rows[2].texts[2:] == ["−∞"] * (len(v.key_tokens) - 2)
+    assert rows[3].values()[:2] == pytest.approx(v.weights[:2], abs=1e-6)  # hover: 6 decimals
+    assert rows[0].values() == pytest.approx(v.dots, abs=1e-6)
+    assert "Eq. 1" in view.title
+    bars = shown(inside.weight_bars(v))
+    assert np.allclose([float(h.rsplit(" ", 1)[1]) for h in bars.hovers], v.weights, atol=1e-6)
+    assert "softmax" in bars.title and bars.rows[2].texts[-1] == "masked"
 
 
 def test_mask_matrix_is_causal_for_the_decoder_only(case) -> None:
-    dec, enc = inside.mask_matrix(view_of(case, "decoder")), inside.mask_matrix(view_of(case, "encoder"))
-    assert np.array_equal(z(dec), np.triu(np.ones_like(z(dec)), 1)) and "causal" in title(dec)
-    assert not z(enc).any() and "no mask" in title(enc)
+    dec, enc = shown(inside.mask_matrix(view_of(case, "decoder"))), shown(inside.mask_matrix(view_of(case, "encoder")))
+    masked = np.array([[t == "−∞" for t in row.texts] for row in dec.body_rows()])
+    assert np.array_equal(masked, np.triu(np.ones_like(masked), 1)) and "causal" in dec.title
+    assert not any("−∞" in t for row in enc.body_rows() for t in row.texts) and "no mask" in enc.title
 
 
 def test_head_slices_mark_each_head(case) -> None:
     v = view_of(case, "cross")
-    fig = inside.head_slices(v)
-    assert len(fig.layout.shapes) == v.n_heads
-    assert fig.layout.shapes[v.head].line.color == "crimson"
-    assert (fig.layout.shapes[v.head].x0, fig.layout.shapes[v.head].x1) == (v.head_slice[0] - 0.5, v.head_slice[1] - 0.5)
-    assert "Concat" in title(fig) and "W^O" in title(fig)
+    markup = inside.head_slices(v)
+    view = shown(markup)
+    d_head = v.head_output.size
+    assert [t for t in view.texts if t.startswith("head ")] == [f"head {h}" for h in range(v.n_heads)]
+    assert [h.split(":")[0] for h in view.hovers] == [f"head {h}" for h in range(v.n_heads)]
+    assert view.hovers[v.head].startswith(f"head {v.head}: dimensions {v.head_slice[0]}…{v.head_slice[1] - 1}")
+    assert markup.count('class="hb on"') == 1 and f'<span class="hb on"><span class="hn">head {v.head}<' in markup
+    concat = v.concat.astype(np.float32)
+    expected = list(diverging_colours(concat, float(np.abs(concat).max())))
+    bands = re.findall(r'class="hg" style="[^"]*background:(linear-gradient\([^)]*\))', markup)
+    assert re.findall(r"#[0-9a-f]{6}", "".join(bands)) == expected
+    assert len(expected) == v.n_heads * d_head
+    assert "Concat" in view.title and "W^O" in view.title
 
 
 @pytest.mark.parametrize("variant, words", [("post-sinusoidal", "LayerNorm(x + Sublayer(x))"),
@@ -79,17 +124,25 @@ def test_head_slices_mark_each_head(case) -> None:
 def test_residual_block_follows_the_norm(variant: str, words: str) -> None:
     c = make_case(variant)
     v = head_view(c.cached, "decoder", 0, 0, 1, tuple(map(str, c.source)), tuple(map(str, c.prefix)))
-    fig = inside.residual_strips(v)
-    assert words in title(fig)
-    assert np.allclose(z(fig)[-1], v.block_output)
+    assert words in shown(inside.residual_strips(v)).title
+    rows = {"post": [v.residual, v.attention_output, v.norm_input, v.block_output],
+            "pre": [v.residual, v.norm_output, v.attention_output, v.block_output]}[v.norm]
+    assert painted_like(inside.residual_strips(v), np.stack(rows))
 
 
-def test_lens_heatmap_marks_the_chosen_token(case) -> None:
+def test_lens_table_marks_the_chosen_token(case) -> None:
     lens = logit_lens(case.model, case.cached, 1, case.decoded.ids[1], k=3)
-    fig = lens_heatmap(lens, lambda i: f"w{i}")
-    assert np.allclose(z(fig), lens.top_probs)
-    assert fig.data[0].text[-1][0] == f"◆ w{case.decoded.ids[1]}"
-    assert fig.layout.yaxis.ticktext[-1].startswith("layer 2 (output)")
+    view = shown(lens_table(lens, lambda i: f"w{i}"))
+    assert np.allclose(view.matrix(), lens.top_probs, atol=5e-5)
+    assert view.body_rows()[-1].texts[0] == f"◆ w{case.decoded.ids[1]}"
+    assert view.body_rows()[-1].label.startswith("layer 2 (output)")
+
+
+def test_views_escape_tokens(case) -> None:
+    src, tgt = ("<script>", *(f"s{i}" for i in case.source[1:])), tuple(f"t{i}" for i in case.prefix)
+    v = head_view(case.cached, "encoder", 0, 0, 0, src, tgt)
+    for build in inside.PANELS:
+        assert "<script>" not in build(v)
 
 
 def test_rotation_figures() -> None:

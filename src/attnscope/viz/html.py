@@ -18,9 +18,18 @@ from plotly.colors import get_colorscale, unlabel_rgb
 from attnscope.viz.heatmap import COLORSCALE, MASKED_COLOR
 from attnscope.viz.labels import check_labels
 
-_STOPS = get_colorscale(COLORSCALE)
-_POSITIONS = np.array([p for p, _ in _STOPS], dtype=np.float64)
-_RGB = np.array([unlabel_rgb(c) for _, c in _STOPS], dtype=np.float64)  # [stops, 3]
+DIVERGING = "RdBu_r"  # signed values (vector components): blue below 0, white at 0, red above
+
+
+def _stops(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """A plotly colour scale as its stop positions in [0, 1] and their RGB values."""
+    stops = get_colorscale(name)
+    return (np.array([p for p, _ in stops], dtype=np.float64),
+            np.array([unlabel_rgb(c) for _, c in stops], dtype=np.float64))
+
+
+_POSITIONS, _RGB = _stops(COLORSCALE)
+_DIV_POSITIONS, _DIV_RGB = _stops(DIVERGING)
 CELL_PX = (22, 14)  # width, height of one table cell
 STYLE = (  # one <style> per view, scoped by its class, so each cell carries only its colour and hover text
     "<style>"
@@ -40,6 +49,20 @@ STYLE = (  # one <style> per view, scoped by its class, so each cell carries onl
     ".attn-view .tok{display:inline-block;padding:2px 6px;margin:2px 2px;border-radius:4px}"
     ".attn-view .bar{height:14px;border-radius:2px}"
     ".attn-view .g{display:inline-block;width:120px;height:10px;vertical-align:middle;margin:0 6px}"
+    # heat strips (one row per vector, one cell per dimension) and tables of numbers (Inside one head)
+    ".attn-view table.strip{border-spacing:0 2px}"
+    ".attn-view table.strip td{height:14px;width:11px;min-width:11px;border-right:1px solid #fff}"
+    ".attn-view table.strip td.g{border-right:2px solid #fff}"
+    ".attn-view table.strip th.x{text-align:left;white-space:nowrap;font-weight:400;padding-left:6px}"
+    ".attn-view .hs{display:flex;align-items:flex-end;gap:3px}"
+    ".attn-view .hl{padding-right:6px;white-space:nowrap}"
+    ".attn-view .hb{display:flex;flex-direction:column}"
+    ".attn-view .hg{display:block;height:14px}"
+    ".attn-view .hb.on .hn{color:crimson;font-weight:600}"
+    ".attn-view .hb.on .hg{box-shadow:0 0 0 2px crimson}"
+    ".attn-view td.num{min-width:44px;text-align:center;padding:2px 4px;font-variant-numeric:tabular-nums}"
+    ".attn-view tr.q td.num{box-shadow:inset 0 2px crimson,inset 0 -2px crimson}"
+    ".attn-view tr.q th.r{color:crimson;font-weight:600}"
     "</style>")
 
 
@@ -57,11 +80,34 @@ class Scale:
         return Scale(max(top, 1e-9), label)
 
 
+LEVELS = 512  # colours per scale: finer than the eye can tell apart, and one table lookup per cell
+
+
+def _table(positions: np.ndarray, rgb: np.ndarray) -> np.ndarray:
+    """The scale's CSS colours at LEVELS evenly spaced points of [0, 1]."""
+    x = np.linspace(0.0, 1.0, LEVELS)
+    out = np.stack([np.interp(x, positions, rgb[:, c]) for c in range(3)], axis=-1).round().astype(int)
+    return np.array([f"#{r:02x}{g:02x}{b:02x}" for r, g, b in out], dtype=object)
+
+
+_SEQUENTIAL, _DIVERGING_TABLE = _table(_POSITIONS, _RGB), _table(_DIV_POSITIONS, _DIV_RGB)
+
+
+def _hex(x: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """CSS colours at positions `x` in [0, 1], as an array of strings of x's shape (formatting a string
+    per cell cost ~40% of a redraw of Inside one head)."""
+    return table[np.rint(x * (LEVELS - 1)).astype(np.intp)]
+
+
 def colours(values: np.ndarray, zmax: float) -> np.ndarray:
     """CSS colours of the heatmaps' scale for `values` in [0, zmax] (clipped), as an array of strings."""
-    x = np.clip(np.nan_to_num(np.asarray(values, dtype=np.float64) / zmax), 0.0, 1.0)
-    rgb = np.stack([np.interp(x, _POSITIONS, _RGB[:, c]) for c in range(3)], axis=-1).round().astype(int)
-    return np.array([f"#{r:02x}{g:02x}{b:02x}" for r, g, b in rgb.reshape(-1, 3)], dtype=object).reshape(x.shape)
+    return _hex(np.clip(np.nan_to_num(np.asarray(values, dtype=np.float64) / zmax), 0.0, 1.0), _SEQUENTIAL)
+
+
+def diverging_colours(values: np.ndarray, limit: float) -> np.ndarray:
+    """CSS colours of the diverging scale for `values` in [-limit, limit] (clipped): white at 0."""
+    x = np.clip(np.nan_to_num(np.asarray(values, dtype=np.float64) / limit), -1.0, 1.0)
+    return _hex((x + 1.0) / 2.0, _DIVERGING_TABLE)
 
 
 def ink(values: np.ndarray, zmax: float) -> np.ndarray:
@@ -69,19 +115,27 @@ def ink(values: np.ndarray, zmax: float) -> np.ndarray:
     return np.where(np.asarray(values, dtype=np.float64) / zmax > 0.55, "#ffffff", "#0b1f33")
 
 
-def _esc(text: object) -> str:
+def esc(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _header(title: str, subtitle: str | None) -> str:
-    sub = f'<div class="s">{_esc(subtitle)}</div>' if subtitle else ""
-    return f'<div class="t">{_esc(title)}</div>{sub}'
+def header(title: str, subtitle: str | None) -> str:
+    sub = f'<div class="s">{esc(subtitle)}</div>' if subtitle else ""
+    return f'<div class="t">{esc(title)}</div>{sub}'
+
+
+def diverging_legend(limit: float, label: str = "value") -> str:
+    """A colour bar from -limit (blue) through 0 (white) to +limit (red)."""
+    ticks = np.linspace(-limit, limit, len(_DIV_POSITIONS))
+    stops = ",".join(f"{c} {100 * p:.0f}%" for p, c in zip(_DIV_POSITIONS, diverging_colours(ticks, limit)))
+    return (f'<div class="s">{esc(label)}: {-limit:.3g}<span class="g" style="background:linear-gradient(to right,{stops})">'
+            f'</span>{limit:.3g}</div>')
 
 
 def legend(scale: Scale) -> str:
     """A colour bar from 0 to the scale's top, named by what the values are."""
     stops = ",".join(f"{c} {100 * p:.0f}%" for p, c in zip(_POSITIONS, colours(_POSITIONS * scale.zmax, scale.zmax)))
-    return (f'<div class="s">{_esc(scale.label)}: 0<span class="g" style="background:linear-gradient(to right,{stops})">'
+    return (f'<div class="s">{esc(scale.label)}: 0<span class="g" style="background:linear-gradient(to right,{stops})">'
             f'</span>{scale.zmax:.3g}</div>')
 
 
@@ -98,21 +152,21 @@ def heat_table(z: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[st
     check_labels(z.shape[0], row_labels, "rows")
     check_labels(z.shape[1], col_labels, "columns")
     fill, ends = colours(z, scale.zmax), set(group_ends)
-    keys = [_esc(c) for c in col_labels]
+    keys = [esc(c) for c in col_labels]
     head = "".join(f'<th class="k"><div title="{k}">{k}</div></th>' for k in keys)
     rows = []
     for i, label in enumerate(row_labels):
-        name = _esc(label)
+        name = esc(label)
         cells = []
         for j, key in enumerate(keys):
             if masked is not None and masked[i, j]:
                 cells.append(f'<td class="c" style="background:{MASKED_COLOR}" title="{name} → {key}: masked"></td>')
             else:
                 cells.append(f'<td class="c" style="background:{fill[i, j]}" '
-                             f'title="{name} → {key}: {_esc(scale.label)} {z[i, j]:.3f}"></td>')
+                             f'title="{name} → {key}: {esc(scale.label)} {z[i, j]:.3f}"></td>')
         css = ' class="m"' if i in ends else ""
         rows.append(f'<tr{css}><th class="r">{name}</th>{"".join(cells)}</tr>')
-    return (f'<div class="attn-view">{STYLE}{_header(title, subtitle)}<div class="w"><table><thead><tr><th></th>{head}'
+    return (f'<div class="attn-view">{STYLE}{header(title, subtitle)}<div class="w"><table><thead><tr><th></th>{head}'
             f'</tr></thead><tbody>{"".join(rows)}</tbody></table></div>{legend(scale)}</div>')
 
 
@@ -121,9 +175,9 @@ def shaded_tokens(tokens: Sequence[str], weights: np.ndarray, *, title: str, sca
     w = np.asarray(weights, dtype=np.float64).reshape(-1)
     check_labels(w.size, tokens, "tokens")
     fill, text = colours(w, scale.zmax), ink(w, scale.zmax)
-    chips = "".join(f'<span class="tok" style="background:{f};color:{c}" title="{j}: {_esc(t)} · {_esc(scale.label)} {v:.3f}">'
-                    f"{_esc(t)}</span>" for j, (t, v, f, c) in enumerate(zip(tokens, w, fill, text)))
-    return f'<div class="attn-view">{STYLE}{_header(title, None)}<div>{chips}</div>{legend(scale)}</div>'
+    chips = "".join(f'<span class="tok" style="background:{f};color:{c}" title="{j}: {esc(t)} · {esc(scale.label)} {v:.3f}">'
+                    f"{esc(t)}</span>" for j, (t, v, f, c) in enumerate(zip(tokens, w, fill, text)))
+    return f'<div class="attn-view">{STYLE}{header(title, None)}<div>{chips}</div>{legend(scale)}</div>'
 
 
 def probability_bars(labels: Sequence[str], probs: Sequence[float], *, title: str, subtitle: str | None = None,
@@ -131,7 +185,7 @@ def probability_bars(labels: Sequence[str], probs: Sequence[float], *, title: st
     """Horizontal bars of probabilities in [0, 1], best first; the `highlight` label's bar in red."""
     check_labels(len(probs), labels, "bars")
     rows = "".join(
-        f'<tr title="{_esc(t)}: {p:.3f}"><th class="r">{_esc(t)}</th><td style="width:240px"><div class="bar" style="width:'
+        f'<tr title="{esc(t)}: {p:.3f}"><th class="r">{esc(t)}</th><td style="width:240px"><div class="bar" style="width:'
         f'{100 * min(max(p, 0.0), 1.0):.1f}%;background:{"crimson" if t == highlight else "steelblue"}"></div></td>'
         f'<td style="padding-left:6px">{p:.3f}</td></tr>' for t, p in zip(labels, probs))
-    return f'<div class="attn-view">{STYLE}{_header(title, subtitle)}<table><tbody>{rows}</tbody></table></div>'
+    return f'<div class="attn-view">{STYLE}{header(title, subtitle)}<table><tbody>{rows}</tbody></table></div>'

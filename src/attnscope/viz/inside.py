@@ -1,22 +1,24 @@
-"""Inside one head: each step of scaled dot-product and multi-head attention as a small figure.
+"""Inside one head: each step of scaled dot-product and multi-head attention as a small HTML view.
 
-Every builder takes a HeadView (captured numbers, see engine/head_view.py) and returns a figure whose
-title names the equation or section of "Attention Is All You Need" it shows. Vectors are heat strips
-(one row per vector, one column per dimension), with the exact value on hover.
+Every builder takes a HeadView (captured numbers, see engine/head_view.py) and returns an HTML view
+whose title names the equation or section of "Attention Is All You Need" it shows. Vectors are heat
+strips (one row per vector, one cell per dimension, blue below 0 and red above), with the exact
+value on hover. They are HTML rather than plotly because every one of them changes whenever the
+user picks another head, token or step, and a dozen plotly remounts cost over a second in the
+browser (see viz/html.py).
 """
 from __future__ import annotations
 
 from typing import Sequence
 
 import numpy as np
-import plotly.graph_objects as go
 
 from attnscope.engine.head_view import HeadView
-from attnscope.viz.titles import FULL, HALF, lines, wrap
+from attnscope.viz.heatmap import MASKED_COLOR
+from attnscope.viz.html import STYLE, colours, diverging_colours, diverging_legend, esc, header, ink
+from attnscope.viz.labels import check_labels
 
-DIVERGING = "RdBu_r"
-HOVER = "%{y}<br>dimension %{x}<br>value %{z:.4f}<extra></extra>"
-MARGIN = dict(l=10, r=10, t=70, b=10)
+WIDE = 64  # dimensions above which a vector is drawn as one band (d_model strips), not one cell each
 
 
 def _labels(tokens: Sequence[str]) -> list[str]:
@@ -24,26 +26,57 @@ def _labels(tokens: Sequence[str]) -> list[str]:
     return [f"{i}: {t}" for i, t in enumerate(tokens)]
 
 
-def strips(rows: np.ndarray, labels: Sequence[str], *, title: str, hover: str = HOVER,
-           customdata: np.ndarray | None = None, width: int = FULL) -> go.Figure:
-    """Vectors as heat strips: row i is labels[i] (unique), columns are dimensions, colour centred on 0.
-    `customdata`, if given, carries extra per-cell values for `hover`."""
+def _view(title: str, body: str, footer: str = "") -> str:
+    return f'<div class="attn-view">{STYLE}{header(title, None)}<div class="w">{body}</div>{footer}</div>'
+
+
+def _gradient(fill: Sequence[str]) -> str:
+    """A CSS background with one hard-edged stripe per colour, left to right."""
+    n = len(fill)
+    return "linear-gradient(to right," + ",".join(f"{c} {100 * j / n:.2f}% {100 * (j + 1) / n:.2f}%"
+                                                  for j, c in enumerate(fill)) + ")"
+
+
+def _summary(values: np.ndarray, first: int = 0) -> str:
+    """Hover text of a band: its norm and its extreme dimensions."""
+    low, high = int(values.argmin()), int(values.argmax())
+    return (f"dimensions {first}…{first + values.size - 1}: norm {float(np.linalg.norm(values)):.4f}, "
+            f"min {values[low]:.4f} (dim {first + low}), max {values[high]:.4f} (dim {first + high})")
+
+
+def _band(values: np.ndarray, fill: Sequence[str]) -> str:
+    """A vector too long for one cell per dimension (d_model) as one cell painted stripe by stripe,
+    3 px per dimension, its norm and extreme dimensions on hover. (One element instead of hundreds:
+    the browser draws a page of them in a fraction of the time.)"""
+    width = 3 * values.size
+    return (f'<td class="g" style="width:{width}px;min-width:{width}px;background:{_gradient(fill)}" '
+            f'title="{_summary(values)}"></td>')
+
+
+def strips(rows: np.ndarray, labels: Sequence[str], *, title: str, sums: np.ndarray | None = None,
+           what: str = "value") -> str:
+    """Vectors as heat strips: row i is labels[i] (distinct), colour centred on 0. Up to WIDE dimensions
+    each has its own cell with its exact value on hover; longer vectors are bands (see _band).
+    `sums`, if given, is written after each row (e.g. q·k, the sum of the row's q∘k terms)."""
     z = np.asarray(rows, dtype=np.float32)
     if z.ndim != 2 or z.shape[0] != len(labels) or len(set(labels)) != len(labels):
         raise ValueError(f"{list(z.shape)} vectors for {len(labels)} labels (must be distinct) {list(labels)}")
     limit = float(np.abs(z).max()) or 1.0
-    # rows are named by their (distinct) labels, so hover reads %{y} without a per-cell label array
-    fig = go.Figure(go.Heatmap(z=z, x=np.arange(z.shape[1]), y=list(labels), colorscale=DIVERGING, zmid=0, zmin=-limit,
-                               zmax=limit, customdata=customdata, hovertemplate=hover,
-                               xgap=1 if z.shape[1] <= 64 else 0, ygap=2, colorbar=dict(thickness=10)))
-    fig.update_yaxes(type="category", autorange="reversed", showgrid=False)
-    fig.update_xaxes(title="dimension", showgrid=False, zeroline=False)
-    title = wrap(title, width)
-    return fig.update_layout(title=title, height=90 + 20 * lines(title) + 22 * len(labels),
-                             margin=dict(MARGIN, t=50 + 20 * lines(title)))
+    fill = diverging_colours(z, limit)
+    body = []
+    for i, label in enumerate(labels):
+        if z.shape[1] > WIDE:
+            cells = _band(z[i], fill[i])
+        else:
+            cells = "".join(f'<td style="background:{fill[i, j]}" title="dim {j}: {z[i, j]:.4f}"></td>'
+                            for j in range(z.shape[1]))
+        tail = f'<th class="x">Σ = {float(sums[i]):.4f}</th>' if sums is not None else ""
+        body.append(f'<tr><th class="r">{esc(label)}</th>{cells}{tail}</tr>')
+    table = f'<table class="strip"><tbody>{"".join(body)}</tbody></table>'
+    return _view(title, table, diverging_legend(limit, f"{what} ({z.shape[1]} dimensions)"))
 
 
-def input_strips(view: HeadView) -> go.Figure:
+def input_strips(view: HeadView) -> str:
     """Where the query comes from: embedding × √d_model + PE (layer 0), the layer's input, what W_Q reads."""
     e, token = view.embedding, view.query_tokens[view.query]
     rows = [e.token_embedding * e.scale, e.position, e.total, view.layer_input, view.query_input]
@@ -56,90 +89,86 @@ def input_strips(view: HeadView) -> go.Figure:
     return strips(np.stack(rows), labels, title=title)
 
 
-def key_input_strips(view: HeadView) -> go.Figure:
+def key_input_strips(view: HeadView) -> str:
     """What W_K and W_V multiply: the encoder's output (cross-attention) or this stream (self-attention)."""
     where = "the encoder's output (memory)" if view.kind == "cross" else f"layer {view.layer}'s input, every position"
     return strips(view.key_inputs, _labels(view.key_tokens),
                   title=f"Keys and values are projected from {where}")
 
 
-def qk_strips(view: HeadView) -> go.Figure:
+def qk_strips(view: HeadView) -> str:
     """The query, then every key of this head (d_k values each): q = x·W_Q, k_j = x_j·W_K (section 3.2.2)."""
     rows = np.vstack([view.q[None], view.k])
     labels = [f"q  ({view.query}: {view.query_tokens[view.query]})", *(f"k  {lab}" for lab in _labels(view.key_tokens))]
-    return strips(rows, labels, title=f"Query and keys of head {view.head} (q = x·W_Qᵢ, k = x·W_Kᵢ; d_k = {view.q.size})",
-                  width=HALF)
+    return strips(rows, labels, title=f"Query and keys of head {view.head} (q = x·W_Qᵢ, k = x·W_Kᵢ; d_k = {view.q.size})")
 
 
-def product_strips(view: HeadView) -> go.Figure:
-    """q∘k_j element by element; each row sums to q·k_j (hover shows the sum)."""
+def product_strips(view: HeadView) -> str:
+    """q∘k_j element by element; each row sums to q·k_j (written after the row)."""
     labels = [f"q∘k  {lab}" for lab in _labels(view.key_tokens)]
-    sums = np.repeat(view.dots[:, None], view.products.shape[1], axis=1).astype(np.float32)  # (K, dh)
-    return strips(view.products, labels, customdata=sums,
-                  hover="%{y}<br>dimension %{x}<br>q·k term %{z:.4f}<br>row sum q·k = %{customdata:.4f}<extra></extra>",
-                  title="q∘k: the dot product term by term (Eq. 1's QKᵀ, one row of it); row sums on hover", width=HALF)
+    return strips(view.products, labels, sums=view.dots, what="q·k term",
+                  title="q∘k: the dot product term by term (Eq. 1's QKᵀ, one row of it); Σ = q·k")
 
 
-def _fmt(value: float) -> str:
-    return "−∞" if np.isneginf(value) else f"{value:.3f}"
+def _fmt(value: float, digits: int) -> str:
+    return "−∞" if np.isneginf(value) else f"{value:.{digits}f}"
 
 
-def score_steps(view: HeadView) -> go.Figure:
-    """q·k → ×1/√d_k → mask → softmax, one row each, one column per key (Eq. 1)."""
+def _key_header(keys: Sequence[str]) -> str:
+    return "".join(f'<th class="k"><div title="{esc(k)}">{esc(k)}</div></th>' for k in keys)
+
+
+def score_steps(view: HeadView) -> str:
+    """q·k → ×1/√d_k → mask → softmax, one row each, one column per key (Eq. 1); numbers in the cells."""
     rows = [view.dots, view.dots * view.scale, view.scores, view.weights]
     labels = ["q·k", f"× 1/√d_k = ×{view.scale:.4f}", "+ mask (−∞: may not look)", "softmax: the weights"]
-    text = [[_fmt(v) for v in row] for row in rows]
-    z = []
-    for row in rows:  # colour each row on its own scale; the numbers are the text
-        finite = np.where(np.isfinite(row), row, np.nan)
-        low, high = np.nanmin(finite), np.nanmax(finite)
-        z.append((finite - low) / (high - low) if high > low else np.zeros_like(finite))
-    heat = go.Heatmap(z=np.asarray(z, dtype=np.float32), x=list(range(len(view.key_tokens))), y=list(range(4)),
-                      text=text, texttemplate="%{text}", colorscale="Blues", showscale=False, xgap=2, ygap=2,
-                      customdata=np.asarray([[lab] * len(view.key_tokens) for lab in labels], dtype=object),
-                      hovertemplate="%{customdata}<br>key %{x}<br>value %{text}<extra></extra>")
-    fig = go.Figure(heat)
-    fig.update_xaxes(tickvals=list(range(len(view.key_tokens))), ticktext=list(view.key_tokens), side="top", showgrid=False)
-    fig.update_yaxes(tickvals=list(range(4)), ticktext=labels, autorange="reversed", showgrid=False)
-    return fig.update_layout(title=wrap("Eq. 1: Attention(Q, K, V) = softmax(QKᵀ / √d_k) V — this query's row, step by step"),
-                             height=300, margin=dict(l=10, r=10, t=110, b=10), plot_bgcolor="#d9d9d9")
+    keys = _labels(view.key_tokens)
+    body = []
+    for label, row in zip(labels, rows):  # each row coloured on its own scale; the numbers are the text
+        finite = np.isfinite(row)
+        low, high = (row[finite].min(), row[finite].max()) if finite.any() else (0.0, 0.0)
+        shade = np.where(finite, (row - low) / (high - low) if high > low else 0.0, 0.0)
+        fill, text = np.where(finite, colours(shade, 1.0), MASKED_COLOR), ink(shade, 1.0)
+        cells = "".join(f'<td class="num" style="background:{fill[j]};color:{text[j]}" title="{esc(label)} · key '
+                        f'{esc(keys[j])}: {_fmt(float(row[j]), 6)}">{_fmt(float(row[j]), 3)}</td>' for j in range(len(keys)))
+        body.append(f'<tr><th class="r">{esc(label)}</th>{cells}</tr>')
+    table = f'<table><thead><tr><th></th>{_key_header(keys)}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    return _view("Eq. 1: Attention(Q, K, V) = softmax(QKᵀ / √d_k) V — this query's row, step by step", table)
 
 
-def mask_matrix(view: HeadView) -> go.Figure:
+def mask_matrix(view: HeadView) -> str:
     """The mask added to the scores before the softmax, for every query; this query's row outlined."""
     masked = view.mask_matrix
-    queries, keys = _labels(view.query_tokens), list(view.key_tokens)
-    text = np.where(masked, "−∞", "0")
-    fig = go.Figure(go.Heatmap(z=masked.astype(np.float32), text=text, texttemplate="%{text}", zmin=0, zmax=1,
-                               colorscale=[[0, "#f7fbff"], [1, "#636363"]], showscale=False, xgap=1, ygap=1,
-                               x=list(range(len(keys))), y=list(range(len(queries))),
-                               hovertemplate="query %{y}<br>key %{x}<br>mask %{text}<extra></extra>"))
-    fig.add_shape(type="rect", x0=-0.5, x1=len(keys) - 0.5, y0=view.query - 0.5, y1=view.query + 0.5,
-                  line=dict(color="crimson", width=3))
-    fig.update_xaxes(tickvals=list(range(len(keys))), ticktext=keys, side="top", showgrid=False)
-    fig.update_yaxes(tickvals=list(range(len(queries))), ticktext=queries, autorange="reversed", showgrid=False)
+    queries, keys = _labels(view.query_tokens), _labels(view.key_tokens)
+    check_labels(masked.shape[0], queries, "queries")
+    check_labels(masked.shape[1], keys, "keys")
+    body = []
+    for i, query in enumerate(queries):
+        cells = "".join(
+            f'<td class="num" style="background:{"#636363;color:#fff" if m else "#f7fbff"}" '
+            f'title="query {esc(query)} · key {esc(keys[j])}: {"−∞ (masked)" if m else "0"}">{"−∞" if m else "0"}</td>'
+            for j, m in enumerate(masked[i]))
+        row_class = ' class="q"' if i == view.query else ""
+        body.append(f'<tr{row_class}><th class="r">{esc(query)}</th>{cells}</tr>')
     what = ("causal mask: a position may not look at later ones (section 3.2.3)" if view.kind == "decoder"
             else "no mask: every key is visible (no padding in one sentence)")
-    title = wrap(f"Mask M added before the softmax — {what}", HALF)
-    return fig.update_layout(title=title, height=120 + 20 * lines(title) + 24 * len(queries),
-                             margin=dict(l=10, r=10, t=90 + 20 * lines(title), b=10))
+    table = f'<table><thead><tr><th></th>{_key_header(keys)}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    return _view(f"Mask M added before the softmax — {what}", table)
 
 
-def weight_bars(view: HeadView) -> go.Figure:
-    """The softmax row: how much of each value this query takes (the heatmap's row)."""
+def weight_bars(view: HeadView) -> str:
+    """The softmax row: how much of each value this query takes (the heatmap's row), keys in order."""
     keys = _labels(view.key_tokens)
-    fig = go.Figure(go.Bar(x=list(range(len(keys))), y=view.weights, customdata=keys,
-                           marker_color=np.where(view.masked, "#bbbbbb", "steelblue"),
-                           hovertemplate="key %{customdata}<br>weight %{y:.6f}<extra></extra>",
-                           text=[f"{w:.2f}" for w in view.weights], textposition="outside"))
-    fig.update_xaxes(tickvals=list(range(len(keys))), ticktext=list(view.key_tokens))
-    fig.update_yaxes(range=[0, 1.1], title="weight")
+    rows = "".join(
+        f'<tr title="{esc(k)}: weight {w:.6f}"><th class="r">{esc(k)}</th><td style="width:240px"><div class="bar" '
+        f'style="width:{100 * min(max(float(w), 0.0), 1.0):.1f}%;background:{"#bbbbbb" if m else "steelblue"}"></div></td>'
+        f'<td style="padding-left:6px">{"masked" if m else f"{w:.4f}"}</td></tr>'
+        for k, w, m in zip(keys, view.weights, view.masked))
     title = f"softmax row of “{view.query_tokens[view.query]}” (sums to {view.weights.sum():.4f})"
-    return fig.update_layout(title=wrap(title, HALF),
-                             height=300, margin=MARGIN)
+    return _view(title, f"<table><tbody>{rows}</tbody></table>")
 
 
-def value_strips(view: HeadView) -> go.Figure:
+def value_strips(view: HeadView) -> str:
     """The values v_j, each scaled by its weight, and their sum: this head's output (Eq. 1's ·V)."""
     keys = _labels(view.key_tokens)
     rows = np.vstack([view.v, view.weighted, view.head_output[None]])
@@ -148,23 +177,26 @@ def value_strips(view: HeadView) -> go.Figure:
     return strips(rows, labels, title="Values, weighted values and their sum: softmax(QKᵀ/√d_k)·V (Eq. 1)")
 
 
-def head_slices(view: HeadView) -> go.Figure:
-    """The concatenation of every head's output: d_model cut into h slices of d_k (the "dimension trick")."""
-    d_head = view.head_output.size
-    start, stop = view.head_slice
-    fig = strips(view.concat[None], [f"Concat(head_0 … head_{view.n_heads - 1}) at “{view.query_tokens[view.query]}”"],
-                 title=f"MultiHead = Concat(head_1, …, head_h)·W^O (section 3.2.2): d_model {view.concat.size} = "
-                       f"{view.n_heads} heads × d_k {d_head}; head {view.head} owns dimensions {start}…{stop - 1}")
-    shapes, notes = [], []
-    for h in range(view.n_heads):  # one frame and one name per head, set in one layout update (add_shape is slow)
-        x0, x1 = h * d_head - 0.5, (h + 1) * d_head - 0.5
-        color = "crimson" if h == view.head else "#555"
-        shapes.append(dict(type="rect", x0=x0, x1=x1, y0=-0.5, y1=0.5, line=dict(color=color, width=3 if h == view.head else 1)))
-        notes.append(dict(x=(x0 + x1) / 2, y=-0.75, text=f"head {h}", showarrow=False, font=dict(color=color)))
-    return fig.update_layout(height=190, shapes=shapes, annotations=notes)
+def head_slices(view: HeadView) -> str:
+    """The concatenation of every head's output: d_model cut into h slices of d_k (the "dimension trick").
+    One band per head under its name; the chosen head's band is framed in red."""
+    z = np.asarray(view.concat, dtype=np.float32)
+    d_head, (start, stop) = view.head_output.size, view.head_slice
+    limit = float(np.abs(z).max()) or 1.0
+    fill = diverging_colours(z, limit)
+    heads = "".join(
+        f'<span class="hb{" on" if h == view.head else ""}"><span class="hn">head {h}</span><span class="hg" '
+        f'style="width:{3 * d_head}px;background:{_gradient(fill[h * d_head:(h + 1) * d_head])}" '
+        f'title="head {h}: {_summary(z[h * d_head:(h + 1) * d_head], h * d_head)}"></span></span>'
+        for h in range(view.n_heads))
+    label = f"Concat(head_0 … head_{view.n_heads - 1}) at “{view.query_tokens[view.query]}”"
+    body = f'<div class="hs"><span class="hl">{esc(label)}</span>{heads}</div>'
+    title = (f"MultiHead = Concat(head_1, …, head_h)·W^O (section 3.2.2): d_model {z.size} = "
+             f"{view.n_heads} heads × d_k {d_head}; head {view.head} owns dimensions {start}…{stop - 1}")
+    return _view(title, body, diverging_legend(limit, f"value ({z.size} dimensions)"))
 
 
-def contribution_strips(view: HeadView) -> go.Figure:
+def contribution_strips(view: HeadView) -> str:
     """Each head's slice through its own columns of W^O, the bias, and their sum: the attention output."""
     labels = [("▶ " if h == view.head else "") + f"head {h} · W^O[{h * view.q.size}:{(h + 1) * view.q.size}]"
               for h in range(view.n_heads)]
@@ -173,7 +205,7 @@ def contribution_strips(view: HeadView) -> go.Figure:
     return strips(rows, labels, title="Concat·W^O = Σ over heads of head_i·W^O_i + b^O: each head's contribution (section 3.2.2)")
 
 
-def residual_strips(view: HeadView) -> go.Figure:
+def residual_strips(view: HeadView) -> str:
     """The block around the attention as the model applies it: post-LN (the paper's) or pre-LN."""
     if view.norm == "post":
         rows = [view.residual, view.attention_output, view.norm_input, view.block_output]

@@ -1,30 +1,36 @@
-"""Logit lens figure: each decoder layer's best guesses for the next token, and where the final choice ranks."""
+"""Logit lens view: each decoder layer's best guesses for the next token, and where the final choice ranks.
+
+HTML, like the other views of Inside one head, because it changes with every step (see viz/html.py).
+"""
 from __future__ import annotations
 
 from typing import Callable
 
-import numpy as np
-import plotly.graph_objects as go
-
 from attnscope.engine.trace_data import LogitLens
-from attnscope.viz.titles import lines, wrap
+from attnscope.viz.html import STYLE, Scale, colours, esc, header, ink, legend
 
 
-def lens_heatmap(lens: LogitLens, piece: Callable[[int], str]) -> go.Figure:
-    """Rows: decoder layers (the last is the model's real prediction); columns: top-k; colour: probability."""
+def lens_table(lens: LogitLens, piece: Callable[[int], str]) -> str:
+    """Rows: decoder layers (the last is the model's real prediction); columns: top-k; shade: probability.
+    The token finally chosen is marked ◆ wherever it appears; each row names its rank and probability."""
     n_layers, k = lens.top_ids.shape
     chosen = piece(lens.chosen_id)
-    text = np.asarray([[piece(int(i)) for i in row] for row in lens.top_ids], dtype=object)
-    rows = [f"layer {layer}{' (output)' if layer == n_layers - 1 else ''} · “{chosen}” rank {int(r)}, p={p:.3f}"
-            for layer, (r, p) in enumerate(zip(lens.chosen_rank, lens.chosen_prob))]
-    border = np.where(lens.top_ids == lens.chosen_id, "◆ ", "")
-    fig = go.Figure(go.Heatmap(z=lens.top_probs.astype(np.float32), x=list(range(k)), y=list(range(n_layers)),
-                               text=border + text, texttemplate="%{text}", zmin=0, zmax=1, colorscale="Blues",
-                               customdata=text, xgap=2, ygap=2, colorbar=dict(title="p", thickness=10),
-                               hovertemplate="%{customdata}<br>probability %{z:.4f}<extra></extra>"))
-    fig.update_xaxes(tickvals=list(range(k)), ticktext=[f"#{i + 1}" for i in range(k)], side="top", showgrid=False)
-    fig.update_yaxes(tickvals=list(range(n_layers)), ticktext=rows, showgrid=False)
-    title = wrap(f"Logit lens at step {lens.position}: each layer's output through the final norm and the output layer "
-                 f"(softmax(LayerNorm(h)·W_out)); ◆ = “{chosen}”, the token chosen")
-    return fig.update_layout(title=title, height=120 + 20 * lines(title) + 40 * n_layers,
-                             margin=dict(l=10, r=10, t=70 + 20 * lines(title), b=10))
+    fill, text = colours(lens.top_probs, 1.0), ink(lens.top_probs, 1.0)
+    body = []
+    for layer in range(n_layers):
+        name = (f"layer {layer}{' (output)' if layer == n_layers - 1 else ''} · “{chosen}” rank "
+                f"{int(lens.chosen_rank[layer])}, p={float(lens.chosen_prob[layer]):.3f}")
+        cells = []
+        for j in range(k):
+            token_id, p = int(lens.top_ids[layer, j]), float(lens.top_probs[layer, j])
+            mark = "◆ " if token_id == lens.chosen_id else ""
+            cells.append(f'<td class="num" style="background:{fill[layer, j]};color:{text[layer, j]}" '
+                         f'title="layer {layer} · #{j + 1} {esc(piece(token_id))}: probability {p:.4f}">'
+                         f"{esc(mark + piece(token_id))}</td>")
+        body.append(f'<tr><th class="r">{esc(name)}</th>{"".join(cells)}</tr>')
+    heads = "".join(f'<th class="k">#{j + 1}</th>' for j in range(k))
+    title = (f"Logit lens at step {lens.position}: each layer's output through the final norm and the output layer "
+             f"(softmax(LayerNorm(h)·W_out)); ◆ = “{chosen}”, the token chosen")
+    table = f'<table><thead><tr><th></th>{heads}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    return (f'<div class="attn-view">{STYLE}{header(title, None)}<div class="w">{table}</div>'
+            f'{legend(Scale(1.0, "probability"))}</div>')
