@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from attnscope.model.config import ConfigError, ModelConfig
-from attnscope.model.transformer import DecoderCache, Transformer, sinusoidal_table
+from attnscope.model.transformer import DecoderCache, Transformer, dropout, sinusoidal_table
 from tests.engine_fixtures import atol
 
 VARIANTS = [dict(norm=n, positional=p, tie_embeddings=t, share_embeddings=s)
@@ -47,6 +47,18 @@ def test_explicit_softmax_path_equals_sdpa(kw: dict, device: torch.device) -> No
     for h in handles:
         h.remove()
     assert torch.allclose(fast, slow, atol=atol(device))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_dropout_keeps_one_minus_p_of_the_values_scaled_up(dtype: torch.dtype) -> None:
+    torch.manual_seed(0)
+    x = torch.ones(400, 1000, dtype=dtype, requires_grad=True)
+    y = dropout(x, 0.3, training=True)
+    y.sum().backward()
+    assert y.dtype == dtype and y.unique().tolist() == [0.0, pytest.approx(1 / 0.7, rel=1e-2)]
+    assert float((y != 0).float().mean()) == pytest.approx(0.7, abs=3e-3)
+    assert torch.equal(x.grad, y.detach())  # the gradient goes through the same mask and scale
+    assert dropout(x, 0.3, training=False) is x and dropout(x, 0.0, training=True) is x
 
 
 def test_no_future_leakage() -> None:

@@ -15,13 +15,15 @@ from pathlib import Path
 
 import pytest
 import torch
+import torch.nn.functional as F
 from safetensors.torch import save_file
 
 from attnscope.checkpoints import checkpoint
 from attnscope.engine.translator import Translator
+from attnscope.model.config import PAD_ID
 from attnscope.training.config import TrainConfig, parse_args
 from attnscope.training.data import toy_pairs
-from attnscope.training.loop import Trainer, lr_at, train
+from attnscope.training.loop import Trainer, label_smoothed_loss, lr_at, train
 from attnscope.training.state import TrainState, load_training_state, save_training_state
 from tests.support import CEILING, wait_for
 
@@ -35,6 +37,26 @@ def test_learning_rate_warms_up_then_decays() -> None:
     assert lr_at(50, 1e-3, 100) == pytest.approx(5e-4)
     assert lr_at(100, 1e-3, 100) == pytest.approx(1e-3)
     assert lr_at(400, 1e-3, 100) == pytest.approx(5e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_the_chunked_loss_and_its_gradient_equal_cross_entropy(dtype: torch.dtype, smoothing: float) -> None:
+    torch.manual_seed(0)
+    logits = (torch.randn(3, 37, 101) * 3).to(dtype).requires_grad_()  # 111 rows: several chunks and a short one
+    target = torch.randint(0, 101, (3, 37))
+    target[0, :5], target[2, -3:] = PAD_ID, PAD_ID
+    loss, n = label_smoothed_loss(logits, target, smoothing)
+    (loss / n).backward()
+    grad, logits.grad = logits.grad, None
+    expected = F.cross_entropy(logits.float().reshape(-1, 101), target.reshape(-1), ignore_index=PAD_ID,
+                               label_smoothing=smoothing, reduction="sum")
+    (expected / n).backward()
+    assert n == int((target != PAD_ID).sum())
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
+    assert grad.dtype == dtype
+    ulp = 2.0 ** -7 if dtype == torch.bfloat16 else 1e-6  # bf16 rounds the gradient twice: once more than autograd
+    torch.testing.assert_close(grad.float(), logits.grad.float(), rtol=ulp, atol=1e-7)
 
 
 def test_a_toy_task_is_learned(tmp_path: Path) -> None:

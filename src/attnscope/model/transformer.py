@@ -3,7 +3,8 @@
 Every attention module has a kind (encoder / decoder / cross, see kinds.py) and a hook point on its softmaxed weights
 (shape [batch, head, query, key], after the softmax, before dropout), so a recorder can
 capture exactly what the model computed. When nothing is hooked, attention runs through
-`F.scaled_dot_product_attention`; both paths compute the same function.
+`F.scaled_dot_product_attention` (except in CPU training with attention dropout, see `dropout`); both paths
+compute the same function.
 """
 from __future__ import annotations
 
@@ -28,6 +29,23 @@ class HookPoint(nn.Module):
     @property
     def hooked(self) -> bool:
         return bool(self._forward_hooks)
+
+
+def dropout(x: Tensor, p: float, training: bool) -> Tensor:
+    """F.dropout, but on the CPU the mask comes from uniform floats compared with p (the same keep probability,
+    1 - p): the CPU's bernoulli_ costs ~10 ns an element, which made dropout masks a sixth of a training step."""
+    if not training or p == 0.0:
+        return x
+    if x.device.type != "cpu":
+        return F.dropout(x, p)
+    return x * torch.rand(x.shape).ge_(p).mul_(1.0 / (1.0 - p)).to(x.dtype)
+
+
+class Dropout(nn.Dropout):
+    """nn.Dropout through `dropout`."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return dropout(x, self.p, self.training)
 
 
 def split_heads(x: Tensor, n_heads: int) -> Tensor:
@@ -81,12 +99,12 @@ class MultiHeadAttention(nn.Module):
         """Attend from projected queries `q` (B, H, Q, dh) to keys/values; `mask` is True where allowed (None: all).
         Returns (B, Q, D)."""
         p = self.dropout if self.training else 0.0
-        if self.hook_pattern.hooked or self.hook_scores.hooked:
+        if self.hook_pattern.hooked or self.hook_scores.hooked or (p and q.device.type == "cpu"):
             scores = q @ keys.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, Q, K)
             if mask is not None:
                 scores = scores.masked_fill(~mask, float("-inf"))
             weights = self.hook_pattern(self.hook_scores(scores).softmax(-1))
-            out = (F.dropout(weights, p) if p else weights) @ values  # (B, H, Q, dh)
+            out = dropout(weights, p, True) @ values  # (B, H, Q, dh)
         else:
             out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, dropout_p=p)
         b, h, n, dh = out.shape
@@ -98,7 +116,7 @@ class FeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, dropout: float, activation: str = "relu") -> None:
         super().__init__()
-        self.up, self.down, self.dropout = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model), nn.Dropout(dropout)
+        self.up, self.down, self.dropout = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model), Dropout(dropout)
         self.activation = F.gelu if activation == "gelu" else F.relu
 
     def forward(self, x: Tensor) -> Tensor:
@@ -128,7 +146,7 @@ class Residual(nn.Module):
 
     def __init__(self, c: ModelConfig) -> None:
         super().__init__()
-        self.norm, self.dropout, self.pre = layer_norm(c), nn.Dropout(c.dropout), c.norm == "pre"
+        self.norm, self.dropout, self.pre = layer_norm(c), Dropout(c.dropout), c.norm == "pre"
 
     def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
         if self.pre:
@@ -266,7 +284,7 @@ class Transformer(nn.Module):
         self.src_embed = self.tgt_embed if c.share_embeddings else nn.Embedding(c.src_vocab_size, c.d_model, padding_idx=PAD_ID)
         positions = SinusoidalPositions if c.positional == "sinusoidal" else LearnedPositions
         self.positions = positions(c.max_len, c.d_model)
-        self.embed_dropout = nn.Dropout(c.dropout)
+        self.embed_dropout = Dropout(c.dropout)
         self.encoder = nn.ModuleList(EncoderLayer(c) for _ in range(c.n_encoder_layers))
         self.decoder = nn.ModuleList(DecoderLayer(c) for _ in range(c.n_decoder_layers))
         self.encoder_norm = layer_norm(c) if c.has_final_norm else nn.Identity()
