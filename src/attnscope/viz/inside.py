@@ -2,10 +2,11 @@
 
 Every builder takes a HeadView (captured numbers, see engine/head_view.py) and returns an HTML view
 whose title names the equation or section of "Attention Is All You Need" it shows. Vectors are heat
-strips (one row per vector, one cell per dimension, blue below 0 and red above), with the exact
-value on hover. They are HTML rather than plotly because every one of them changes whenever the
-user picks another head, token or step, and a dozen plotly remounts cost over a second in the
-browser (see viz/html.py).
+strips, one row per vector, blue below 0 and red above: a head's vectors (d_k values) have a cell per
+dimension with its exact value on hover; a d_model vector is one band painted stripe by stripe, with
+its norm and extreme dimensions on hover. They are HTML rather than plotly because every one of them
+changes whenever the user picks another head, token or step, and a dozen plotly remounts cost over a
+second in the browser (see viz/html.py).
 """
 from __future__ import annotations
 
