@@ -24,6 +24,11 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
+def settled(page: Page) -> None:
+    """Wait until Streamlit has redrawn everything (no element marked stale)."""
+    expect(page.locator('[data-stale="true"]')).to_have_count(0)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

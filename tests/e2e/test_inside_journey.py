@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from attnscope.checkpoints.registry import CHECKPOINTS_ENV
-from tests.e2e.conftest import streamlit_server
+from tests.e2e.conftest import settled, streamlit_server
 
 SENTENCE = "A girl is playing in the park."  # the shipped model writes "Ein Mädchen spielt im Park."
 
@@ -20,11 +20,6 @@ def shipped_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     env["ATTNSCOPE_USER_MODELS"] = str(tmp_path_factory.mktemp("inside-user-models"))
     with streamlit_server(env, tmp_path_factory.mktemp("inside-log")) as url:
         yield url
-
-
-def settled(page: Page, timeout: float = 60_000) -> None:
-    """Wait until Streamlit has redrawn everything (no element marked stale)."""
-    expect(page.locator('[data-stale="true"]')).to_have_count(0, timeout=timeout)
 
 
 def pick(page: Page, label: str, option: str) -> None:
@@ -58,3 +53,19 @@ def test_maedchen_at_step_2_inside_a_decoder_self_head(shipped_server: str, page
     first_query = page.locator(".attn-view").filter(has_text="Mask M").locator("tbody tr").first
     expect(first_query.locator("td").last).to_have_text("−∞")  # <bos> may not look at "Mädchen"
     expect(page.locator(".js-plotly-plot").first).to_be_visible()  # the positional panels stay charts
+
+
+def test_cross_and_encoder_attention_open_in_the_browser(shipped_server: str, page: Page) -> None:
+    """The same page for the two other kinds: cross-attention reads the encoder's output; the encoder has no mask."""
+    page.goto(f"{shipped_server}/inside?sentence={SENTENCE.replace(' ', '+')}")
+    expect(page.locator(".attn-view").first).to_be_visible()
+    settled(page)
+    pick(page, "Attention", "Cross-attention (decoder → source)")
+    pick(page, "Query token", "0: <bos>")
+    expect(page.locator(".attn-view").filter(has_text="Keys and values are projected from the encoder's output")).to_be_visible()
+    expect(page.locator(".attn-view").filter(has_text="no mask: every key is visible")).to_be_visible()
+    pick(page, "Attention", "Encoder self-attention")
+    pick(page, "Query token", "1: girl")
+    expect(page.get_by_text("Query: “girl” (position 1)", exact=False)).to_be_visible()
+    expect(page.locator(".attn-view").filter(has_text="Keys and values are projected from layer 0's input")).to_be_visible()
+    expect(page.locator(".attn-view").filter(has_text="softmax row of “girl”")).to_be_visible()

@@ -12,12 +12,7 @@ from urllib.parse import quote_plus
 
 from playwright.sync_api import Page, expect
 
-NOT_STALE = "document.querySelectorAll('[data-stale=\"true\"]').length === 0"
-
-
-def settled(page: Page) -> None:
-    """Wait until Streamlit has redrawn everything (no element marked stale)."""
-    page.wait_for_function(NOT_STALE)
+from tests.e2e.conftest import settled
 
 
 def chart_title(page: Page, prefix: str):
