@@ -30,11 +30,8 @@ def head_panels() -> None:
     st.html(inside.input_strips(v))
     st.html(inside.key_input_strips(v))
     st.subheader("2 · Query, keys and their dot products")
-    left, right = st.columns(2)
-    with left:
-        st.html(inside.qk_strips(v))
-    with right:
-        st.html(inside.product_strips(v))
+    st.html(inside.qk_strips(v))
+    st.html(inside.product_strips(v))
     st.subheader("3 · Scale, mask, softmax")
     st.html(inside.score_steps(v))
     st.caption(f"The softmax row equals the row of the attention heatmap recorded while translating: "

@@ -33,7 +33,7 @@ _DIV_POSITIONS, _DIV_RGB = _stops(DIVERGING)
 CELL_PX = (22, 14)  # width, height of one table cell
 STYLE = (  # one <style> per view, scoped by its class, so each cell carries only its colour and hover text
     "<style>"
-    ".attn-view{font-size:12px;line-height:1.25;margin:0 0 .75rem 0}"
+    ".attn-view{font-size:13px;line-height:1.25;margin:0 0 .75rem 0}"
     ".attn-view .t{font-weight:600;font-size:15px;margin-bottom:2px}"
     ".attn-view .s{opacity:.75;margin-bottom:4px}"
     ".attn-view .w{overflow-x:auto}"
@@ -52,11 +52,12 @@ STYLE = (  # one <style> per view, scoped by its class, so each cell carries onl
     # heat strips (one row per vector, one cell per dimension) and tables of numbers (Inside one head)
     ".attn-view table.strip{border-spacing:0 2px}"
     ".attn-view table.strip td{height:14px;width:11px;min-width:11px;border-right:1px solid #fff}"
-    ".attn-view table.strip td.g{border-right:2px solid #fff}"
+    ".attn-view table.strip.wide{width:100%}"
+    ".attn-view table.strip td.g{width:100%;min-width:256px}"
     ".attn-view table.strip th.x{text-align:left;white-space:nowrap;font-weight:400;padding-left:6px}"
     ".attn-view .hs{display:flex;align-items:flex-end;gap:3px}"
     ".attn-view .hl{padding-right:6px;white-space:nowrap}"
-    ".attn-view .hb{display:flex;flex-direction:column}"
+    ".attn-view .hb{display:flex;flex-direction:column;flex:1 1 0;min-width:24px}"
     ".attn-view .hg{display:block;height:14px}"
     ".attn-view .hb.on .hn{color:crimson;font-weight:600}"
     ".attn-view .hb.on .hg{box-shadow:0 0 0 2px crimson}"

@@ -46,12 +46,10 @@ def _summary(values: np.ndarray, first: int = 0) -> str:
 
 
 def _band(values: np.ndarray, fill: Sequence[str]) -> str:
-    """A vector too long for one cell per dimension (d_model) as one cell painted stripe by stripe,
-    3 px per dimension, its norm and extreme dimensions on hover. (One element instead of hundreds:
-    the browser draws a page of them in a fraction of the time.)"""
-    width = 3 * values.size
-    return (f'<td class="g" style="width:{width}px;min-width:{width}px;background:{_gradient(fill)}" '
-            f'title="{_summary(values)}"></td>')
+    """A vector too long for one cell per dimension (d_model) as one cell painted stripe by stripe across
+    the view's width, its norm and extreme dimensions on hover. (One element instead of hundreds: the
+    browser draws a page of them in a fraction of the time.)"""
+    return f'<td class="g" style="background:{_gradient(fill)}" title="{_summary(values)}"></td>'
 
 
 def strips(rows: np.ndarray, labels: Sequence[str], *, title: str, sums: np.ndarray | None = None,
@@ -73,7 +71,7 @@ def strips(rows: np.ndarray, labels: Sequence[str], *, title: str, sums: np.ndar
                             for j in range(z.shape[1]))
         tail = f'<th class="x">Σ = {float(sums[i]):.4f}</th>' if sums is not None else ""
         body.append(f'<tr><th class="r">{esc(label)}</th>{cells}{tail}</tr>')
-    table = f'<table class="strip"><tbody>{"".join(body)}</tbody></table>'
+    table = f'<table class="strip{" wide" if z.shape[1] > WIDE else ""}"><tbody>{"".join(body)}</tbody></table>'
     return _view(title, table, diverging_legend(limit, f"{what} ({z.shape[1]} dimensions)"))
 
 
@@ -187,7 +185,7 @@ def head_slices(view: HeadView) -> str:
     fill = diverging_colours(z, limit)
     heads = "".join(
         f'<span class="hb{" on" if h == view.head else ""}"><span class="hn">head {h}</span><span class="hg" '
-        f'style="width:{3 * d_head}px;background:{_gradient(fill[h * d_head:(h + 1) * d_head])}" '
+        f'style="background:{_gradient(fill[h * d_head:(h + 1) * d_head])}" '
         f'title="head {h}: {_summary(z[h * d_head:(h + 1) * d_head], h * d_head)}"></span></span>'
         for h in range(view.n_heads))
     label = f"Concat(head_0 … head_{view.n_heads - 1}) at “{view.query_tokens[view.query]}”"
