@@ -41,10 +41,12 @@ def test_learning_rate_warms_up_then_decays() -> None:
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("smoothing", [0.0, 0.1])
-def test_the_chunked_loss_and_its_gradient_equal_cross_entropy(dtype: torch.dtype, smoothing: float) -> None:
+def test_the_chunked_loss_and_its_gradient_equal_cross_entropy(dtype: torch.dtype, smoothing: float,
+                                                               device: torch.device) -> None:
+    """On the CPU the loss is SmoothedCrossEntropy (111 rows: several chunks and a short one); on CUDA, F.cross_entropy."""
     torch.manual_seed(0)
-    logits = (torch.randn(3, 37, 101) * 3).to(dtype).requires_grad_()  # 111 rows: several chunks and a short one
-    target = torch.randint(0, 101, (3, 37))
+    logits = (torch.randn(3, 37, 101) * 3).to(device, dtype).requires_grad_()
+    target = torch.randint(0, 101, (3, 37), device=device)
     target[0, :5], target[2, -3:] = PAD_ID, PAD_ID
     loss, n = label_smoothed_loss(logits, target, smoothing)
     (loss / n).backward()
