@@ -9,7 +9,3 @@ FULL, HALF = 110, 58  # characters per line for a full-width and a half-width (t
 def wrap(text: str, width: int = FULL) -> str:
     """Break a title at spaces into lines of at most `width` characters, joined with <br>."""
     return "<br>".join(textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False))
-
-
-def lines(title: str) -> int:
-    return title.count("<br>") + 1
