@@ -83,6 +83,13 @@ def _websocket_times(page: Any) -> tuple[list[float], list[float]]:
     return sent, finished
 
 
+def _server_seconds(page: Any, sent: list[float], finished: list[float], asked: int, seen: int) -> float:
+    """The rerun request sent as message `asked` -> the first run finished after `seen` had (waits for it)."""
+    while len(finished) == seen:
+        page.wait_for_timeout(5)
+    return finished[seen] - sent[asked]
+
+
 def _step_clicks(page: Any, url: str, sentence: str, clicks: int, server_pid: int) -> dict[str, list[float]]:
     sent, finished = _websocket_times(page)
     page.goto(f"{url}/step?sentence={quote_plus(sentence)}")
@@ -97,9 +104,7 @@ def _step_clicks(page: Any, url: str, sentence: str, clicks: int, server_pid: in
         page.get_by_text(f"Step {t}: chose").first.wait_for()
         _settle(page)
         out["browser"].append(time.perf_counter() - start)
-        while len(finished) == seen:
-            page.wait_for_timeout(5)
-        out["server"].append(finished[seen] - sent[asked])  # the click's rerun request -> its run finished
+        out["server"].append(_server_seconds(page, sent, finished, asked, seen))
         out["cpu"].append(_cpu_seconds(server_pid) - cpu)
     return out
 
@@ -133,9 +138,7 @@ def _inside_changes(page: Any, url: str, sentence: str, changes: int, n_heads: i
         page.get_by_text(f"Step {step}:", exact=True).first.wait_for()
         _settle(page)
         out["step"].append(time.perf_counter() - start)
-        while len(finished) == seen:
-            page.wait_for_timeout(5)
-        out["step server"].append(finished[seen] - sent[asked])
+        out["step server"].append(_server_seconds(page, sent, finished, asked, seen))
     return out
 
 

@@ -98,12 +98,11 @@ if __name__ == "__main__":
 @dataclass
 class HtmlRow:
     """One table row of an HTML view: its label (the row header), its cells' hover texts, visible
-    texts, classes and inline styles, and any text after the cells (e.g. a row sum)."""
+    texts and inline styles, and any text after the cells (e.g. a row sum)."""
 
     label: str = ""
     hovers: list[str] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
-    classes: list[str] = field(default_factory=list)
     styles: list[str] = field(default_factory=list)
     tail: str = ""
 
@@ -113,8 +112,7 @@ class HtmlRow:
 
     def values(self) -> np.ndarray:
         """The number each cell's hover ends with ("dim 3: -0.1234" -> -0.1234); -inf for "−∞"."""
-        return np.array([-np.inf if h.rstrip().endswith("−∞") or "−∞ (masked)" in h
-                         else float(re.search(r"(-?[\d.]+(?:e[+-]?\d+)?)$", h)[1]) for h in self.hovers])
+        return np.array([-np.inf if "−∞" in h else float(re.search(r"(-?[\d.]+(?:e[+-]?\d+)?)$", h)[1]) for h in self.hovers])
 
 
 class HtmlView:
@@ -146,7 +144,6 @@ class HtmlView:
                     row = view.rows[-1]
                     row.hovers.append(found.get("title") or "")
                     row.texts.append("")
-                    row.classes.append(found.get("class") or "")
                     row.styles.append(found.get("style") or "")
 
             def handle_data(self, data: str) -> None:

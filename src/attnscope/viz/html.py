@@ -53,7 +53,7 @@ STYLE = (  # one <style> per view, scoped by its class, so each cell carries onl
     ".attn-view table.strip{border-spacing:0 2px}"
     ".attn-view table.strip td{height:14px;width:11px;min-width:11px;border-right:1px solid #fff}"
     ".attn-view table.strip.wide{width:100%}"
-    ".attn-view table.strip td.g{width:100%;min-width:256px}"
+    ".attn-view table.strip td.band{width:100%;min-width:256px}"
     ".attn-view table.strip th.x{text-align:left;white-space:nowrap;font-weight:400;padding-left:6px}"
     ".attn-view .hs{display:flex;align-items:flex-end;gap:3px}"
     ".attn-view .hl{padding-right:6px;white-space:nowrap}"
@@ -125,6 +125,11 @@ def header(title: str, subtitle: str | None) -> str:
     return f'<div class="t">{esc(title)}</div>{sub}'
 
 
+def frame(title: str, body: str, footer: str = "") -> str:
+    """A view: the style, the title, a horizontally scrollable body and an optional footer (e.g. a legend)."""
+    return f'<div class="attn-view">{STYLE}{header(title, None)}<div class="w">{body}</div>{footer}</div>'
+
+
 def diverging_legend(limit: float, label: str = "value") -> str:
     """A colour bar from -limit (blue) through 0 (white) to +limit (red)."""
     ticks = np.linspace(-limit, limit, len(_DIV_POSITIONS))
@@ -138,6 +143,11 @@ def legend(scale: Scale) -> str:
     stops = ",".join(f"{c} {100 * p:.0f}%" for p, c in zip(_POSITIONS, colours(_POSITIONS * scale.zmax, scale.zmax)))
     return (f'<div class="s">{esc(scale.label)}: 0<span class="g" style="background:linear-gradient(to right,{stops})">'
             f'</span>{scale.zmax:.3g}</div>')
+
+
+def column_labels(labels: Sequence[str]) -> str:
+    """A table's column headers, written bottom to top (rotated) so long tokens take little width."""
+    return "".join(f'<th class="k"><div title="{esc(k)}">{esc(k)}</div></th>' for k in labels)
 
 
 def heat_table(z: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str], *, title: str, scale: Scale,
@@ -154,7 +164,6 @@ def heat_table(z: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[st
     check_labels(z.shape[1], col_labels, "columns")
     fill, ends = colours(z, scale.zmax), set(group_ends)
     keys = [esc(c) for c in col_labels]
-    head = "".join(f'<th class="k"><div title="{k}">{k}</div></th>' for k in keys)
     rows = []
     for i, label in enumerate(row_labels):
         name = esc(label)
@@ -167,8 +176,8 @@ def heat_table(z: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[st
                              f'title="{name} → {key}: {esc(scale.label)} {z[i, j]:.3f}"></td>')
         css = ' class="m"' if i in ends else ""
         rows.append(f'<tr{css}><th class="r">{name}</th>{"".join(cells)}</tr>')
-    return (f'<div class="attn-view">{STYLE}{header(title, subtitle)}<div class="w"><table><thead><tr><th></th>{head}'
-            f'</tr></thead><tbody>{"".join(rows)}</tbody></table></div>{legend(scale)}</div>')
+    return (f'<div class="attn-view">{STYLE}{header(title, subtitle)}<div class="w"><table><thead><tr><th></th>'
+            f'{column_labels(col_labels)}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>{legend(scale)}</div>')
 
 
 def shaded_tokens(tokens: Sequence[str], weights: np.ndarray, *, title: str, scale: Scale) -> str:

@@ -16,7 +16,7 @@ import numpy as np
 
 from attnscope.engine.head_view import HeadView
 from attnscope.viz.heatmap import MASKED_COLOR
-from attnscope.viz.html import STYLE, colours, diverging_colours, diverging_legend, esc, header, ink
+from attnscope.viz.html import colours, column_labels, diverging_colours, diverging_legend, esc, frame, ink
 from attnscope.viz.labels import check_labels
 
 WIDE = 64  # dimensions above which a vector is drawn as one band (d_model strips), not one cell each
@@ -25,10 +25,6 @@ WIDE = 64  # dimensions above which a vector is drawn as one band (d_model strip
 def _labels(tokens: Sequence[str]) -> list[str]:
     """Index-prefixed labels, so a repeated word stays two rows."""
     return [f"{i}: {t}" for i, t in enumerate(tokens)]
-
-
-def _view(title: str, body: str, footer: str = "") -> str:
-    return f'<div class="attn-view">{STYLE}{header(title, None)}<div class="w">{body}</div>{footer}</div>'
 
 
 def _gradient(fill: Sequence[str]) -> str:
@@ -49,7 +45,7 @@ def _band(values: np.ndarray, fill: Sequence[str]) -> str:
     """A vector too long for one cell per dimension (d_model) as one cell painted stripe by stripe across
     the view's width, its norm and extreme dimensions on hover. (One element instead of hundreds: the
     browser draws a page of them in a fraction of the time.)"""
-    return f'<td class="g" style="background:{_gradient(fill)}" title="{_summary(values)}"></td>'
+    return f'<td class="band" style="background:{_gradient(fill)}" title="{_summary(values)}"></td>'
 
 
 def strips(rows: np.ndarray, labels: Sequence[str], *, title: str, sums: np.ndarray | None = None,
@@ -72,7 +68,7 @@ def strips(rows: np.ndarray, labels: Sequence[str], *, title: str, sums: np.ndar
         tail = f'<th class="x">Σ = {float(sums[i]):.4f}</th>' if sums is not None else ""
         body.append(f'<tr><th class="r">{esc(label)}</th>{cells}{tail}</tr>')
     table = f'<table class="strip{" wide" if z.shape[1] > WIDE else ""}"><tbody>{"".join(body)}</tbody></table>'
-    return _view(title, table, diverging_legend(limit, f"{what} ({z.shape[1]} dimensions)"))
+    return frame(title, table, diverging_legend(limit, f"{what} ({z.shape[1]} dimensions)"))
 
 
 def input_strips(view: HeadView) -> str:
@@ -113,10 +109,6 @@ def _fmt(value: float, digits: int) -> str:
     return "−∞" if np.isneginf(value) else f"{value:.{digits}f}"
 
 
-def _key_header(keys: Sequence[str]) -> str:
-    return "".join(f'<th class="k"><div title="{esc(k)}">{esc(k)}</div></th>' for k in keys)
-
-
 def score_steps(view: HeadView) -> str:
     """q·k → ×1/√d_k → mask → softmax, one row each, one column per key (Eq. 1); numbers in the cells."""
     rows = [view.dots, view.dots * view.scale, view.scores, view.weights]
@@ -131,8 +123,8 @@ def score_steps(view: HeadView) -> str:
         cells = "".join(f'<td class="num" style="background:{fill[j]};color:{text[j]}" title="{esc(label)} · key '
                         f'{esc(keys[j])}: {_fmt(float(row[j]), 6)}">{_fmt(float(row[j]), 3)}</td>' for j in range(len(keys)))
         body.append(f'<tr><th class="r">{esc(label)}</th>{cells}</tr>')
-    table = f'<table><thead><tr><th></th>{_key_header(keys)}</tr></thead><tbody>{"".join(body)}</tbody></table>'
-    return _view("Eq. 1: Attention(Q, K, V) = softmax(QKᵀ / √d_k) V — this query's row, step by step", table)
+    table = f'<table><thead><tr><th></th>{column_labels(keys)}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    return frame("Eq. 1: Attention(Q, K, V) = softmax(QKᵀ / √d_k) V — this query's row, step by step", table)
 
 
 def mask_matrix(view: HeadView) -> str:
@@ -151,8 +143,8 @@ def mask_matrix(view: HeadView) -> str:
         body.append(f'<tr{row_class}><th class="r">{esc(query)}</th>{cells}</tr>')
     what = ("causal mask: a position may not look at later ones (section 3.2.3)" if view.kind == "decoder"
             else "no mask: every key is visible (no padding in one sentence)")
-    table = f'<table><thead><tr><th></th>{_key_header(keys)}</tr></thead><tbody>{"".join(body)}</tbody></table>'
-    return _view(f"Mask M added before the softmax — {what}", table)
+    table = f'<table><thead><tr><th></th>{column_labels(keys)}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    return frame(f"Mask M added before the softmax — {what}", table)
 
 
 def weight_bars(view: HeadView) -> str:
@@ -164,7 +156,7 @@ def weight_bars(view: HeadView) -> str:
         f'<td style="padding-left:6px">{"masked" if m else f"{w:.4f}"}</td></tr>'
         for k, w, m in zip(keys, view.weights, view.masked))
     title = f"softmax row of “{view.query_tokens[view.query]}” (sums to {view.weights.sum():.4f})"
-    return _view(title, f"<table><tbody>{rows}</tbody></table>")
+    return frame(title, f"<table><tbody>{rows}</tbody></table>")
 
 
 def value_strips(view: HeadView) -> str:
@@ -192,7 +184,7 @@ def head_slices(view: HeadView) -> str:
     body = f'<div class="hs"><span class="hl">{esc(label)}</span>{heads}</div>'
     title = (f"MultiHead = Concat(head_1, …, head_h)·W^O (section 3.2.2): d_model {z.size} = "
              f"{view.n_heads} heads × d_k {d_head}; head {view.head} owns dimensions {start}…{stop - 1}")
-    return _view(title, body, diverging_legend(limit, f"value ({z.size} dimensions)"))
+    return frame(title, body, diverging_legend(limit, f"value ({z.size} dimensions)"))
 
 
 def contribution_strips(view: HeadView) -> str:

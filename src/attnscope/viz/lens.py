@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Callable
 
 from attnscope.engine.trace_data import LogitLens
-from attnscope.viz.html import STYLE, Scale, colours, esc, header, ink, legend
+from attnscope.viz.html import Scale, colours, esc, frame, ink, legend
 
 
 def lens_table(lens: LogitLens, piece: Callable[[int], str]) -> str:
@@ -32,5 +32,4 @@ def lens_table(lens: LogitLens, piece: Callable[[int], str]) -> str:
     title = (f"Logit lens at step {lens.position}: each layer's output through the final norm and the output layer "
              f"(softmax(LayerNorm(h)·W_out)); ◆ = “{chosen}”, the token chosen")
     table = f'<table><thead><tr><th></th>{heads}</tr></thead><tbody>{"".join(body)}</tbody></table>'
-    return (f'<div class="attn-view">{STYLE}{header(title, None)}<div class="w">{table}</div>'
-            f'{legend(Scale(1.0, "probability"))}</div>')
+    return frame(title, table, legend(Scale(1.0, "probability")))
