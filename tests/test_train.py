@@ -128,16 +128,44 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_distributed_training_on_cpu_with_gloo(tmp_path: Path) -> None:
-    out = tmp_path / "ddp"
+def run_ddp(out: Path, *options: str) -> list[dict]:
+    """Train the toy copy task with two gloo processes; the log's records."""
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={free_port()}",
-           "-m", "attnscope", "train", "--out", str(out), "--task", "copy", "--preset", "toy", "--epochs", "2",
-           "--toy-size", "200", "--threads", "1", "--max-tokens", "300", "--bleu-sentences", "20", "--device", "cpu"]
+           "-m", "attnscope", "train", "--out", str(out), "--task", "copy", "--preset", "toy", "--toy-size", "200",
+           "--threads", "1", "--max-tokens", "300", "--bleu-sentences", "20", "--device", "cpu", *options]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=CEILING, env=dict(os.environ, OMP_NUM_THREADS="1"))
     assert result.returncode == 0, result.stderr[-2000:]
-    log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    return [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+
+
+def test_distributed_training_on_cpu_with_gloo(tmp_path: Path) -> None:
+    log = run_ddp(tmp_path / "ddp", "--epochs", "2")
     assert [r["epoch"] for r in log] == [1, 2]  # written once, by rank 0
-    checkpoint.load(out / "best.safetensors")
+    checkpoint.load(tmp_path / "ddp" / "best.safetensors")
+
+
+def test_every_rank_stops_early_together(tmp_path: Path) -> None:
+    """Only rank 0 validates; if the others did not learn its verdict, they would wait at the next all-reduce forever."""
+    log = run_ddp(tmp_path / "ddp", "--lr", "0", "--epochs", "100", "--eval-every", "2", "--patience", "1")
+    assert [r["step"] for r in log] == [2, 4]
+
+
+def test_validations_since_best_counts_from_the_first_best() -> None:
+    history = lambda *bleus: [{"step": i, "val_loss": 1.0, "bleu": b} for i, b in enumerate(bleus)]  # noqa: E731
+    assert TrainState().validations_since_best() == 0
+    assert TrainState(history=history(1.0, 3.0, 2.0, 3.0)).validations_since_best() == 2
+    assert TrainState(history=history(1.0, 2.0)).validations_since_best() == 0
+
+
+FROZEN = MECHANICS | {"lr": 0.0, "epochs": 100, "eval_every": 2}  # weights never change: val BLEU never improves
+
+
+def test_a_run_out_of_patience_stops_and_stays_stopped(tmp_path: Path) -> None:
+    train(TrainConfig(out_dir=str(tmp_path), patience=2, **FROZEN))
+    assert [json.loads(line)["step"] for line in (tmp_path / "log.jsonl").read_text().splitlines()] == [2, 4, 6]
+    assert checkpoint.read_bundle(tmp_path / "best.safetensors")[0].summary["steps"] == 2
+    train(TrainConfig(out_dir=str(tmp_path), patience=2, **FROZEN))  # resuming a stopped run trains nothing more
+    assert len((tmp_path / "log.jsonl").read_text().splitlines()) == 3
 
 
 def test_cli_overrides() -> None:
@@ -187,7 +215,8 @@ HISTORICAL_FLAGS = [  # every spelling runs in progress were started with; they 
     "--preset", "toy", "--set", "dropout=0.2", "--max-tokens", "10", "--epochs", "2", "--max-steps", "5",
     "--warmup", "3", "--seed", "4", "--threads", "1", "--eval-every", "7", "--bleu-sentences", "9",
     "--toy-size", "11", "--lr", "0.1", "--label-smoothing", "0.2", "--clip", "0.5", "--save-minutes", "1.5",
-    "--precision", "bf16", "--device", "cpu", "--half", "--keep-evals", "--name", "n", "--init-from", "c.safetensors"]
+    "--precision", "bf16", "--device", "cpu", "--half", "--keep-evals", "--name", "n", "--init-from", "c.safetensors",
+    "--patience", "3"]
 
 
 def test_every_historical_flag_sets_its_field() -> None:
@@ -195,7 +224,7 @@ def test_every_historical_flag_sets_its_field() -> None:
         out_dir="o", task="sort", src_lang="fr", tgt_lang="en", data_dir="d", vocab_size=100, preset="toy",
         model={"dropout": 0.2}, max_tokens=10, epochs=2, max_steps=5, warmup=3, seed=4, threads=1, eval_every=7,
         bleu_sentences=9, toy_size=11, lr=0.1, label_smoothing=0.2, clip=0.5, save_minutes=1.5, precision="bf16",
-        device="cpu", half=True, keep_evals=True, name="n", init_from="c.safetensors")
+        device="cpu", half=True, keep_evals=True, name="n", init_from="c.safetensors", patience=3)
     assert parse_args(["--out", "x"]) == TrainConfig(out_dir="x")  # unset flags keep the defaults
 
 

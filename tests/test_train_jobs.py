@@ -32,6 +32,14 @@ def test_a_new_job_refuses_an_existing_run_and_resume_needs_one(tmp_path: Path) 
         TrainJob(config, "a b", tmp_path / "models").start()
 
 
+def test_a_job_says_when_its_patience_ran_out(tmp_path: Path) -> None:
+    frozen = TINY | {"lr": 0.0, "epochs": 50, "eval_every": 2, "bleu_sentences": 10}  # val BLEU can never improve
+    job = TrainJob(TrainConfig(out_dir=str(tmp_path / "r"), patience=1, **frozen), "a b", tmp_path / "models").start()
+    job.wait(timeout=300)
+    assert job.status == "finished" and job.stopped_early, job.error
+    assert [e.step for e in job.events if e.kind == "eval"] == [2, 4]
+
+
 def test_only_a_running_job_has_an_eta(tmp_path: Path) -> None:
     job = TrainJob(TrainConfig(out_dir=str(tmp_path), **TINY), "a b", tmp_path)
     job.events.append(TrainEvent("step", 10, 0, 40, 1.0, 1e-3, 5.0, 100.0))

@@ -41,10 +41,12 @@ def test_train_a_toy_task_to_completion_and_use_it(train_page: AppTest) -> None:
     widget(app, "selectbox", "train_task").set_value("copy")
     widget(app, "number_input", "train_epochs").set_value(1)
     widget(app, "number_input", "train_eval_every").set_value(20)
+    widget(app, "number_input", "train_patience").set_value(50)
     widget(app, "text_input", "train_name").set_value("my copy model")
     job = started(app)
+    assert job.config.patience == 50
     job.wait(timeout=CEILING)
-    assert job.status == "finished", job.error
+    assert job.status == "finished" and not job.stopped_early, job.error
     evals = [e for e in job.events if e.kind == "eval"]
     assert len(evals) >= 2 and all(e.exact is not None for e in evals)
     app.run()

@@ -48,6 +48,8 @@ class TrainConfig:
     device: str = "auto"
     threads: int | None = None
     eval_every: int | None = None  # steps between validations; default once per epoch
+    patience: int | None = field(default=None, metadata=_flag(  # early stopping; best.safetensors is the model to use
+        "--patience", "stop after this many validations without a better val BLEU"))
     save_minutes: float = 10.0  # also save `last` this often, so a killed run loses little
     bleu_sentences: int | None = None  # validate BLEU on the first N val sentences (None = all)
     toy_size: int = 5000  # training pairs for toy tasks

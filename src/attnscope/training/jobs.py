@@ -69,6 +69,7 @@ class TrainJob:
     status: str = "starting"  # starting / running / stopping / finished / stopped / failed
     error: str | None = None
     published: Path | None = None
+    stopped_early: bool = False  # the run's patience ran out before its last step
     started: float = field(default_factory=time.time)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
@@ -115,6 +116,7 @@ class TrainJob:
             self.trainer = Trainer(self.config, self._on_event, self._stop)
             best = self.trainer.run()
             self.published = self._publish(best)
+            self.stopped_early = self.trainer.out_of_patience()
             self.status = "stopped" if self._stop.is_set() else "finished"
         except Exception as err:  # a crashed run must leave the app working and say why
             self.error = f"{type(err).__name__}: {err}"

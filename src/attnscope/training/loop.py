@@ -266,10 +266,10 @@ class Trainer:
         loss_avg: float | None = None
         self._validated_at = -1
         best_path = self.out / "best.safetensors"
-        while st.step < total and st.epoch < cfg.epochs and not self.stop.is_set():
+        while st.step < total and st.epoch < cfg.epochs and not self._stopping():
             batches = self.epoch_batches(st.epoch)
             for idx in batches[st.batch:]:
-                if st.step >= total or self.stop.is_set():
+                if st.step >= total or self._stopping():
                     break
                 loss = self.train_step(idx)
                 n_tok = sum(len(self.corpus.train[i].tgt) - 1 for i in idx)
@@ -292,13 +292,21 @@ class Trainer:
                 if not cfg.eval_every:
                     self._validate(loss_avg, tokens, log, best_path)
         loss_avg = loss_avg if loss_avg is not None else float("nan")
-        if self._validated_at != st.step:  # the same decision on every rank (they meet at a barrier)
+        # the same decision on every rank: they share the validation history
+        if self._validated_at != st.step and not self.out_of_patience():
             self._validate(loss_avg, tokens, log, best_path)
         bar.close()
         if log:
             log.close()
         self._emit("done", loss_avg, tokens, checkpoint=str(best_path))
         return best_path
+
+    def out_of_patience(self) -> bool:
+        """Early stopping: `patience` validations in a row found no better val BLEU than the best."""
+        return self.cfg.patience is not None and self.state.validations_since_best() >= self.cfg.patience
+
+    def _stopping(self) -> bool:
+        return self.stop.is_set() or self.out_of_patience()
 
     def train_step(self, idx: list[int]) -> float:
         batch = collate([self.corpus.train[i] for i in idx]).to(self.device)
@@ -333,8 +341,10 @@ class Trainer:
             log.flush()
             tqdm.write(json.dumps(record))
             self._emit("eval", loss, tokens, val_loss=val_loss, bleu=bleu, exact=exact, sample=sample, checkpoint=str(path))
-        if self.world > 1:
-            dist.barrier()
+        if self.world > 1:  # every rank needs the history to make the same early-stopping decision
+            shared = [st.history]
+            dist.broadcast_object_list(shared, src=0)
+            st.history = shared[0]
 
     def _emit(self, kind: str, loss: float, tokens: int, **extra: Any) -> None:
         if self.progress is None or self.rank != 0:

@@ -31,6 +31,13 @@ class TrainState:
     elapsed: float = 0.0  # training seconds, summed over resumes
     history: list[dict[str, Any]] = field(default_factory=list)  # one {"step", "val_loss", "bleu"} per validation
 
+    def validations_since_best(self) -> int:
+        """How many validations came after the best val BLEU (its first occurrence); 0 before any."""
+        if not self.history:
+            return 0
+        bleus = [h["bleu"] for h in self.history]
+        return len(bleus) - 1 - bleus.index(max(bleus))
+
     @classmethod
     def from_meta(cls, meta: dict[str, Any]) -> "TrainState":
         """The state stored in a resume file's metadata (unknown keys are ignored)."""

@@ -67,6 +67,7 @@ def form_defaults(source: str, preset: str) -> dict[str, Any]:
     schedule = dict(TOY_SCHEDULE if toy else MULTI30K_SCHEDULE)
     values = {key: model.get(name, {"dropout": 0.1, "norm": "post"}.get(name)) for key, name in MODEL_KEYS.items()}
     values |= {key: schedule[name] or 0 for key, name in SCHEDULE_KEYS.items()}
+    values["train_patience"] = 0
     values["train_dropout"] = float(values["train_dropout"])
     values["train_lr"] = float(values["train_lr"])
     return values
@@ -123,12 +124,14 @@ def run_form() -> tuple[TrainConfig | None, str]:
         overrides["dropout"] = _number(c[1], "dropout", 0.0, 0.9, "train_dropout", defaults, step=0.05)
         overrides["positional"] = c[2].selectbox("positional", ["sinusoidal", "learned"], **state.keep("train_pos", "sinusoidal"))
         overrides["norm"] = c[3].selectbox("norm", ["post", "pre"], **state.keep("train_norm", defaults["train_norm"]))
-    c = st.columns(5)
+    c = st.columns(6)
     epochs = _number(c[0], f"Epochs (max {MAX_EPOCHS})", 1, MAX_EPOCHS, "train_epochs", defaults)
     max_tokens = _number(c[1], "Batch size (padded tokens)", 100, 20_000, "train_tokens", defaults, step=100)
     lr = _number(c[2], "Peak learning rate", 1e-5, 1e-2, "train_lr", defaults, format="%.5f")
     warmup = _number(c[3], "Warm-up steps", 1, 10_000, "train_warmup", defaults)
     eval_every = _number(c[4], "Validate every (steps; 0 = each epoch)", 0, 100_000, "train_eval_every", defaults)
+    patience = _number(c[5], "Stop early after (validations without better BLEU; 0 = never)", 0, 1000,
+                       "train_patience", defaults)
     if st.session_state.get("train_name") in (None, st.session_state.get("_train_suggested")):
         st.session_state["train_name"] = suggested  # the name follows the task until the user types their own
     st.session_state["_train_suggested"] = suggested
@@ -145,8 +148,9 @@ def run_form() -> tuple[TrainConfig | None, str]:
         config = TrainConfig(out_dir=str(runs_dir() / safe), task=task, src_lang=src, tgt_lang=tgt,
                              data_dir=str(data_dir()), preset=preset, model=overrides, epochs=int(epochs),
                              max_tokens=int(max_tokens), lr=float(lr), warmup=int(warmup), name=safe,
-                             eval_every=int(eval_every) or None, bleu_sentences=200 if task == "multi30k" else None,
-                             save_minutes=2.0, toy_size=toy_only.get("toy_size", 5000),
+                             eval_every=int(eval_every) or None, patience=int(patience) or None,
+                             bleu_sentences=200 if task == "multi30k" else None, save_minutes=2.0,
+                             toy_size=toy_only.get("toy_size", 5000),
                              label_smoothing=toy_only.get("label_smoothing", 0.1), threads=toy_only.get("threads"))
     except (ValueError, CheckpointError) as err:
         st.error(plain(err))
@@ -225,6 +229,9 @@ def progress(job: TrainJob) -> None:
                  "Resume continues from the last one.")
     if job.published:
         st.success(f"Saved as {job.published.stem}: select it in the sidebar on any page.")
+    if job.stopped_early:
+        st.info(f"Stopped early at step {last.step}: {job.config.patience} validations in a row found no better "
+                "BLEU, so the model saved is the best one seen.")
     steps = [e for e in job.events if e.kind == "step"]
     evals = [e for e in job.events if e.kind == "eval"]
     if job.events:
