@@ -1,7 +1,8 @@
 """The design's import rules, checked from the source text (ast): which part may import which.
 
 model < checkpoints < engine < training; viz draws engine data types only; only ui/, pages/ and
-app.py know Streamlit; no two packages import each other, directly or around a loop.
+app.py know Streamlit; bench measures everything and nothing imports it; no two packages import
+each other, directly or around a loop.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "attnscope"
 
-PARTS = ("model", "checkpoints", "engine", "training", "viz", "ui")
+PARTS = ("model", "checkpoints", "engine", "training", "viz", "ui", "bench")
 # part -> (parts of attnscope it must not import, the rule in words)
 FORBIDDEN = {
     "model": ({"checkpoints", "engine", "training", "viz", "ui"}, "the model knows nothing of recording"),
@@ -68,7 +69,13 @@ def violations(sources: dict[str, str]) -> list[str]:
         graph.setdefault(part, set()).update(part_of(n) for n in ours if part_of(n) != part)
         banned, rule = FORBIDDEN.get(part, (set(), ""))
         found += [f"{module} imports {n}: {rule}" for n in sorted(ours) if part_of(n) in banned]
-        if part != "ui":
+        if part != "bench":
+            found += [f"{module} imports {n}: the benchmarks measure the package, nothing in it needs them"
+                      for n in sorted(ours) if part_of(n) == "bench"]
+        if part == "bench":  # it reads the app's websocket messages (streamlit.proto) but draws nothing
+            found += [f"{module} imports {n}: the benchmarks draw no screen" for n in sorted(names)
+                      if top(n) in SCREEN and not n.startswith("streamlit.proto")]
+        elif part != "ui":
             found += [f"{module} imports {n}: the core knows no screen" for n in sorted(names) if top(n) in SCREEN]
         if part == "viz" or module in PLAIN_DATA:
             allowed = ENGINE_DATA_TYPES if part == "viz" else PLAIN_DATA
@@ -115,7 +122,7 @@ def test_the_package_keeps_its_import_rules() -> None:
 
 
 def test_streamlit_only_in_the_app_and_its_ui() -> None:
-    scripts = [p for p in (*ROOT.glob("*.py"), *ROOT.joinpath("bench").rglob("*.py")) if p.name != "app.py"]
+    scripts = [p for p in ROOT.glob("*.py") if p.name != "app.py"]
     screens = [p for p in scripts if any(top(n) == "streamlit" and not n.startswith(("streamlit.testing", "streamlit.proto"))
                                          for n in imports(p.read_text(), "x.y"))]
     assert not screens, f"only ui/, pages/ and app.py may draw with streamlit: {screens}"
@@ -136,6 +143,8 @@ def test_streamlit_only_in_the_app_and_its_ui() -> None:
     ("attnscope.engine.record", "from attnscope.model.transformer import Kind", "engine data types only"),
     ("attnscope.viz.grid", "from attnscope.model.kinds import KINDS", "engine data types only"),
     ("attnscope.engine.decode", "from ..ui import state", "no screen"),
+    ("attnscope.ui.state", "from attnscope.bench.app_latency import app_latency", "nothing in it needs them"),
+    ("attnscope.bench.app_latency", "import streamlit as st", "the benchmarks draw no screen"),
 ])
 def test_a_broken_rule_is_reported(module: str, source: str, rule: str) -> None:
     others = ("attnscope.engine.capture", "attnscope.engine.beam", "attnscope.training.loop", "attnscope.ui.state")
@@ -157,5 +166,7 @@ def test_allowed_imports_pass() -> None:
                "attnscope.viz.heatmap": "", "attnscope.engine.record": "import numpy",
                "attnscope.ui.state": "import streamlit\nfrom attnscope.engine.translator import Translator",
                "attnscope.engine.translator": "import torch\nfrom attnscope.model.config import BOS_ID",
-               "attnscope.model.config": ""}
+               "attnscope.model.config": "",
+               "attnscope.bench.app_latency": "from streamlit.proto.ForwardMsg_pb2 import ForwardMsg\n"
+                                              "from attnscope.engine.translator import Translator"}
     assert violations(sources) == []

@@ -18,7 +18,7 @@ from attnscope.engine.translator import InputError, Translation
 # Commands whose arguments the named module's main(argv) parses.
 DELEGATED = {"train": "attnscope.training.loop", "evaluate": "attnscope.training.evaluate",
              "average": "attnscope.checkpoints.average", "data": "attnscope.training.data",
-             "import": "attnscope.checkpoints.import_command"}
+             "import": "attnscope.checkpoints.import_command", "bench": "attnscope.bench.__main__"}
 
 
 def steps_json(result: Translation) -> list[dict[str, object]]:

@@ -1,7 +1,7 @@
 """Browser journeys of issue 17: stepping (timed, not asserted), beam 16, sidebar kind <-> tab, long input.
 
 Timings are recorded with `record_property` (see the JUnit XML or `-rA`) and never asserted:
-speed is measured by `python -m bench` (section app), not by tests on a shared machine.
+speed is measured by `python -m attnscope.bench` (section app), not by tests on a shared machine.
 """
 from __future__ import annotations
 

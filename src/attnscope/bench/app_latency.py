@@ -1,4 +1,4 @@
-"""App latency in headless Chromium against a real `streamlit run` (section 7 of `python -m bench`).
+"""App latency in headless Chromium against a real `streamlit run` (section 7 of `python -m attnscope.bench`).
 
 Three journeys, each against the targets of issue 17:
 - cold start: server process started -> first heatmap drawn (target 8 s);
@@ -149,7 +149,10 @@ def app_latency(path: Path, sentences: Sequence[str], clicks: int = 8) -> dict[s
     from attnscope.checkpoints import checkpoint
     from attnscope.engine.translator import Translator
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[3]  # the checkout: src/attnscope/bench/ -> the folder of app.py
+    if not (root / "app.py").is_file():
+        raise RuntimeError("the app section serves the checkout's app.py: run it from a source checkout "
+                           "installed with pip install -e .")
     folder = Path(tempfile.mkdtemp())
     shutil.copy(path, folder / path.name)
     env = dict(os.environ, ATTNSCOPE_CHECKPOINTS=str(folder), ATTNSCOPE_USER_MODELS=tempfile.mkdtemp())

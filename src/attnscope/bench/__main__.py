@@ -1,4 +1,4 @@
-"""Benchmarks (`python -m bench`): speed, memory and quality, measured side by side.
+"""Benchmarks (`python -m attnscope.bench`): speed, memory and quality, measured side by side.
 
 Every figure is a median over repetitions in one process, reported with the machine. Ratios
 compare against an honest baseline run in the same process (nn.Transformer for training,
@@ -24,6 +24,7 @@ from typing import Any, Callable, Sequence
 import torch
 from torch import Tensor, nn
 
+from attnscope.bench.app_latency import app_latency
 from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.convert import read_state_dict
 from attnscope.checkpoints.importing import import_weights
@@ -36,7 +37,6 @@ from attnscope.model.device import autocast, autocast_dtype, cpu_has_fast_bf16, 
 from attnscope.model.transformer import DecoderCache, Transformer, sinusoidal_table
 from attnscope.training.data import DataError, data_dir, load_pairs
 from attnscope.training.loop import label_smoothed_loss
-from bench.app_latency import app_latency
 
 SENTENCES = ("A man in an orange hat starring at something.", "Two dogs are running through the snow.",
              "A little girl climbs into a wooden playhouse.", "A group of people standing in front of an igloo.",
@@ -358,7 +358,7 @@ def tiny_checkpoint(folder: Path) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m attnscope.bench", description=__doc__)
     parser.add_argument("--tiny", action="store_true", help="seconds-long smoke run on a random tiny model")
     parser.add_argument("--out", type=Path, default=Path("bench-report.json"))
     parser.add_argument("--checkpoint", type=Path, default=None, help="model for decoding/capture (default: shipped en->de)")
