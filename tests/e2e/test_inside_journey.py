@@ -46,7 +46,7 @@ def test_maedchen_at_step_2_inside_a_decoder_self_head(shipped_server: str, page
     expect(page.get_by_text("the decoder has read <bos> Ein Mädchen and chose “spielt”")).to_be_visible()
     expect(page.get_by_text("Query: “Mädchen” (position 2)")).to_be_visible()
     for title in ("Query and keys of head 3", "q∘k: the dot product", "Eq. 1: Attention(Q, K, V)", "Mask M added",
-                  "Values, weighted values", "MultiHead = Concat", "Residual + LayerNorm", "Logit lens at step 2"):
+                  "Values, weighted values", "MultiHead = Concat", "Pre-LN residual block", "Logit lens at step 2"):
         expect(page.locator(".attn-view").filter(has_text=title).first).to_be_visible()
     expect(page.get_by_text("max |Δ| = 0.0e+00", exact=False)).to_be_visible()
     settled(page)
