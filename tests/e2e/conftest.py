@@ -29,6 +29,20 @@ def settled(page: Page) -> None:
     expect(page.locator('[data-stale="true"]')).to_have_count(0)
 
 
+def upload(page: Page, path: Path, shown: str) -> None:
+    """Give the page's first file uploader `path` and wait for the text `shown`. A file given while
+    Streamlit reruns the page (just after a navigation) is dropped with the remounted widget: give it again."""
+    uploader, message = page.get_by_test_id("stFileUploader").first, page.get_by_text(shown)
+    for _ in range(3):
+        settled(page)
+        uploader.locator("input[type=file]").set_input_files(str(path))
+        expect(uploader.or_(message).first).to_be_visible()
+        settled(page)
+        if message.is_visible() or path.name in uploader.inner_text():
+            break
+    expect(message).to_be_visible()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -7,13 +7,13 @@ from pathlib import Path
 from playwright.sync_api import Page, expect
 
 from attnscope.ui.train_tools import MAX_EPOCHS
+from tests.e2e.conftest import upload
 
 
 def test_upload_a_checkpoint_and_translate_with_it(server: str, page: Page, e2e_checkpoint: Path) -> None:
     page.goto(server)
     page.get_by_role("link", name="Checkpoints").click()
-    page.locator("input[type=file]").first.set_input_files(str(e2e_checkpoint))
-    expect(page.get_by_text("it is now the active checkpoint on every page")).to_be_visible()
+    upload(page, e2e_checkpoint, "it is now the active checkpoint on every page")
     page.get_by_role("link", name="Translate").click()
     box = page.locator("textarea[aria-label=\"Sentence (en)\"]")
     box.fill("c d e")
@@ -26,8 +26,7 @@ def test_bad_upload_shows_a_message_and_the_app_keeps_working(server: str, page:
     bad.write_bytes(b"definitely not a checkpoint")
     page.goto(server)
     page.get_by_role("link", name="Checkpoints").click()
-    page.locator("input[type=file]").first.set_input_files(str(bad))
-    expect(page.get_by_text("Upload rejected")).to_be_visible()
+    upload(page, bad, "Upload rejected")
     page.get_by_role("link", name="Translate").click()
     expect(page.locator(".js-plotly-plot").first).to_be_visible()
 
