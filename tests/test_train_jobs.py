@@ -8,6 +8,7 @@ import pytest
 from attnscope.training.config import TrainConfig
 from attnscope.training.jobs import TrainJob, existing_run, free_name
 from attnscope.training.loop import TrainEvent
+from tests.support import CEILING
 
 TINY = dict(task="reverse", preset="toy", toy_size=200, max_tokens=400, epochs=1, threads=1,
             model={"d_model": 16, "n_heads": 2, "d_ff": 32, "n_encoder_layers": 1, "n_decoder_layers": 1})
@@ -25,7 +26,7 @@ def test_a_new_job_refuses_an_existing_run_and_resume_needs_one(tmp_path: Path) 
     with pytest.raises(ValueError, match="no run named r to resume"):
         TrainJob(config, "a b", tmp_path / "models", resume=True).start()
     first = TrainJob(config, "a b", tmp_path / "models").start()
-    first.wait(timeout=300)
+    first.wait(timeout=CEILING)
     assert first.status == "finished", first.error
     assert existing_run(Path(config.out_dir))["steps"] > 0
     with pytest.raises(ValueError, match="already exists; resume it"):
@@ -35,7 +36,7 @@ def test_a_new_job_refuses_an_existing_run_and_resume_needs_one(tmp_path: Path) 
 def test_a_job_says_when_its_patience_ran_out(tmp_path: Path) -> None:
     frozen = TINY | {"lr": 0.0, "epochs": 50, "eval_every": 2, "bleu_sentences": 10}  # val BLEU can never improve
     job = TrainJob(TrainConfig(out_dir=str(tmp_path / "r"), patience=1, **frozen), "a b", tmp_path / "models").start()
-    job.wait(timeout=300)
+    job.wait(timeout=CEILING)
     assert job.status == "finished" and job.stopped_early, job.error
     assert [e.step for e in job.events if e.kind == "eval"] == [2, 4]
 
