@@ -74,9 +74,20 @@ def test_dataset_comparison_over_pasted_sentences(app: AppTest) -> None:
     assert any("Head statistics over 3 sentences" in shown(c) for c in app.caption)
 
 
-def test_dataset_comparison_without_data_says_what_is_missing(app: AppTest, monkeypatch, tmp_path) -> None:
+def test_dataset_comparison_works_offline_on_the_default_split(app: AppTest, monkeypatch, tmp_path) -> None:
+    """The default split ships inside the package: no corpus directory is needed (an empty one is set here)."""
     monkeypatch.setenv("ATTNSCOPE_DATA", str(tmp_path))
     open_page(app)
+    app.number_input(key="attr_n").set_value(3)
+    app.button(key="attr_go").click().run()
+    assert not app.exception and not app.warning
+    assert any("Over 3 sentences" in shown(m) for m in app.markdown)
+
+
+def test_dataset_comparison_on_a_split_outside_the_sample_says_what_is_missing(app: AppTest, monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("ATTNSCOPE_DATA", str(tmp_path))
+    open_page(app)
+    app.selectbox(key="attr_split").set_value("test_2017_flickr")
     app.button(key="attr_go").click().run()
     assert not app.exception
     assert any("missing corpus file" in shown(w) for w in app.warning)

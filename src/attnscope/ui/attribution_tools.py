@@ -16,7 +16,7 @@ from attnscope.engine.norms import weighted_value_norms
 from attnscope.engine.record import AttentionRecord
 from attnscope.engine.step_attribution import StepAttributions, step_attributions
 from attnscope.engine.translator import Translation, Translator
-from attnscope.training.data import DataError, data_dir, load_pairs
+from attnscope.training.data import DataError, sample_pairs
 from attnscope.ui import selection, widgets
 from attnscope.ui.text import plain
 from attnscope.viz.attribution import alignment_figure, layer_agreement_figure
@@ -135,7 +135,7 @@ def _sample(tr: Translator, split: str, n: int, pasted: str) -> list[str] | None
     if lines:
         return lines[:n]
     try:
-        return [s for s, _ in load_pairs(data_dir(), split, tr.bundle.src_lang, tr.bundle.tgt_lang)][:n]
+        return [s for s, _ in sample_pairs(tr.bundle.src_lang, tr.bundle.tgt_lang, split, n)]
     except DataError as err:
         st.warning(plain(err))
         return None
