@@ -67,6 +67,11 @@ def is_native(module: nn.Module) -> bool:
     return found
 
 
+def is_torch_block(m: nn.Module) -> bool:
+    """A building block of torch.nn (nn.Softmax, nn.Linear, nn.Transformer...), not a module of the user's."""
+    return type(m).__module__.startswith("torch.nn.")
+
+
 def constants(module: nn.Module) -> Iterator[Tensor]:
     """The model's own tensors: parameters, buffers and tensors kept as plain attributes (a scale)."""
     yield from module.parameters()
@@ -197,6 +202,8 @@ def _hook_any(module: nn.Module, recording: Recording, given: dict[str, Kind | N
     asked = _Asked(streams)
     for name, m in module.named_modules():
         hooked = isinstance(m, (MultiHeadAttention, nn.MultiheadAttention))
+        if is_torch_block(m) and not hooked:
+            continue  # nn.Softmax, nn.Linear...: what runs inside belongs to the module that called them
 
         def enter(_m: nn.Module, _args: Any, name: str = name, hooked: bool = hooked) -> None:
             if threading.get_ident() == me:

@@ -85,8 +85,9 @@ class Recording:
         """An AttentionRecord of one sentence, for every figure builder and the app.
 
         Args:
-            source_tokens: the encoder's input tokens, one per source position.
-            target_tokens: the decoder's inputs (<bos> y1 .. y_{n-1}), one per decoder query.
+            source_tokens: the encoder's input tokens, one per source position (padding left out).
+            target_tokens: the decoder's inputs (<bos> y1 .. y_{n-1}), one per decoder query; rows beyond
+                them (a batch or beam that kept going after this sentence ended) are left out.
             item: the batch row; for a beam search that re-runs the prefix, the hypothesis' row in the last step.
             beam_rows: for a beam search with a cache: the hypothesis' batch row at every decoding step.
             kinds: module name -> "encoder" | "decoder" | "cross", for modules the recorder could not tell.
@@ -96,10 +97,25 @@ class Recording:
         if missing:
             raise RecordError(f"nothing was recorded for {', '.join(missing)} attention; recorded: "
                               f"{', '.join(f'{n} ({self.kinds.get(n)})' for n in self.calls) or 'nothing'}")
-        arrays = {kind: np.stack([analyse(n, self.calls[n]).rows(item, None if kind == "encoder" else beam_rows)
-                                  .float().cpu().numpy() for n in groups[kind]]) for kind in KINDS}
+        sizes = {"encoder": (len(source_tokens), len(source_tokens)), "decoder": (len(target_tokens),) * 2,
+                 "cross": (len(target_tokens), len(source_tokens))}
+        arrays = {kind: fit(np.stack([analyse(n, self.calls[n]).rows(item, None if kind == "encoder" else beam_rows)
+                                      .float().cpu().numpy() for n in groups[kind]]), kind, *sizes[kind])
+                  for kind in KINDS}
         return AttentionRecord(tuple(source_tokens), tuple(target_tokens), arrays["encoder"], arrays["decoder"],
                                arrays["cross"])
+
+
+def fit(array: np.ndarray, kind: Kind, n_queries: int, n_keys: int) -> np.ndarray:
+    """[L, H, Q, K] cut to a sentence shorter than its batch: queries after it ended (a batch or a beam kept
+    going) and keys that are padding (weight 0) go; weight on a cut key means the tokens given are wrong."""
+    queries, keys = array.shape[-2:]
+    if queries < n_queries or keys < n_keys:
+        return array  # fewer rows than tokens: AttentionRecord says so
+    if array[..., :n_queries, n_keys:].any():
+        raise RecordError(f"{kind} attention puts weight on {keys} positions but {n_keys} tokens were given: give one "
+                          f"token per position (the positions beyond them are not padding)")
+    return array[..., :n_queries, :n_keys]
 
 
 def infer_kind(name: str) -> Kind | None:
