@@ -33,7 +33,7 @@ PRODUCTS: frozenset[Callable[..., Any]] = frozenset(
      Tensor.baddbmm})
 SDPA_ARGS = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
 
-Keep = Callable[[str, Tensor, str], None]  # (module name, weights [..., Q, K], "self" | "cross")
+Keep = Callable[[str, Tensor, str, bool], None]  # (module name, weights [..., Q, K], "self" | "cross", rows reordered)
 
 
 class AttentionMode(TorchFunctionMode):
@@ -66,7 +66,7 @@ class AttentionMode(TorchFunctionMode):
             self._product(func, args, outputs)
         else:
             self._carry_scores(inputs, outputs)
-        self.streams.label(func, inputs, outputs)
+        self.streams.label(func, args, inputs, outputs)
         return out
 
     def _owner(self) -> str | None:
@@ -78,7 +78,7 @@ class AttentionMode(TorchFunctionMode):
     def _found(self, weights: Tensor, queries: Stream, keys: Stream) -> None:
         owner = self._owner()
         if owner is not None:
-            self.keep(owner, weights.detach(), "self" if queries & keys else "cross")
+            self.keep(owner, weights.detach(), "self" if queries & keys else "cross", bool(keys & self.streams.reordered))
 
     def _product(self, func: Callable[..., Any], args: tuple, outputs: list[Tensor]) -> None:
         """Mark a product of two activations (queries x keysᵀ) as attention scores."""

@@ -89,23 +89,26 @@ class _Asked:
 
     def __init__(self, streams: Streams) -> None:
         self.streams = streams
-        self.pending: dict[tuple[int, int], list[tuple[bool, bool, Structure]]] = {}
+        self.pending: dict[tuple[int, int], list[tuple[bool, bool, Structure, bool]]] = {}
 
     def force(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """Pre-hook: remember (need_weights, average_attn_weights), then ask for per-head weights."""
         named = {**dict(zip(_MHA_OPTIONAL_ARGS, args[3:])), **kwargs}  # after (query, key, value)
         query, key = (args[0] if args else named["query"]), (args[1] if len(args) > 1 else named["key"])
-        structure: Structure = "self" if self.streams.of(query) & self.streams.of(key) else "cross"
-        wish = (bool(named.get("need_weights", True)), bool(named.get("average_attn_weights", True)), structure)
+        keys = self.streams.of(key)
+        structure: Structure = "self" if self.streams.of(query) & keys else "cross"
+        wish = (bool(named.get("need_weights", True)), bool(named.get("average_attn_weights", True)), structure,
+                bool(keys & self.streams.reordered))
         self.pending.setdefault((threading.get_ident(), id(module)), []).append(wish)
         return args[:3], {**named, "need_weights": True, "average_attn_weights": False}
 
-    def structure(self, module: nn.Module) -> Structure:
-        return self.pending[(threading.get_ident(), id(module))][-1][2]
+    def structure(self, module: nn.Module) -> tuple[Structure, bool]:
+        """(self or cross, whether its keys' batch rows were reordered) of the call now running."""
+        return self.pending[(threading.get_ident(), id(module))][-1][2:]
 
     def give_back(self, module: nn.Module, output: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor | None]:
         """What the caller would have received: no weights, head-averaged, or per-head."""
-        need, average, _ = self.pending[(threading.get_ident(), id(module))].pop()
+        need, average, *_ = self.pending[(threading.get_ident(), id(module))].pop()
         out, weights = output
         if not need:
             return out, None
@@ -193,9 +196,9 @@ def _hook_any(module: nn.Module, recording: Recording, given: dict[str, Kind | N
     and the hooks that read nn.MultiheadAttention and attnscope attention modules themselves."""
     me = threading.get_ident()
 
-    def keep(name: str, weights: Tensor, structure: Structure | None = None) -> None:
+    def keep(name: str, weights: Tensor, structure: Structure | None = None, reordered: bool = False) -> None:
         if threading.get_ident() == me:
-            recording.keep(name, weights.detach(), structure)
+            recording.keep(name, weights.detach(), structure, reordered)
 
     streams = Streams(constants(module))
     mode = AttentionMode(streams, keep)
@@ -220,7 +223,7 @@ def _hook_any(module: nn.Module, recording: Recording, given: dict[str, Kind | N
                 lambda _m, _i, out, name=name, kind=m.kind: keep(name, out, "cross" if kind == "cross" else "self")).remove)
         elif isinstance(m, nn.MultiheadAttention):
             def read(mha: nn.Module, _args: Any, output: tuple[Tensor, Tensor], name: str = name) -> tuple[Tensor, Tensor | None]:
-                keep(name, _per_head(output[1], mha), asked.structure(mha))
+                keep(name, _per_head(output[1], mha), *asked.structure(mha))
                 return asked.give_back(mha, output)
             cleanup.callback(m.register_forward_pre_hook(asked.force, with_kwargs=True).remove)
             cleanup.callback(m.register_forward_hook(read).remove)

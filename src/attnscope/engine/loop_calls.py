@@ -31,6 +31,7 @@ class ModuleCalls:
     name: str
     calls: tuple[Tensor, ...]
     pattern: Pattern
+    reordered: bool = False  # its keys' batch rows were picked by index between steps (a beam reordering its cache)
 
     def rows(self, item: int = 0, beam_rows: Sequence[int] | None = None) -> Tensor:
         """[H, Q, K] of one sentence or hypothesis: batch row `item` (of the last call, for a rerun
@@ -47,7 +48,7 @@ class ModuleCalls:
         """[B, H, Q, K]: every batch row's sentence (B of the last call)."""
         if self.pattern == "once":
             return self.calls[0]
-        if self.pattern == "steps" and len({c.shape[0] for c in self.calls}) > 1:
+        if self.pattern == "steps" and self._ambiguous():
             raise self._beam_error()
         return torch.stack([self.rows(b) for b in range(self.calls[-1].shape[0])])
 
@@ -75,7 +76,7 @@ class ModuleCalls:
                                           f"step {t} does not continue row {path[t - 1]} of step {t - 1}")
             return path
         if self.pattern == "steps":
-            if len({c.shape[0] for c in self.calls}) > 1:
+            if self._ambiguous():
                 raise self._beam_error()
             return [self._row(t, item) for t in range(len(self.calls))]
         path = [self._row(len(self.calls) - 1, item)]
@@ -83,14 +84,20 @@ class ModuleCalls:
             path.insert(0, parent(self.calls[t][path[0]], self.calls[t - 1], path[0]))
         return path
 
+    def _ambiguous(self) -> bool:
+        """Whether a row's index does not follow one sentence across cached steps (batch sizes change, rows moved)."""
+        sizes = {c.shape[0] for c in self.calls}
+        return len(sizes) > 1 or (self.reordered and max(sizes) > 1)
+
     def _beam_error(self) -> RecordError:
         sizes = ", ".join(str(c.shape[0]) for c in self.calls[:6]) + (", ..." if len(self.calls) > 6 else "")
+        how = "its cache's rows were reordered between steps" if self.reordered else "rows are reordered between steps"
         return RecordError(f"{self.name} ran one query per step on batches of {sizes} rows (a beam search with a "
-                           "cache, whose rows are reordered between steps): pass to_record(..., beam_rows=[the "
-                           f"hypothesis' batch row at each of the {len(self.calls)} steps])")
+                           f"cache: {how}): pass to_record(..., beam_rows=[the hypothesis' batch row at each of the "
+                           f"{len(self.calls)} steps]), e.g. Hugging Face's output.beam_indices[i]")
 
 
-def analyse(name: str, calls: Sequence[Tensor]) -> ModuleCalls:
+def analyse(name: str, calls: Sequence[Tensor], reordered: bool = False) -> ModuleCalls:
     """Recognise how a module was called; one sentence naming the module when the calls are no decoding loop."""
     distinct = [calls[0]]
     for call in calls[1:]:
@@ -101,7 +108,7 @@ def analyse(name: str, calls: Sequence[Tensor]) -> ModuleCalls:
     if _is_rerun(distinct):
         return ModuleCalls(name, tuple(distinct), "rerun")
     if _is_steps(distinct):
-        return ModuleCalls(name, tuple(distinct), "steps")
+        return ModuleCalls(name, tuple(distinct), "steps", reordered)
     queries = ", ".join(str(c.shape[2]) for c in distinct[:8]) + (", ..." if len(distinct) > 8 else "")
     raise RecordError(f"{name} was called {len(distinct)} times on unrelated inputs (queries per call: {queries}), "
                       f"not as one decoding loop: record one sentence per `with record_attention(...)` block, or "

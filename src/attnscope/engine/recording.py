@@ -30,8 +30,9 @@ class Recording:
     notes: list[str] = field(default_factory=list)  # e.g. "switched to eval mode"
     kinds: dict[str, Kind | None] = field(default_factory=dict)  # None: the recorder could not tell
     structure: dict[str, Structure] = field(default_factory=dict)  # whether queries and keys shared a source
+    reordered: set[str] = field(default_factory=set)  # modules whose keys had their batch rows moved (a beam)
 
-    def keep(self, name: str, weights: Tensor, structure: Structure | None = None) -> None:
+    def keep(self, name: str, weights: Tensor, structure: Structure | None = None, reordered: bool = False) -> None:
         """Add one call of module `name`: weights [B, H, Q, K] ([N, Q, K] is kept as one row of N heads)."""
         while weights.dim() < 4:
             weights = weights.unsqueeze(0)
@@ -40,6 +41,8 @@ class Recording:
         self.calls.setdefault(name, []).append(weights)
         if structure is not None and self.structure.get(name) != "cross":
             self.structure[name] = structure
+        if reordered:
+            self.reordered.add(name)
 
     @property
     def weights(self) -> dict[str, Tensor]:
@@ -49,7 +52,7 @@ class Recording:
         cached loop are stacked (rows right-padded with zeros: the keys not there yet); a loop that
         re-runs the whole prefix gives, per row, the query each call added. See loop_calls.py.
         """
-        return {name: analyse(name, calls).all_rows() for name, calls in self.calls.items()}
+        return {name: analyse(name, calls, name in self.reordered).all_rows() for name, calls in self.calls.items()}
 
     def clear(self) -> None:
         self.calls.clear()
@@ -88,8 +91,10 @@ class Recording:
             source_tokens: the encoder's input tokens, one per source position (padding left out).
             target_tokens: the decoder's inputs (<bos> y1 .. y_{n-1}), one per decoder query; rows beyond
                 them (a batch or beam that kept going after this sentence ended) are left out.
-            item: the batch row; for a beam search that re-runs the prefix, the hypothesis' row in the last step.
-            beam_rows: for a beam search with a cache: the hypothesis' batch row at every decoding step.
+            item: the batch row (of the encoder, which a beam search may run once for all beams); for a beam
+                search that re-runs the whole prefix, the hypothesis' row in the last step (its rows are traced back).
+            beam_rows: for a beam search with a cache: the hypothesis' batch row at every decoding step
+                (Hugging Face: output.beam_indices[i] up to its first -1); the decoder's rows come from these.
             kinds: module name -> "encoder" | "decoder" | "cross", for modules the recorder could not tell.
         """
         groups = self.by_kind(kinds)
@@ -99,11 +104,14 @@ class Recording:
                               f"{', '.join(f'{n} ({self.kinds.get(n)})' for n in self.calls) or 'nothing'}")
         sizes = {"encoder": (len(source_tokens), len(source_tokens)), "decoder": (len(target_tokens),) * 2,
                  "cross": (len(target_tokens), len(source_tokens))}
-        arrays = {kind: fit(np.stack([analyse(n, self.calls[n]).rows(item, None if kind == "encoder" else beam_rows)
-                                      .float().cpu().numpy() for n in groups[kind]]), kind, *sizes[kind])
-                  for kind in KINDS}
+        arrays = {kind: fit(np.stack([self._rows(n, item, None if kind == "encoder" else beam_rows)
+                                      for n in groups[kind]]), kind, *sizes[kind]) for kind in KINDS}
         return AttentionRecord(tuple(source_tokens), tuple(target_tokens), arrays["encoder"], arrays["decoder"],
                                arrays["cross"])
+
+    def _rows(self, name: str, item: int, beam_rows: Sequence[int] | None) -> np.ndarray:
+        """[H, Q, K] of one sentence from one module's calls."""
+        return analyse(name, self.calls[name], name in self.reordered).rows(item, beam_rows).float().cpu().numpy()
 
 
 def fit(array: np.ndarray, kind: Kind, n_queries: int, n_keys: int) -> np.ndarray:

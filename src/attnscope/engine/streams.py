@@ -10,6 +10,10 @@ mixing two different activations (a residual sum, attention's weighted sum) star
 So self-attention's queries and keys share a stream (both are projections of one tensor), and
 cross-attention's keys carry the encoder output's stream, which its queries do not, however the
 memory was repeated, cached or reordered and whatever the modules are called.
+
+Picking batch rows of an activation by index (a beam search reordering its cache: `index_select(0,
+beam_idx)`, `cache[beam_idx]`) adds a `reordered` id to the result's streams, so that attention over
+such keys is known to have had its rows moved between steps.
 """
 from __future__ import annotations
 
@@ -33,6 +37,7 @@ JOINS: frozenset[Callable[..., Any]] = frozenset(
 LIKE: frozenset[Callable[..., Any]] = frozenset(
     {Tensor.type_as, Tensor.to, Tensor.expand_as, Tensor.view_as, Tensor.reshape_as})
 # Calls that make a new tensor of another one's shape, not of its values.
+GATHERS: frozenset[Callable[..., Any]] = frozenset({Tensor.index_select, torch.index_select, Tensor.__getitem__})
 FRESH: frozenset[Callable[..., Any]] = frozenset(
     {torch.zeros_like, torch.ones_like, torch.full_like, torch.empty_like, torch.rand_like, torch.randn_like,
      Tensor.new_zeros, Tensor.new_ones, Tensor.new_full, Tensor.new_empty, Tensor.new_tensor})
@@ -56,6 +61,7 @@ class Streams:
     def __init__(self, constants: Iterable[Tensor]) -> None:
         self._of: WeakIdKeyDictionary = WeakIdKeyDictionary()
         self._ids = itertools.count()
+        self.reordered: set[int] = set()  # ids marking rows picked by index along the batch axis
         for t in constants:
             if t.is_floating_point():
                 self._of[t] = NONE
@@ -70,13 +76,17 @@ class Streams:
             found = self._of[t] = self.new()
         return found
 
-    def label(self, func: Callable[..., Any], inputs: list[Tensor], outputs: list[Tensor]) -> None:
+    def label(self, func: Callable[..., Any], args: tuple, inputs: list[Tensor], outputs: list[Tensor]) -> None:
         """Give the results of one torch call their stream (see the module docstring)."""
         if func is Tensor.__setitem__:
             outputs = inputs[:1]  # written in place, returns None
         if not outputs:
             return
         stream = self._result(func, inputs)
+        if func in GATHERS and stream and picks_rows(func, args):
+            mark = self.new()
+            self.reordered.update(mark)
+            stream = stream | mark
         for t in outputs:
             self._of[t] = stream
 
@@ -101,3 +111,21 @@ class Streams:
         if distinct:
             return floats[0]
         return others[0] if others else NONE  # from token ids (an embedding lookup, a mask), or constants only
+
+
+def picks_rows(func: Callable[..., Any], args: tuple) -> bool:
+    """Whether a gather picks batch rows of a float tensor by a tensor of indices (not simply all rows in order)."""
+    source = args[0] if args else None
+    if not isinstance(source, Tensor) or not source.is_floating_point():
+        return False
+    if func is Tensor.__getitem__:
+        index = args[1] if len(args) > 1 else None
+        index = index[0] if isinstance(index, tuple) and index else index
+        if not isinstance(index, Tensor) or index.dtype == torch.bool:
+            return isinstance(index, Tensor)
+    else:
+        dim, index = (args[1], args[2]) if len(args) > 2 else (None, None)
+        if dim not in (0, -source.dim()) or not isinstance(index, Tensor):
+            return False
+    flat = index.reshape(-1)
+    return not (flat.numel() == source.shape[0] and torch.equal(flat.cpu(), torch.arange(source.shape[0])))
