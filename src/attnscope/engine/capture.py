@@ -56,15 +56,16 @@ def model_lock(module: nn.Module) -> threading.RLock:
         return lock
 
 
-def is_native(module: nn.Module) -> bool:
-    """Whether every attention of `module` runs in attnscope's own attention modules (their hooks suffice)."""
-    found = False
-    for m in module.modules():
+def native_attention(module: nn.Module) -> dict[str, MultiHeadAttention] | None:
+    """attnscope's attention modules by name when they are all the attention `module` computes (their hooks
+    suffice), else None. One walk over the modules: this runs before every translation the app makes."""
+    found = {}
+    for name, m in module.named_modules():
         if isinstance(m, MultiHeadAttention):
-            found = True
-        elif not (type(m).__module__.startswith("attnscope.") or type(m) in PLAIN_BLOCKS):
-            return False
-    return found
+            found[name] = m
+        elif not (type(m) in PLAIN_BLOCKS or type(m).__module__.startswith("attnscope.")):
+            return None
+    return found or None
 
 
 def is_torch_block(m: nn.Module) -> bool:
@@ -168,8 +169,9 @@ def record_attention(module: nn.Module, kinds: dict[str, Kind] | None = None) ->
             recording.notes.append(note)
             warnings.warn(note, stacklevel=3)
         cleanup.callback(recording.resolve_kinds, given)
-        if is_native(module):
-            _hook_native(module, recording, given, cleanup)
+        native = native_attention(module)
+        if native is not None:
+            _hook_native(native, recording, given, cleanup)
             yield recording
         else:
             mode = _hook_any(module, recording, given, cleanup)
@@ -177,18 +179,18 @@ def record_attention(module: nn.Module, kinds: dict[str, Kind] | None = None) ->
                 yield recording
 
 
-def _hook_native(module: nn.Module, recording: Recording, given: dict[str, Kind | None], cleanup: ExitStack) -> None:
+def _hook_native(modules: dict[str, MultiHeadAttention], recording: Recording, given: dict[str, Kind | None],
+                 cleanup: ExitStack) -> None:
     """attnscope's own model: one hook on each attention module's softmaxed weights, nothing else."""
     me = threading.get_ident()
-    for name, m in module.named_modules():
-        if isinstance(m, MultiHeadAttention):
-            given.setdefault(name, m.kind)
-            recording.kinds[name] = given[name]
+    for name, m in modules.items():
+        given.setdefault(name, m.kind)
+        recording.kinds[name] = given[name]
 
-            def keep(_m: nn.Module, _args: Any, weights: Tensor, name: str = name) -> None:
-                if threading.get_ident() == me:
-                    recording.calls.setdefault(name, []).append(weights.detach())
-            cleanup.callback(m.hook_pattern.register_forward_hook(keep).remove)
+        def keep(_m: nn.Module, _args: Any, weights: Tensor, name: str = name) -> None:
+            if threading.get_ident() == me:
+                recording.calls.setdefault(name, []).append(weights.detach())
+        cleanup.callback(m.hook_pattern.register_forward_hook(keep).remove)
 
 
 def _hook_any(module: nn.Module, recording: Recording, given: dict[str, Kind | None], cleanup: ExitStack) -> AttentionMode:
