@@ -232,8 +232,12 @@ def test_kinds_override_and_the_error_for_an_unknown_kind_names_the_kinds_to_pas
     torch.manual_seed(3)
     seq2seq = Seq2Seq(fused=False).eval()
     with record_attention(seq2seq, kinds={"stack_b.1.memory_reader": "decoder"}) as rec:  # the caller has the last word
-        greedy(seq2seq, torch.tensor([[2, 3]]), 2)
+        greedy(seq2seq, torch.tensor([[2, 3, 4]]), 2)
     assert rec.kinds["stack_b.1.memory_reader"] == "decoder" and rec.kinds["stack_b.0.memory_reader"] == "cross"
+    with pytest.raises(RecordError, match=r"differently shaped attention, so they are not layers of one stack: "
+                                          r"stack_b.0.attend \[4, 2, 2\], stack_b.1.attend \[4, 2, 2\], "
+                                          r"stack_b.1.memory_reader \[4, 2, 3\]"):
+        rec.to_record(["a", "b", "c"], ["x", "y"])  # a wrong kind, told in one sentence (not numpy's)
 
 
 def test_the_mode_is_there_only_inside_the_context_and_only_for_models_that_need_it() -> None:

@@ -1,4 +1,4 @@
-"""Hugging Face encoder-decoders (Marian, BART, T5): the attention of one `generate()` as AttentionRecords.
+"""Hugging Face encoder-decoders (Marian, BART and the like): the attention of one `generate()` as AttentionRecords.
 
     out = attnscope.generate_with_attention(model, **batch, num_beams=4)   # greedy, sampling or beam search
     record = attnscope.from_generate(out, batch["input_ids"], tokenizer, attention_mask=batch["attention_mask"], item=0)

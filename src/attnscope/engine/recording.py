@@ -104,14 +104,19 @@ class Recording:
                               f"{', '.join(f'{n} ({self.kinds.get(n)})' for n in self.calls) or 'nothing'}")
         sizes = {"encoder": (len(source_tokens), len(source_tokens)), "decoder": (len(target_tokens),) * 2,
                  "cross": (len(target_tokens), len(source_tokens))}
-        arrays = {kind: fit(np.stack([self._rows(n, item, None if kind == "encoder" else beam_rows)
-                                      for n in groups[kind]]), kind, *sizes[kind]) for kind in KINDS}
+        arrays = {kind: fit(self._layers(groups[kind], item, None if kind == "encoder" else beam_rows), kind,
+                            *sizes[kind]) for kind in KINDS}
         return AttentionRecord(tuple(source_tokens), tuple(target_tokens), arrays["encoder"], arrays["decoder"],
                                arrays["cross"])
 
-    def _rows(self, name: str, item: int, beam_rows: Sequence[int] | None) -> np.ndarray:
-        """[H, Q, K] of one sentence from one module's calls."""
-        return analyse(name, self.calls[name], name in self.reordered).rows(item, beam_rows).float().cpu().numpy()
+    def _layers(self, names: Sequence[str], item: int, beam_rows: Sequence[int] | None) -> np.ndarray:
+        """[L, H, Q, K] of one sentence: each module's rows, one layer each."""
+        rows = [analyse(n, self.calls[n], n in self.reordered).rows(item, beam_rows).float().cpu().numpy() for n in names]
+        if len({r.shape for r in rows}) > 1:
+            raise RecordError("these modules of one kind computed differently shaped attention, so they are not layers "
+                              f"of one stack: {', '.join(f'{n} {list(r.shape)}' for n, r in zip(names, rows))}; pass "
+                              "kinds={...} to say which are encoder, decoder or cross-attention")
+        return np.stack(rows)
 
 
 def fit(array: np.ndarray, kind: Kind, n_queries: int, n_keys: int) -> np.ndarray:
