@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnscope.engine.attention_mode import sdpa_weights
+from attnscope.engine.attention_mode import AttentionMode, sdpa_weights
 from attnscope.engine.capture import record_attention
 from attnscope.engine.record import RecordError
 from tests.engine_fixtures import no_hooks_left, tiny_model
@@ -297,3 +297,22 @@ def test_recording_in_another_thread_does_not_disturb_a_concurrent_one() -> None
             greedy(models[i], torch.tensor([[2, 3, 4, 5]]), 3)
         assert results[i].keys() == alone.weights.keys()
         assert all(torch.equal(results[i][n], w) for n, w in alone.weights.items())
+
+
+def test_a_call_the_recorder_cannot_follow_still_returns_its_result_and_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    torch.manual_seed(7)
+    model = Seq2Seq(fused=False).eval()
+    src = torch.tensor([[2, 3, 4]])
+    plain_ids, plain_logits = greedy(model, src, 2)
+
+    def broken(*_args: object) -> None:
+        raise RuntimeError("cannot follow this one")
+
+    monkeypatch.setattr(AttentionMode, "_carry_scores", broken)
+    with pytest.warns(UserWarning, match=r"torch calls could not be followed, so attention computed from them may be "
+                                         r"missing from this recording \(first: .*RuntimeError: cannot follow this one\)"):
+        with record_attention(model) as rec:
+            ids, logits = greedy(model, src, 2)
+    assert ids == plain_ids and torch.equal(logits, plain_logits)
+    assert len(rec.notes) == 1 and "could not be followed" in rec.notes[0]
+    assert no_hooks_left(model) and not torch.overrides._get_current_function_mode_stack()

@@ -44,6 +44,7 @@ class AttentionMode(TorchFunctionMode):
         self.streams, self.keep = streams, keep
         self.scores: WeakIdKeyDictionary = WeakIdKeyDictionary()  # q @ kᵀ (and its scaled/masked copies) -> streams
         self.running: list[tuple[str, bool]] = []  # (module name, read by its own hooks), innermost last
+        self.problems: list[str] = []  # calls the recorder could not follow (the calls themselves ran as ever)
 
     def enter(self, name: str, hooked: bool) -> None:
         self.running.append((name, hooked))
@@ -57,6 +58,14 @@ class AttentionMode(TorchFunctionMode):
         outputs = [out] if isinstance(out, Tensor) else tensors_in([out]) if isinstance(out, (tuple, list)) else []
         if not outputs and func is not Tensor.__setitem__:
             return out  # .shape, .size(), .item(), ...
+        try:
+            self._follow(func, args, kwargs, out, outputs)
+        except Exception as err:  # the user's call has run: its result goes back whatever the recorder makes of it
+            self.problems.append(f"{getattr(func, '__name__', func)}: {type(err).__name__}: {err}")
+        return out
+
+    def _follow(self, func: Callable[..., Any], args: tuple, kwargs: dict, out: Any, outputs: list[Tensor]) -> None:
+        """Note what one call computed: attention it reveals, scores it carries, the streams of its results."""
         inputs = tensors_in([*args, *kwargs.values()])
         if func in SOFTMAX:
             self._softmax(args, kwargs, out)
@@ -67,7 +76,6 @@ class AttentionMode(TorchFunctionMode):
         else:
             self._carry_scores(inputs, outputs)
         self.streams.label(func, args, inputs, outputs)
-        return out
 
     def _owner(self) -> str | None:
         """The module to credit: the innermost one running, unless a hooked module is running."""

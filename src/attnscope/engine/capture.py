@@ -175,8 +175,18 @@ def record_attention(module: nn.Module, kinds: dict[str, Kind] | None = None) ->
             yield recording
         else:
             mode = _hook_any(module, recording, given, cleanup)
+            cleanup.callback(_report, mode, recording)
             with mode:
                 yield recording
+
+
+def _report(mode: AttentionMode, recording: Recording) -> None:
+    """Say in the recording's notes (and a warning) which calls the recorder could not follow."""
+    if mode.problems:
+        note = (f"{len(mode.problems)} torch calls could not be followed, so attention computed from them may be "
+                f"missing from this recording (first: {mode.problems[0]})")
+        recording.notes.append(note)
+        warnings.warn(note, stacklevel=4)
 
 
 def _hook_native(modules: dict[str, MultiHeadAttention], recording: Recording, given: dict[str, Kind | None],
