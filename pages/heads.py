@@ -3,14 +3,14 @@ import streamlit as st
 
 from attnscope.engine.analysis import head_stats
 from attnscope.engine.record import KIND_LABELS
-from attnscope.ui import heads_tools, state, widgets
-from attnscope.ui.record_tools import note_needs_model
+from attnscope.ui import heads_tools, record_views, state, widgets
 from attnscope.ui.text import plain
 from attnscope.viz.grid import heads_grid
 
 state.through_router()
 st.title("Heads & layers")
-note_needs_model()
+if record_views.show_on_heads():  # a saved record opened on the Checkpoints page: its grid and statistics
+    st.stop()
 tr = state.translator()
 if tr is None:
     st.stop()

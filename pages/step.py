@@ -1,13 +1,13 @@
 """Step through decoding: at each step the prefix, the choice, its rivals and where the model looked."""
 import streamlit as st
 
-from attnscope.ui import state, widgets
-from attnscope.ui.record_tools import note_needs_model
+from attnscope.ui import record_views, state, widgets
 from attnscope.ui.stepping import beam_view, step_view
 
 state.through_router()
 st.title("Step through decoding")
-note_needs_model()
+if record_views.show_on_steps():  # a saved record opened on the Checkpoints page: its rows, read-only
+    st.stop()
 tr = state.translator()
 if tr is None:
     st.stop()

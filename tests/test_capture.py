@@ -8,7 +8,8 @@ import pytest
 import torch
 from torch import nn
 
-from attnscope.engine.capture import attention_modules, record_attention
+from attnscope.engine.capture import record_attention
+from attnscope.engine.record import RecordError
 from attnscope.model.config import BOS_ID, PAD_ID
 from attnscope.model.transformer import DecoderCache, split_heads
 from tests.engine_fixtures import SEEDS, atol, no_hooks_left, tiny_model
@@ -384,13 +385,13 @@ def test_fastpath_stays_off_if_the_user_turned_it_off() -> None:
         torch.backends.mha.set_fastpath_enabled(True)
 
 
-def test_a_module_without_attention_raises_a_clear_error() -> None:
+def test_a_module_without_attention_gives_an_empty_recording_and_a_clear_error() -> None:
     module = nn.Sequential(nn.Linear(4, 4), nn.ReLU())  # in training mode, as built
-    with pytest.raises(ValueError, match="Sequential has no attention modules to record"):
-        with pytest.warns(UserWarning, match="eval mode"), record_attention(module):
-            pass
+    with pytest.warns(UserWarning, match="eval mode"), record_attention(module) as rec:
+        module(torch.randn(2, 3, 4).softmax(-1))  # a softmax, but of no q @ kᵀ product
+    assert rec.calls == {} and rec.weights == {}
+    with pytest.raises(RecordError, match="nothing was recorded for encoder, decoder, cross attention; recorded: nothing"):
+        rec.to_record(["a"], ["b"])
     assert module.training
-    with pytest.raises(ValueError, match="MultiheadAttention"):
-        attention_modules(nn.Linear(2, 2))
     assert no_hooks_left(module)
     assert torch.backends.mha.get_fastpath_enabled()

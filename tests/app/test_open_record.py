@@ -3,14 +3,16 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
+from attnscope.engine.analysis import head_stats
 from attnscope.engine.capture import record_attention
 from attnscope.engine.record_files import read_record
 from tests.byom_models import M3Seq2Seq, m3_greedy
-from tests.support import shown
+from tests.support import html_views, shown
 
 
 def m3_record():  # noqa: ANN201
@@ -34,7 +36,7 @@ def test_a_saved_record_is_shown_on_translate_until_closed(checkpoints_page: App
     assert any("Showing the saved record" in shown(i) for i in checkpoints_page.info)
     assert len(checkpoints_page.get("plotly_chart")) == 6
     assert "Zwei" in json.dumps(checkpoints_page.get("plotly_chart")[0].proto.spec)  # the record's tokens, not a translation
-    checkpoints_page.switch_page("pages/step.py").run()  # a view that needs a model says so
+    checkpoints_page.switch_page("pages/positional.py").run()  # a view that needs a model says so
     assert not checkpoints_page.exception and any("runs the active checkpoint" in shown(c) for c in checkpoints_page.caption)
     checkpoints_page.switch_page("pages/translate.py").run()
     checkpoints_page.button(key="close_record").click().run()
@@ -46,3 +48,36 @@ def test_a_file_that_is_not_a_record_is_refused_in_one_sentence(checkpoints_page
     assert any("Record rejected" in shown(e) and "lacks target_tokens" in shown(e) for e in checkpoints_page.error)
     checkpoints_page.file_uploader(key="open_record_file").upload("y.npz", b"PK\x03\x04broken").run()
     assert any("not an attnscope attention record" in shown(e) for e in checkpoints_page.error)
+
+
+def test_an_opened_record_is_stepped_through_and_its_heads_read_without_a_model(checkpoints_page: AppTest) -> None:
+    record = m3_record()
+    checkpoints_page.file_uploader(key="open_record_file").upload("m3.npz", record.to_npz()).run()
+    app = checkpoints_page.switch_page("pages/step.py").run()
+    assert not app.exception
+    assert any("Showing the saved record m3.npz (step by step, read-only)" in shown(i) and "need a live model" in shown(i)
+               for i in app.info)
+    app.button(key="next").click().run()
+    views = html_views(app)
+    cross = views["Cross-attention of step 1, every layer and head"].cells()
+    for layer in range(record.n_layers("cross")):
+        for head in range(record.n_heads):
+            for j, token in enumerate(record.source_tokens):
+                assert cross[(f"L{layer} H{head}", f"{j}: {token}")] == pytest.approx(
+                    float(record.cross[layer, head, 1, j]), abs=6e-3)
+    assert "Decoder masked self-attention of step 1 (grey: future positions, masked)" in views
+    assert any(t.startswith("Source as seen at step 1") for t in views)
+    assert not app.get("plotly_chart")  # no probabilities, no forcing, no beam tree: those need a model
+
+    app.switch_page("pages/heads.py").run()
+    assert not app.exception
+    assert any("(heads and layers, read-only)" in shown(i) for i in app.info)
+    assert len(app.get("plotly_chart")) == 1
+    table = app.dataframe[0].value
+    want = head_stats(record).round(3)
+    assert list(table["kind"]) == list(want["kind"]) and np.allclose(table["entropy"], want["entropy"])
+    assert len(table) == sum(record.n_layers(k) * record.n_heads for k in ("encoder", "decoder", "cross"))
+
+    app.button(key="close_record_heads").click().run()  # closed: the page runs the active checkpoint again
+    assert not any("Showing the saved record" in shown(i) for i in app.info)
+    assert "Ablation" in [t.label for t in app.tabs]

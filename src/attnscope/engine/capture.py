@@ -1,38 +1,44 @@
 """The recorder: capture every attention head of one forward pass (or of a decoding loop).
 
-Works on attnscope's own model (hooks on each attention module's `hook_pattern`), on any
-module built from `torch.nn.MultiheadAttention` (nn.Transformer, nn.TransformerEncoder,
-hand-written encoder-decoders: a pre-hook asks for per-head weights and a forward hook reads
-them, then hands the caller exactly what it asked for: None, head-averaged or per-head), and on
-modules that keep their last weights on an attribute (the Annotated Transformer's `self.attn`).
-Hooks live only inside the context manager and are removed in `finally`.
+Works on any model, with no glue in the user's code:
+- attnscope's own model: hooks on each attention module's `hook_pattern` (the fast path: nothing else
+  runs, so recording the shipped model costs what it always did);
+- modules built from `torch.nn.MultiheadAttention` (nn.Transformer, hand-written encoder-decoders): a
+  pre-hook asks for per-head weights and a forward hook reads them, then hands the caller exactly
+  what it asked for (None, head-averaged or per-head);
+- attention computed in the user's own code: a softmax over keys inside a module's forward (modules
+  that return their weights, that keep them, or that do neither) and calls of
+  `F.scaled_dot_product_attention`, found by a TorchFunctionMode pushed only inside the context
+  (attention_mode.py), which also tells self- from cross-attention by where queries and keys came
+  from (streams.py).
+Hooks and the mode live only inside the context manager and are removed in `finally`.
 
-Every call is kept separately (`Recording.calls`); `Recording.weights` joins a module's calls
-into one matrix, whether the loop fed one new position per step (KV cache) or re-ran the whole
-prefix each step (one row per step is kept: the rows a re-run recomputes are checked to be the
-same). Each module gets a kind (encoder self, decoder self, cross: model/kinds.py), from attnscope's own
-modules or from its name; `record_attention(..., kinds={...})` overrides.
+Every call is kept separately (`Recording.calls`, recording.py); `Recording.weights` and
+`Recording.to_record` join a module's calls into whole sentences however the loop ran (loop_calls.py).
 """
 from __future__ import annotations
 
 import threading
 import warnings
 import weakref
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from typing import Any, Iterator
 
-import numpy as np
 import torch
 from torch import Tensor, nn
 
-from attnscope.engine.record import AttentionRecord, RecordError
-from attnscope.model.kinds import KINDS, Kind
+from attnscope.engine.attention_mode import AttentionMode
+from attnscope.engine.recording import Recording, Structure, infer_kind
+from attnscope.engine.streams import Streams
+from attnscope.model.kinds import Kind
 from attnscope.model.transformer import MultiHeadAttention
 
-# Attributes on which attention modules written like the Annotated Transformer's keep their last weights.
-WEIGHT_ATTRIBUTES = ("attn", "attn_weights", "attention_weights", "attn_probs", "attention_probs")
-CROSS_NAMES = ("cross", "src_attn", "multihead_attn", "encoder_attn", "enc_dec", "encdec", "context_attn", "inter_attn")
+__all__ = ["Recording", "eval_mode", "infer_kind", "model_lock", "record_attention"]
+
+# torch.nn building blocks that compute no attention of their own: a model made of these and attnscope's
+# attention needs no TorchFunctionMode.
+PLAIN_BLOCKS = (nn.Linear, nn.Embedding, nn.LayerNorm, nn.Dropout, nn.ModuleList, nn.ModuleDict, nn.Sequential,
+                nn.Identity, nn.ReLU, nn.GELU)
 
 _LOCKS: "weakref.WeakKeyDictionary[nn.Module, threading.RLock]" = weakref.WeakKeyDictionary()
 _LOCKS_GUARD = threading.Lock()
@@ -50,124 +56,60 @@ def model_lock(module: nn.Module) -> threading.RLock:
         return lock
 
 
-@dataclass
-class Recording:
-    """Weights captured per attention module name, one tensor per call, each [B, H, Q, K]."""
-
-    calls: dict[str, list[Tensor]] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)  # e.g. "switched to eval mode"
-    kinds: dict[str, Kind | None] = field(default_factory=dict)  # None: the recorder could not tell
-
-    @property
-    def weights(self) -> dict[str, Tensor]:
-        """One [B, H, Q, K] tensor per module: its calls joined along the query axis.
-
-        Incremental decoding calls a module once per step with one query and a growing number
-        of keys; the rows are right-padded with zeros (the causally masked keys) and stacked.
-        A loop that re-runs the whole prefix each step contributes the new (last) row of each call.
-        """
-        out = {}
-        for name, tensors in self.calls.items():
-            if recomputes_prefix(tensors):
-                tensors = [tensors[0], *(t[:, :, -1:] for t in tensors[1:])]
-            n_keys = max(t.shape[-1] for t in tensors)
-            padded = [torch.nn.functional.pad(t, (0, n_keys - t.shape[-1])) for t in tensors]
-            out[name] = torch.cat(padded, dim=2)
-        return out
-
-    def clear(self) -> None:
-        self.calls.clear()
-
-    def by_kind(self, kinds: dict[str, Kind] | None = None) -> dict[Kind, list[str]]:
-        """Recorded module names per kind, in call order; `kinds` overrides what was inferred."""
-        known = {**self.kinds, **(kinds or {})}
-        unknown = [n for n in self.calls if known.get(n) not in KINDS]
-        if unknown:
-            raise RecordError(f"cannot tell the kind of {', '.join(unknown)}: pass kinds={{'{unknown[0]}': "
-                              "'encoder' | 'decoder' | 'cross', ...}")
-        return {kind: [n for n in self.calls if known[n] == kind] for kind in KINDS}
-
-    def to_record(self, source_tokens: Sequence[str], target_tokens: Sequence[str], *, item: int = 0,
-                  kinds: dict[str, Kind] | None = None) -> AttentionRecord:
-        """An AttentionRecord of batch item `item`, for every figure builder and the app.
-
-        `target_tokens` are the decoder's inputs (<bos> y1 .. y_{n-1}), one per decoder query.
-        """
-        groups, weights = self.by_kind(kinds), self.weights
-        missing = [k for k in KINDS if not groups[k]]
-        if missing:
-            raise RecordError(f"nothing was recorded for {', '.join(missing)} attention; recorded: "
-                              f"{', '.join(f'{n} ({self.kinds.get(n)})' for n in self.calls) or 'nothing'}")
-        stack = lambda kind: np.stack([weights[n][item].float().cpu().numpy() for n in groups[kind]])  # noqa: E731
-        return AttentionRecord(tuple(source_tokens), tuple(target_tokens), stack("encoder"), stack("decoder"),
-                               stack("cross"))
+def native_attention(module: nn.Module) -> dict[str, MultiHeadAttention] | None:
+    """attnscope's attention modules by name when they are all the attention `module` computes (their hooks
+    suffice), else None. One walk over the modules: this runs before every translation the app makes."""
+    found = {}
+    for name, m in module.named_modules():
+        if isinstance(m, MultiHeadAttention):
+            found[name] = m
+        elif not (type(m) in PLAIN_BLOCKS or type(m).__module__.startswith("attnscope.")):
+            return None
+    return found or None
 
 
-def recomputes_prefix(tensors: Sequence[Tensor]) -> bool:
-    """Whether successive calls re-ran a growing prefix: one more query each time, the earlier rows unchanged."""
-    if len(tensors) < 2:
-        return False
-    for prev, cur in zip(tensors, tensors[1:]):
-        if cur.shape[:2] != prev.shape[:2] or cur.shape[2] != prev.shape[2] + 1 or cur.shape[3] < prev.shape[3]:
-            return False
-        earlier = cur[:, :, :-1]  # rows the previous call computed already; keys it did not have are masked (0)
-        if not torch.allclose(earlier[..., : prev.shape[3]], prev, atol=1e-5) or bool(earlier[..., prev.shape[3]:].any()):
-            return False
-    return True
+def is_torch_block(m: nn.Module) -> bool:
+    """A building block of torch.nn (nn.Softmax, nn.Linear, nn.Transformer...), not a module of the user's."""
+    return type(m).__module__.startswith("torch.nn.")
 
 
-def infer_kind(name: str) -> Kind | None:
-    """A module's kind from its dotted name (cross-attention names first, then an enc*/dec* component)."""
-    parts = name.lower().split(".")
-    if any(c in part for part in parts for c in CROSS_NAMES):
-        return "cross"
-    for part in reversed(parts):
-        if part.startswith("dec"):
-            return "decoder"
-        if part.startswith("enc"):
-            return "encoder"
-    return None
-
-
-def weight_attribute(module: nn.Module) -> str | None:
-    """The attribute on which a module keeps its last attention weights (None or a tensor until then)."""
-    if isinstance(module, (MultiHeadAttention, nn.MultiheadAttention)):
-        return None
-    for attr in WEIGHT_ATTRIBUTES:
-        if attr in module.__dict__ and (module.__dict__[attr] is None or isinstance(module.__dict__[attr], Tensor)):
-            return attr
-    return None
-
-
-def attention_modules(module: nn.Module) -> dict[str, nn.Module]:
-    """Every attention module in `module` (ours, nn.MultiheadAttention, or one keeping weights on .attn), by name."""
-    found = {name: m for name, m in module.named_modules()
-             if isinstance(m, (MultiHeadAttention, nn.MultiheadAttention)) or weight_attribute(m)}
-    if not found:
-        raise ValueError(f"{type(module).__name__} has no attention modules to record (neither attnscope attention, "
-                         "torch.nn.MultiheadAttention, nor a module keeping its weights on .attn)")
-    return found
+def constants(module: nn.Module) -> Iterator[Tensor]:
+    """The model's own tensors: parameters, buffers and tensors kept as plain attributes (a scale)."""
+    yield from module.parameters()
+    yield from module.buffers()
+    for m in module.modules():
+        yield from (v for v in vars(m).values() if isinstance(v, Tensor))
 
 
 _MHA_OPTIONAL_ARGS = ("key_padding_mask", "need_weights", "attn_mask", "average_attn_weights", "is_causal")
 
 
 class _Asked:
-    """What each caller of an nn.MultiheadAttention asked for, so it gets exactly that back."""
+    """What each caller of an nn.MultiheadAttention asked for, so it gets exactly that back, and
+    whether its queries and keys came from one tensor (self-attention) or two (cross-attention)."""
 
-    def __init__(self) -> None:
-        self.pending: dict[tuple[int, int], list[tuple[bool, bool]]] = {}
+    def __init__(self, streams: Streams) -> None:
+        self.streams = streams
+        self.pending: dict[tuple[int, int], list[tuple[bool, bool, Structure, bool]]] = {}
 
     def force(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """Pre-hook: remember (need_weights, average_attn_weights), then ask for per-head weights."""
         named = {**dict(zip(_MHA_OPTIONAL_ARGS, args[3:])), **kwargs}  # after (query, key, value)
-        wish = (bool(named.get("need_weights", True)), bool(named.get("average_attn_weights", True)))
+        query, key = (args[0] if args else named["query"]), (args[1] if len(args) > 1 else named["key"])
+        keys = self.streams.of(key)
+        structure: Structure = "self" if self.streams.of(query) & keys else "cross"
+        wish = (bool(named.get("need_weights", True)), bool(named.get("average_attn_weights", True)), structure,
+                bool(keys & self.streams.reordered))
         self.pending.setdefault((threading.get_ident(), id(module)), []).append(wish)
         return args[:3], {**named, "need_weights": True, "average_attn_weights": False}
 
+    def structure(self, module: nn.Module) -> tuple[Structure, bool]:
+        """(self or cross, whether its keys' batch rows were reordered) of the call now running."""
+        return self.pending[(threading.get_ident(), id(module))][-1][2:]
+
     def give_back(self, module: nn.Module, output: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor | None]:
         """What the caller would have received: no weights, head-averaged, or per-head."""
-        need, average = self.pending[(threading.get_ident(), id(module))].pop()
+        need, average, *_ = self.pending[(threading.get_ident(), id(module))].pop()
         out, weights = output
         if not need:
             return out, None
@@ -213,52 +155,91 @@ def record_attention(module: nn.Module, kinds: dict[str, Kind] | None = None) ->
     Only calls made from the recording thread are kept, and the model's lock is held
     throughout, so sessions sharing one model never see each other's weights. A module in
     training mode is switched to eval mode for the duration (dropout would distort the
-    weights) and a note says so. What the caller's code receives is unchanged (an
-    nn.MultiheadAttention must compute its weights to be recorded, so its output may differ
-    from an unrecorded call in the last float bits, as with need_weights=True).
-    `kinds` names the kind (encoder, decoder, cross) of modules whose names do not tell it.
+    weights) and a note says so. What the caller's code receives is unchanged: softmax results
+    are recorded as they are, fused attention calls run as they would (their weights are computed
+    beside them); only an nn.MultiheadAttention must compute its weights to be recorded, so its
+    output may differ from an unrecorded call in the last float bits, as with need_weights=True.
+    `kinds` names the kind (encoder, decoder, cross) of modules the recorder cannot tell.
     """
     recording = Recording()
-    me = threading.get_ident()
-    handles: list[torch.utils.hooks.RemovableHandle] = []
-    asked = _Asked()
-
-    def keep(name: str, weights: Tensor) -> None:
-        if threading.get_ident() == me:
-            recording.calls.setdefault(name, []).append(weights.detach())
-
-    with model_lock(module), _fastpath_disabled(), eval_mode(module) as was_training:
+    given: dict[str, Kind | None] = dict(kinds or {})
+    with model_lock(module), _fastpath_disabled(), eval_mode(module) as was_training, ExitStack() as cleanup:
         if was_training:
             note = "the model was in training mode; switched to eval mode while recording (dropout would distort the weights)"
             recording.notes.append(note)
             warnings.warn(note, stacklevel=3)
-        try:
-            for name, m in attention_modules(module).items():
-                recording.kinds[name] = (kinds or {}).get(name) or (m.kind if isinstance(m, MultiHeadAttention)
-                                                                    else infer_kind(name))
-                handles.extend(_hooks(name, m, keep, asked))
+        cleanup.callback(recording.resolve_kinds, given)
+        native = native_attention(module)
+        if native is not None:
+            _hook_native(native, recording, given, cleanup)
             yield recording
-        finally:
-            for handle in handles:
-                handle.remove()
+        else:
+            mode = _hook_any(module, recording, given, cleanup)
+            cleanup.callback(_report, mode, recording)
+            with mode:
+                yield recording
 
 
-def _hooks(name: str, m: nn.Module, keep: Any, asked: _Asked) -> list[torch.utils.hooks.RemovableHandle]:
-    """The hooks that read one attention module's weights (and, for nn.MultiheadAttention, restore its output)."""
-    if isinstance(m, MultiHeadAttention):
-        return [m.hook_pattern.register_forward_hook(lambda _m, _i, out: keep(name, out))]
-    if isinstance(m, nn.MultiheadAttention):
-        def read(mha: nn.Module, _args: Any, output: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor | None]:
-            keep(name, _per_head(output[1], mha))
-            return asked.give_back(mha, output)
-        return [m.register_forward_pre_hook(asked.force, with_kwargs=True), m.register_forward_hook(read)]
-    attr = weight_attribute(m)
+def _report(mode: AttentionMode, recording: Recording) -> None:
+    """Say in the recording's notes (and a warning) which calls the recorder could not follow."""
+    if mode.problems:
+        note = (f"{len(mode.problems)} torch calls could not be followed, so attention computed from them may be "
+                f"missing from this recording (first: {mode.problems[0]})")
+        recording.notes.append(note)
+        warnings.warn(note, stacklevel=4)
 
-    def read_attribute(module: nn.Module, _args: Any, _output: Any) -> None:
-        weights = getattr(module, attr)
-        if isinstance(weights, Tensor):
-            keep(name, weights if weights.dim() == 4 else weights.unsqueeze(0))
-    return [m.register_forward_hook(read_attribute)]
+
+def _hook_native(modules: dict[str, MultiHeadAttention], recording: Recording, given: dict[str, Kind | None],
+                 cleanup: ExitStack) -> None:
+    """attnscope's own model: one hook on each attention module's softmaxed weights, nothing else."""
+    me = threading.get_ident()
+    for name, m in modules.items():
+        given.setdefault(name, m.kind)
+        recording.kinds[name] = given[name]
+
+        def keep(_m: nn.Module, _args: Any, weights: Tensor, name: str = name) -> None:
+            if threading.get_ident() == me:
+                recording.calls.setdefault(name, []).append(weights.detach())
+        cleanup.callback(m.hook_pattern.register_forward_hook(keep).remove)
+
+
+def _hook_any(module: nn.Module, recording: Recording, given: dict[str, Kind | None], cleanup: ExitStack) -> AttentionMode:
+    """Any model: the mode that finds attention in its code, the hooks that tell it which module runs,
+    and the hooks that read nn.MultiheadAttention and attnscope attention modules themselves."""
+    me = threading.get_ident()
+
+    def keep(name: str, weights: Tensor, structure: Structure | None = None, reordered: bool = False) -> None:
+        if threading.get_ident() == me:
+            recording.keep(name, weights.detach(), structure, reordered)
+
+    streams = Streams(constants(module))
+    mode = AttentionMode(streams, keep)
+    asked = _Asked(streams)
+    for name, m in module.named_modules():
+        hooked = isinstance(m, (MultiHeadAttention, nn.MultiheadAttention))
+        if is_torch_block(m) and not hooked:
+            continue  # nn.Softmax, nn.Linear...: what runs inside belongs to the module that called them
+
+        def enter(_m: nn.Module, _args: Any, name: str = name, hooked: bool = hooked) -> None:
+            if threading.get_ident() == me:
+                mode.enter(name, hooked)
+
+        def leave(_m: nn.Module, _args: Any, _out: Any) -> None:
+            if threading.get_ident() == me:
+                mode.leave()
+        cleanup.callback(m.register_forward_pre_hook(enter).remove)
+        cleanup.callback(m.register_forward_hook(leave, always_call=True).remove)
+        if isinstance(m, MultiHeadAttention):
+            given.setdefault(name, m.kind)
+            cleanup.callback(m.hook_pattern.register_forward_hook(
+                lambda _m, _i, out, name=name, kind=m.kind: keep(name, out, "cross" if kind == "cross" else "self")).remove)
+        elif isinstance(m, nn.MultiheadAttention):
+            def read(mha: nn.Module, _args: Any, output: tuple[Tensor, Tensor], name: str = name) -> tuple[Tensor, Tensor | None]:
+                keep(name, _per_head(output[1], mha), *asked.structure(mha))
+                return asked.give_back(mha, output)
+            cleanup.callback(m.register_forward_pre_hook(asked.force, with_kwargs=True).remove)
+            cleanup.callback(m.register_forward_hook(read).remove)
+    return mode
 
 
 def _per_head(weights: Tensor, mha: nn.MultiheadAttention) -> Tensor:

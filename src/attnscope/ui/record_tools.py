@@ -18,7 +18,7 @@ def open_record() -> None:
     st.subheader("Open a saved attention record")
     st.caption("An .npz or .json file written by `AttentionRecord.to_npz()` / `to_json()` (e.g. `rec.to_record(...)` "
                "after `attnscope.record_attention` in your own code) or by `python -m attnscope translate --npz`. "
-               "Translate then shows it; views that need a model to run keep using the active checkpoint.")
+               "Translate, Step and Heads then show it; views that need a model to run keep using the active checkpoint.")
     file = widgets.new_upload("Attention record (.npz / .json)", "open_record_file")
     if file is None:
         return
@@ -28,10 +28,11 @@ def open_record() -> None:
     except RecordError as err:
         st.error(f"Record rejected: {plain(err)}")
         return
-    st.success(plain(f"Opened {file.name}: the Translate page shows it until you close it there."))
+    st.success(plain(f"Opened {file.name}: the Translate, Step and Heads pages show it until you close it."))
 
 
-def _close() -> None:
+def close() -> None:
+    """Forget the opened record (the pages go back to the active checkpoint)."""
     st.session_state.pop(KEY, None)
     widgets.forget_upload("open_record_file")
 
@@ -42,9 +43,9 @@ def show_opened() -> bool:
     if opened is None:
         return False
     name, record, meta = opened
-    st.info(plain(f"Showing the saved record {name} (no model runs: the step-by-step view, ablation and "
-                  "teacher forcing need a model, so they use the active checkpoint)."))
-    st.button("Close the record and translate again", on_click=_close, key="close_record")
+    st.info(plain(f"Showing the saved record {name} (no model runs; the Step and Heads pages show it too; teacher "
+                  "forcing, probabilities, ablation and attribution need a model, so they use the active checkpoint)."))
+    st.button("Close the record and translate again", on_click=close, key="close_record")
     if meta:
         st.caption(plain(", ".join(f"{k}: {v}" for k, v in meta.items())))
     layer, head = st.session_state.get("layer", 0), st.session_state.get("head", "mean")
