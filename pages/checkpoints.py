@@ -6,11 +6,11 @@ from attnscope.checkpoints import registry
 from attnscope.ui import state
 from attnscope.ui.checkpoint_tools import flash, manage, upload
 from attnscope.ui.import_tools import import_model
+from attnscope.ui.navigation import open_page
 from attnscope.ui.record_tools import open_record
 from attnscope.ui.text import plain
 
-state.through_router()
-st.title("Checkpoints")
+open_page("Checkpoints", needs_model=False)
 flash()
 entries = state.entries()
 rows = [{"name": e.name, "origin": e.origin, "pair": f"{e.bundle.src_lang}→{e.bundle.tgt_lang}",
