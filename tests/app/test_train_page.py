@@ -158,6 +158,7 @@ def test_the_toy_preset_is_the_measured_recipe(train_page: AppTest) -> None:
     assert widget(app, "selectbox", "train_norm").value == TOY_MODEL["norm"]
     assert widget(app, "number_input", "train_tokens").value == TOY_SCHEDULE["max_tokens"]
     assert widget(app, "number_input", "train_eval_every").value == TOY_SCHEDULE["eval_every"]
+    assert widget(app, "number_input", "train_epochs").value == TOY_SCHEDULE["epochs"]
 
 
 def test_estimate_reports_seconds_per_epoch(train_page: AppTest) -> None:
