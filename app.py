@@ -1,14 +1,17 @@
-"""attnscope: router and shared sidebar (active checkpoint, attention kind, layer, head)."""
+"""attnscope: router and shared sidebar (the pages by section, active checkpoint, attention kind, layer, head)."""
 import streamlit as st
 
 from attnscope.engine.record import KIND_LABELS, KINDS
-from attnscope.ui import selection, state
+from attnscope.ui import navigation, selection, state
 
 st.set_page_config(page_title="attnscope", page_icon=":material/visibility:", layout="wide")
+page, sections = navigation.route()
 state.restore_from_url()
 
 with st.sidebar:
     st.markdown("## :material/visibility: attnscope")
+    navigation.sidebar_links(sections)
+    st.divider()
     choices = list(state.available_checkpoints())
     if not choices:
         st.error(f"No checkpoints found in {state.shipped_dir()}.")
@@ -35,14 +38,5 @@ with st.sidebar:
     with st.expander("Figure downloads"):
         st.radio("Camera button saves", ["png", "svg"], key="image_format", horizontal=True)
 
-pages = [st.Page("pages/translate.py", title="Translate", icon=":material/translate:", default=True),
-         st.Page("pages/step.py", title="Step through decoding", icon=":material/step:"),
-         st.Page("pages/heads.py", title="Heads & layers", icon=":material/grid_view:"),
-         st.Page("pages/inside.py", title="Inside one head", icon=":material/neurology:"),
-         st.Page("pages/attribution.py", title="Attribution", icon=":material/insights:"),
-         st.Page("pages/positional.py", title="Positional encoding", icon=":material/waves:"),
-         st.Page("pages/anatomy.py", title="Model anatomy", icon=":material/account_tree:"),
-         st.Page("pages/train.py", title="Train", icon=":material/model_training:"),
-         st.Page("pages/checkpoints.py", title="Checkpoints", icon=":material/save:")]
-st.navigation(pages).run()
+page.run()
 state.write_url()

@@ -7,14 +7,9 @@ import streamlit as st
 from attnscope.engine.anatomy import parameter_table, shape_walkthrough
 from attnscope.ui import state, widgets
 from attnscope.ui.checkpoint_tools import training_facts
-from attnscope.ui.record_tools import note_needs_model
+from attnscope.ui.navigation import open_page
 
-state.through_router()
-st.title("Model anatomy")
-note_needs_model()
-tr = state.translator()
-if tr is None:
-    st.stop()
+tr = open_page("Model anatomy")
 c = tr.model.config
 left, right = st.columns(2)
 with left:

@@ -5,15 +5,12 @@ from attnscope.engine.agreement import agreement_matrix, token_agreement
 from attnscope.engine.attribution import ATTENTION, VALUE_ZEROING
 from attnscope.engine.saliency import MAX_STEPS
 from attnscope.ui import attribution_tools as tools
-from attnscope.ui import state, widgets
+from attnscope.ui import widgets
+from attnscope.ui.navigation import open_page
 from attnscope.ui.text import plain
 from attnscope.viz.attribution import agreement_matrix_figure, methods_side_by_side, source_prefix_split, token_agreement_figure
 
-state.through_router()
-st.title("Attribution")
-tr = state.translator()
-if tr is None:
-    st.stop()
+tr = open_page("Attribution")
 text, beam, max_len, result = widgets.translated_sentence(tr)
 st.markdown(f"> {plain(result.text) or '(empty)'}")
 with st.expander("What these measures are"):

@@ -3,17 +3,12 @@ import streamlit as st
 
 from attnscope.engine.analysis import head_stats
 from attnscope.engine.record import KIND_LABELS
-from attnscope.ui import heads_tools, record_views, state, widgets
+from attnscope.ui import heads_tools, record_views, widgets
+from attnscope.ui.navigation import open_page
 from attnscope.ui.text import plain
 from attnscope.viz.grid import heads_grid
 
-state.through_router()
-st.title("Heads & layers")
-if record_views.show_on_heads():  # a saved record opened on the Checkpoints page: its grid and statistics
-    st.stop()
-tr = state.translator()
-if tr is None:
-    st.stop()
+tr = open_page("Heads & layers", record_view=record_views.show_on_heads)  # an opened record: its grid and statistics
 text, beam, max_len, result = widgets.translated_sentence(tr)
 st.markdown(f"> {plain(result.text)}")
 kind = st.session_state.get("kind", "cross")

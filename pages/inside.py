@@ -1,17 +1,14 @@
 """Inside one head: how each attention weight is computed, step by step, on the current sentence."""
 import streamlit as st
 
-from attnscope.ui import inside_tools, state, widgets
+from attnscope.ui import inside_tools, widgets
+from attnscope.ui.navigation import open_page
 from attnscope.ui.text import plain
 from attnscope.viz import inside
 from attnscope.viz.lens import lens_table
 from attnscope.viz.offsets import offset_fit_curves, rotation_circle, rotation_errors
 
-state.through_router()
-st.title("Inside one head")
-tr = state.translator()
-if tr is None:
-    st.stop()
+tr = open_page("Inside one head")
 text, beam, max_len, result = widgets.translated_sentence(tr)
 
 

@@ -4,16 +4,11 @@ import streamlit as st
 
 from attnscope.engine.anatomy import embedding_norms, model_positions
 from attnscope.model.transformer import sinusoidal_table
-from attnscope.ui import state, widgets
-from attnscope.ui.record_tools import note_needs_model
+from attnscope.ui import widgets
+from attnscope.ui.navigation import open_page
 from attnscope.viz.positional import encoding_curves, encoding_heatmap, norms_histogram, offset_profile, similarity_heatmap
 
-state.through_router()
-st.title("Positional encoding")
-note_needs_model()
-tr = state.translator()
-if tr is None:
-    st.stop()
+tr = open_page("Positional encoding")
 c = tr.model.config
 st.markdown(f"The model adds a {c.d_model}-dimensional vector per position to each token embedding "
             f"(scaled by √{c.d_model}). This checkpoint uses **{c.positional}** positional encodings.")

@@ -1,10 +1,10 @@
 """Train a model in the background and watch it learn: curves, samples, attention forming."""
 import streamlit as st
 
-from attnscope.ui import state, train_tools
+from attnscope.ui import train_tools
+from attnscope.ui.navigation import open_page
 
-state.through_router()
-st.title("Train")
+open_page("Train", needs_model=False)
 config, sample = train_tools.run_form()
 train_tools.controls(config, sample)
 job = train_tools.current_job()

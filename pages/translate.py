@@ -5,17 +5,12 @@ from attnscope.engine.record import KIND_LABELS, KINDS
 from attnscope.ui import figures, selection, state, widgets
 from attnscope.ui.attribution_tools import values_switch
 from attnscope.ui.compare import reference_comparison
+from attnscope.ui.navigation import open_page
 from attnscope.ui.record_tools import show_opened
 from attnscope.ui.text import plain
 from attnscope.viz.heatmap import LONG_INPUT, is_long
 
-state.through_router()
-st.title("Translate")
-if show_opened():  # a saved record opened on the Checkpoints page: shown without a model
-    st.stop()
-tr = state.translator()
-if tr is None:
-    st.stop()
+tr = open_page("Translate", record_view=show_opened)  # a record opened on the Checkpoints page: shown without a model
 text, beam, max_len, result = widgets.translated_sentence(tr)
 st.subheader(f"Translation ({tr.bundle.tgt_lang})")
 st.markdown(f"> {plain(result.text) or '(empty)'}")

@@ -11,6 +11,8 @@ tests/test_toy_checkpoint.py checks that the committed file still loads and reve
 """
 from __future__ import annotations
 
+import json
+import logging
 import re
 import tempfile
 import threading
@@ -47,6 +49,27 @@ def copy_toy_checkpoint(folder: Path, name: str = "toy-reverse") -> Path:
     target = folder / f"{name}.safetensors"
     target.write_bytes(TOY_CHECKPOINT.read_bytes())
     return target
+
+
+def distinct_toy_checkpoint(folder: Path, name: str) -> Path:
+    """The toy model as `<name>.safetensors` with `name` in its summary: the same weights in a file whose
+    bytes (and SHA-256) differ from the committed one's, as a user's own upload would."""
+    from safetensors.torch import save
+
+    tensors, meta = tensors_and_meta(TOY_CHECKPOINT)
+    summary = json.loads(meta["summary"]) | {"name": name}
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{name}.safetensors"
+    target.write_bytes(save(tensors, metadata=meta | {"summary": json.dumps(summary)}))
+    return target
+
+
+def log_problems(records: list[logging.LogRecord]) -> list[str]:
+    """Logged tracebacks and Arrow conversion failures, one line each."""
+    def line(r: logging.LogRecord) -> str:
+        error = f" ({type(r.exc_info[1]).__name__}: {r.exc_info[1]})" if r.exc_info else ""
+        return f"{r.name}: {r.getMessage()[:200]}{error}"
+    return [line(r) for r in records if r.exc_info or "Traceback" in r.getMessage() or "Arrow" in r.getMessage()]
 
 
 def run_threads(work: Callable[..., Any], args: Sequence[tuple]) -> None:

@@ -2,7 +2,9 @@
 
 model < checkpoints < engine < training; viz draws engine data types only; only ui/, pages/ and
 app.py know Streamlit; bench measures everything and nothing imports it; no two packages import
-each other, directly or around a loop.
+each other, directly or around a loop. The app (app.py, pages/, ui/) uses only Streamlit's public API:
+no private names (`st._x`, `from streamlit import _x`) and no runtime/server internals, so an
+upgrade cannot break it silently.
 """
 from __future__ import annotations
 
@@ -113,6 +115,83 @@ def package_sources() -> dict[str, str]:
         parts = path.relative_to(SRC.parent).with_suffix("").parts
         out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path.read_text()
     return out
+
+
+# Streamlit modules that are its machinery, not its API (st.* and the documented submodules are).
+STREAMLIT_INTERNALS = ("streamlit.runtime", "streamlit.web", "streamlit.elements", "streamlit.proto")
+
+
+def _internal(module: str) -> bool:
+    return module.startswith(STREAMLIT_INTERNALS) or any(p.startswith("_") for p in module.split("."))
+
+
+def _type_only(tree: ast.AST) -> set[ast.AST]:
+    """Nodes under `if TYPE_CHECKING:`: names for annotations (e.g. st.file_uploader's documented
+    UploadedFile), never run, so they cannot break the app at run time."""
+    return {n for node in ast.walk(tree) if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING")
+            for stmt in node.body for n in ast.walk(stmt)}
+
+
+def private_streamlit(source: str) -> list[str]:
+    """Uses of Streamlit's private API in `source`: internal modules imported, or a name starting with
+    `_` imported from streamlit or read from anything reached through a streamlit import."""
+    tree = ast.parse(source)
+    found, aliases, type_only = [], set(), _type_only(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in (a for a in node.names if top(a.name) == "streamlit"):
+                aliases.add((alias.asname or alias.name).split(".")[0])
+                if _internal(alias.name) and node not in type_only:
+                    found.append(f"import {alias.name} (line {node.lineno})")
+        elif isinstance(node, ast.ImportFrom) and top(node.module or "") == "streamlit":
+            for alias in node.names:
+                aliases.add(alias.asname or alias.name)
+                if (_internal(node.module) or alias.name.startswith("_")) and node not in type_only:
+                    found.append(f"from {node.module} import {alias.name} (line {node.lineno})")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            root = node.value
+            while isinstance(root, (ast.Attribute, ast.Call, ast.Subscript)):
+                root = root.func if isinstance(root, ast.Call) else root.value
+            if isinstance(root, ast.Name) and root.id in aliases:
+                found.append(f"{ast.unparse(node)} (line {node.lineno})")
+    return found
+
+
+def app_sources() -> dict[Path, str]:
+    """The files that draw the app: app.py, pages/ and the package's ui/."""
+    paths = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")), *sorted((SRC / "ui").rglob("*.py"))]
+    return {p.relative_to(ROOT): p.read_text() for p in paths}
+
+
+def test_the_app_uses_only_public_streamlit_api() -> None:
+    sources = app_sources()
+    assert len(sources) > 10 and Path("pages/translate.py") in sources
+    found = [f"{path}: {use}" for path, source in sources.items() for use in private_streamlit(source)]
+    assert not found, "private Streamlit API (it can change in any release):\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("source", [
+    "from streamlit.runtime.pages_manager import PagesManager\nPagesManager.uses_pages_directory = False",
+    "import streamlit.web.server",
+    "import streamlit as st\nst._main._something()",
+    "import streamlit as st\nst.session_state._new_session_state",
+    "import streamlit as st\nst.sidebar.container()._delta_path",
+    "from streamlit import _main",
+    "from streamlit.runtime.scriptrunner import get_script_run_ctx",
+    "from typing import TYPE_CHECKING\nfrom streamlit.runtime.pages_manager import PagesManager\n"
+    "if TYPE_CHECKING:\n    pass\nPagesManager.uses_pages_directory = False",
+])
+def test_private_streamlit_api_is_reported(source: str) -> None:
+    assert private_streamlit(source), source
+
+
+def test_public_streamlit_api_passes() -> None:
+    source = ("import streamlit as st\nfrom streamlit.testing.v1 import AppTest\n"
+              "st.session_state['_w_kind'] = 1\nst.navigation({}, position='hidden').run()\nobj._private = 1\n"
+              "st.Page('pages/x.py').url_path\nst.column_config.NumberColumn('x')\n"
+              "if TYPE_CHECKING:\n    from streamlit.runtime.uploaded_file_manager import UploadedFile\n")
+    assert private_streamlit(source) == []
 
 
 def test_the_package_keeps_its_import_rules() -> None:

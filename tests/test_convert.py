@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from attnscope.checkpoints.checkpoint import CheckpointError
-from attnscope.checkpoints.convert import read_state_dict
+from attnscope.checkpoints.convert import is_torch_file, read_state_dict
 from attnscope.checkpoints.importing import import_weights
 from attnscope.engine.capture import record_attention
 from attnscope.model.transformer import sinusoidal_table
@@ -90,8 +90,19 @@ def test_files_without_a_transformer_are_refused() -> None:
     state = read_state_dict(buffer.getvalue(), "x.pt")
     with pytest.raises(CheckpointError, match="looks like 1 tensors such as linear.weight; attnscope imports nn.Transformer"):
         import_weights(state, *vocabularies(10, 10), n_heads=2)
-    with pytest.raises(CheckpointError, match="not a PyTorch weights file"):
+    with pytest.raises(CheckpointError, match="x.pt is not a PyTorch checkpoint .*torch.save"):
         read_state_dict(b"garbage", "x.pt")
+    with pytest.raises(CheckpointError, match="x.pt is not a PyTorch weights file that can be loaded safely"):
+        read_state_dict(b"PK\x03\x04 a cut zip archive", "x.pt")
+
+
+def test_what_torch_save_writes_is_recognised_and_nothing_else() -> None:
+    for zipped in (True, False):  # the zip archive of torch >= 1.6 and the legacy pickle stream
+        buffer = io.BytesIO()
+        torch.save({"w": torch.zeros(1)}, buffer, _use_new_zipfile_serialization=zipped)
+        assert is_torch_file(buffer.getvalue())
+    assert not is_torch_file(b"") and not is_torch_file(bytes(range(256)))
+    assert not is_torch_file(b"\x00\x01 not a checkpoint at all")
 
 
 def test_wrong_head_count_is_explained() -> None:

@@ -114,7 +114,7 @@ def test_wrong_settings_are_caught_by_the_users_own_outputs(m1: Seq2SeqTransform
     ok = import_weights(m1.state_dict(), m1_vocab(WORDS), m1_vocab(TGT_WORDS), examples=examples, **right)
     assert ok.report.checked_on == 3 and ok.report.unchecked == []
     key = next(iter(wrong))
-    with pytest.raises(CheckpointError, match=f"{key}={right[key]!r} \\(not {wrong[key]!r}\\)"):
+    with pytest.raises(CheckpointError, match=f"{key}={right[key]} \\(not {wrong[key]}\\)"):
         import_weights(m1.state_dict(), m1_vocab(WORDS), m1_vocab(TGT_WORDS), examples=examples, **(right | wrong))
 
 
@@ -178,7 +178,7 @@ def test_specials_in_any_spelling_and_a_tokenizer_json() -> None:
         load_vocabulary(["<pad>", "<s>", "<start>", "</s>", "<unk>"])
     explicit = load_vocabulary(["<pad>", "<s>", "<start>", "</s>", "<unk>"], specials={"bos": "<s>"})
     assert explicit.order[1] == 1 and explicit.codec.tokenizer.id_to_token(4) == "<start>"
-    with pytest.raises(CheckpointError, match="uses '<bos>' as an ordinary token"):
+    with pytest.raises(CheckpointError, match="uses <bos> as an ordinary token"):
         load_vocabulary(["<pad>", "<s>", "<bos>", "</s>", "<unk>"], specials={"bos": "<s>"})
 
 

@@ -1,12 +1,13 @@
 """Background training jobs: runs are never continued by accident, stopped runs have no ETA."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from attnscope.training.config import TrainConfig
-from attnscope.training.jobs import TrainJob, existing_run, free_name
+from attnscope.training.jobs import Ending, TrainJob, existing_run, free_name
 from attnscope.training.loop import TrainEvent
 from tests.support import CEILING
 
@@ -49,3 +50,35 @@ def test_only_a_running_job_has_an_eta(tmp_path: Path) -> None:
     for status in ("stopping", "stopped", "finished", "failed"):
         job.status = status
         assert job.eta_seconds() is None
+
+
+def test_a_job_says_why_it_ended(tmp_path: Path) -> None:
+    limited = TrainJob(TrainConfig(out_dir=str(tmp_path / "a"), max_steps=2, **(TINY | {"epochs": 50})), "a b",
+                       tmp_path / "models").start()
+    whole = TrainJob(TrainConfig(out_dir=str(tmp_path / "b"), **TINY), "a b", tmp_path / "models").start()
+    for job in (limited, whole):
+        job.wait(timeout=CEILING)
+        assert job.status == "finished", job.error
+    assert limited.ended_by == Ending.MAX_STEPS and limited.last.step == 2
+    assert whole.ended_by == Ending.ALL_EPOCHS
+    stopped = TrainJob(TrainConfig(out_dir=str(tmp_path / "c"), **(TINY | {"epochs": 200})), "a b", tmp_path / "models")
+    stopped.start().stop()
+    stopped.wait(timeout=CEILING)
+    assert stopped.status == "stopped" and stopped.ended_by == Ending.STOPPED_BY_USER
+
+
+def test_a_resumed_job_starts_with_the_runs_history(tmp_path: Path) -> None:
+    config = TrainConfig(out_dir=str(tmp_path / "r"), name="r", **(TINY | {"epochs": 50, "eval_every": 3, "max_steps": 7}))
+    first = TrainJob(config, "a b c", tmp_path / "models").start()
+    first.wait(timeout=CEILING)
+    assert first.status == "finished", first.error
+    evals = [e.step for e in first.events if e.kind == "eval"]
+    assert evals == [3, 6, 7] and [s.step for s in first.snapshots] == evals
+    again = TrainJob(dataclasses.replace(config, max_steps=9), "b c", tmp_path / "models", resume=True).start()
+    assert [v.step for v in again.past] == evals and [s.step for s in again.snapshots] == evals
+    assert [s.source for s in again.snapshots] == ["a b c"] * 3  # what was watched then, not the new sentence
+    again.wait(timeout=CEILING)
+    assert [v.step for v in again.validations()] == [3, 6, 7, 9]
+    assert [s.source for s in again.snapshots] == ["a b c"] * 3 + ["b c"]
+    steps, losses = again.loss_curve()
+    assert steps == [3, 6, 7, 8, 9] and losses[:3] == [v.loss for v in again.past]

@@ -1,7 +1,9 @@
 """AppTest fixtures: the committed toy 'reverse' checkpoint, served as the only checkpoint."""
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 import streamlit as st
@@ -36,3 +38,30 @@ def checkpoints_page(app: AppTest, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     app.session_state["sentence"] = "a b c"
     app.run()
     return app.switch_page("pages/checkpoints.py").run()
+
+
+class _Keep(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture
+def server_log() -> Iterator[list[logging.LogRecord]]:
+    """What the server would log during the test (INFO and up). Streamlit's loggers have their own handlers
+    and do not propagate, so pytest's caplog misses them: a handler goes on each of them and on the root."""
+    keep = _Keep()
+    loggers = [logging.getLogger()] + [logging.getLogger(n) for n in list(logging.root.manager.loggerDict)
+                                       if n.startswith("streamlit")]
+    levels = [(logger, logger.level) for logger in loggers]
+    for logger in loggers:
+        logger.addHandler(keep)
+        logger.setLevel(logging.INFO)
+    yield keep.records
+    for logger, level in levels:
+        logger.removeHandler(keep)
+        logger.setLevel(level)
+

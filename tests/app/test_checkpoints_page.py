@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.support import shown, tensors_and_meta
+from tests.support import distinct_toy_checkpoint, log_problems, shown, tensors_and_meta
 
 
 class _Boom:
@@ -32,13 +32,18 @@ def test_lists_the_available_checkpoint(checkpoints_page: AppTest) -> None:
     assert not checkpoints_page.exception
 
 
-def test_upload_a_valid_bundle_makes_it_active_everywhere(checkpoints_page: AppTest, toy_checkpoint_dir: Path) -> None:
-    data = (toy_checkpoint_dir / "toy-reverse.safetensors").read_bytes()
-    upload(checkpoints_page, "../../My Model!.safetensors", data)
+def mine(tmp_path: Path) -> bytes:
+    """The toy model in a file of its own (other bytes than the installed toy-reverse)."""
+    return distinct_toy_checkpoint(tmp_path / "mine", "mine").read_bytes()
+
+
+def test_upload_a_valid_bundle_makes_it_active_everywhere(checkpoints_page: AppTest, tmp_path: Path) -> None:
+    upload(checkpoints_page, "../../My Model!.safetensors", mine(tmp_path))
     assert not checkpoints_page.exception
     assert any("Loaded My-Model" in shown(s) for s in checkpoints_page.success)
     assert checkpoints_page.session_state["checkpoint"] == "My-Model"
     assert list(checkpoints_page.dataframe[0].value["name"]) == ["toy-reverse", "My-Model"]
+    assert checkpoints_page.selectbox(key="manage_name").value == "My-Model"  # Manage shows the active model
     checkpoints_page.switch_page("pages/translate.py").run()
     assert not checkpoints_page.exception
     assert any(shown(m) == "> c b a" for m in checkpoints_page.markdown)
@@ -47,12 +52,14 @@ def test_upload_a_valid_bundle_makes_it_active_everywhere(checkpoints_page: AppT
 @pytest.mark.parametrize("name,data,message", [
     ("garbage.safetensors", b"\x00\x01 not a checkpoint at all" * 10, "is not a safetensors file"),
     ("model.pt", b"PK\x03\x04", "is not a .safetensors file but a PyTorch file: import it"),
+    ("random.pt", bytes(range(256)) * 4, "random.pt is not a PyTorch checkpoint"),
 ])
 def test_bad_uploads_are_rejected_and_the_app_keeps_working(checkpoints_page: AppTest, name: str, data: bytes,
                                                             message: str) -> None:
     upload(checkpoints_page, name, data)
     assert not checkpoints_page.exception
     assert any(message in shown(e) for e in checkpoints_page.error), [shown(e) for e in checkpoints_page.error]
+    assert not any("unpickl" in shown(e) for e in checkpoints_page.error)
     assert checkpoints_page.session_state["checkpoint"] == "toy-reverse"
     checkpoints_page.switch_page("pages/translate.py").run()
     assert any(shown(m) == "> c b a" for m in checkpoints_page.markdown)
@@ -72,10 +79,24 @@ def test_a_pickle_that_would_run_code_is_never_executed(checkpoints_page: AppTes
     assert not marker.exists()
 
 
-def test_uploading_under_a_shipped_name_is_refused(checkpoints_page: AppTest, toy_checkpoint_dir: Path) -> None:
-    data = (toy_checkpoint_dir / "toy-reverse.safetensors").read_bytes()
-    upload(checkpoints_page, "toy-reverse.safetensors", data)
+def test_another_model_under_a_shipped_name_is_refused(checkpoints_page: AppTest, tmp_path: Path) -> None:
+    upload(checkpoints_page, "toy-reverse.safetensors", mine(tmp_path))
     assert any("already exists" in shown(e) for e in checkpoints_page.error)
+    assert not any("'" in shown(e) for e in checkpoints_page.error)  # the name as typed, not Python's repr
+
+
+@pytest.mark.parametrize("filename", ["toy-reverse.safetensors", "a copy of it.safetensors"])
+def test_a_file_identical_to_an_installed_model_switches_to_it(checkpoints_page: AppTest, toy_checkpoint_dir: Path,
+                                                               tmp_path: Path, filename: str) -> None:
+    upload(checkpoints_page, "mine.safetensors", mine(tmp_path))
+    assert checkpoints_page.session_state["checkpoint"] == "mine"
+    checkpoints_page.get("file_uploader")[0].clear().run()
+    upload(checkpoints_page, filename, (toy_checkpoint_dir / "toy-reverse.safetensors").read_bytes())
+    assert not checkpoints_page.exception and not checkpoints_page.error, [shown(e) for e in checkpoints_page.error]
+    assert checkpoints_page.session_state["checkpoint"] == "toy-reverse"
+    assert any("identical to toy-reverse (the same SHA-256)" in shown(s) for s in checkpoints_page.success)
+    assert list(checkpoints_page.dataframe[0].value["name"]) == ["toy-reverse", "mine"]  # no second copy
+    assert checkpoints_page.selectbox(key="manage_name").value == "toy-reverse"
 
 
 def _m1_upload(checkpoints_page: AppTest) -> list[int]:
@@ -96,13 +117,17 @@ def _m1_upload(checkpoints_page: AppTest) -> list[int]:
     return m1_greedy_decode(model, m1_source(m1_vocab(WORDS), "Zwei Hunde ."), 6)
 
 
-def test_import_an_nn_transformer_state_dict_and_inspect_it(checkpoints_page: AppTest) -> None:
+def test_import_an_nn_transformer_state_dict_and_inspect_it(checkpoints_page: AppTest, server_log) -> None:
     _m1_upload(checkpoints_page)
     checkpoints_page.number_input(key="import_heads").set_value(4)
     checkpoints_page.text_input(key="import_name").set_value("tutorial model").run()
     checkpoints_page.button(key="import_go").click().run()
     assert not checkpoints_page.exception and not checkpoints_page.error
     assert checkpoints_page.session_state["checkpoint"] == "tutorial-model"
+    assert checkpoints_page.selectbox(key="manage_name").value == "tutorial-model"  # Manage shows the active model
+    assert not log_problems(server_log), log_problems(server_log)  # e.g. pyarrow's ArrowInvalid on a mixed column
+    table = checkpoints_page.dataframe[0].value.set_index("name")
+    assert table.loc["toy-reverse", "steps"] == 638 and table.isna().loc["tutorial-model", "steps"]  # no steps: empty
     assert any("Not checked" in shown(w) and "n_heads=4" in shown(w) for w in checkpoints_page.warning)
     checkpoints_page.session_state["sentence"] = "Zwei Hunde ."
     checkpoints_page.switch_page("pages/translate.py").run()
@@ -121,6 +146,27 @@ def test_a_check_with_the_models_own_outputs_catches_wrong_heads(checkpoints_pag
     checkpoints_page.button(key="import_go").click().run()
     assert checkpoints_page.session_state["checkpoint"] == "imported-transformer"
     assert any("reproduces your model's outputs on all 1 examples" in shown(i) for i in checkpoints_page.info)
+
+
+@pytest.mark.parametrize("specials,message", [
+    ("pad", "Special tokens must look like pad=<blank>,bos=<s> (role=token, commas between), got pad"),
+    ("pad=<blnk>", "has no token <blnk> (22 tokens): correct pad=<blnk> in the special tokens"),
+    ("start=<s>", "unknown special token role start: use pad, bos, eos, unk, e.g. pad=<blank>"),
+])
+def test_import_errors_speak_the_forms_syntax(checkpoints_page: AppTest, specials: str, message: str) -> None:
+    _m1_upload(checkpoints_page)
+    checkpoints_page.text_input(key="import_specials").set_value(specials).run()
+    checkpoints_page.button(key="import_go").click().run()
+    errors = [shown(e) for e in checkpoints_page.error]
+    assert any(message in e for e in errors) and not any("'" in e or "{" in e for e in errors), errors
+
+
+def test_import_of_random_bytes_says_it_is_not_a_pytorch_checkpoint(checkpoints_page: AppTest) -> None:
+    _m1_upload(checkpoints_page)
+    checkpoints_page.file_uploader(key="import_weights").upload("weights.pt", bytes(range(256)) * 4).run()
+    checkpoints_page.button(key="import_go").click().run()
+    errors = [shown(e) for e in checkpoints_page.error]
+    assert any("weights.pt is not a PyTorch checkpoint" in e for e in errors) and not any("unpickl" in e for e in errors)
 
 
 def test_import_with_a_broken_tokenizer_is_rejected(checkpoints_page: AppTest) -> None:
@@ -178,17 +224,17 @@ def test_hostile_files_are_rejected_in_one_sentence_and_the_active_model_stays(
 
 
 
-def test_an_oversized_upload_is_refused_with_the_limit(checkpoints_page: AppTest, toy_checkpoint_dir: Path,
+def test_an_oversized_upload_is_refused_with_the_limit(checkpoints_page: AppTest, tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     from attnscope.checkpoints import registry
     monkeypatch.setattr(registry, "MAX_UPLOAD_BYTES", 1000)
-    upload(checkpoints_page, "big.safetensors", (toy_checkpoint_dir / "toy-reverse.safetensors").read_bytes())
+    upload(checkpoints_page, "big.safetensors", mine(tmp_path))
     assert any("the limit is" in shown(e) for e in checkpoints_page.error), [shown(e) for e in checkpoints_page.error]
     assert checkpoints_page.session_state["checkpoint"] == "toy-reverse"
 
 
-def test_an_absolute_path_name_is_stored_under_its_stem_only(checkpoints_page: AppTest, toy_checkpoint_dir: Path) -> None:
-    upload(checkpoints_page, "/etc/cron.d/evil.safetensors", (toy_checkpoint_dir / "toy-reverse.safetensors").read_bytes())
+def test_an_absolute_path_name_is_stored_under_its_stem_only(checkpoints_page: AppTest, tmp_path: Path) -> None:
+    upload(checkpoints_page, "/etc/cron.d/evil.safetensors", mine(tmp_path))
     assert checkpoints_page.session_state["checkpoint"] == "evil"
     stored = Path(checkpoints_page.session_state["session_models_dir"]) / "evil.safetensors"
     assert stored.is_file() and not Path("/etc/cron.d/evil.safetensors").exists()

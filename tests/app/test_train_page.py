@@ -1,5 +1,6 @@
 """AppTest journeys on the Train page: train a toy model and use it, stop/resume/start new, a form that
-keeps its values, names that follow the task, a snapshot slider that follows the latest validation."""
+keeps its values, names that follow the task, a snapshot slider that follows the latest validation, a
+resumed run shown from step 0, the sentence to watch in the table, and why a run ended."""
 from __future__ import annotations
 
 import json
@@ -43,6 +44,7 @@ def test_train_a_toy_task_to_completion_and_use_it(train_page: AppTest) -> None:
     widget(app, "number_input", "train_eval_every").set_value(20)
     widget(app, "number_input", "train_patience").set_value(50)
     widget(app, "text_input", "train_name").set_value("my copy model")
+    widget(app, "text_input", "train_sample").set_value("c a b")
     job = started(app)
     assert job.config.patience == 50
     job.wait(timeout=CEILING)
@@ -51,7 +53,14 @@ def test_train_a_toy_task_to_completion_and_use_it(train_page: AppTest) -> None:
     assert len(evals) >= 2 and all(e.exact is not None for e in evals)
     app.run()
     assert any("Saved as my-copy-model" in shown(s) for s in app.success)
-    assert "exact (%)" in app.dataframe[-1].value.columns
+    assert any(shown(s).startswith("Finished: the run trained all its epochs (1, step ") for s in app.success)
+    table = app.dataframe[-1].value
+    assert "exact (%)" in table.columns
+    # the sample column is the sentence the user chose to watch, as the model translated it at each validation
+    assert all(s.record.source_tokens[:3] == ("c", "a", "b") for s in job.snapshots)
+    assert list(table["sample"]) == [s.translation for s in job.snapshots] and list(table["step"]) == [
+        e.step for e in evals]
+    assert any("“c a b”" in shown(c) for c in app.caption)
     # the snapshot slider shows the latest validation, labelled with what the model generated
     assert app.select_slider(key=f"snapshot-{job.id}").value == len(job.snapshots) - 1
     heat = json.loads(app.get("plotly_chart")[-1].proto.spec)
@@ -86,12 +95,23 @@ def test_after_stop_resume_and_start_new_are_there_and_resume_continues(train_pa
     assert "min left" not in app.get("progress")[0].proto.text  # a stopped run has no ETA
     assert any("Resume** continues it" in shown(i) and "toy-sort-2" in shown(i) for i in app.info)
     stopped_at = json.loads((Path(job.config.out_dir) / "log.jsonl").read_text().splitlines()[-1])["step"]
+    assert any(shown(i) == f"Stopped by you at step {stopped_at}; Resume continues from there." for i in app.info)
     again = started(app, "train_resume")
     assert again.config.out_dir == job.config.out_dir and again.resume
     wait_for_a_step(again)
     again.stop()
     again.wait(timeout=CEILING)
     assert next(e.step for e in again.events if e.kind == "step") == stopped_at + 1
+    # the resumed run shows its whole history: the first session's validation and snapshot come first
+    app.run()
+    before = [e.step for e in job.events if e.kind == "eval"]
+    after = [e.step for e in again.events if e.kind == "eval"]
+    table = app.dataframe[-1].value
+    assert list(table["step"]) == before + after and before[-1] == stopped_at and after[0] > stopped_at
+    assert list(table["sample"]) == [s.translation for s in again.snapshots]
+    assert [s.step for s in again.snapshots] == before + after  # the slider reaches back to step 0 too
+    curves = json.loads(app.get("plotly_chart")[0].proto.spec)["data"]
+    assert curves[0]["x"][0] == stopped_at and curves[1]["x"] == before + after  # training loss, validation loss
 
 
 def test_start_new_never_continues_an_existing_run(train_page: AppTest) -> None:
@@ -138,6 +158,7 @@ def test_the_toy_preset_is_the_measured_recipe(train_page: AppTest) -> None:
     assert widget(app, "selectbox", "train_norm").value == TOY_MODEL["norm"]
     assert widget(app, "number_input", "train_tokens").value == TOY_SCHEDULE["max_tokens"]
     assert widget(app, "number_input", "train_eval_every").value == TOY_SCHEDULE["eval_every"]
+    assert widget(app, "number_input", "train_epochs").value == TOY_SCHEDULE["epochs"]
 
 
 def test_estimate_reports_seconds_per_epoch(train_page: AppTest) -> None:

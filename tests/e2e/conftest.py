@@ -13,7 +13,7 @@ from typing import Callable, Iterator
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
-from tests.support import CEILING, ROOT, copy_toy_checkpoint, wait_for
+from tests.support import CEILING, ROOT, copy_toy_checkpoint, distinct_toy_checkpoint, wait_for
 
 # Ceiling for every wait on the page (milliseconds). Waits end as soon as the element shows; a loaded
 # 2-core machine can take tens of seconds to translate and draw, so only a hang should reach this.
@@ -59,8 +59,9 @@ def healthy(url: str) -> bool:
 
 @pytest.fixture(scope="session")
 def e2e_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The toy reverse model as a file a user could upload (renamed so it does not clash)."""
-    return copy_toy_checkpoint(tmp_path_factory.mktemp("e2e-upload"), "uploaded-reverse")
+    """The toy reverse model as a file a user could upload: renamed so it does not clash, and with bytes of its
+    own (a file identical to an installed model only makes that model active)."""
+    return distinct_toy_checkpoint(tmp_path_factory.mktemp("e2e-upload"), "uploaded-reverse")
 
 
 @contextlib.contextmanager
@@ -84,13 +85,27 @@ def streamlit_server(env: dict[str, str], log_dir: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def server(tmp_path_factory: pytest.TempPathFactory, e2e_checkpoint: Path) -> Iterator[str]:
+def server_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the `server` fixture's streamlit writes its output."""
+    return tmp_path_factory.mktemp("e2e-log") / "streamlit.log"
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory, e2e_checkpoint: Path, server_log: Path) -> Iterator[str]:
     """URL of a streamlit server running app.py on a toy checkpoint, with its own user-models folder."""
     folder = copy_toy_checkpoint(tmp_path_factory.mktemp("e2e-checkpoints")).parent
     env = dict(os.environ, ATTNSCOPE_CHECKPOINTS=str(folder),
                ATTNSCOPE_USER_MODELS=str(tmp_path_factory.mktemp("e2e-user-models")))
-    with streamlit_server(env, tmp_path_factory.mktemp("e2e-log")) as url:
+    with streamlit_server(env, server_log.parent) as url:
         yield url
+
+
+def logged_since(log: Path, start: int) -> list[str]:
+    """Lines of the server's log after byte `start` that report a traceback or a failed Arrow conversion."""
+    with log.open("rb") as f:
+        f.seek(start)
+        text = f.read().decode(errors="replace")
+    return [line for line in text.splitlines() if "Traceback" in line or "ArrowInvalid" in line]
 
 
 @pytest.fixture(scope="session")

@@ -24,6 +24,7 @@ def test_stop_then_resume_a_toy_run(server: str, page: Page) -> None:
     expect(page.get_by_text("Resume continues it", exact=False)).to_be_visible()
     expect(page.get_by_label("Run name")).to_have_value("browser-stop-resume")  # the form kept its values
     expect(page.get_by_text("min left", exact=False)).to_have_count(0)  # a stopped run shows no ETA
+    expect(page.get_by_text("Stopped by you at step", exact=False)).to_be_visible()  # it says why it ended
     resume.click()
     expect(page.get_by_text("running: step", exact=False).first).to_be_visible(timeout=180_000)
     stop.click()

@@ -10,3 +10,29 @@ def test_scores_name_their_file() -> None:
     assert facts == ["best val BLEU during training (greedy, best single training checkpoint): 52.24",
                      "val BLEU of this file: 54.04", "this file scored with: sacreBLEU 13a cased, beam 4",
                      "this file averages: 3 checkpoints"]
+
+
+def test_the_table_keeps_one_type_per_column_whatever_the_summaries_hold() -> None:
+    import dataclasses
+
+    import pyarrow as pa
+
+    from attnscope.checkpoints import registry
+    from attnscope.ui.checkpoint_tools import table
+    from tests.support import TOY_CHECKPOINT
+
+    trained = registry.entry(TOY_CHECKPOINT, "shipped")
+    summaries = {"imported": {"data": "imported nn.Transformer state_dict"},  # no steps, no BLEU
+                 "odd": {"steps": "", "best_val_bleu": "n/a", "date": 20261125, "data": ["a", "b"]},
+                 "half": {"steps": 12.5, "best_val_bleu": True, "test_2016_bleu": float("nan")}}
+    entries = {"toy-reverse": trained} | {
+        name: dataclasses.replace(trained, name=name, bundle=dataclasses.replace(trained.bundle, summary=summary))
+        for name, summary in summaries.items()}
+    frame = table(entries).set_index("name")
+    assert str(frame["steps"].dtype) == "Int64" and str(frame["val BLEU"].dtype) == "Float64"
+    assert frame.loc["toy-reverse", "steps"] == trained.bundle.summary["steps"]
+    assert frame.loc["toy-reverse", "val BLEU"] == trained.bundle.summary["best_val_bleu"]
+    for name in summaries:  # what is not a number of its kind is left empty, not shown as text in a number column
+        assert frame.isna().loc[name, ["steps", "val BLEU", "test BLEU"]].all(), name
+    assert frame.loc["odd", "date"] == "20261125"
+    pa.Table.from_pandas(frame)  # what st.dataframe does first: this raised ArrowInvalid on a column mixing 638 and ""

@@ -56,8 +56,20 @@ class Layout:
     implied: dict[str, Any] = field(default_factory=dict)  # config fields the family's code fixes
 
 
+def is_torch_file(data: bytes) -> bool:
+    """Whether `data` starts like something torch.save wrote: a zip archive (since torch 1.6) or a pickle
+    (the legacy format); anything else is not a PyTorch checkpoint, whatever its name says."""
+    return data[:4] == b"PK\x03\x04" or (data[:1] == b"\x80" and data[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"))
+
+
+NOT_TORCH = ("{name} is not a PyTorch checkpoint (torch.save writes a zip archive; this file is neither that nor a "
+             "pickle): pick the file you saved with torch.save(model.state_dict(), ...)")
+
+
 def read_state_dict(data: bytes, name: str) -> dict[str, Tensor]:
     """Tensors of a .pt/.pth file, loaded without executing code; nested dicts are unwrapped."""
+    if not is_torch_file(data):
+        raise CheckpointError(NOT_TORCH.format(name=name))
     try:
         obj = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:

@@ -50,13 +50,13 @@ def parse_examples(lines: Sequence[str], where: str) -> list[Example]:
     return examples
 
 
-def parse_specials(text: str | None) -> dict[str, str] | None:
-    """'pad=<blank>,bos=<s>' -> {'pad': '<blank>', 'bos': '<s>'}."""
+def parse_specials(text: str | None, where: str = "--specials") -> dict[str, str] | None:
+    """'pad=<blank>,bos=<s>' -> {'pad': '<blank>', 'bos': '<s>'}; `where` names the field in the error."""
     if not text:
         return None
     pairs = [part.split("=", 1) for part in text.split(",") if part.strip()]
     if any(len(p) != 2 for p in pairs):
-        raise CheckpointError(f"--specials must look like pad=<blank>,bos=<s>, got {text!r}")
+        raise CheckpointError(f"{where} must look like pad=<blank>,bos=<s> (role=token, commas between), got {text}")
     return {role.strip(): token.strip() for role, token in pairs}
 
 

@@ -55,12 +55,12 @@ class ImportReport:
 
     def lines(self) -> list[str]:
         """The report in sentences, for the page, the CLI and `Translator.bundle.summary`."""
-        out = [f"Imported as {self.family}: " + ", ".join(f"{k}={v!r} ({self.source[k]})" for k, v in self.settings.items())]
+        out = [f"Imported as {self.family}: " + ", ".join(f"{k}={v} ({self.source[k]})" for k, v in self.settings.items())]
         if self.checked_on:
             out.append(f"Checked: the imported model reproduces your model's outputs on all {self.checked_on} examples.")
         elif self.unchecked:
             out.append("Not checked (a state_dict cannot show them): " + ", ".join(
-                f"{k}={self.settings[k]!r}" for k in self.unchecked) + ". If one is wrong the heatmaps are wrong even "
+                f"{k}={self.settings[k]}" for k in self.unchecked) + ". If one is wrong the heatmaps are wrong even "
                 "when translations look right. Check them by giving a few source sentences with your model's own "
                 "outputs (examples=[(source, output), ...], --check FILE, or the page's check box), or import the "
                 "live model in Python, which reads them from it.")
@@ -125,7 +125,7 @@ def import_module(module: nn.Module, src_vocab: VocabSource, tgt_vocab: VocabSou
     read = read_settings(module, layout)
     clash = sorted(k for k in set(read) & set(kw) if read[k] != kw[k])
     if clash:
-        raise CheckpointError(f"you gave {clash[0]}={kw[clash[0]]!r} but the model has {clash[0]}={read[clash[0]]!r}: "
+        raise CheckpointError(f"you gave {clash[0]}={kw[clash[0]]} but the model has {clash[0]}={read[clash[0]]}: "
                               "leave it out, a live model's own value is used")
     return import_weights(state, src_vocab, tgt_vocab, read=read, **{k: v for k, v in kw.items() if k not in read})
 
@@ -279,7 +279,7 @@ def _mismatch(layout: Layout, src: Vocabulary, tgt: Vocabulary, tensors: dict[st
         except CheckpointError:
             continue
         if reproduces(build(config, tensors), pairs):
-            changed = ", ".join(f"{k}={candidate[k]!r} (not {chosen[k]!r})" for k in HIDDEN if candidate[k] != chosen[k])
+            changed = ", ".join(f"{k}={candidate[k]} (not {chosen[k]})" for k in HIDDEN if candidate[k] != chosen[k])
             return (f"with these settings the imported model does not reproduce your model's outputs; with {changed} "
                     "it reproduces all of them: import again with those settings")
     return ("the imported model does not reproduce your model's outputs with any heads, norm placement, activation, "

@@ -13,10 +13,11 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Iterable, Literal
 
 from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.checkpoint import Bundle, CheckpointError
+from attnscope.checkpoints.convert import NOT_TORCH, is_torch_file
 
 CHECKPOINTS_ENV = "ATTNSCOPE_CHECKPOINTS"
 DEFAULT_CHECKPOINT = "multi30k-en-de.safetensors"
@@ -87,8 +88,16 @@ def safe_name(filename: str) -> str:
     stem = stem[: -len(".safetensors")] if stem.endswith(".safetensors") else Path(stem).stem
     stem = re.sub(r"[^A-Za-z0-9._-]+", "-", stem).strip(".-")[:80]
     if not stem:
-        raise CheckpointError(f"the file name {filename!r} has no usable characters; rename it and upload again")
+        raise CheckpointError(f"the file name {filename} has no usable characters; rename it and upload again")
     return stem
+
+
+def identical(data: bytes, entries: Iterable[Entry]) -> Entry | None:
+    """The installed checkpoint whose file holds exactly `data` (same size and SHA-256), if any:
+    uploading it again means "use that one", not a second copy under another name."""
+    same_size = [e for e in entries if e.size == len(data)]
+    digest = hashlib.sha256(data).hexdigest() if same_size else ""
+    return next((e for e in same_size if e.sha256() == digest), None)
 
 
 def validate_upload(data: bytes, filename: str) -> Path:
@@ -96,6 +105,8 @@ def validate_upload(data: bytes, filename: str) -> Path:
     if len(data) > MAX_UPLOAD_BYTES:
         raise CheckpointError(f"{filename} is {len(data) / 1e6:.0f} MB; the limit is {MAX_UPLOAD_BYTES / 1e6:.0f} MB")
     if filename.lower().endswith((".pt", ".pth", ".bin", ".ckpt")):
+        if not is_torch_file(data):
+            raise CheckpointError(NOT_TORCH.format(name=filename))
         raise CheckpointError(f"{filename} is not a .safetensors file but a PyTorch file: import it with its vocabularies "
                               "under 'Import a model trained elsewhere' below")
     if not filename.lower().endswith(".safetensors"):
@@ -116,11 +127,11 @@ def store(tmp: Path, filename: str, folder: Path, taken: set[str]) -> Path:
     name = safe_name(filename)
     reserved = {p.stem for p in shipped_dir().glob("*.safetensors")} | taken
     if name in reserved:
-        raise CheckpointError(f"a checkpoint named {name!r} already exists; rename the file and upload again")
+        raise CheckpointError(f"a checkpoint named {name} already exists; rename the file and upload again")
     folder.mkdir(parents=True, exist_ok=True)
     target = (folder / f"{name}.safetensors").resolve()
     if target.parent != folder.resolve():
-        raise CheckpointError(f"refusing to store {filename!r} outside the models folder")
+        raise CheckpointError(f"refusing to store {filename} outside the models folder")
     checkpoint.atomic_write(target, lambda out: shutil.copyfile(tmp, out))
     tmp.unlink(missing_ok=True)
     return target

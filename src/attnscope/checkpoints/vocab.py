@@ -36,6 +36,13 @@ BRACKETED = re.compile(r"^(<[^<>\s]+>|\[[^\[\]\s]+\])$")
 Specials = Mapping[str, "int | str"]  # role -> the user's id or token
 
 
+def shown(token: "str | int") -> str:
+    """A token as the user writes it (pad=<blank>, as the page and --specials take them), quoted only
+    when it is empty or has spaces at its ends, which would otherwise be invisible."""
+    text = str(token)
+    return text if text and text.strip() == text else repr(text)
+
+
 @dataclass(frozen=True)
 class Vocabulary:
     """A vocabulary moved to attnscope's conventions: the codec, and for each new id the user's id."""
@@ -93,7 +100,8 @@ def find_specials(tokens: Sequence[str], given: Specials | None = None, what: st
     given = dict(given or {})
     unknown = sorted(set(given) - set(ROLES))
     if unknown:
-        raise CheckpointError(f"unknown special token role {unknown[0]!r}: use {', '.join(ROLES)}")
+        raise CheckpointError(f"unknown special token role {shown(unknown[0])}: use {', '.join(ROLES)}, "
+                              "e.g. pad=<blank>")
     index = {t: i for i, t in enumerate(tokens)}
     found: dict[str, int] = {}
     for role in ROLES:
@@ -104,21 +112,24 @@ def find_specials(tokens: Sequence[str], given: Specials | None = None, what: st
             elif isinstance(value, str) and value in index:
                 found[role] = index[value]
             else:
-                raise CheckpointError(f"the {what} has no token {value!r} for {role} ({len(tokens):,} tokens)")
+                raise CheckpointError(f"the {what} has no token {shown(value)} ({len(tokens):,} tokens): correct "
+                                      f"{role}={shown(value)} in the special tokens")
             continue
         hits = [i for i, t in enumerate(tokens) if BRACKETED.match(t) and t.strip("<>[]").lower() in SPELLINGS[role]]
         if len(hits) > 1:
             names = ", ".join(tokens[i] for i in hits)
             raise CheckpointError(f"the {what} has several tokens that could be {role} ({names}): "
-                                  f"say which, e.g. specials={{'{role}': '{tokens[hits[0]]}'}}")
+                                  f"say which in the special tokens, e.g. {role}={shown(tokens[hits[0]])}")
         if not hits:
             seen = [t for t in tokens[:50] if BRACKETED.match(t)]
             raise CheckpointError(f"the {what} has no {role} token (looked for " +
                                   ", ".join(f"<{s}>" for s in sorted(SPELLINGS[role])) + "; its bracketed tokens are " +
-                                  (", ".join(seen) or "none") + f"): name it, e.g. specials={{'{role}': '<yours>'}}")
+                                  (", ".join(seen) or "none") + f"): name it in the special tokens, e.g. "
+                                  f"{role}=<yours>")
         found[role] = hits[0]
     if len(set(found.values())) < len(found):
-        raise CheckpointError(f"the {what} uses one token for two roles ({found}): give the specials explicitly")
+        pairs = ", ".join(f"{role}={shown(tokens[i])}" for role, i in found.items())
+        raise CheckpointError(f"the {what} uses one token for two roles ({pairs}): give the special tokens explicitly")
     return found
 
 
@@ -132,7 +143,7 @@ def load_vocabulary(source: "str | Path | bytes | Sequence[str]", name: str = ""
         raise CheckpointError(f"the {what} is empty")
     duplicates = sorted({t for t in data if data.count(t) > 1}) if len(set(data)) < len(data) else []
     if duplicates:
-        raise CheckpointError(f"the {what} lists {duplicates[0]!r} more than once: one token a line, each once")
+        raise CheckpointError(f"the {what} lists {shown(duplicates[0])} more than once: one token a line, each once")
     roles = find_specials(data, specials, what)
     order = _order(roles, len(data))
     tokens = [_renamed(data[old], old, roles) for old in order]
@@ -150,7 +161,8 @@ def _renamed(token: str, old_id: int, roles: dict[str, int]) -> str:
         if roles[role] == old_id:
             return name
     if token in SPECIAL_TOKENS:
-        raise CheckpointError(f"the vocabulary uses {token!r} as an ordinary token: give the specials explicitly")
+        raise CheckpointError(f"the vocabulary uses {token} as an ordinary token: give the special tokens explicitly, "
+                              "e.g. pad=<blank>,bos=<s>")
     return token
 
 
@@ -180,7 +192,8 @@ def _from_tokenizer_json(data: dict, specials: Specials | None, what: str) -> Vo
     rename = {tokens[roles[r]]: name for r, name in zip(ROLES, SPECIAL_TOKENS)}
     for name in SPECIAL_TOKENS:
         if name in tokens and name not in rename.values() | rename.keys():
-            raise CheckpointError(f"the {what} uses {name!r} as an ordinary token: give the specials explicitly")
+            raise CheckpointError(f"the {what} uses {name} as an ordinary token: give the special tokens explicitly, "
+                                  "e.g. pad=<blank>,bos=<s>")
     model = data["model"]
     vocab = model.get("vocab")
     if isinstance(vocab, dict):

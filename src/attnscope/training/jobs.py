@@ -1,7 +1,9 @@
 """Background training jobs for the app: one thread per run, progress kept for live views.
 
 The job calls the same `train()` as the CLI. At every validation it also translates a fixed
-sample sentence with every head captured, so users can watch attention patterns form.
+sample sentence with every head captured, so users can watch attention patterns form. A resumed
+job starts with the run's earlier validations and snapshots (training/history.py), so its curves
+and table begin at step 0.
 """
 from __future__ import annotations
 
@@ -11,28 +13,25 @@ import time
 import traceback
 import uuid
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.checkpoint import CheckpointError
-from attnscope.engine.record import AttentionRecord
 from attnscope.engine.translator import Translator
 from attnscope.model.config import EOS_ID
 from attnscope.training.config import TrainConfig
+from attnscope.training.history import Snapshot, Validation, read_snapshots, read_validations, save_snapshot
 from attnscope.training.loop import Trainer, TrainEvent
 
 
-@dataclass(frozen=True)
-class Snapshot:
-    """The sample sentence as the model translated it at one validation."""
+class Ending(StrEnum):
+    """Why a run that did not fail ended: the user's Stop, early stopping, or the end of its schedule."""
 
-    step: int
-    bleu: float | None
-    translation: str
-    record: AttentionRecord
-    generated: tuple[str, ...]  # what each decoding step produced: the rows of the cross-attention map
-    hit_limit: bool  # the model never chose <eos>: the output stopped at the length limit
-    exact: float | None = None
+    STOPPED_BY_USER = "stopped by the user"
+    OUT_OF_PATIENCE = "early stopping"
+    MAX_STEPS = "the step limit"
+    ALL_EPOCHS = "all epochs"
 
 
 def existing_run(out_dir: Path) -> dict | None:
@@ -64,12 +63,14 @@ class TrainJob:
     publish_dir: Path  # where the finished model is copied so every page can select it
     resume: bool = False  # continue the run in config.out_dir; a new run refuses an existing folder
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
-    events: list[TrainEvent] = field(default_factory=list)
-    snapshots: list[Snapshot] = field(default_factory=list)
+    events: list[TrainEvent] = field(default_factory=list)  # this job's own, live
+    snapshots: list[Snapshot] = field(default_factory=list)  # a resumed run's earlier ones first
+    past: list[Validation] = field(default_factory=list)  # a resumed run's validations before this job
     status: str = "starting"  # starting / running / stopping / finished / stopped / failed
     error: str | None = None
     published: Path | None = None
     stopped_early: bool = False  # the run's patience ran out before its last step
+    ended_by: Ending | None = None  # None while running, and for a failed run
     started: float = field(default_factory=time.time)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
@@ -82,6 +83,10 @@ class TrainJob:
             raise ValueError(f"there is no run named {self.config.run_name} to resume; start a new one")
         if not self.resume and found is not None:
             raise ValueError(f"a run named {self.config.run_name} already exists; resume it or choose another name")
+        if self.resume:
+            resumed_at = int(found.get("steps", 0))
+            self.past = read_validations(Path(self.config.out_dir), resumed_at)
+            self.snapshots = read_snapshots(Path(self.config.out_dir), resumed_at)
         self._thread = threading.Thread(target=self._run, name=f"train-{self.id}", daemon=True)
         self._thread.start()
         return self
@@ -103,6 +108,18 @@ class TrainJob:
     def last(self) -> TrainEvent | None:
         return self.events[-1] if self.events else None
 
+    def validations(self) -> list[Validation]:
+        """Every validation of the run, from step 0: the earlier sessions' and this job's."""
+        live = [Validation.of(e) for e in self.events if e.kind == "eval"]
+        again = {v.step for v in live}  # a resume that stops at once validates the same step again
+        return [v for v in self.past if v.step not in again] + live
+
+    def loss_curve(self) -> tuple[list[int], list[float]]:
+        """Steps and smoothed training loss from step 0: at each earlier validation (the log keeps no
+        more), then at every step of this job."""
+        steps = [e for e in self.events if e.kind == "step"]
+        return [v.step for v in self.past] + [e.step for e in steps], [v.loss for v in self.past] + [e.loss for e in steps]
+
     def eta_seconds(self) -> float | None:
         """Seconds left at the current pace; None unless the run is going (a stopped run has no ETA)."""
         last = self.last
@@ -117,21 +134,34 @@ class TrainJob:
             best = self.trainer.run()
             self.published = self._publish(best)
             self.stopped_early = self.trainer.out_of_patience()
+            self.ended_by = self._ended_by()
             self.status = "stopped" if self._stop.is_set() else "finished"
         except Exception as err:  # a crashed run must leave the app working and say why
             self.error = f"{type(err).__name__}: {err}"
             self.status = "failed"
             traceback.print_exc()
 
+    def _ended_by(self) -> Ending:
+        if self._stop.is_set():
+            return Ending.STOPPED_BY_USER
+        if self.stopped_early:
+            return Ending.OUT_OF_PATIENCE
+        limit = self.config.max_steps
+        return Ending.MAX_STEPS if limit is not None and self.trainer.state.step >= limit else Ending.ALL_EPOCHS
+
     def _on_event(self, event: TrainEvent) -> None:
-        self.events.append(event)
+        """Keep the event; at a validation, first the snapshot of the sentence to watch (kept on disk too),
+        so a view that sees the validation also finds its snapshot."""
         if event.kind == "eval":
             translator = Translator(self.trainer.model, self.trainer.bundle(), self.trainer.device)
             result = translator.translate(self.sample)
             if result.attention is not None:
                 stopped = bool(result.target_ids) and result.target_ids[-1] == EOS_ID
-                self.snapshots.append(Snapshot(event.step, event.bleu, result.text, result.attention,
-                                               result.output_tokens, not stopped, event.exact))
+                snap = Snapshot(event.step, event.bleu, self.sample, result.text, result.attention,
+                                result.output_tokens, not stopped, event.exact)
+                save_snapshot(Path(self.config.out_dir), snap)
+                self.snapshots = [s for s in self.snapshots if s.step != snap.step] + [snap]
+        self.events.append(event)
 
     def _publish(self, best: Path) -> Path:
         """Copy the best checkpoint into the shared models folder, atomically."""

@@ -1,9 +1,12 @@
-"""Widgets of the Checkpoints page: activate, download, delete, upload (importing: ui/import_tools.py)."""
+"""Widgets of the Checkpoints page: the table, activate, download, delete, upload (importing: ui/import_tools.py)."""
 from __future__ import annotations
 
+import math
 import tempfile
 from pathlib import Path
+from typing import Any
 
+import pandas as pd
 import streamlit as st
 
 from attnscope.checkpoints import registry
@@ -12,17 +15,52 @@ from attnscope.ui import state
 from attnscope.ui.text import plain
 from attnscope.ui.widgets import new_upload
 
+# The table's number columns and their types (nullable: a file may not record the fact).
+NUMBERS = {"steps": "Int64", "val BLEU": "Float64", "test BLEU": "Float64"}
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None or value == "" else str(value)
+
+
+def _number(value: Any) -> float | None:
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _whole(value: Any) -> int | None:
+    number = _number(value)
+    return int(number) if number is not None and math.isfinite(number) and number == int(number) else None
+
+
+def table(entries: dict[str, registry.Entry]) -> pd.DataFrame:
+    """One row per checkpoint. A fact a file does not record (an imported model has no training steps)
+    is left empty, and each column keeps one type: a column mixing numbers with "" cannot go to the
+    browser as Arrow (Streamlit logs ArrowInvalid with a traceback and converts it all to text)."""
+    rows = [{"name": e.name, "origin": e.origin, "pair": f"{e.bundle.src_lang}→{e.bundle.tgt_lang}",
+             "parameters": f"{e.parameters:,}",
+             "layers": f"{e.bundle.config.n_encoder_layers}+{e.bundle.config.n_decoder_layers}",
+             "d_model / heads": f"{e.bundle.config.d_model} / {e.bundle.config.n_heads}",
+             "positional": e.bundle.config.positional, "data": _text(e.bundle.summary.get("data")),
+             "steps": _whole(e.bundle.summary.get("steps")), "val BLEU": _number(e.bundle.summary.get("best_val_bleu")),
+             "test BLEU": _number(e.bundle.summary.get("test_2016_bleu")), "date": _text(e.bundle.summary.get("date")),
+             "size MB": round(e.size / 1e6, 1)} for e in entries.values()]
+    return pd.DataFrame(rows).astype({c: t for c, t in NUMBERS.items() if rows})
+
 
 def _activate(name: str) -> None:
     st.session_state["checkpoint"] = name
 
 
 def manage(entries: dict[str, registry.Entry]) -> None:
-    """Pick one checkpoint to activate, download, inspect or delete."""
+    """Pick one checkpoint to activate, download, inspect or delete; it shows the active one whenever
+    that changes (an upload, an import, the sidebar), and otherwise keeps the user's pick."""
     st.subheader("Manage")
     names = list(entries)
     current = st.session_state.get("checkpoint")
-    name = st.selectbox("Checkpoint", names, index=names.index(current) if current in names else 0, key="manage_name")
+    if st.session_state.get("_manage_active_was") != current or st.session_state.get("manage_name") not in names:
+        st.session_state["_manage_active_was"] = current
+        st.session_state["manage_name"] = current if current in names else names[0]
+    name = st.selectbox("Checkpoint", names, key="manage_name")
     chosen = entries[name]
     cols = st.columns(3)
     cols[0].button("Set active", on_click=_activate, args=(name,), key="activate", disabled=name == current)
@@ -63,6 +101,12 @@ def upload() -> None:
     file = new_upload("Checkpoint file", "upload_file")
     if file is None:
         return
+    same = registry.identical(file.getvalue(), state.entries().values())
+    if same is not None:
+        st.session_state["checkpoint"] = same.name
+        st.session_state["_flash"] = (f"{file.name} is identical to {same.name} (the same SHA-256), which is already "
+                                      f"installed: {same.name} is now the active checkpoint on every page.")
+        st.rerun()
     try:
         tmp = registry.validate_upload(file.getvalue(), file.name)
     except CheckpointError as err:

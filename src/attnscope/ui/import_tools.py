@@ -48,7 +48,7 @@ def _settings() -> dict[str, Any]:
         try:
             out["norm_eps"] = float(eps)
         except ValueError:
-            raise CheckpointError(f"LayerNorm eps must be a number like 1e-5, got {eps!r}") from None
+            raise CheckpointError(f"LayerNorm eps must be a number like 1e-5, got {eps}") from None
     return out
 
 
@@ -85,7 +85,7 @@ def import_model() -> None:
             imported = import_weights(
                 read_state_dict(weights.getvalue(), weights.name), src_vocab.getvalue(),
                 tgt_vocab.getvalue() if tgt_vocab is not None else None, src_lang=src_lang, tgt_lang=tgt_lang,
-                specials=parse_specials(specials), examples=parse_examples(check.splitlines(), "the check box"),
+                specials=parse_specials(specials, "Special tokens"), examples=parse_examples(check.splitlines(), "the check box"),
                 max_len=int(max_len), name=name, **settings)
             tmp = Path(tempfile.mkdtemp()) / "imported.safetensors"
             checkpoint.save(imported.model, imported.bundle, tmp)

@@ -63,4 +63,4 @@ def note_needs_model() -> None:
     opened = st.session_state.get(KEY)
     if opened is not None:
         st.caption(plain(f"This view runs the active checkpoint; the opened record {opened[0]} has attention only "
-                         "(no model), so it is shown on Translate."))
+                         "(no model), so it is shown on Translate, Step and Heads."))

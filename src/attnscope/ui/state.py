@@ -5,7 +5,6 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import streamlit as st
-from streamlit.runtime.pages_manager import PagesManager
 
 from attnscope.checkpoints import checkpoint, registry
 from attnscope.checkpoints.checkpoint import CheckpointError
@@ -138,21 +137,6 @@ def keep(key: str, default: object) -> dict[str, object]:
 
 def _copy_back(key: str) -> None:
     st.session_state[key] = st.session_state["_w_" + key]
-
-
-def through_router() -> None:
-    """Make sure a page runs inside app.py's router (sidebar, URL restore, shared selectors).
-
-    Until app.py has called st.navigation once, a fresh Streamlit server treats `pages/` as a
-    legacy multipage folder: a shared link such as /step?sentence=... would run the page file on
-    its own and ignore the URL. Leave that mode (Streamlit's own switch, as st.navigation does)
-    and rerun the same page, which now goes through the router.
-    """
-    if st.session_state.get("_url_restored") or st.session_state.get("_router_retried"):
-        return
-    st.session_state["_router_retried"] = True
-    PagesManager.uses_pages_directory = False
-    st.rerun()
 
 
 def fit_checkpoint(choices: Sequence[str]) -> str | None:

@@ -14,7 +14,7 @@ from attnscope.model.config import PRESETS
 from attnscope.model.device import autocast_dtype, pick_device
 from attnscope.training.config import TrainConfig
 from attnscope.training.data import LANGUAGES, TOY_TASKS, DataError, corpus_file, data_dir
-from attnscope.training.jobs import TrainJob, estimate_epoch_seconds, existing_run, free_name
+from attnscope.training.jobs import Ending, TrainJob, estimate_epoch_seconds, existing_run, free_name
 from attnscope.training.toy import TOY_MODEL, TOY_SCHEDULE
 from attnscope.ui import state, widgets
 from attnscope.ui.text import plain
@@ -211,8 +211,7 @@ def status_line(job: TrainJob) -> str:
     last = job.last
     if last is None:
         return f"{job.status}: preparing data and model…"
-    evals = [e for e in job.events if e.kind == "eval"]
-    exact = next((e.exact for e in reversed(evals) if e.exact is not None), None)
+    exact = next((v.exact for v in reversed(job.validations()) if v.exact is not None), None)
     eta = job.eta_seconds()
     return (f"{job.status}: step {last.step}/{last.total_steps}, epoch {last.epoch}, loss {last.loss:.3f}, "
             f"{last.tokens_per_second:.0f} tokens/s"
@@ -220,30 +219,59 @@ def status_line(job: TrainJob) -> str:
             + (f", about {eta / 60:.1f} min left" if eta is not None else ""))
 
 
+def ending(job: TrainJob) -> str | None:
+    """Why a run ended, in one sentence; None while it runs (and for a failed run, whose error says it)."""
+    at = f"step {job.last.step}" if job.last else "step 0"
+    patience = job.config.patience
+    return {
+        Ending.STOPPED_BY_USER: f"Stopped by you at {at}; Resume continues from there.",
+        Ending.OUT_OF_PATIENCE: f"Finished early at {at}: {patience} validations in a row found no better BLEU "
+                                "(early stopping), so the model saved is the best one seen.",
+        Ending.MAX_STEPS: f"Finished: the run reached its step limit ({job.config.max_steps} steps).",
+        Ending.ALL_EPOCHS: f"Finished: the run trained all its epochs ({job.config.epochs}, {at}).",
+    }.get(job.ended_by)
+
+
+def sample_rows(job: TrainJob) -> list[dict[str, Any]]:
+    """One row per validation from step 0, with the model's translation of the sentence to watch then
+    (prefixed with its source when an earlier session watched another sentence)."""
+    seen = {s.step: s for s in job.snapshots}
+
+    def sample(step: int) -> str:
+        snap = seen.get(step)
+        if snap is None:
+            return ""
+        return snap.translation if snap.source == job.sample else f"{snap.source} → {snap.translation}"
+    return [{"step": v.step, "val loss": round(v.val_loss, 3), "BLEU": v.bleu}
+            | ({"exact (%)": round(100 * v.exact, 1)} if v.exact is not None else {})
+            | {"sample": sample(v.step)} for v in job.validations()]
+
+
 def progress(job: TrainJob) -> None:
-    """Status, progress bar (ETA only while running), curves, snapshots of the sample, and the validations."""
+    """Status, progress bar (ETA only while running), why it ended, curves and snapshots of the sentence to
+    watch, and the validations; a resumed run's from step 0."""
     last = job.last
     st.progress(min(1.0, last.step / max(last.total_steps, 1)) if last else 0.0, text=status_line(job))
     if job.error:
         st.error(f"Training failed: {plain(job.error)}. Checkpoints written before the failure are kept; "
                  "Resume continues from the last one.")
+    ended = ending(job)
+    if ended:
+        (st.info if job.ended_by == Ending.STOPPED_BY_USER else st.success)(ended)
     if job.published:
         st.success(f"Saved as {job.published.stem}: select it in the sidebar on any page.")
-    if job.stopped_early:
-        st.info(f"Stopped early at step {last.step}: {job.config.patience} validations in a row found no better "
-                "BLEU, so the model saved is the best one seen.")
-    steps = [e for e in job.events if e.kind == "step"]
-    evals = [e for e in job.events if e.kind == "eval"]
-    if job.events:
-        fig = learning_curves([e.step for e in steps], [e.loss for e in steps], [e.step for e in evals],
-                              [e.val_loss for e in evals], [e.bleu for e in evals], [e.exact for e in evals])
+    validations = job.validations()
+    if job.events or validations:
+        steps, losses = job.loss_curve()
+        fig = learning_curves(steps, losses, [v.step for v in validations], [v.val_loss for v in validations],
+                              [v.bleu for v in validations], [v.exact for v in validations])
         widgets.chart(fig, f"curves-{job.id}")
     if job.snapshots:
         snapshot_view(job)
-    rows = [{"step": e.step, "val loss": round(e.val_loss or 0, 3), "BLEU": e.bleu}
-            | ({"exact (%)": round(100 * e.exact, 1)} if e.exact is not None else {})
-            | {"sample": e.sample[1] if e.sample else ""} for e in evals]
+    rows = sample_rows(job)
     if rows:
+        st.caption(f"The sample column is the model's translation of the sentence to watch, “{plain(job.sample)}”, "
+                   "at each validation.")
         st.dataframe(rows, hide_index=True, width="stretch")  # a list of dicts: no pandas import here
 
 
@@ -258,7 +286,7 @@ def snapshot_view(job: TrainJob) -> None:
                              on_change=_follow_if_last, args=(job, key, follow))
     snap = job.snapshots[index]
     score = f"val BLEU {snap.bleu}" + (f", held-out exact {100 * snap.exact:.1f}%" if snap.exact is not None else "")
-    st.markdown(f"**Step {snap.step}** ({score}): {plain(job.sample)} → {plain(snap.translation)}")
+    st.markdown(f"**Step {snap.step}** ({score}): {plain(snap.source)} → {plain(snap.translation)}")
     if snap.hit_limit:
         st.caption(f"The model has not learned to stop yet: it wrote {len(snap.generated)} tokens, the length limit.")
     layer = snap.record.n_layers("cross") - 1

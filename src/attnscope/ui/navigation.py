@@ -1,0 +1,103 @@
+"""The app's pages in sections, the sidebar's links to them, and the one call every page opens with.
+
+Only public Streamlit API: `st.navigation` routes (its own menu hidden) and `st.page_link` draws the
+sidebar's menu, one labelled group per section. On a fresh server's first run, before anything has
+called `st.navigation`, Streamlit treats `pages/` as a legacy multipage folder and builds a menu
+from its file names ("translate", "step", ...); `client.showSidebarNavigation = false` in
+.streamlit/config.toml keeps that menu hidden, so it never flashes up before ours.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+import streamlit as st
+
+from attnscope.engine.translator import Translator
+from attnscope.ui import state
+from attnscope.ui.record_tools import note_needs_model
+
+if TYPE_CHECKING:
+    from streamlit.navigation.page import StreamlitPage  # what st.Page returns
+
+ROUTED = "_routed"  # set by app.py's router on every run of this session
+
+
+@dataclass(frozen=True)
+class PageSpec:
+    """One page: its script (from the repository root), its title in the menu and its icon."""
+
+    script: str
+    title: str
+    icon: str
+
+
+SECTIONS: dict[str, tuple[PageSpec, ...]] = {
+    "Look": (PageSpec("pages/translate.py", "Translate", ":material/translate:"),
+             PageSpec("pages/step.py", "Step through decoding", ":material/step:"),
+             PageSpec("pages/heads.py", "Heads & layers", ":material/grid_view:"),
+             PageSpec("pages/inside.py", "Inside one head", ":material/neurology:")),
+    "Explain": (PageSpec("pages/attribution.py", "Attribution", ":material/insights:"),
+                PageSpec("pages/positional.py", "Positional encoding", ":material/waves:"),
+                PageSpec("pages/anatomy.py", "Model anatomy", ":material/account_tree:")),
+    "Build": (PageSpec("pages/train.py", "Train", ":material/model_training:"),
+              PageSpec("pages/checkpoints.py", "Checkpoints", ":material/save:")),
+}
+
+
+def pages() -> dict[str, list[StreamlitPage]]:
+    """The pages as `st.Page` objects by section; the first (Translate) is where the app opens."""
+    first = next(iter(SECTIONS.values()))[0]
+    return {section: [st.Page(p.script, title=p.title, icon=p.icon, default=p is first) for p in specs]
+            for section, specs in SECTIONS.items()}
+
+
+def route() -> tuple[StreamlitPage, dict[str, list[StreamlitPage]]]:
+    """app.py's router: the page the URL asks for (run it last) and the pages to link to."""
+    sections = pages()
+    st.session_state[ROUTED] = True
+    return st.navigation(sections, position="hidden"), sections
+
+
+def sidebar_links(sections: dict[str, list[StreamlitPage]]) -> None:
+    """The menu: a caption per section and a link per page (the current one highlighted)."""
+    for section, section_pages in sections.items():
+        st.caption(section)
+        for page in section_pages:
+            st.page_link(page)
+
+
+def _through_router() -> None:
+    """Make sure the page runs inside app.py's router (sidebar, URL restore, shared selectors).
+
+    On a fresh server a deep link such as /step?sentence=... first runs pages/step.py alone (the
+    legacy `pages/` mode the module docstring describes) and would ignore the URL. Calling
+    `st.navigation` leaves that mode; the rerun then goes through app.py to the same page.
+    """
+    if st.session_state.get(ROUTED) or st.session_state.get("_router_retried"):
+        return
+    st.session_state["_router_retried"] = True
+    st.navigation(pages(), position="hidden")
+    st.rerun()
+
+
+def open_page(title: str, *, needs_model: bool = True, record_view: Callable[[], bool] | None = None) -> Translator | None:
+    """Every page's first line: run through the router and show `title`.
+
+    With `needs_model`, return the active checkpoint's translator, or stop the page when it cannot
+    be loaded (the error is shown). A saved attention record opened on the Checkpoints page is drawn by
+    `record_view` on the pages that can show one without a model (Translate, Step, Heads: it returns
+    whether it drew one, and then the page stops there); other model pages say where it is shown.
+    """
+    _through_router()
+    st.title(title)
+    if not needs_model:
+        return None
+    if record_view is not None and record_view():
+        st.stop()
+    if record_view is None:
+        note_needs_model()
+    tr = state.translator()
+    if tr is None:
+        st.stop()
+    return tr

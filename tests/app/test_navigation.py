@@ -1,0 +1,37 @@
+"""The sidebar's menu (sections of page links, public Streamlit API only) and the one call every page opens with."""
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from attnscope.ui.navigation import SECTIONS
+from tests.support import ROOT, shown
+
+SPECS = [spec for specs in SECTIONS.values() for spec in specs]
+
+
+def test_every_page_file_is_in_exactly_one_section() -> None:
+    scripts = [spec.script for spec in SPECS]
+    assert sorted(scripts) == sorted(f"pages/{p.name}" for p in (ROOT / "pages").glob("*.py"))
+    assert len(set(scripts)) == len(scripts)
+
+
+def test_the_sidebar_lists_the_sections_and_their_pages_in_order(app: AppTest) -> None:
+    app.session_state["sentence"] = "a b c"
+    app.run()
+    assert not app.exception
+    links = app.sidebar.get("page_link")
+    assert [link.proto.label for link in links] == [spec.title for spec in SPECS]
+    paths = [spec.script.removeprefix("pages/").removesuffix(".py") for spec in SPECS]
+    assert [link.proto.page for link in links] == ["", *paths[1:]]  # the first is the default page: the app's root
+    captions = [shown(c) for c in app.sidebar.caption]
+    assert [c for c in captions if c in SECTIONS] == list(SECTIONS)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[spec.script for spec in SPECS])
+def test_each_page_opens_with_its_menu_title(app: AppTest, spec) -> None:
+    app.session_state["sentence"] = "a b c"
+    app.run()
+    app.switch_page(spec.script).run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert [t.value for t in app.title] == [spec.title]
