@@ -6,7 +6,7 @@ from attnscope.ui import figures, selection, state, widgets
 from attnscope.ui.attribution_tools import values_switch
 from attnscope.ui.compare import reference_comparison
 from attnscope.ui.record_tools import show_opened
-from attnscope.ui.text import plain
+from attnscope.ui.translation_view import show_translation
 from attnscope.viz.heatmap import LONG_INPUT, is_long
 
 state.through_router()
@@ -17,8 +17,7 @@ tr = state.translator()
 if tr is None:
     st.stop()
 text, beam, max_len, result = widgets.translated_sentence(tr)
-st.subheader(f"Translation ({tr.bundle.tgt_lang})")
-st.markdown(f"> {plain(result.text) or '(empty)'}")
+show_translation(text, result.text, tr.bundle.tgt_lang)
 
 head = selection.head()
 record = result.attention

@@ -186,3 +186,26 @@ def html_views(app: Any) -> dict[str, HtmlView]:
     """An AppTest run's st.html views by title."""
     views = [HtmlView(element.value) for element in app.get("html")]
     return {view.title: view for view in views}
+
+
+@dataclass(frozen=True)
+class TranslationBlock:
+    """The headline a page shows its translation in (ui/translation_view.py), read back from its HTML."""
+
+    source: str  # the sentence it is the translation of
+    text: str  # the translation
+    markup: str
+
+    @staticmethod
+    def of(markup: str) -> TranslationBlock | None:
+        import html
+
+        source = re.search(r'class="attn-translation" data-source="([^"]*)"', markup)
+        text = re.search(r'<div class="txt"[^>]*>(.*?)</div>', markup)
+        return None if not (source and text) else TranslationBlock(html.unescape(source[1]), html.unescape(text[1]), markup)
+
+
+def translation_shown(app: Any) -> TranslationBlock | None:
+    """The translation headline of an AppTest run, or None when the page shows none."""
+    found = [TranslationBlock.of(element.value) for element in app.get("html")]
+    return next((block for block in found if block is not None), None)
