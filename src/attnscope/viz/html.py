@@ -138,6 +138,15 @@ def diverging_legend(limit: float, label: str = "value") -> str:
             f'</span>{limit:.3g}</div>')
 
 
+def band_legend(label: str = "value", where: str = "beside each band") -> str:
+    """The colour bar of views whose bands each have their own scale: −max (blue), 0 (white), +max (red),
+    with each band's max |value| written `where`."""
+    ticks = np.linspace(-1.0, 1.0, len(_DIV_POSITIONS))
+    stops = ",".join(f"{c} {100 * p:.0f}%" for p, c in zip(_DIV_POSITIONS, diverging_colours(ticks, 1.0)))
+    return (f'<div class="s">{esc(label)}: −max<span class="g" style="background:linear-gradient(to right,{stops})">'
+            f'</span>+max, each band on its own scale (±max written {esc(where)})</div>')
+
+
 def legend(scale: Scale) -> str:
     """A colour bar from 0 to the scale's top, named by what the values are."""
     stops = ",".join(f"{c} {100 * p:.0f}%" for p, c in zip(_POSITIONS, colours(_POSITIONS * scale.zmax, scale.zmax)))
