@@ -5,7 +5,7 @@ from attnscope.engine.analysis import head_stats
 from attnscope.engine.record import KIND_LABELS
 from attnscope.ui import heads_tools, state, widgets
 from attnscope.ui.record_tools import note_needs_model
-from attnscope.ui.text import plain
+from attnscope.ui.translation_view import show_translation
 from attnscope.viz.grid import heads_grid
 
 state.through_router()
@@ -15,7 +15,7 @@ tr = state.translator()
 if tr is None:
     st.stop()
 text, beam, max_len, result = widgets.translated_sentence(tr)
-st.markdown(f"> {plain(result.text)}")
+show_translation(text, result.text, tr.bundle.tgt_lang)
 kind = st.session_state.get("kind", "cross")
 rows = result.output_tokens if kind == "cross" else None
 head = st.session_state.get("head", "mean")

@@ -1,8 +1,12 @@
 """AppTest journeys on Heads & layers, Positional encoding and Model anatomy."""
 from __future__ import annotations
 
+import base64
 import gzip
 import json
+import re
+
+import numpy as np
 
 from streamlit.testing.v1 import AppTest
 
@@ -36,6 +40,44 @@ def test_compare_defaults_to_two_different_heads(app: AppTest) -> None:
     assert app.selectbox(key="cmp_a_head").value == 0 and app.selectbox(key="cmp_b_head").value == 1
     assert "A − B" in titles(app) and "A: cross · layer 1 · head 0" in titles(app)
     assert max_difference(app) > 0
+
+
+def chart(app: AppTest, title: str) -> dict:
+    return next(json.loads(c.proto.spec) for c in app.get("plotly_chart")
+                if json.loads(c.proto.spec)["layout"]["title"]["text"] == title)
+
+
+def array(data: object) -> np.ndarray:
+    """A plotly JSON array: a list, or a typed array ({"dtype", "bdata": base64, "shape"})."""
+    if isinstance(data, dict):
+        flat = np.frombuffer(base64.b64decode(data["bdata"]), dtype=data["dtype"])
+        return flat.reshape([int(n) for n in str(data.get("shape", flat.size)).split(",")]).astype(float)
+    return np.array(data, dtype=float)
+
+
+def colour_of(scale: list, position: float) -> tuple[float, float, float]:
+    """The RGB a plotly colour scale gives at `position` in [0, 1] (linear between its stops)."""
+    stops = np.array([p for p, _ in scale])
+    rgb = np.array([[float(v) for v in re.findall(r"[\d.]+", c)[:3]] for _, c in scale])
+    return tuple(float(np.interp(position, stops, rgb[:, k])) for k in range(3))
+
+
+def test_the_difference_colours_are_the_ones_the_caption_names(app: AppTest) -> None:
+    open_page(app, "pages/heads.py")
+    a = array(chart(app, "A: cross · layer 1 · head 0")["data"][0]["z"])
+    b = array(chart(app, "B: cross · layer 1 · head 1")["data"][0]["z"])
+    trace = chart(app, "A − B")["data"][0]
+    z = array(trace["z"])
+    np.testing.assert_allclose(z, a - b, atol=1e-6)
+    assert trace["zmid"] == 0 and "zmin" not in trace and "zmax" not in trace  # centred: the sign picks the half
+    caption = next(shown(c) for c in app.caption if "puts more weight" in shown(c))
+    assert caption.startswith("Red: A puts more weight there; blue: B does")
+    limit = np.abs(z).max()
+    where_a = colour_of(trace["colorscale"], 0.5 + z.max() / (2 * limit))  # the cell where A leads most
+    where_b = colour_of(trace["colorscale"], 0.5 + z.min() / (2 * limit))  # and where B does
+    assert z.max() > 0 > z.min()
+    assert where_a[0] > where_a[2] + 50 and where_b[2] > where_b[0] + 50  # red for A, blue for B
+    assert "red: A more" in trace["colorbar"]["title"]["text"]
 
 
 def test_compare_two_sentences_whose_tokens_differ(app: AppTest) -> None:

@@ -23,7 +23,7 @@ from attnscope.training.data import DataError, sample_pairs
 from attnscope.ui import state, widgets
 from attnscope.ui.attribution_tools import MAX_STATS_SAMPLE
 from attnscope.ui.text import plain
-from attnscope.viz.heatmap import attention_heatmap, head_weights
+from attnscope.viz.heatmap import DIFFERENCE_CAPTION, attention_heatmap, difference_heatmap, head_weights
 
 MAX_SAMPLE = 200  # sentences for the ablation BLEU: translated twice, keeps a CPU-only run under a minute or two
 SPLITS = ("val", "test_2016_flickr", "test_2017_flickr")
@@ -134,9 +134,7 @@ def comparison(tr: Translator, text: str, result: Translation) -> None:
     diff = map_difference(za, qa, ka, zb, qb, kb)
     cols = st.columns(2)
     with cols[0]:
-        fig = attention_heatmap(diff.values, diff.row_labels, diff.col_labels, title="A − B", per_head_scale=True)
-        fig.update_traces(colorscale="RdBu", zmid=0, colorbar=dict(title="A − B", thickness=12))
-        widgets.chart(fig, "cmp-diff")
+        widgets.chart(difference_heatmap(diff.values, diff.row_labels, diff.col_labels), "cmp-diff")
     with cols[1]:
         st.markdown(f"**max |A − B| = {diff.max_abs:.3f}**")
         if not diff.same_tokens:
@@ -145,7 +143,7 @@ def comparison(tr: Translator, text: str, result: Translation) -> None:
                        "marks a position where A and B have different tokens."
                        + (f" {diff.dropped_rows} row(s) and {diff.dropped_cols} column(s) that only one map has are left out."
                           if left_out else ""))
-        st.caption("Red: A puts more weight there; blue: B does.")
+        st.caption(DIFFERENCE_CAPTION)
 
 
 def stat_help(columns: Sequence[str]) -> dict[str, object]:
