@@ -3,7 +3,7 @@ import streamlit as st
 
 from attnscope.engine.analysis import head_stats
 from attnscope.engine.record import KIND_LABELS
-from attnscope.ui import heads_tools, state, widgets
+from attnscope.ui import heads_tools, state, tables, widgets
 from attnscope.ui.record_tools import note_needs_model
 from attnscope.ui.translation_view import show_translation
 from attnscope.viz.grid import heads_grid
@@ -27,8 +27,7 @@ stats, compare, ablation, rollout = st.tabs(["Head statistics", "Compare", "Abla
 with stats:
     st.caption(f"{KIND_LABELS['encoder']}, {KIND_LABELS['decoder']} and cross-attention heads for this sentence. "
                "Click a column header to sort; hover over a header for what the column measures.")
-    table = head_stats(result.attention).round(3)
-    st.dataframe(table, hide_index=True, width="stretch", column_config=heads_tools.stat_help(table.columns))
+    tables.table(head_stats(result.attention).round(3), tables.HEAD_STATS)
     heads_tools.split_statistics(tr)
 with compare:
     heads_tools.comparison(tr, text, result)

@@ -11,6 +11,7 @@ tests/test_toy_checkpoint.py checks that the committed file still loads and reve
 """
 from __future__ import annotations
 
+import json
 import re
 import tempfile
 import threading
@@ -209,3 +210,18 @@ def translation_shown(app: Any) -> TranslationBlock | None:
     """The translation headline of an AppTest run, or None when the page shows none."""
     found = [TranslationBlock.of(element.value) for element in app.get("html")]
     return next((block for block in found if block is not None), None)
+
+
+SNAKE_CASE = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)+$")
+
+
+def readable_tables(app: Any) -> list[dict[str, str]]:
+    """Every table the run shows, as {column: help}; fails on a snake_case name or a column without help."""
+    found = []
+    for frame in app.dataframe:
+        config = json.loads(frame.proto.columns)
+        helps = {str(c): config.get(str(c), {}).get("help", "") for c in frame.value.columns}
+        assert not [c for c in helps if SNAKE_CASE.match(c)], f"raw column names shown: {list(helps)}"
+        assert all(helps.values()), f"columns without help: {[c for c, h in helps.items() if not h]}"
+        found.append(helps)
+    return found

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.support import CEILING, ROOT, shown, translation_shown
+from tests.support import CEILING, ROOT, readable_tables, shown, translation_shown
 
 
 def chart_specs(at: AppTest) -> list[dict]:
@@ -160,6 +160,15 @@ def test_the_translation_is_the_headline_not_a_quote(app: AppTest) -> None:
     assert not any("d c b a" in shown(m) for m in app.markdown)  # no longer a pale blockquote
     style = re.search(r"\.attn-translation \.txt\{([^}]*)\}", translation_shown(app).markup)[1]
     assert "font-size:2.75rem" in style and "color:inherit" in style and "opacity:1" in style  # as large as the title
+
+
+def test_reference_comparison_table_is_readable(app: AppTest) -> None:
+    app.session_state["sentence"] = "a b c"
+    app.run()
+    app.text_input(key="reference").set_value("c a b").run()
+    assert not app.exception
+    (table,) = readable_tables(app)
+    assert list(table) == ["step", "reference token", "model's probability of it", "model's own choice"]
 
 
 @pytest.fixture

@@ -160,3 +160,20 @@ def test_step_source_shows_the_selected_head_or_the_mean() -> None:
     assert np.allclose(shown(HtmlView(step_source(rows, 1, None))), rows.cross[1].mean(0), atol=5e-4)
     view = HtmlView(step_source(rows, 0, 2))
     assert np.allclose(shown(view), rows.cross[0, 2], atol=5e-4) and "step 2" in view.title
+
+
+def test_colour_bars_and_log_axes_speak_plain_words() -> None:
+    """Scales are named in words ("share of its head's maximum", not "÷ head max"); log axes write 1e-06,
+    not SI prefixes ("1µ", "100n")."""
+    from attnscope.engine.offsets import rotation_check
+    from attnscope.viz.attribution import methods_side_by_side
+    from attnscope.viz.offsets import offset_fit_curves, rotation_errors
+
+    grid = heads_grid(pattern_record("uniform"), "encoder", per_head_scale=True)
+    methods = methods_side_by_side({"a": np.array([1.0, 3.0])}, ("s0", "s1"))
+    for title in (grid.data[0].colorbar.title.text, methods.data[0].colorbar.title.text):
+        assert "÷" not in title and "maximum" in title
+    check = rotation_check(sinusoidal_table(32, 8).numpy(), 2)
+    for fig in (rotation_errors(check), offset_fit_curves([1, 2], {"sinusoidal": np.array([1e-7, 2e-7])})):
+        axis = fig.layout.yaxis
+        assert (axis.type, axis.exponentformat, axis.showexponent) == ("log", "e", "all")

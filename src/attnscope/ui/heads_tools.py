@@ -1,12 +1,9 @@
 """Widgets of the Heads & layers page: split statistics, comparisons, ablation, rollout."""
 from __future__ import annotations
 
-from typing import Sequence
-
 import streamlit as st
 
 from attnscope.engine.analysis import (
-    STAT_DEFINITIONS,
     AblationResult,
     ablate_sentence,
     ablation_bleu,
@@ -20,7 +17,7 @@ from attnscope.engine.head_gate import HeadKey
 from attnscope.engine.record import KINDS
 from attnscope.engine.translator import Translation, Translator
 from attnscope.training.data import DataError, sample_pairs
-from attnscope.ui import state, widgets
+from attnscope.ui import state, tables, widgets
 from attnscope.ui.attribution_tools import MAX_STATS_SAMPLE
 from attnscope.ui.text import plain
 from attnscope.viz.heatmap import DIFFERENCE_CAPTION, attention_heatmap, difference_heatmap, head_weights
@@ -52,7 +49,7 @@ def split_statistics(tr: Translator) -> None:
     saved = st.session_state.get("split_stats")
     if saved and saved[0] == tr.cache_key:
         st.caption(f"{saved[2]} sentences of {saved[1]}")
-        st.dataframe(saved[3].round(3), hide_index=True, width="stretch", column_config=stat_help(saved[3].columns))
+        tables.table(saved[3].round(3), tables.HEAD_STATS)
 
 
 def _pick(label: str, key: str, tr: Translator, default: tuple[str, int, int | None]) -> tuple[str, int, int | None]:
@@ -120,7 +117,7 @@ def comparison(tr: Translator, text: str, result: Translation) -> None:
                    "translation, so both read the same target.")
         if result.attention.encoder.shape[:2] == second.attention.encoder.shape[:2]:
             delta = head_stats_delta(result.attention, second.attention)
-            st.dataframe(delta.round(3), hide_index=True, width="stretch", column_config=stat_help(delta.columns))
+            tables.table(delta.round(3), tables.HEAD_STATS_DELTA)
         b, rec_a, rec_b, names_b = a, result.attention, second.attention, second.output_tokens
     za, zb = head_weights(rec_a, a[0], a[1], a[2]), head_weights(rec_b, b[0], b[1], b[2])
     qa, ka = rec_a.axes(a[0])
@@ -144,17 +141,6 @@ def comparison(tr: Translator, text: str, result: Translation) -> None:
                        + (f" {diff.dropped_rows} row(s) and {diff.dropped_cols} column(s) that only one map has are left out."
                           if left_out else ""))
         st.caption(DIFFERENCE_CAPTION)
-
-
-def stat_help(columns: Sequence[str]) -> dict[str, object]:
-    """Column help (shown on hover) for head-statistics tables, including their _a/_b/_delta variants."""
-    config: dict[str, object] = {}
-    for column in columns:
-        base, _, side = column.rpartition("_") if column.endswith(("_a", "_b", "_delta")) else (column, "", "")
-        if base in STAT_DEFINITIONS:
-            suffix = {"a": " (first checkpoint)", "b": " (second checkpoint)", "delta": " Second minus first."}.get(side, "")
-            config[column] = st.column_config.NumberColumn(column, help=STAT_DEFINITIONS[base] + suffix, format="%.3f")
-    return config
 
 
 @st.cache_data(max_entries=32, show_spinner="Translating without those heads…")
@@ -181,7 +167,7 @@ def ablation(tr: Translator, text: str, result: Translation) -> None:
     heads = tuple(sorted(tuple(h) for h in chosen))
     outcome = _ablate_sentence(tr, tr.cache_key, text, heads)
     st.markdown(f"**With all heads:** {plain(outcome.baseline.text)}  \n**Without them:** {plain(outcome.ablated.text)}")
-    st.dataframe(outcome.token_changes.round(4), hide_index=True, width="stretch")
+    tables.table(outcome.token_changes.round(4), tables.ABLATION_TOKENS)
     cols = st.columns(3)
     split = cols[0].selectbox("BLEU on split", SPLITS, key="ablate_split")
     n = cols[1].number_input(f"Sentences (max {MAX_SAMPLE})", 1, MAX_SAMPLE, 50, key="ablate_n")
@@ -192,7 +178,9 @@ def ablation(tr: Translator, text: str, result: Translation) -> None:
             st.session_state["ablate_bleu"] = (measured_for, _ablation_bleu(tr, tr.cache_key, tuple(pairs), heads))
     saved = st.session_state.get("ablate_bleu")
     if saved and saved[0] == measured_for:
-        st.dataframe([saved[1]], hide_index=True)
+        import pandas as pd
+
+        tables.table(pd.DataFrame([saved[1]]), tables.ABLATION_BLEU)
     elif saved:
         st.caption("The heads, split or model changed since the last BLEU measurement: measure again.")
 

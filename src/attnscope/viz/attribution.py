@@ -45,7 +45,7 @@ def methods_side_by_side(rows: Mapping[str, np.ndarray], source_tokens: Sequence
     custom = np.broadcast_to(np.asarray(_labels(source_tokens), dtype=object), z.shape)
     fig = go.Figure(go.Heatmap(z=z, x=list(range(len(source_tokens))), y=list(range(len(names))), zmin=0, zmax=1,
                                customdata=np.dstack([custom, raw]), colorscale="Blues", xgap=1, ygap=1,
-                               colorbar=dict(title="÷ row max", thickness=12),
+                               colorbar=dict(title="share of<br>the row's<br>maximum", thickness=12),
                                hovertemplate="%{customdata[0]}<br>value %{customdata[1]:.4g}<extra></extra>"))
     fig.update_xaxes(tickvals=list(range(len(source_tokens))), ticktext=list(source_tokens), side="top", tickangle=-60)
     fig.update_yaxes(tickvals=list(range(len(names))), ticktext=names, autorange="reversed")
