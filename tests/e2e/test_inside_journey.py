@@ -69,3 +69,25 @@ def test_cross_and_encoder_attention_open_in_the_browser(shipped_server: str, pa
     expect(page.get_by_text("Query: “girl” (position 1)", exact=False)).to_be_visible()
     expect(page.locator(".attn-view").filter(has_text="Keys and values are projected from layer 0's input")).to_be_visible()
     expect(page.locator(".attn-view").filter(has_text="softmax row of “girl”")).to_be_visible()
+
+
+def test_the_page_and_the_sidebar_show_one_head(shipped_server: str, page: Page, tmp_path) -> None:
+    """Issue 23: one kind, layer and head for the sidebar and the page, whichever the user changes; every
+    d_model band on its own colour scale, its range written beside it."""
+    page.goto(f"{shipped_server}/inside?sentence={SENTENCE.replace(' ', '+')}")
+    expect(page.locator(".attn-view").first).to_be_visible()
+    settled(page)
+    sidebar, main = page.get_by_test_id("stSidebar"), page.get_by_test_id("stMain")
+    pick(page, "Head", "head 2")  # the page leads
+    expect(sidebar.get_by_role("combobox", name="Head")).to_have_value("head 2")
+    sidebar.get_by_text("Encoder self-attention").click()  # the sidebar leads
+    settled(page)
+    expect(main.get_by_role("combobox", name="Attention")).to_have_value("Encoder self-attention")
+    expect(page.get_by_text("Encoder self-attention · layer 0 · head 2")).to_be_visible()
+    expect(page.locator(".attn-view").filter(has_text="Query and keys of head 2")).to_be_visible()
+    inputs = page.locator(".attn-view").filter(has_text="Inputs of “")
+    ranges = inputs.locator("th.x").all_inner_texts()
+    assert len(ranges) == 5 and all(r.startswith("±") for r in ranges), ranges
+    assert len(set(ranges)) > 1  # each band its own range
+    inputs.scroll_into_view_if_needed()
+    page.screenshot(path=str(tmp_path / "inside-bands.png"))
