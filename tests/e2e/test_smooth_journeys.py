@@ -119,8 +119,7 @@ def test_wide_step_tables_scroll_with_a_cue(server: str, page: Page, tmp_path) -
     assert scroller.evaluate("e => e.scrollWidth > e.clientWidth + 100")  # 46 keys: far wider than the column
     expect(cue).to_have_text("wider than the page: scroll sideways for the rest →")
     expect(cue).to_have_css("opacity", "1")
-    cross.scroll_into_view_if_needed()
-    page.screenshot(path=str(tmp_path / "step-wide-table.png"))
+    cross.screenshot(path=str(tmp_path / "step-wide-table.png"))
     scroller.evaluate("e => { e.scrollLeft = e.scrollWidth; }")
     expect(cue).to_have_css("opacity", "0")  # at the right end: nothing more to see
     label = cross.locator("th.r").first  # the row names stay in view while the cells scroll
@@ -144,9 +143,9 @@ def test_beam_tree_labels_fit_without_overlapping(server: str, page: Page, tmp_p
     expect(chart_title(page, "Beam search tree")).to_be_visible()
     settled(page)
     page.get_by_text("Show pruned branches").click()
-    settled(page)
     tree = page.get_by_test_id("stPlotlyChart").filter(has=chart_title(page, "Beam search tree"))
-    tree.scroll_into_view_if_needed()
+    expect(tree.locator(".legendtext", has_text="pruned")).to_be_visible()  # the redrawn tree
+    settled(page)
     tree.screenshot(path=str(tmp_path / "beam-tree.png"))
     frame = tree.locator("svg.main-svg").first.bounding_box()
     boxes = tree.locator(".textpoint text").evaluate_all(
