@@ -184,8 +184,8 @@ class HtmlView:
 
 
 def html_views(app: Any) -> dict[str, HtmlView]:
-    """An AppTest run's st.html views by title."""
-    views = [HtmlView(element.value) for element in app.get("html")]
+    """An AppTest run's st.html views (viz/html.py's, not the translation headline or notes) by title."""
+    views = [HtmlView(element.value) for element in app.get("html") if 'class="attn-view"' in element.value]
     return {view.title: view for view in views}
 
 

@@ -40,7 +40,7 @@ def chart_titled(app: AppTest, title_start: str) -> dict:
 def test_page_shows_every_panel_and_the_row_matches_the_recording(app: AppTest) -> None:
     open_inside(app)
     assert not app.exception, [e.value for e in app.exception]
-    assert len(app.get("html")) == 12 and len(app.get("plotly_chart")) == 3  # the head's views; positional charts
+    assert len(app.get("html")) == 13 and len(app.get("plotly_chart")) == 3  # note, the head's views; positional charts
     delta = next(shown(c) for c in app.caption if "max |Δ|" in shown(c))
     assert float(re.search(r"max \|Δ\| = ([0-9.]+e[+-][0-9]+)", delta).group(1)) <= 1e-6
     for start in ("Eq. 1", "MultiHead = Concat", "Concat·W^O", "Residual + LayerNorm", "Logit lens"):

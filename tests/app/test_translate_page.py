@@ -149,8 +149,9 @@ def test_a_stale_translation_is_marked_with_its_own_sentence(app: AppTest) -> No
     sentence the results belong to."""
     app.session_state["sentence"] = "c a b"
     app.run()
-    block = translation_shown(app)
-    note = re.search(r'<div class="stale"[^>]*>(.*?)</div>', block.markup)[1]
+    (markup,) = [h.value for h in app.get("html") if 'class="attn-sentence"' in h.value]
+    assert 'data-source="c a b"' in markup  # what the browser compares the box with
+    note = re.search(r'<div class="stale"[^>]*>(.*?)</div>', markup)[1]
     assert "Press <b>Translate</b>" in note and "belongs to the previous sentence: “c a b”" in note
 
 

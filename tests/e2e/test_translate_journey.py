@@ -42,8 +42,7 @@ def test_the_translation_never_silently_disagrees_with_the_box(server: str, page
     Translate button (or Ctrl+Enter) translates it; the translation is the page's headline."""
     translate_on_page(page, server, "a b c d", "d c b a")
     settled(page)
-    block = page.locator(".attn-translation")
-    headline, note = block.locator(".txt"), block.locator(".stale")
+    headline, note = page.locator(".attn-translation .txt"), page.locator(".attn-sentence .stale")
     expect(headline).to_have_text("d c b a")
     expect(note).to_be_hidden()
     assert font_px(headline) >= font_px(page.locator("h1").first)  # as large as the page title, larger than the rest

@@ -1,9 +1,10 @@
-"""The translation as the page's headline, marked as stale while the sentence box holds other text.
+"""The translation as the page's headline, and a note that marks every result as stale while the
+sentence box holds other text.
 
 Streamlit hears of an edit only when the box commits it (Ctrl+Enter, the Translate button, or a
 click outside), so while the user types, the results below belong to the previous sentence. A small
 script watches the box in the browser and, whenever its text differs from the translated sentence,
-shows which sentence the results belong to and dims them until the new sentence is translated.
+shows the note (which names that sentence) and dims the results until the new sentence is translated.
 """
 from __future__ import annotations
 
@@ -17,11 +18,11 @@ STYLE = (
     ".attn-translation{margin:.25rem 0 1rem 0}"
     ".attn-translation .lbl{font-size:.875rem;opacity:.75;margin-bottom:.1rem}"
     ".attn-translation .txt{font-size:2.75rem;font-weight:600;line-height:1.25;color:inherit;opacity:1}"
-    ".attn-translation .stale{display:none;border-left:4px solid #d97706;background:rgba(217,119,6,.12);"
-    "padding:.4rem .75rem;margin-bottom:.5rem;border-radius:4px}"
-    ".attn-translation.is-stale .stale{display:block}"
-    ".attn-translation.is-stale .txt{opacity:.45}"
-    "body.attn-stale-page [data-testid=stPlotlyChart],body.attn-stale-page .attn-view{opacity:.35}"
+    ".attn-sentence .stale{display:none;border-left:4px solid #d97706;background:rgba(217,119,6,.12);"
+    "padding:.4rem .75rem;border-radius:4px}"
+    ".attn-sentence.is-stale .stale{display:block}"
+    "body.attn-stale-page .attn-translation .txt,body.attn-stale-page [data-testid=stPlotlyChart],"
+    "body.attn-stale-page .attn-view{opacity:.35}"
     "</style>")
 # Installed once per browser page; re-checks on every edit of the box and on every redraw.
 SCRIPT = (
@@ -30,9 +31,9 @@ SCRIPT = (
     "const norm = s => (s || '').trim().replace(/\\s+/g, ' ');"
     "const check = () => {"
     f"  const box = document.querySelector('{BOX}'); let any = false;"
-    "  for (const block of document.querySelectorAll('.attn-translation')) {"
-    "    const stale = !!box && norm(box.value) !== norm(block.dataset.source);"
-    "    block.classList.toggle('is-stale', stale); any = any || stale;"
+    "  for (const note of document.querySelectorAll('.attn-sentence')) {"
+    "    const stale = !!box && norm(box.value) !== norm(note.dataset.source);"
+    "    note.classList.toggle('is-stale', stale); any = any || stale;"
     "  }"
     "  document.body.classList.toggle('attn-stale-page', any);"
     "};"
@@ -46,17 +47,26 @@ SCRIPT = (
     "})();</script>")
 
 
+def stale_note_html(source: str) -> str:
+    """A note, hidden until SCRIPT finds the box holding other text than `source`, that names the sentence
+    the results on the page belong to."""
+    note = ("The sentence box has changed since the last translation. Press <b>Translate</b> (or Ctrl+Enter) to "
+            f"translate it. Until then, everything below belongs to the previous sentence: “{esc(source)}”")
+    return f'<div class="attn-sentence" data-source="{esc(source)}">{STYLE}<div class="stale" role="status">{note}</div></div>'
+
+
 def translation_html(source: str, translation: str, tgt_lang: str) -> str:
-    """The translation, large and in full contrast, under a small label; a hidden note (shown by SCRIPT
-    while the box differs from `source`) names the sentence it belongs to."""
-    stale = ("The sentence box has changed since this translation. Press <b>Translate</b> (or Ctrl+Enter) to "
-             f"translate it. Until then, everything below belongs to the previous sentence: “{esc(source)}”")
+    """The translation of `source`, large and in full contrast, under a small label."""
     return (f'<div class="attn-translation" data-source="{esc(source)}">{STYLE}'
-            f'<div class="stale" role="status">{stale}</div>'
             f'<div class="lbl">Translation ({esc(tgt_lang)})</div>'
             f'<div class="txt" lang="{esc(tgt_lang)}">{esc(translation) or "(empty)"}</div></div>')
 
 
+def show_stale_note(source: str) -> None:
+    """The note of stale_note_html, with the script that shows it while the box differs from `source`."""
+    st.html(stale_note_html(source) + SCRIPT, unsafe_allow_javascript=True)
+
+
 def show_translation(source: str, translation: str, tgt_lang: str) -> None:
     """The translation of `source` as the page's most visible text (see translation_html)."""
-    st.html(translation_html(source, translation, tgt_lang) + SCRIPT, unsafe_allow_javascript=True)
+    st.html(translation_html(source, translation, tgt_lang))

@@ -13,6 +13,7 @@ from attnscope.engine.translator import MAX_BEAM, MAX_CHARS, Translation, Transl
 from attnscope.training.data import SAMPLE_LANGUAGES, SAMPLE_SPLITS, sample_pairs
 from attnscope.ui import state
 from attnscope.ui.text import plain
+from attnscope.ui.translation_view import show_stale_note
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -81,6 +82,7 @@ def translated_sentence(tr: Translator) -> tuple[str, int, int, Translation]:
     wrong_language = target_language_note(text, src, tgt, *sample_words(src, tgt))
     if wrong_language:
         st.info(plain(wrong_language), icon=":material/translate:")
+    show_stale_note(text)  # shown while the box holds a sentence not yet translated
     return text, beam, max_len, result
 
 
