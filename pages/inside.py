@@ -14,7 +14,7 @@ tr = state.translator()
 if tr is None:
     st.stop()
 text, beam, max_len, result = widgets.translated_sentence(tr)
-picked = inside_tools.choose_head(tr)  # the sidebar's kind, layer and head
+HEAD_TAB, POSITIONS_TAB = "1–5 · The head, step by step", "6 · Positional encodings (section 3.5)"
 
 
 @st.fragment
@@ -86,5 +86,13 @@ def positional_panels() -> None:
                    f"Offset {offset}: relative error {float(own[0]):.2f} here, {float(sinusoid[0]):.1e} for sinusoids.")
 
 
-head_panels()
-positional_panels()
+# Only the open tab is drawn: picking a kind, layer or head reruns the whole app (the sidebar shows the same
+# choice), and the positional panels' plotly charts would be redrawn each time (~0.1 s each in the browser).
+head_tab, positions_tab = st.tabs([HEAD_TAB, POSITIONS_TAB], key="inside_tab", on_change="rerun")
+with head_tab:
+    if head_tab.open:
+        picked = inside_tools.choose_head(tr)  # the sidebar's kind, layer and head
+        head_panels()
+with positions_tab:
+    if positions_tab.open:
+        positional_panels()

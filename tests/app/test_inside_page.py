@@ -20,6 +20,12 @@ def open_inside(app: AppTest, sentence: str = "a b c d") -> AppTest:
     return app.switch_page(PAGE).run()
 
 
+def open_positions(app: AppTest) -> AppTest:
+    """The page's second tab: the positional panels (drawn only while their tab is open)."""
+    app.session_state["inside_tab"] = "6 · Positional encodings (section 3.5)"
+    return app.run()
+
+
 def view(app: AppTest, title_start: str) -> HtmlView:
     """The head's HTML view whose title starts with `title_start`."""
     for title, found in html_views(app).items():
@@ -40,11 +46,13 @@ def chart_titled(app: AppTest, title_start: str) -> dict:
 def test_page_shows_every_panel_and_the_row_matches_the_recording(app: AppTest) -> None:
     open_inside(app)
     assert not app.exception, [e.value for e in app.exception]
-    assert len(app.get("html")) == 13 and len(app.get("plotly_chart")) == 3  # note, the head's views; positional charts
+    assert len(app.get("html")) == 13 and not app.get("plotly_chart")  # the note and the head's views only
     delta = next(shown(c) for c in app.caption if "max |Δ|" in shown(c))
     assert float(re.search(r"max \|Δ\| = ([0-9.]+e[+-][0-9]+)", delta).group(1)) <= 1e-6
     for start in ("Eq. 1", "MultiHead = Concat", "Concat·W^O", "Residual + LayerNorm", "Logit lens"):
         view(app, start)
+    open_positions(app)
+    assert not app.exception and len(app.get("plotly_chart")) == 3 and len(html_views(app)) == 0
     chart_titled(app, "Section 3.5")
 
 
@@ -143,7 +151,7 @@ def test_a_mean_of_heads_opens_head_0_and_says_so(app: AppTest) -> None:
 
 
 def test_rotation_check_on_the_models_own_table(app: AppTest) -> None:
-    open_inside(app)
+    open_positions(open_inside(app))
     app.number_input(key="inside_pe_offset").set_value(5).run()
     caption = next(shown(c) for c in app.caption if c.value.startswith("PE(t+5)"))
     assert float(re.search(r"max error ([0-9.]+e[+-][0-9]+)", caption).group(1)) <= 1e-5
@@ -164,8 +172,9 @@ def test_learned_positions_show_the_fitted_error(tmp_path, monkeypatch: pytest.M
     st.cache_resource.clear()
     app = open_inside(AppTest.from_file(APP, default_timeout=60), "a b c")
     assert not app.exception, [e.value for e in app.exception]
+    assert "Pre-LN residual block" in view(app, "Pre-LN").title
+    open_positions(app)
     caption = next(shown(c) for c in app.caption if "Learned encodings have no formula" in shown(c))
     assert float(re.search(r"Offset 3: relative error ([0-9.]+) here", caption).group(1)) > 0.01
-    assert "Pre-LN residual block" in view(app, "Pre-LN").title
     with pytest.raises(AssertionError):
         chart_titled(app, "Section 3.5")

@@ -55,6 +55,7 @@ def test_maedchen_at_step_2_inside_a_decoder_self_head(shipped_server: str, page
     settled(page)
     first_query = page.locator(".attn-view").filter(has_text="Mask M").locator("tbody tr").first
     expect(first_query.locator("td").last).to_have_text("−∞")  # <bos> may not look at "Mädchen"
+    page.get_by_role("tab", name="6 · Positional encodings (section 3.5)").click()
     expect(page.locator(".js-plotly-plot").first).to_be_visible()  # the positional panels stay charts
 
 
