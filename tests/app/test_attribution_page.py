@@ -68,7 +68,7 @@ def test_dataset_comparison_over_pasted_sentences(app: AppTest) -> None:
     app.button(key="attr_go").click().run()
     assert not app.exception
     figs = figures(app)
-    assert "Cross-attention by layer against each attribution (spearman)" in figs
+    assert "Cross-attention by layer against each attribution (Spearman rank correlation)" in figs
     assert any("Over 3 sentences" in shown(m) for m in app.markdown)
     app.button(key="attr_stats_go").click().run()
     assert any("Head statistics over 3 sentences" in shown(c) for c in app.caption)

@@ -86,7 +86,8 @@ def layer_agreement_figure(summary: pd.DataFrame, value: str = "spearman") -> go
                                zmin=-1 if value == "spearman" else 0, zmax=1, text=np.round(z, 2), texttemplate="%{text}",
                                hovertemplate="%{y}, %{x}: %{z:.3f}<extra></extra>"))
     fig.update_yaxes(autorange="reversed")
-    return fig.update_layout(title=f"Cross-attention by layer against each attribution ({value})",
+    what = {"spearman": "Spearman rank correlation", "top1": "share with the same top source token"}.get(value, value)
+    return fig.update_layout(title=f"Cross-attention by layer against each attribution ({what})",
                              height=140 + 45 * len(table.index), margin=dict(l=10, r=10, t=60, b=10))
 
 
