@@ -3,14 +3,14 @@ import streamlit as st
 
 from attnscope.engine.analysis import head_stats
 from attnscope.engine.record import KIND_LABELS
-from attnscope.ui import heads_tools, record_views, widgets
+from attnscope.ui import heads_tools, record_views, tables, widgets
 from attnscope.ui.navigation import open_page
-from attnscope.ui.text import plain
+from attnscope.ui.translation_view import show_translation
 from attnscope.viz.grid import heads_grid
 
 tr = open_page("Heads & layers", record_view=record_views.show_on_heads)  # an opened record: its grid and statistics
 text, beam, max_len, result = widgets.translated_sentence(tr)
-st.markdown(f"> {plain(result.text)}")
+show_translation(text, result.text, tr.bundle.tgt_lang)
 kind = st.session_state.get("kind", "cross")
 rows = result.output_tokens if kind == "cross" else None
 head = st.session_state.get("head", "mean")
@@ -22,8 +22,7 @@ stats, compare, ablation, rollout = st.tabs(["Head statistics", "Compare", "Abla
 with stats:
     st.caption(f"{KIND_LABELS['encoder']}, {KIND_LABELS['decoder']} and cross-attention heads for this sentence. "
                "Click a column header to sort; hover over a header for what the column measures.")
-    table = head_stats(result.attention).round(3)
-    st.dataframe(table, hide_index=True, width="stretch", column_config=heads_tools.stat_help(table.columns))
+    tables.table(head_stats(result.attention).round(3), tables.HEAD_STATS)
     heads_tools.split_statistics(tr)
 with compare:
     heads_tools.comparison(tr, text, result)

@@ -1,7 +1,8 @@
 """Inside one head: how each attention weight is computed, step by step, on the current sentence."""
 import streamlit as st
 
-from attnscope.ui import inside_tools, widgets
+from attnscope.model.kinds import KIND_LABELS
+from attnscope.ui import inside_tools, state, widgets
 from attnscope.ui.navigation import open_page
 from attnscope.ui.text import plain
 from attnscope.viz import inside
@@ -10,17 +11,20 @@ from attnscope.viz.offsets import offset_fit_curves, rotation_circle, rotation_e
 
 tr = open_page("Inside one head")
 text, beam, max_len, result = widgets.translated_sentence(tr)
+HEAD_TAB, POSITIONS_TAB = "1–5 · The head, step by step", "6 · Positional encodings (section 3.5)"
 
 
 @st.fragment
 def head_panels() -> None:
-    """Everything that depends on the chosen head, token and step: reruns alone when they change.
+    """Everything that depends on the chosen token and step: reruns alone when they change.
     Its views are HTML (viz/inside.py says why); the positional panels below stay plotly charts."""
-    choice = inside_tools.choose(tr, result)
+    choice = inside_tools.choose(result, picked)
     step = result.steps[choice.step]
     v = inside_tools.view(tr, result, choice)
     read = " ".join(result.target_tokens[: choice.step + 1])
-    st.markdown(f"**Step {choice.step}:** the decoder has read {plain(read)} and chose “{plain(step.token)}”. "
+    st.markdown(f"**{KIND_LABELS[choice.kind]} · layer {choice.layer} · head {choice.head}** "
+                f"{'(in place of the mean of heads)' if picked.mean else ''}  \n"
+                f"**Step {choice.step}:** the decoder has read {plain(read)} and chose “{plain(step.token)}”. "
                 f"**Query:** “{plain(v.query_tokens[v.query])}” (position {v.query}) · {len(v.key_tokens)} keys · "
                 f"d_model {v.concat.size} = {v.n_heads} heads × d_k {v.q.size}")
     st.subheader("1 · Where the vectors come from")
@@ -46,6 +50,7 @@ def head_panels() -> None:
     st.subheader(f"5 · Logit lens at step {choice.step}")
     piece = lambda i: tr.bundle.tgt_codec.pieces([i])[0]  # noqa: E731
     st.html(lens_table(inside_tools.lens(tr, result, choice.step), piece))
+    state.write_url(("step",))  # a fragment rerun skips the app's own URL update
 
 
 @st.fragment
@@ -78,5 +83,13 @@ def positional_panels() -> None:
                    f"Offset {offset}: relative error {float(own[0]):.2f} here, {float(sinusoid[0]):.1e} for sinusoids.")
 
 
-head_panels()
-positional_panels()
+# Only the open tab is drawn: picking a kind, layer or head reruns the whole app (the sidebar shows the same
+# choice), and the positional panels' plotly charts would be redrawn each time (~0.1 s each in the browser).
+head_tab, positions_tab = st.tabs([HEAD_TAB, POSITIONS_TAB], key="inside_tab", on_change="rerun")
+with head_tab:
+    if head_tab.open:
+        picked = inside_tools.choose_head(tr)  # the sidebar's kind, layer and head
+        head_panels()
+with positions_tab:
+    if positions_tab.open:
+        positional_panels()

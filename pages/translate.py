@@ -7,13 +7,12 @@ from attnscope.ui.attribution_tools import values_switch
 from attnscope.ui.compare import reference_comparison
 from attnscope.ui.navigation import open_page
 from attnscope.ui.record_tools import show_opened
-from attnscope.ui.text import plain
+from attnscope.ui.translation_view import show_translation
 from attnscope.viz.heatmap import LONG_INPUT, is_long
 
 tr = open_page("Translate", record_view=show_opened)  # a record opened on the Checkpoints page: shown without a model
 text, beam, max_len, result = widgets.translated_sentence(tr)
-st.subheader(f"Translation ({tr.bundle.tgt_lang})")
-st.markdown(f"> {plain(result.text) or '(empty)'}")
+show_translation(text, result.text, tr.bundle.tgt_lang)
 
 head = selection.head()
 record = result.attention

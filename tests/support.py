@@ -206,6 +206,44 @@ class HtmlView:
 
 
 def html_views(app: Any) -> dict[str, HtmlView]:
-    """An AppTest run's st.html views by title."""
-    views = [HtmlView(element.value) for element in app.get("html")]
+    """An AppTest run's st.html views (viz/html.py's, not the translation headline or notes) by title."""
+    views = [HtmlView(element.value) for element in app.get("html") if 'class="attn-view"' in element.value]
     return {view.title: view for view in views}
+
+
+@dataclass(frozen=True)
+class TranslationBlock:
+    """The headline a page shows its translation in (ui/translation_view.py), read back from its HTML."""
+
+    source: str  # the sentence it is the translation of
+    text: str  # the translation
+    markup: str
+
+    @staticmethod
+    def of(markup: str) -> TranslationBlock | None:
+        import html
+
+        source = re.search(r'class="attn-translation" data-source="([^"]*)"', markup)
+        text = re.search(r'<div class="txt"[^>]*>(.*?)</div>', markup)
+        return None if not (source and text) else TranslationBlock(html.unescape(source[1]), html.unescape(text[1]), markup)
+
+
+def translation_shown(app: Any) -> TranslationBlock | None:
+    """The translation headline of an AppTest run, or None when the page shows none."""
+    found = [TranslationBlock.of(element.value) for element in app.get("html")]
+    return next((block for block in found if block is not None), None)
+
+
+SNAKE_CASE = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)+$")
+
+
+def readable_tables(app: Any) -> list[dict[str, str]]:
+    """Every table the run shows, as {column: help}; fails on a snake_case name or a column without help."""
+    found = []
+    for frame in app.dataframe:
+        config = json.loads(frame.proto.columns)
+        helps = {str(c): config.get(str(c), {}).get("help", "") for c in frame.value.columns}
+        assert not [c for c in helps if SNAKE_CASE.match(c)], f"raw column names shown: {list(helps)}"
+        assert all(helps.values()), f"columns without help: {[c for c, h in helps.items() if not h]}"
+        found.append(helps)
+    return found

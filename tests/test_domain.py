@@ -1,7 +1,7 @@
 """Warnings about input far from training and output cut short."""
 from __future__ import annotations
 
-from attnscope.engine.domain import input_notes, output_notes, trained_length
+from attnscope.engine.domain import input_notes, output_notes, target_language_note, trained_length, words
 from attnscope.model.config import EOS_ID, UNK_ID
 
 
@@ -28,3 +28,22 @@ def test_output_at_the_length_limit_or_far_too_short_is_flagged() -> None:
     (short,) = output_notes([5] * 30 + [EOS_ID], [8] * 10 + [EOS_ID], max_len=100)
     assert "10 tokens for 30 input tokens" in short
     assert output_notes([5] * 30 + [EOS_ID], [8] * 25 + [EOS_ID], max_len=100) == []
+
+
+ENGLISH = frozenset({"a", "man", "rides", "bike", "the", "park", "dog"})
+GERMAN = frozenset({"ein", "mann", "fährt", "fahrrad", "hund", "park", "man"})
+
+
+def test_words_are_lowercased_letter_runs() -> None:
+    assert words("Ein Mann fährt Fahrrad, 2x!") == ["ein", "mann", "fährt", "fahrrad", "x"]
+
+
+def test_target_language_input_gets_a_note_and_source_language_input_none() -> None:
+    note = target_language_note("Ein Mann fährt Fahrrad.", "en", "de", ENGLISH, GERMAN)
+    assert note.startswith("This sentence looks like German") and "4 of its 4 words (ein, mann, fährt, fahrrad)" in note
+    assert target_language_note("A man rides a bike.", "en", "de", ENGLISH, GERMAN) is None
+    # words both lists know ("park", "man") tell nothing; one German word among English ones is no reason
+    assert target_language_note("A dog in the park with a Hund.", "en", "de", ENGLISH, GERMAN) is None
+    assert target_language_note("Ein Mann im park", "en", "de", ENGLISH, GERMAN) is not None
+    assert target_language_note("Ein Mann.", "en", "en", GERMAN, GERMAN) is None  # a same-language model
+    assert target_language_note("Ein Mann.", "en", "de", frozenset(), frozenset()) is None  # no word lists

@@ -18,7 +18,7 @@ NO_PANDAS = ("attnscope", "attnscope.engine.record", "attnscope.engine.translato
              "attnscope.engine.analysis", "attnscope.engine.anatomy", "attnscope.engine.agreement",
              "attnscope.engine.dataset", "attnscope.viz.attribution", "attnscope.ui.state", "attnscope.ui.widgets",
              "attnscope.ui.compare", "attnscope.ui.figures", "attnscope.ui.stepping", "attnscope.ui.attribution_tools",
-             "attnscope.ui.heads_tools", "attnscope.ui.train_tools", "attnscope.ui.navigation")
+             "attnscope.ui.heads_tools", "attnscope.ui.train_tools", "attnscope.ui.navigation", "attnscope.ui.tables")
 
 
 def test_recording_translating_and_stepping_do_not_import_pandas() -> None:

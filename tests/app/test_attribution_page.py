@@ -8,7 +8,7 @@ import re
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from tests.support import html_views, shown
+from tests.support import html_views, readable_tables, shown
 
 PAGE = "pages/attribution.py"
 
@@ -68,10 +68,13 @@ def test_dataset_comparison_over_pasted_sentences(app: AppTest) -> None:
     app.button(key="attr_go").click().run()
     assert not app.exception
     figs = figures(app)
-    assert "Cross-attention by layer against each attribution (spearman)" in figs
+    assert "Cross-attention by layer against each attribution (Spearman rank correlation)" in figs
     assert any("Over 3 sentences" in shown(m) for m in app.markdown)
     app.button(key="attr_stats_go").click().run()
     assert any("Head statistics over 3 sentences" in shown(c) for c in app.caption)
+    agreement, stats = readable_tables(app)[-2:]  # words a student reads, each explained
+    assert list(agreement) == ["layer", "measure", "against", "rank correlation (Spearman)", "same top token", "tokens"]
+    assert "largest weight" in stats and "share on <eos>" in stats
 
 
 def test_dataset_comparison_works_offline_on_the_default_split(app: AppTest, monkeypatch, tmp_path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.support import distinct_toy_checkpoint, log_problems, shown, tensors_and_meta
+from tests.support import distinct_toy_checkpoint, log_problems, shown, tensors_and_meta, translation_shown
 
 
 class _Boom:
@@ -46,7 +46,7 @@ def test_upload_a_valid_bundle_makes_it_active_everywhere(checkpoints_page: AppT
     assert checkpoints_page.selectbox(key="manage_name").value == "My-Model"  # Manage shows the active model
     checkpoints_page.switch_page("pages/translate.py").run()
     assert not checkpoints_page.exception
-    assert any(shown(m) == "> c b a" for m in checkpoints_page.markdown)
+    assert translation_shown(checkpoints_page).text == "c b a"
 
 
 @pytest.mark.parametrize("name,data,message", [
@@ -62,7 +62,7 @@ def test_bad_uploads_are_rejected_and_the_app_keeps_working(checkpoints_page: Ap
     assert not any("unpickl" in shown(e) for e in checkpoints_page.error)
     assert checkpoints_page.session_state["checkpoint"] == "toy-reverse"
     checkpoints_page.switch_page("pages/translate.py").run()
-    assert any(shown(m) == "> c b a" for m in checkpoints_page.markdown)
+    assert translation_shown(checkpoints_page).text == "c b a"
 
 
 def test_truncated_bundle_is_rejected(checkpoints_page: AppTest, toy_checkpoint_dir: Path) -> None:
@@ -220,7 +220,7 @@ def test_hostile_files_are_rejected_in_one_sentence_and_the_active_model_stays(
     assert checkpoints_page.session_state["checkpoint"] == "toy-reverse"
     assert list(checkpoints_page.dataframe[0].value["name"]) == ["toy-reverse"]  # nothing was stored
     checkpoints_page.switch_page("pages/translate.py").run()
-    assert any(shown(m) == "> c b a" for m in checkpoints_page.markdown)
+    assert translation_shown(checkpoints_page).text == "c b a"
 
 
 

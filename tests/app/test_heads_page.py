@@ -1,12 +1,15 @@
 """AppTest journeys on Heads & layers, Positional encoding and Model anatomy."""
 from __future__ import annotations
 
+import base64
 import gzip
 import json
+import re
 
+import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from tests.support import shown, tensors_and_meta
+from tests.support import readable_tables, shown, tensors_and_meta
 
 
 def titles(app: AppTest) -> list[str]:
@@ -23,7 +26,7 @@ def test_head_statistics_table_has_a_row_per_head(app: AppTest) -> None:
     open_page(app, "pages/heads.py")
     table = app.dataframe[0].value
     assert len(table) == 3 * 2 * 4  # kinds x layers x heads of the toy model
-    assert {"entropy", "diagonal", "eos_share"} <= set(table.columns)
+    assert {"entropy (nats)", "weight on itself", "share on <eos>"} <= set(table.columns)
 
 
 def max_difference(app: AppTest) -> float:
@@ -36,6 +39,44 @@ def test_compare_defaults_to_two_different_heads(app: AppTest) -> None:
     assert app.selectbox(key="cmp_a_head").value == 0 and app.selectbox(key="cmp_b_head").value == 1
     assert "A − B" in titles(app) and "A: cross · layer 1 · head 0" in titles(app)
     assert max_difference(app) > 0
+
+
+def chart(app: AppTest, title: str) -> dict:
+    return next(json.loads(c.proto.spec) for c in app.get("plotly_chart")
+                if json.loads(c.proto.spec)["layout"]["title"]["text"] == title)
+
+
+def array(data: object) -> np.ndarray:
+    """A plotly JSON array: a list, or a typed array ({"dtype", "bdata": base64, "shape"})."""
+    if isinstance(data, dict):
+        flat = np.frombuffer(base64.b64decode(data["bdata"]), dtype=data["dtype"])
+        return flat.reshape([int(n) for n in str(data.get("shape", flat.size)).split(",")]).astype(float)
+    return np.array(data, dtype=float)
+
+
+def colour_of(scale: list, position: float) -> tuple[float, float, float]:
+    """The RGB a plotly colour scale gives at `position` in [0, 1] (linear between its stops)."""
+    stops = np.array([p for p, _ in scale])
+    rgb = np.array([[float(v) for v in re.findall(r"[\d.]+", c)[:3]] for _, c in scale])
+    return tuple(float(np.interp(position, stops, rgb[:, k])) for k in range(3))
+
+
+def test_the_difference_colours_are_the_ones_the_caption_names(app: AppTest) -> None:
+    open_page(app, "pages/heads.py")
+    a = array(chart(app, "A: cross · layer 1 · head 0")["data"][0]["z"])
+    b = array(chart(app, "B: cross · layer 1 · head 1")["data"][0]["z"])
+    trace = chart(app, "A − B")["data"][0]
+    z = array(trace["z"])
+    np.testing.assert_allclose(z, a - b, atol=1e-6)
+    assert trace["zmid"] == 0 and "zmin" not in trace and "zmax" not in trace  # centred: the sign picks the half
+    caption = next(shown(c) for c in app.caption if "puts more weight" in shown(c))
+    assert caption.startswith("Red: A puts more weight there; blue: B does")
+    limit = np.abs(z).max()
+    where_a = colour_of(trace["colorscale"], 0.5 + z.max() / (2 * limit))  # the cell where A leads most
+    where_b = colour_of(trace["colorscale"], 0.5 + z.min() / (2 * limit))  # and where B does
+    assert z.max() > 0 > z.min()
+    assert where_a[0] > where_a[2] + 50 and where_b[2] > where_b[0] + 50  # red for A, blue for B
+    assert "red: A more" in trace["colorbar"]["title"]["text"]
 
 
 def test_compare_two_sentences_whose_tokens_differ(app: AppTest) -> None:
@@ -64,12 +105,26 @@ def test_checkpoints_of_another_language_pair_are_not_compared(app: AppTest, toy
     assert any("No other checkpoint translates en→en" in shown(i) for i in app.info)
 
 
-def test_head_statistics_columns_are_explained(app: AppTest) -> None:
+def test_head_statistics_columns_are_readable_and_explained(app: AppTest) -> None:
     from attnscope.engine.analysis import STAT_DEFINITIONS
     open_page(app, "pages/heads.py")
-    columns = json.loads(app.dataframe[0].proto.columns)
-    for name in ("diagonal", "previous_token", "bos_share", "mean_distance"):
-        assert columns[name]["help"] == STAT_DEFINITIONS[name]
+    (stats,) = readable_tables(app)
+    assert list(stats) == ["attention", "layer", "head", "entropy (nats)", "largest weight", "weight on itself",
+                           "weight on previous token", "weight on next token", "share on <bos>", "share on <eos>",
+                           "share on punctuation", "mean distance (tokens)"]
+    assert stats["largest weight"] == STAT_DEFINITIONS["max_weight"]
+    assert stats["share on <bos>"] == STAT_DEFINITIONS["bos_share"]
+
+
+def test_ablation_tables_are_readable(app: AppTest, monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("ATTNSCOPE_DATA", str(tmp_path))
+    open_page(app, "pages/heads.py")
+    app.multiselect(key="ablate_heads").set_value([("cross", 0, 0)]).run()
+    app.number_input(key="ablate_n").set_value(2)
+    app.button(key="ablate_go").click().run()
+    tables = readable_tables(app)
+    assert list(tables[1]) == ["step", "token", "probability with all heads", "probability without them", "change"]
+    assert list(tables[2]) == ["BLEU with all heads", "BLEU without them", "BLEU change", "sentences"]
 
 
 def test_ablating_every_cross_head_changes_the_translation(app: AppTest) -> None:
@@ -93,13 +148,13 @@ def test_an_ablation_bleu_is_never_shown_for_other_heads(app: AppTest, monkeypat
     app.number_input(key="ablate_n").set_value(2).run()
     app.button(key="ablate_go").click().run()
     assert not app.exception
-    bleu = [d.value for d in app.dataframe if "bleu_change" in d.value.columns]
+    bleu = [d.value for d in app.dataframe if "BLEU change" in d.value.columns]
     assert len(bleu) == 1 and int(bleu[0]["sentences"][0]) == 2
     app.multiselect(key="ablate_heads").set_value([("cross", 0, 0), ("cross", 1, 3)]).run()
-    assert not any("bleu_change" in d.value.columns for d in app.dataframe)  # the old heads' score is gone
+    assert not any("BLEU change" in d.value.columns for d in app.dataframe)  # the old heads' score is gone
     assert any("measure again" in c.value for c in app.caption)
     app.multiselect(key="ablate_heads").set_value([("cross", 0, 0)]).run()
-    assert any("bleu_change" in d.value.columns for d in app.dataframe)  # back to the heads it was measured for
+    assert any("BLEU change" in d.value.columns for d in app.dataframe)  # back to the heads it was measured for
 
 
 def test_rollout_views_render(app: AppTest) -> None:
@@ -166,5 +221,7 @@ def test_compare_two_checkpoints(app: AppTest, toy_checkpoint_dir, tmp_path, mon
     assert not app.exception
     assert any(shown(m).startswith("**toy-reverse-copy:**") for m in app.markdown)
     delta = app.dataframe[-1].value
-    assert "entropy_delta" in delta.columns and float(delta["entropy_delta"].abs().max()) < 1e-6
+    change = "entropy (nats): change"
+    assert change in delta.columns and float(delta[change].abs().max()) < 1e-6
+    readable_tables(app)
     assert "A − B" in titles(app)

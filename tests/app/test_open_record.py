@@ -12,7 +12,7 @@ from attnscope.engine.analysis import head_stats
 from attnscope.engine.capture import record_attention
 from attnscope.engine.record_files import read_record
 from tests.byom_models import M3Seq2Seq, m3_greedy
-from tests.support import html_views, shown
+from tests.support import html_views, readable_tables, shown
 
 
 def m3_record():  # noqa: ANN201
@@ -75,7 +75,8 @@ def test_an_opened_record_is_stepped_through_and_its_heads_read_without_a_model(
     assert len(app.get("plotly_chart")) == 1
     table = app.dataframe[0].value
     want = head_stats(record).round(3)
-    assert list(table["kind"]) == list(want["kind"]) and np.allclose(table["entropy"], want["entropy"])
+    assert list(table["attention"]) == list(want["kind"]) and np.allclose(table["entropy (nats)"], want["entropy"])
+    assert readable_tables(app)  # shown in words, each column explained
     assert len(table) == sum(record.n_layers(k) * record.n_heads for k in ("encoder", "decoder", "cross"))
 
     app.button(key="close_record_heads").click().run()  # closed: the page runs the active checkpoint again

@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.support import shown
+from tests.support import CEILING, ROOT, readable_tables, shown, translation_shown
 
 
 def chart_specs(at: AppTest) -> list[dict]:
@@ -23,7 +26,7 @@ def test_page_translates_and_draws_the_chosen_kind_only(app: AppTest) -> None:
     app.session_state["sentence"] = "a b c d"
     app.run()
     assert not app.exception
-    assert any(shown(m) == "> d c b a" for m in app.markdown)
+    assert translation_shown(app).text == "d c b a"
     specs = chart_specs(app)
     assert len(specs) == 1 and specs[0]["layout"]["title"]["text"].startswith("Cross-attention")
     grids = grid_specs(app)
@@ -95,7 +98,7 @@ def test_url_parameters_restore_the_view(app: AppTest) -> None:
     assert not app.exception
     assert app.session_state["sentence"] == "c b a"
     assert app.session_state["layer"] == 1 and app.session_state["head"] == 2
-    assert any(shown(m).startswith("> ") for m in app.markdown)
+    assert translation_shown(app).source == "c b a"
     assert "layer 1 · head 2" in chart_specs(app)[0]["layout"]["title"]["text"]
 
 
@@ -127,3 +130,71 @@ def test_examples_menu_fills_the_box_and_resets(app: AppTest) -> None:
 def state_examples() -> tuple[str, ...]:
     from attnscope.ui.state import EXAMPLES
     return EXAMPLES
+
+
+def test_translate_button_translates_what_the_box_holds(app: AppTest) -> None:
+    app.session_state["sentence"] = "a b c d"
+    app.run()
+    assert app.button(key="translate_go").label == "Translate"
+    app.text_area(key="_w_sentence").set_value("a b e")
+    app.button(key="translate_go").click().run()
+    assert not app.exception
+    block = translation_shown(app)
+    assert (block.source, block.text) == ("a b e", "e b a")  # the block names the sentence it translates
+    assert app.session_state["sentence"] == "a b e"
+
+
+def test_a_stale_translation_is_marked_with_its_own_sentence(app: AppTest) -> None:
+    """The note the browser shows while the box holds other text (tests/e2e checks it appears) names the
+    sentence the results belong to."""
+    app.session_state["sentence"] = "c a b"
+    app.run()
+    (markup,) = [h.value for h in app.get("html") if 'class="attn-sentence"' in h.value]
+    assert 'data-source="c a b"' in markup  # what the browser compares the box with
+    note = re.search(r'<div class="stale"[^>]*>(.*?)</div>', markup)[1]
+    assert "Press <b>Translate</b>" in note and "belongs to the previous sentence: “c a b”" in note
+
+
+def test_the_translation_is_the_headline_not_a_quote(app: AppTest) -> None:
+    app.session_state["sentence"] = "a b c d"
+    app.run()
+    assert not any("d c b a" in shown(m) for m in app.markdown)  # no longer a pale blockquote
+    style = re.search(r"\.attn-translation \.txt\{([^}]*)\}", translation_shown(app).markup)[1]
+    assert "font-size:2.75rem" in style and "color:inherit" in style and "opacity:1" in style  # as large as the title
+
+
+def test_reference_comparison_table_is_readable(app: AppTest) -> None:
+    app.session_state["sentence"] = "a b c"
+    app.run()
+    app.text_input(key="reference").set_value("c a b").run()
+    assert not app.exception
+    (table,) = readable_tables(app)
+    assert list(table) == ["step", "reference token", "model's probability of it", "model's own choice"]
+
+
+@pytest.fixture
+def shipped_app(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> AppTest:
+    """The app on the repository's shipped checkpoints (default: English → German)."""
+    import streamlit as st
+
+    monkeypatch.setenv("ATTNSCOPE_CHECKPOINTS", str(ROOT / "checkpoints"))
+    monkeypatch.setenv("ATTNSCOPE_USER_MODELS", str(tmp_path / "user_models"))
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    return AppTest.from_file(str(ROOT / "app.py"), default_timeout=CEILING)
+
+
+def language_hints(app: AppTest) -> list[str]:
+    return [shown(i) for i in app.info if "looks like" in shown(i)]
+
+
+def test_german_typed_into_the_en_de_model_gets_a_gentle_hint(shipped_app: AppTest) -> None:
+    shipped_app.session_state["sentence"] = "Ein Mann fährt Fahrrad."
+    shipped_app.run()
+    assert not shipped_app.exception and not shipped_app.error and not shipped_app.warning  # a hint, not an error
+    (hint,) = language_hints(shipped_app)
+    assert hint.startswith("This sentence looks like German") and "ein, mann, fährt, fahrrad" in hint
+    assert "type a sentence in English" in hint
+    shipped_app.text_area(key="_w_sentence").set_value("A man rides a bike.").run()
+    assert not language_hints(shipped_app)
+    assert translation_shown(shipped_app).source == "A man rides a bike."

@@ -106,3 +106,57 @@ def test_long_input_is_flagged_thinned_and_scaled(server: str, page: Page) -> No
     ticks = heatmap.locator(".xtick text").all_inner_texts()
     assert 0 < len(ticks) <= 40, ticks
     expect(page.get_by_text("each cell averages 2×2 positions", exact=False)).to_be_visible()
+
+
+def test_wide_step_tables_scroll_with_a_cue(server: str, page: Page, tmp_path) -> None:
+    """Issue 23: a table wider than its column says so and scrolls; a table that fits says nothing."""
+    sentence = " ".join("abcdefghij"[i % 10] for i in range(45))
+    page.goto(f"{server}/step?sentence={quote_plus(sentence)}")
+    cross = page.locator(".attn-view").filter(has=page.locator(".t", has_text="Cross-attention of step 0,"))
+    expect(cross).to_be_visible()
+    settled(page)
+    scroller, cue = cross.locator(".w"), cross.locator(".cue")
+    assert scroller.evaluate("e => e.scrollWidth > e.clientWidth + 100")  # 46 keys: far wider than the column
+    expect(cue).to_have_text("wider than the page: scroll sideways for the rest →")
+    expect(cue).to_have_css("opacity", "1")
+    cross.screenshot(path=str(tmp_path / "step-wide-table.png"))
+    scroller.evaluate("e => { e.scrollLeft = e.scrollWidth; }")
+    expect(cue).to_have_css("opacity", "0")  # at the right end: nothing more to see
+    label = cross.locator("th.r").first  # the row names stay in view while the cells scroll
+    assert label.bounding_box()["x"] >= scroller.bounding_box()["x"] - 1
+    page.goto(f"{server}/step?sentence={quote_plus('a b c')}")
+    small = page.locator(".attn-view").filter(has=page.locator(".t", has_text="Cross-attention of step 0,"))
+    expect(small).to_be_visible()
+    settled(page)
+    assert small.locator(".w").evaluate("e => e.scrollWidth <= e.clientWidth")
+    expect(small.locator(".cue")).to_have_css("opacity", "0")
+    assert small.locator(".cue").bounding_box()["height"] == 0  # and takes no room
+
+
+def test_beam_tree_labels_fit_without_overlapping(server: str, page: Page, tmp_path) -> None:
+    """Issue 23: the beam tree's node labels, at beam 16 with pruned branches, all inside the figure and
+    none on top of another."""
+    page.goto(f"{server}/step?sentence={quote_plus('a b c d e f g h')}")
+    beam = page.get_by_label("Beam size (1 = greedy, max 16)")
+    beam.fill("16")
+    beam.press("Enter")
+    expect(chart_title(page, "Beam search tree")).to_be_visible()
+    settled(page)
+    page.get_by_text("Show pruned branches").click()
+    tree = page.get_by_test_id("stPlotlyChart").filter(has=chart_title(page, "Beam search tree"))
+    expect(tree.locator(".legendtext", has_text="pruned")).to_be_visible()  # the redrawn tree
+    settled(page)
+    tree.screenshot(path=str(tmp_path / "beam-tree.png"))
+    frame = tree.locator("svg.main-svg").first.bounding_box()
+    boxes = tree.locator(".textpoint text").evaluate_all(
+        "texts => texts.filter(t => t.textContent).map(t => { const b = t.getBoundingClientRect();"
+        " return [t.textContent, b.left, b.top, b.right, b.bottom]; })")
+    assert len(boxes) > 10
+    inside = [b for b in boxes if b[1] >= frame["x"] and b[3] <= frame["x"] + frame["width"]
+              and b[2] >= frame["y"] and b[4] <= frame["y"] + frame["height"]]
+    assert inside == boxes, [b for b in boxes if b not in inside]
+    overlapping = [(a[0], b[0]) for i, a in enumerate(boxes) for b in boxes[i + 1:]
+                   if a[1] < b[3] - 0.5 and b[1] < a[3] - 0.5 and a[2] < b[4] - 0.5 and b[2] < a[4] - 0.5]
+    assert not overlapping, overlapping
+    title = chart_title(page, "Beam search tree").bounding_box()
+    assert title["y"] >= frame["y"] - 0.5  # the two-line title is drawn whole

@@ -86,7 +86,8 @@ def test_beam_tree_highlights_the_chosen_path() -> None:
     names = {t.name for t in fig.data if t.name}
     assert names == {"extended", "pruned", "finished"}
     (red,) = [t for t in fig.data if t.mode == "lines" and t.line.color == "crimson"]
-    assert [x for x in red.x if x is not None] == [0, 1, 1, 2]  # two edges: root -> 5 -> <eos>
+    # two edges, each an elbow from one step's row to the next: root -> 5 -> <eos>
+    assert [y for y in red.y if y is not None] == [0, 0.5, 0.5, 1, 1, 1.5, 1.5, 2]
 
 
 def test_positional_figures() -> None:
@@ -160,3 +161,41 @@ def test_step_source_shows_the_selected_head_or_the_mean() -> None:
     assert np.allclose(shown(HtmlView(step_source(rows, 1, None))), rows.cross[1].mean(0), atol=5e-4)
     view = HtmlView(step_source(rows, 0, 2))
     assert np.allclose(shown(view), rows.cross[0, 2], atol=5e-4) and "step 2" in view.title
+
+
+def test_colour_bars_and_log_axes_speak_plain_words() -> None:
+    """Scales are named in words ("share of its head's maximum", not "÷ head max"); log axes write 1e-06,
+    not SI prefixes ("1µ", "100n")."""
+    from attnscope.engine.offsets import rotation_check
+    from attnscope.viz.attribution import methods_side_by_side
+    from attnscope.viz.offsets import offset_fit_curves, rotation_errors
+
+    grid = heads_grid(pattern_record("uniform"), "encoder", per_head_scale=True)
+    methods = methods_side_by_side({"a": np.array([1.0, 3.0])}, ("s0", "s1"))
+    for title in (grid.data[0].colorbar.title.text, methods.data[0].colorbar.title.text):
+        assert "÷" not in title and "maximum" in title
+    check = rotation_check(sinusoidal_table(32, 8).numpy(), 2)
+    for fig in (rotation_errors(check), offset_fit_curves([1, 2], {"sinusoidal": np.array([1e-7, 2e-7])})):
+        axis = fig.layout.yaxis
+        assert (axis.type, axis.exponentformat, axis.showexponent) == ("log", "e", "all")
+
+
+def test_beam_tree_rows_grow_with_the_steps_and_labels_fit_their_column() -> None:
+    """Steps run down the figure (one row each, so the figure grows instead of crowding); a token wider
+    than its column is cut with "…" and named whole on hover."""
+    from attnscope.viz.beam_tree import LABEL_PX, PLOT_PX, ROW_PX, fit_label
+
+    beam = wide_beam()
+    fig = beam_tree(beam, lambda i: f"Straßenbahnhaltestelle{i}", top=None, show_pruned=True)
+    nodes = [t for t in fig.data if t.mode == "markers+text"]
+    assert all(t.cliponaxis is False and t.textposition == "middle right" for t in nodes)
+    assert sorted({y for t in nodes for y in t.y}) == [0, 1, 2] and fig.layout.height >= 3 * ROW_PX
+    columns = 1 + max(x for t in nodes for x in t.x)
+    for trace in nodes:
+        for text, (_, _, _, whole) in zip(trace.text, trace.customdata):
+            if text:
+                assert text.endswith("…") and whole.startswith(text[:-1])
+                assert len(text) * LABEL_PX <= PLOT_PX / columns  # fits its column
+    assert fit_label("und", 100) == "und" and fit_label("Straßenbahn", 40) == "Stra…"
+    low, high = fig.layout.yaxis.range
+    assert low > 2 and high < 0  # step 0 on top

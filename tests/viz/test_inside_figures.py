@@ -37,9 +37,13 @@ def shown(markup: str) -> HtmlView:
 
 
 def painted_like(markup: str, want: np.ndarray) -> bool:
-    """Whether a view paints exactly the colours of `want` (rows of vectors) on its diverging scale."""
+    """Whether a view paints exactly the colours of `want` (rows of vectors) on its diverging scales:
+    one for all rows of up to WIDE dimensions, one per row (band) beyond."""
     want = np.asarray(want, dtype=np.float32)
-    expected = diverging_colours(want, float(np.abs(want).max()))
+    if want.shape[1] > inside.WIDE:
+        expected = [diverging_colours(row, float(np.abs(row).max())) for row in want]
+    else:
+        expected = diverging_colours(want, float(np.abs(want).max()))
     return [row.painted() for row in shown(markup).body_rows()] == [list(r) for r in expected]
 
 
@@ -75,6 +79,25 @@ def test_long_vectors_are_bands_with_norm_and_extremes_on_hover() -> None:
     assert painted_like(inside.strips(rows, ["a", "b"], title="t"), rows)
 
 
+def test_a_band_of_small_values_uses_the_full_colour_range_and_shows_it() -> None:
+    """Next to a band of large values, one of values 10,000 times smaller is not left white: each band has
+    its own colour scale, written beside it."""
+    rng = np.random.default_rng(1)
+    large, small = rng.normal(size=(2, inside.WIDE + 36)).astype(np.float32) * np.float32([[10.0], [0.001]])
+    markup = inside.strips(np.stack([large, small]), ["large", "small"], title="t")
+    view = shown(markup)
+    ends = set(diverging_colours(np.array([-1.0, 1.0]), 1.0))  # the scale's darkest blue and red
+    for row, values in zip(view.body_rows(), (large, small)):
+        limit = float(np.abs(values).max())
+        assert row.tail == f"±{limit:.3g}"  # the band's range, beside it
+        painted = row.painted()
+        assert painted[int(np.abs(values).argmax())] in ends  # its largest value takes the end of the scale
+        assert len(set(painted)) > 20  # and the band is not one pale colour
+    assert "each band on its own scale" in " ".join(view.texts)
+    shared = diverging_colours(small, float(np.abs(large).max()))  # what one shared scale painted
+    assert len(set(shared)) < 3  # (near white: why the scale is per band)
+
+
 def test_strips_refuse_labels_that_do_not_fit() -> None:
     with pytest.raises(ValueError, match="must be distinct"):
         inside.strips(np.zeros((2, 3)), ["a", "a"], title="t")
@@ -107,12 +130,13 @@ def test_head_slices_mark_each_head(case) -> None:
     markup = inside.head_slices(v)
     view = shown(markup)
     d_head = v.head_output.size
-    assert [t for t in view.texts if t.startswith("head ")] == [f"head {h}" for h in range(v.n_heads)]
+    parts = v.concat.astype(np.float32).reshape(v.n_heads, d_head)
+    limits = np.abs(parts).max(1)
+    assert [t for t in view.texts if t.startswith("head ")] == [f"head {h} · ±{m:.3g}" for h, m in enumerate(limits)]
     assert [h.split(":")[0] for h in view.hovers] == [f"head {h}" for h in range(v.n_heads)]
     assert view.hovers[v.head].startswith(f"head {v.head}: dimensions {v.head_slice[0]}…{v.head_slice[1] - 1}")
-    assert markup.count('class="hb on"') == 1 and f'<span class="hb on"><span class="hn">head {v.head}<' in markup
-    concat = v.concat.astype(np.float32)
-    expected = list(diverging_colours(concat, float(np.abs(concat).max())))
+    assert markup.count('class="hb on"') == 1 and f'<span class="hb on"><span class="hn">head {v.head} ·' in markup
+    expected = [c for part, m in zip(parts, limits) for c in diverging_colours(part, float(m))]  # a scale per head
     bands = re.findall(r'class="hg" style="[^"]*background:(linear-gradient\([^)]*\))', markup)
     assert re.findall(r"#[0-9a-f]{6}", "".join(bands)) == expected
     assert len(expected) == v.n_heads * d_head

@@ -1,10 +1,12 @@
-"""Warnings that make a poor translation unsurprising: input far from training, output cut short.
+"""Warnings that make a poor translation unsurprising: input far from training, in the wrong language,
+output cut short.
 
-Pure functions of a checkpoint's summary and one translation's ids; the pages show what they return.
+Pure functions of a checkpoint's summary, word lists and one translation's ids; the pages show what they return.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+import re
+from typing import AbstractSet, Any, Mapping, Sequence
 
 from attnscope.model.config import EOS_ID, UNK_ID
 
@@ -14,6 +16,8 @@ from attnscope.model.config import EOS_ID, UNK_ID
 TRAINED_SOURCE_TOKENS = {"multi30k": 40, "copy": 10, "reverse": 10, "sort": 10}
 SHORT_OUTPUT_RATIO = 0.5  # output/source token ratio below which part of the input was probably left out
 # (on Multi30k the 1st percentile of that ratio is 0.68)
+LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "cs": "Czech"}
+_WORD = re.compile(r"[^\W\d_]+")  # a run of letters, in any script
 
 
 def trained_length(summary: Mapping[str, Any]) -> int | None:
@@ -50,3 +54,34 @@ def output_notes(source_ids: Sequence[int], output_ids: Sequence[int], max_len: 
         return [f"The output has {n_out} tokens for {n_src} input tokens: the model may have left part of the "
                 "input untranslated (it ends when it predicts the end of the sentence)."]
     return []
+
+
+def words(text: str) -> list[str]:
+    """The lowercased words (runs of letters) of `text`, in order."""
+    return _WORD.findall(text.lower())
+
+
+def language_name(code: str) -> str:
+    return LANGUAGE_NAMES.get(code, code)
+
+
+def target_language_note(text: str, src_lang: str, tgt_lang: str, source_words: AbstractSet[str],
+                         target_words: AbstractSet[str]) -> str | None:
+    """A gentle note when the input reads like the model's target language, or None.
+
+    Only words that one of the two word lists knows and the other does not tell the languages apart
+    ("park" is both English and German); the note appears when at least two of the input's words are
+    known to the target side alone and they outnumber those known to the source side alone two to one.
+    """
+    if src_lang == tgt_lang:
+        return None
+    found = words(text)
+    target_only = [w for w in found if w in target_words and w not in source_words]
+    source_only = [w for w in found if w in source_words and w not in target_words]
+    if len(target_only) < 2 or len(target_only) < 2 * len(source_only):
+        return None
+    src, tgt = language_name(src_lang), language_name(tgt_lang)
+    shown = ", ".join(dict.fromkeys(target_only[:6]))
+    return (f"This sentence looks like {tgt}, the language this model translates into: {len(target_only)} of its "
+            f"{len(found)} words ({shown}) occur in {tgt} sentences of Multi30k but in no {src} one. The model reads "
+            f"{src} ({src_lang} → {tgt_lang}): type a sentence in {src} to see it translate.")

@@ -17,7 +17,7 @@ from attnscope.engine.record import AttentionRecord
 from attnscope.engine.step_attribution import StepAttributions, step_attributions
 from attnscope.engine.translator import Translation, Translator
 from attnscope.training.data import DataError, sample_pairs
-from attnscope.ui import selection, widgets
+from attnscope.ui import selection, tables, widgets
 from attnscope.ui.text import plain
 from attnscope.viz.attribution import alignment_figure, layer_agreement_figure
 
@@ -169,11 +169,11 @@ def dataset_comparison(tr: Translator) -> None:
         refs = [r for r in (VALUE_ZEROING, INTEGRATED, "gradient × input") if r in set(summary["reference"])]
         st.markdown(f"Over {saved[1]} sentences, the cross-attention layer that best matches " +
                     "; ".join(f"{r}: **layer {best_layer(summary, r)}**" for r in refs) + ".")
-        st.dataframe(summary.round(3), hide_index=True, width="stretch")
+        tables.table(summary.round(3), tables.LAYER_AGREEMENT)
     stats = st.session_state.get("attr_stats")
     if stats and stats[0] == tr.cache_key:
         st.caption(f"Head statistics over {stats[1]} sentences (batched capture)")
-        st.dataframe(stats[2].round(3), hide_index=True, width="stretch")
+        tables.table(stats[2].round(3), tables.HEAD_STATS)
 
 
 @st.cache_data(max_entries=32, show_spinner="Attributing this translation…")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from attnscope.engine.translator import Translation
-from attnscope.ui import widgets
+from attnscope.ui import tables, widgets
 from attnscope.ui.text import plain
 from attnscope.viz.heatmap import record_heatmap
 
@@ -34,6 +34,8 @@ def reference_comparison(free: Translation, forced: Translation, layer: int, hea
     with cols[1]:
         st.caption("Teacher-forced on the reference")
         widgets.chart(record_heatmap(forced.attention, "cross", kind_layer, head, row_labels=forced.output_tokens), "ref-forced")
-    st.dataframe({"step": list(range(len(forced.steps))), "reference token": list(forced.output_tokens),
-                  "model's probability of it": [round(s.prob, 4) for s in forced.steps],
-                  "model's own choice": [s.top_k[0][0] for s in forced.steps]}, hide_index=True)
+    import pandas as pd
+
+    tables.table(pd.DataFrame({"step": list(range(len(forced.steps))), "reference token": list(forced.output_tokens),
+                               "model's probability of it": [round(s.prob, 4) for s in forced.steps],
+                               "model's own choice": [s.top_k[0][0] for s in forced.steps]}), tables.REFERENCE)

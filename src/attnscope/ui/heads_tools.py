@@ -1,12 +1,9 @@
 """Widgets of the Heads & layers page: split statistics, comparisons, ablation, rollout."""
 from __future__ import annotations
 
-from typing import Sequence
-
 import streamlit as st
 
 from attnscope.engine.analysis import (
-    STAT_DEFINITIONS,
     AblationResult,
     ablate_sentence,
     ablation_bleu,
@@ -20,10 +17,10 @@ from attnscope.engine.head_gate import HeadKey
 from attnscope.engine.record import KINDS
 from attnscope.engine.translator import Translation, Translator
 from attnscope.training.data import DataError, sample_pairs
-from attnscope.ui import state, widgets
+from attnscope.ui import state, tables, widgets
 from attnscope.ui.attribution_tools import MAX_STATS_SAMPLE
 from attnscope.ui.text import plain
-from attnscope.viz.heatmap import attention_heatmap, head_weights
+from attnscope.viz.heatmap import DIFFERENCE_CAPTION, attention_heatmap, difference_heatmap, head_weights
 
 MAX_SAMPLE = 200  # sentences for the ablation BLEU: translated twice, keeps a CPU-only run under a minute or two
 SPLITS = ("val", "test_2016_flickr", "test_2017_flickr")
@@ -52,7 +49,7 @@ def split_statistics(tr: Translator) -> None:
     saved = st.session_state.get("split_stats")
     if saved and saved[0] == tr.cache_key:
         st.caption(f"{saved[2]} sentences of {saved[1]}")
-        st.dataframe(saved[3].round(3), hide_index=True, width="stretch", column_config=stat_help(saved[3].columns))
+        tables.table(saved[3].round(3), tables.HEAD_STATS)
 
 
 def _pick(label: str, key: str, tr: Translator, default: tuple[str, int, int | None]) -> tuple[str, int, int | None]:
@@ -120,7 +117,7 @@ def comparison(tr: Translator, text: str, result: Translation) -> None:
                    "translation, so both read the same target.")
         if result.attention.encoder.shape[:2] == second.attention.encoder.shape[:2]:
             delta = head_stats_delta(result.attention, second.attention)
-            st.dataframe(delta.round(3), hide_index=True, width="stretch", column_config=stat_help(delta.columns))
+            tables.table(delta.round(3), tables.HEAD_STATS_DELTA)
         b, rec_a, rec_b, names_b = a, result.attention, second.attention, second.output_tokens
     za, zb = head_weights(rec_a, a[0], a[1], a[2]), head_weights(rec_b, b[0], b[1], b[2])
     qa, ka = rec_a.axes(a[0])
@@ -134,9 +131,7 @@ def comparison(tr: Translator, text: str, result: Translation) -> None:
     diff = map_difference(za, qa, ka, zb, qb, kb)
     cols = st.columns(2)
     with cols[0]:
-        fig = attention_heatmap(diff.values, diff.row_labels, diff.col_labels, title="A − B", per_head_scale=True)
-        fig.update_traces(colorscale="RdBu", zmid=0, colorbar=dict(title="A − B", thickness=12))
-        widgets.chart(fig, "cmp-diff")
+        widgets.chart(difference_heatmap(diff.values, diff.row_labels, diff.col_labels), "cmp-diff")
     with cols[1]:
         st.markdown(f"**max |A − B| = {diff.max_abs:.3f}**")
         if not diff.same_tokens:
@@ -145,18 +140,7 @@ def comparison(tr: Translator, text: str, result: Translation) -> None:
                        "marks a position where A and B have different tokens."
                        + (f" {diff.dropped_rows} row(s) and {diff.dropped_cols} column(s) that only one map has are left out."
                           if left_out else ""))
-        st.caption("Red: A puts more weight there; blue: B does.")
-
-
-def stat_help(columns: Sequence[str]) -> dict[str, object]:
-    """Column help (shown on hover) for head-statistics tables, including their _a/_b/_delta variants."""
-    config: dict[str, object] = {}
-    for column in columns:
-        base, _, side = column.rpartition("_") if column.endswith(("_a", "_b", "_delta")) else (column, "", "")
-        if base in STAT_DEFINITIONS:
-            suffix = {"a": " (first checkpoint)", "b": " (second checkpoint)", "delta": " Second minus first."}.get(side, "")
-            config[column] = st.column_config.NumberColumn(column, help=STAT_DEFINITIONS[base] + suffix, format="%.3f")
-    return config
+        st.caption(DIFFERENCE_CAPTION)
 
 
 @st.cache_data(max_entries=32, show_spinner="Translating without those heads…")
@@ -183,7 +167,7 @@ def ablation(tr: Translator, text: str, result: Translation) -> None:
     heads = tuple(sorted(tuple(h) for h in chosen))
     outcome = _ablate_sentence(tr, tr.cache_key, text, heads)
     st.markdown(f"**With all heads:** {plain(outcome.baseline.text)}  \n**Without them:** {plain(outcome.ablated.text)}")
-    st.dataframe(outcome.token_changes.round(4), hide_index=True, width="stretch")
+    tables.table(outcome.token_changes.round(4), tables.ABLATION_TOKENS)
     cols = st.columns(3)
     split = cols[0].selectbox("BLEU on split", SPLITS, key="ablate_split")
     n = cols[1].number_input(f"Sentences (max {MAX_SAMPLE})", 1, MAX_SAMPLE, 50, key="ablate_n")
@@ -194,7 +178,9 @@ def ablation(tr: Translator, text: str, result: Translation) -> None:
             st.session_state["ablate_bleu"] = (measured_for, _ablation_bleu(tr, tr.cache_key, tuple(pairs), heads))
     saved = st.session_state.get("ablate_bleu")
     if saved and saved[0] == measured_for:
-        st.dataframe([saved[1]], hide_index=True)
+        import pandas as pd
+
+        tables.table(pd.DataFrame([saved[1]]), tables.ABLATION_BLEU)
     elif saved:
         st.caption("The heads, split or model changed since the last BLEU measurement: measure again.")
 

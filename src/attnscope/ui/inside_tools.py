@@ -16,7 +16,7 @@ from attnscope.engine.translator import Translation, Translator
 from attnscope.model.config import BOS_ID
 from attnscope.model.kinds import KIND_LABELS, KINDS, Kind
 from attnscope.model.transformer import sinusoidal_table
-from attnscope.ui import state
+from attnscope.ui import selection, state
 
 
 @dataclass(frozen=True)
@@ -99,31 +99,54 @@ def _select(label: str, options: list, key: str, default: object, **kwargs) -> o
     return st.selectbox(label, options, key=key, **kwargs)
 
 
-def choose(tr: Translator, result: Translation) -> Choice:
-    """Kind, layer, head, step and query token; kind, layer and head start from the sidebar's choice."""
+@dataclass(frozen=True)
+class HeadChoice:
+    """The sidebar's attention kind, layer and head as this page opens them (one head: never a mean)."""
+
+    kind: Kind
+    layer: int
+    head: int
+    mean: bool  # the sidebar says "mean of heads": `head` is head 0, shown in its place
+
+
+def choose_head(tr: Translator) -> HeadChoice:
+    """Attention kind, layer and head: the sidebar's own values, shown and set here too (each picker is
+    bound to the same session key as the sidebar's). Drawn outside the page's fragment, so a change
+    reruns the whole app and the sidebar shows it at once."""
     c = tr.model.config
-    cols = st.columns([3, 1, 1, 2, 2])
+    cols = st.columns([3, 1, 2])
     with cols[0]:
-        kind = _select("Attention", list(KINDS), "inside_kind", st.session_state.get("kind", "cross"),
-                       format_func=KIND_LABELS.get)
+        st.selectbox("Attention", list(KINDS), format_func=KIND_LABELS.get, **state.keep("kind", "cross", "inside_kind"))
+    kind = selection.kind()
     n_layers = c.n_encoder_layers if kind == "encoder" else c.n_decoder_layers
+    st.session_state["layer"] = selection.fit_layer(n_layers)
     with cols[1]:
-        layer = _select("Layer", list(range(n_layers)), "inside_layer", st.session_state.get("layer", 0))
-    sidebar_head = st.session_state.get("head", 0)
+        st.selectbox("Layer", list(range(n_layers)), **state.keep("layer", 0, "inside_layer"))
     with cols[2]:
-        head = _select("Head", list(range(c.n_heads)), "inside_head", sidebar_head if sidebar_head != "mean" else 0,
-                       format_func=lambda h: f"head {h}")
+        st.selectbox("Head", ["mean", *range(c.n_heads)], **state.keep("head", "mean", "inside_head"),
+                     format_func=lambda h: "mean of heads (head 0 shown)" if h == "mean" else f"head {h}")
+    head = selection.head()
+    if head is None:
+        st.info("The sidebar's head is the mean of heads, which has no single computation to open: this page "
+                "shows head 0. Pick a head here or in the sidebar to see another.", icon=":material/info:")
+    return HeadChoice(kind, selection.fit_layer(n_layers), 0 if head is None else head, head is None)
+
+
+def choose(result: Translation, picked: HeadChoice) -> Choice:
+    """The decoding step (shared with the Step page) and the query token of the picked head."""
+    kind = picked.kind
+    cols = st.columns(2)
     n_steps = len(result.steps)
     step = min(max(int(st.session_state.get("step", 0)), 0), n_steps - 1)
     st.session_state["step"] = step
-    with cols[3]:
+    with cols[0]:
         if n_steps > 1:
             step = int(st.slider("Decoding step", 0, n_steps - 1, help="Shared with the Step page.", **state.keep("step", step)))
     queries = result.source_tokens if kind == "encoder" else result.target_tokens[: step + 1]
     if kind != "encoder" and st.session_state.get("_inside_query_step") != step:
         st.session_state[f"inside_query_{kind}"] = step  # a new step opens the token the decoder reads at it
     st.session_state["_inside_query_step"] = step
-    with cols[4]:
+    with cols[1]:
         query = _select("Query token", list(range(len(queries))), f"inside_query_{kind}",
                         0 if kind == "encoder" else step, format_func=lambda i: f"{i}: {queries[i]}")
-    return Choice(kind, int(layer), int(head), step, int(query))
+    return Choice(kind, picked.layer, picked.head, step, int(query))

@@ -10,8 +10,7 @@ import streamlit as st
 
 from attnscope.engine.analysis import head_stats
 from attnscope.engine.record import KIND_LABELS, AttentionRecord
-from attnscope.ui import record_tools, selection, widgets
-from attnscope.ui.heads_tools import stat_help
+from attnscope.ui import record_tools, selection, tables, widgets
 from attnscope.ui.stepping import step_controls
 from attnscope.ui.text import plain
 from attnscope.viz.grid import heads_grid
@@ -67,6 +66,5 @@ def show_on_heads() -> bool:
     widgets.chart(heads_grid(record, kind, per_head_scale=st.session_state.get("per_head_scale", False),
                              selected=(selection.layer(record, kind), _head(record))), "record-heads-grid")
     st.subheader("Head statistics of this sentence")
-    table = head_stats(record).round(3)
-    st.dataframe(table, hide_index=True, width="stretch", column_config=stat_help(table.columns))
+    tables.table(head_stats(record).round(3), tables.HEAD_STATS)
     return True

@@ -125,18 +125,21 @@ def hypothesis(tr: Translator, text: str, ids: tuple[int, ...]) -> Translation:
     return _hypothesis(tr, tr.cache_key, text, ids)
 
 
-def keep(key: str, default: object) -> dict[str, object]:
+def keep(key: str, default: object, widget: str | None = None) -> dict[str, object]:
     """Widget kwargs whose value survives page switches (Streamlit drops state of unrendered widgets).
 
-    The value lives under `key`; the widget uses a shadow key and copies back on change.
+    The value lives under `key`; the widget uses a shadow key (`widget`, default "_w_" + key) and copies
+    back on change, so two widgets with their own shadow keys (the sidebar's and a page's) show and set
+    one value.
     """
+    widget = widget or "_w_" + key
     st.session_state.setdefault(key, default)
-    st.session_state["_w_" + key] = st.session_state[key]
-    return {"key": "_w_" + key, "on_change": _copy_back, "args": (key,)}
+    st.session_state[widget] = st.session_state[key]
+    return {"key": widget, "on_change": _copy_back, "args": (key, widget)}
 
 
-def _copy_back(key: str) -> None:
-    st.session_state[key] = st.session_state["_w_" + key]
+def _copy_back(key: str, widget: str) -> None:
+    st.session_state[key] = st.session_state[widget]
 
 
 def fit_checkpoint(choices: Sequence[str]) -> str | None:

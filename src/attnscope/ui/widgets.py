@@ -8,10 +8,12 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from attnscope.engine.domain import input_notes, output_notes
+from attnscope.engine.domain import input_notes, output_notes, target_language_note, words
 from attnscope.engine.translator import MAX_BEAM, MAX_CHARS, Translation, Translator
+from attnscope.training.data import SAMPLE_LANGUAGES, SAMPLE_SPLITS, sample_pairs
 from attnscope.ui import state
 from attnscope.ui.text import plain
+from attnscope.ui.translation_view import show_stale_note
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -47,8 +49,11 @@ def sentence_box(tr: Translator) -> str:
     st.session_state.setdefault("sentence", state.EXAMPLES[0])
     cols = st.columns([4, 1])
     cols[1].selectbox("Examples", [NO_EXAMPLE, *state.EXAMPLES], key="_example", on_change=_use_example)
+    # The box commits its text on Ctrl+Enter or a click outside (the button is such a click), and a
+    # committed text is translated: the button is where a newcomer looks for that.
+    cols[1].button("Translate", key="translate_go", type="primary", icon=":material/translate:", width="stretch")
     return cols[0].text_area(f"Sentence ({tr.bundle.src_lang})", max_chars=MAX_CHARS, height=80,
-                             help="Press Ctrl+Enter (or click outside) to translate.",
+                             help="Press Translate or Ctrl+Enter to translate.",
                              **state.keep("sentence", state.EXAMPLES[0]))
 
 
@@ -73,7 +78,22 @@ def translated_sentence(tr: Translator) -> tuple[str, int, int, Translation]:
     for note in (*result.notes, *input_notes(tr.bundle.summary, result.source_ids),
                  *output_notes(result.source_ids, result.target_ids, max_len)):
         st.info(plain(note))
+    src, tgt = tr.bundle.src_lang, tr.bundle.tgt_lang
+    wrong_language = target_language_note(text, src, tgt, *sample_words(src, tgt))
+    if wrong_language:
+        st.info(plain(wrong_language), icon=":material/translate:")
+    show_stale_note(text)  # shown while the box holds a sentence not yet translated
     return text, beam, max_len, result
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def sample_words(src_lang: str, tgt_lang: str) -> tuple[frozenset[str], frozenset[str]]:
+    """Every word of each side of the Multi30k sample embedded in the package (about 2,000 sentences per
+    language): the word lists that tell an input in the target language apart. Empty for other languages."""
+    if src_lang == tgt_lang or not {src_lang, tgt_lang} <= set(SAMPLE_LANGUAGES):
+        return frozenset(), frozenset()
+    pairs = [pair for split in SAMPLE_SPLITS for pair in sample_pairs(src_lang, tgt_lang, split)]
+    return (frozenset(w for s, _ in pairs for w in words(s)), frozenset(w for _, t in pairs for w in words(t)))
 
 
 def chart(fig: go.Figure, key: str) -> None:

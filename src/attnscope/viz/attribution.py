@@ -45,7 +45,7 @@ def methods_side_by_side(rows: Mapping[str, np.ndarray], source_tokens: Sequence
     custom = np.broadcast_to(np.asarray(_labels(source_tokens), dtype=object), z.shape)
     fig = go.Figure(go.Heatmap(z=z, x=list(range(len(source_tokens))), y=list(range(len(names))), zmin=0, zmax=1,
                                customdata=np.dstack([custom, raw]), colorscale="Blues", xgap=1, ygap=1,
-                               colorbar=dict(title="÷ row max", thickness=12),
+                               colorbar=dict(title="share of<br>the row's<br>maximum", thickness=12),
                                hovertemplate="%{customdata[0]}<br>value %{customdata[1]:.4g}<extra></extra>"))
     fig.update_xaxes(tickvals=list(range(len(source_tokens))), ticktext=list(source_tokens), side="top", tickangle=-60)
     fig.update_yaxes(tickvals=list(range(len(names))), ticktext=names, autorange="reversed")
@@ -86,7 +86,8 @@ def layer_agreement_figure(summary: pd.DataFrame, value: str = "spearman") -> go
                                zmin=-1 if value == "spearman" else 0, zmax=1, text=np.round(z, 2), texttemplate="%{text}",
                                hovertemplate="%{y}, %{x}: %{z:.3f}<extra></extra>"))
     fig.update_yaxes(autorange="reversed")
-    return fig.update_layout(title=f"Cross-attention by layer against each attribution ({value})",
+    what = {"spearman": "Spearman rank correlation", "top1": "share with the same top source token"}.get(value, value)
+    return fig.update_layout(title=f"Cross-attention by layer against each attribution ({what})",
                              height=140 + 45 * len(table.index), margin=dict(l=10, r=10, t=60, b=10))
 
 

@@ -39,6 +39,9 @@ def _names(tokens: Sequence[str], factor: int) -> list[str]:
     return [f"{a}–{b - 1}" for a, b in _blocks(len(tokens), factor)]  # positions only: keeps the page small
 
 
+PER_HEAD_TITLE = "share of<br>its head's<br>maximum"  # per-head colours: each head divided by its largest value
+
+
 def heads_grid(record: AttentionRecord, kind: Kind, *, per_head_scale: bool | None = False,
                row_labels: Sequence[str] | None = None, selected: tuple[int, int | None] | None = None) -> go.Figure:
     """Layers as rows, heads as columns, each cell one head's [query, key] map.
@@ -79,7 +82,7 @@ def heads_grid(record: AttentionRecord, kind: Kind, *, per_head_scale: bool | No
                 hidden[r:r + n_q, c:c + n_k] = np.where(np.isnan(masked), 1.0, np.nan)
             text[r:r + n_q, c:c + n_k] = f"layer {layer} head {head}<br>" + qk
     fig = go.Figure(go.Heatmap(z=z, customdata=text, hovertemplate=GRID_HOVER, colorscale=COLORSCALE, zmin=0, zmax=1,
-                               colorbar=dict(title="weight" if not per_head_scale else "÷ head max", thickness=12)))
+                               colorbar=dict(title="weight" if not per_head_scale else PER_HEAD_TITLE, thickness=12)))
     if masked is not None:  # grey exactly on the masked cells (NaN in z); gutters stay white
         fig.add_trace(go.Heatmap(z=hidden, colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], showscale=False,
                                  hoverinfo="skip"))

@@ -100,6 +100,20 @@ def attention_heatmap(weights: np.ndarray, row_labels: Sequence[str], col_labels
     return fig
 
 
+DIFFERENCE_COLORSCALE = "RdBu_r"  # low to high: blue, white, red
+DIFFERENCE_CAPTION = "Red: A puts more weight there; blue: B does (white: the same)."
+
+
+def difference_heatmap(diff: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str], *,
+                       title: str = "A − B") -> go.Figure:
+    """A − B of two [query, key] weight maps, centred on 0: red where A puts more weight (A − B > 0), blue
+    where B does, as DIFFERENCE_CAPTION says."""
+    fig = attention_heatmap(diff, row_labels, col_labels, title=title, per_head_scale=True)
+    hover = fig.data[0].hovertemplate.replace("weight", "A − B")
+    return fig.update_traces(colorscale=DIFFERENCE_COLORSCALE, zmid=0, hovertemplate=hover,
+                             colorbar=dict(title="A − B<br>red: A more", thickness=12))
+
+
 def record_heatmap(record: AttentionRecord, kind: Kind, layer: int, head: int | None, *,
                    per_head_scale: bool | None = False, row_labels: Sequence[str] | None = None) -> go.Figure:
     """One head (or the mean of heads) of one layer of one kind of attention in `record`."""

@@ -36,7 +36,17 @@ STYLE = (  # one <style> per view, scoped by its class, so each cell carries onl
     ".attn-view{font-size:13px;line-height:1.25;margin:0 0 .75rem 0}"
     ".attn-view .t{font-weight:600;font-size:15px;margin-bottom:2px}"
     ".attn-view .s{opacity:.75;margin-bottom:4px}"
-    ".attn-view .w{overflow-x:auto}"
+    # A view wider than its column scrolls sideways, with a visible bar and, above it, a cue that shows
+    # only while there is more to the right: the cue's animation follows the scroller's position, and a
+    # scroller with nothing to scroll has no timeline, so the cue keeps its resting state (no height, not
+    # shown). CSS scroll-driven animations; where a browser lacks them the bar alone remains.
+    ".attn-view{timeline-scope:--attn-w}"
+    ".attn-view .w{overflow-x:auto;scroll-timeline:--attn-w x;scrollbar-width:thin;scrollbar-color:#8b8f97 #eceef2}"
+    ".attn-view .cue{opacity:0;max-height:0;overflow:hidden;text-align:right;font-size:12px;font-weight:600;"
+    "color:#b45309;animation:attn-cue linear both;animation-timeline:--attn-w}"
+    "@keyframes attn-cue{from{opacity:1;max-height:2em}90%{opacity:1;max-height:2em}to{opacity:0;max-height:2em}}"
+    # row names (and the corner above them) stay in place while the cells scroll under them
+    ".attn-view th.r,.attn-view thead th:first-child{position:sticky;left:0;z-index:1;background:#fff}"
     ".attn-view table{border-collapse:separate;border-spacing:1px;margin:0}"
     ".attn-view th,.attn-view td{border:0;padding:0;background:none}"
     f".attn-view td.c{{width:{CELL_PX[0]}px;min-width:{CELL_PX[0]}px;height:{CELL_PX[1]}px}}"
@@ -125,9 +135,13 @@ def header(title: str, subtitle: str | None) -> str:
     return f'<div class="t">{esc(title)}</div>{sub}'
 
 
+CUE = '<div class="cue" role="note">wider than the page: scroll sideways for the rest →</div>'
+
+
 def frame(title: str, body: str, footer: str = "") -> str:
-    """A view: the style, the title, a horizontally scrollable body and an optional footer (e.g. a legend)."""
-    return f'<div class="attn-view">{STYLE}{header(title, None)}<div class="w">{body}</div>{footer}</div>'
+    """A view: the style, the title, a horizontally scrollable body (with a cue while there is more to
+    see) and an optional footer (e.g. a legend)."""
+    return f'<div class="attn-view">{STYLE}{header(title, None)}{CUE}<div class="w">{body}</div>{footer}</div>'
 
 
 def diverging_legend(limit: float, label: str = "value") -> str:
@@ -136,6 +150,15 @@ def diverging_legend(limit: float, label: str = "value") -> str:
     stops = ",".join(f"{c} {100 * p:.0f}%" for p, c in zip(_DIV_POSITIONS, diverging_colours(ticks, limit)))
     return (f'<div class="s">{esc(label)}: {-limit:.3g}<span class="g" style="background:linear-gradient(to right,{stops})">'
             f'</span>{limit:.3g}</div>')
+
+
+def band_legend(label: str = "value", where: str = "beside each band") -> str:
+    """The colour bar of views whose bands each have their own scale: −max (blue), 0 (white), +max (red),
+    with each band's max |value| written `where`."""
+    ticks = np.linspace(-1.0, 1.0, len(_DIV_POSITIONS))
+    stops = ",".join(f"{c} {100 * p:.0f}%" for p, c in zip(_DIV_POSITIONS, diverging_colours(ticks, 1.0)))
+    return (f'<div class="s">{esc(label)}: −max<span class="g" style="background:linear-gradient(to right,{stops})">'
+            f'</span>+max, each band on its own scale (±max written {esc(where)})</div>')
 
 
 def legend(scale: Scale) -> str:
@@ -176,7 +199,7 @@ def heat_table(z: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[st
                              f'title="{name} → {key}: {esc(scale.label)} {z[i, j]:.3f}"></td>')
         css = ' class="m"' if i in ends else ""
         rows.append(f'<tr{css}><th class="r">{name}</th>{"".join(cells)}</tr>')
-    return (f'<div class="attn-view">{STYLE}{header(title, subtitle)}<div class="w"><table><thead><tr><th></th>'
+    return (f'<div class="attn-view">{STYLE}{header(title, subtitle)}{CUE}<div class="w"><table><thead><tr><th></th>'
             f'{column_labels(col_labels)}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>{legend(scale)}</div>')
 
 

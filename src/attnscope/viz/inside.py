@@ -3,8 +3,9 @@
 Every builder takes a HeadView (captured numbers, see engine/head_view.py) and returns an HTML view
 whose title names the equation or section of "Attention Is All You Need" it shows. Vectors are heat
 strips, one row per vector, blue below 0 and red above: a head's vectors (d_k values) have a cell per
-dimension with its exact value on hover; a d_model vector is one band painted stripe by stripe, with
-its norm and extreme dimensions on hover. They are HTML rather than plotly because every one of them
+dimension with its exact value on hover, on one colour scale; a d_model vector is one band painted stripe
+by stripe on its own colour scale (its range written beside it, so small vectors stay legible next to
+large ones), with its norm and extreme dimensions on hover. They are HTML rather than plotly because every one of them
 changes whenever the user picks another head, token or step, and a dozen plotly remounts cost over a
 second in the browser (see viz/html.py).
 """
@@ -16,7 +17,16 @@ import numpy as np
 
 from attnscope.engine.head_view import HeadView
 from attnscope.viz.heatmap import MASKED_COLOR
-from attnscope.viz.html import colours, column_labels, diverging_colours, diverging_legend, esc, frame, ink
+from attnscope.viz.html import (
+    band_legend,
+    colours,
+    column_labels,
+    diverging_colours,
+    diverging_legend,
+    esc,
+    frame,
+    ink,
+)
 from attnscope.viz.labels import check_labels
 
 WIDE = 64  # dimensions above which a vector is drawn as one band (d_model strips), not one cell each
@@ -48,27 +58,42 @@ def _band(values: np.ndarray, fill: Sequence[str]) -> str:
     return f'<td class="band" style="background:{_gradient(fill)}" title="{_summary(values)}"></td>'
 
 
+def _limit(values: np.ndarray) -> float:
+    """The half-range of a diverging colour scale that spans `values`: max |value| (1 for all zeros)."""
+    return float(np.abs(values).max()) or 1.0
+
+
+def _scale_note(limit: float) -> str:
+    """A band's own colour range, written beside it: ±max |value|, with what the colours mean on hover."""
+    return (f'<th class="x" title="this band\'s colour scale: blue −{limit:.4g} · white 0 · red +{limit:.4g}">'
+            f"±{limit:.3g}</th>")
+
+
 def strips(rows: np.ndarray, labels: Sequence[str], *, title: str, sums: np.ndarray | None = None,
            what: str = "value") -> str:
     """Vectors as heat strips: row i is labels[i] (distinct), colour centred on 0. Up to WIDE dimensions
-    each has its own cell with its exact value on hover; longer vectors are bands (see _band).
-    `sums`, if given, is written after each row (e.g. q·k, the sum of the row's q∘k terms)."""
+    each has its own cell with its exact value on hover, all rows on one colour scale; longer vectors are
+    bands (see _band), each on its own scale (its ±range written beside it), so a band of small values
+    is as legible as one of large values. `sums`, if given, is written after each row (e.g. q·k, the
+    sum of the row's q∘k terms)."""
     z = np.asarray(rows, dtype=np.float32)
     if z.ndim != 2 or z.shape[0] != len(labels) or len(set(labels)) != len(labels):
         raise ValueError(f"{list(z.shape)} vectors for {len(labels)} labels (must be distinct) {list(labels)}")
-    limit = float(np.abs(z).max()) or 1.0
-    fill = diverging_colours(z, limit)
+    wide = z.shape[1] > WIDE
+    limits = [_limit(row) for row in z] if wide else [_limit(z)] * len(z)
     body = []
     for i, label in enumerate(labels):
-        if z.shape[1] > WIDE:
-            cells = _band(z[i], fill[i])
+        fill = diverging_colours(z[i], limits[i])
+        if wide:
+            cells = _band(z[i], fill) + _scale_note(limits[i])
         else:
-            cells = "".join(f'<td style="background:{fill[i, j]}" title="dim {j}: {z[i, j]:.4f}"></td>'
+            cells = "".join(f'<td style="background:{fill[j]}" title="dim {j}: {z[i, j]:.4f}"></td>'
                             for j in range(z.shape[1]))
         tail = f'<th class="x">Σ = {float(sums[i]):.4f}</th>' if sums is not None else ""
         body.append(f'<tr><th class="r">{esc(label)}</th>{cells}{tail}</tr>')
-    table = f'<table class="strip{" wide" if z.shape[1] > WIDE else ""}"><tbody>{"".join(body)}</tbody></table>'
-    return frame(title, table, diverging_legend(limit, f"{what} ({z.shape[1]} dimensions)"))
+    table = f'<table class="strip{" wide" if wide else ""}"><tbody>{"".join(body)}</tbody></table>'
+    key = f"{what} ({z.shape[1]} dimensions)"
+    return frame(title, table, band_legend(key) if wide else diverging_legend(limits[0], key))
 
 
 def input_strips(view: HeadView) -> str:
@@ -170,21 +195,20 @@ def value_strips(view: HeadView) -> str:
 
 def head_slices(view: HeadView) -> str:
     """The concatenation of every head's output: d_model cut into h slices of d_k (the "dimension trick").
-    One band per head under its name; the chosen head's band is framed in red."""
+    One band per head under its name and its own colour range; the chosen head's band is framed in red."""
     z = np.asarray(view.concat, dtype=np.float32)
     d_head, (start, stop) = view.head_output.size, view.head_slice
-    limit = float(np.abs(z).max()) or 1.0
-    fill = diverging_colours(z, limit)
+    parts = [z[h * d_head:(h + 1) * d_head] for h in range(view.n_heads)]
     heads = "".join(
-        f'<span class="hb{" on" if h == view.head else ""}"><span class="hn">head {h}</span><span class="hg" '
-        f'style="background:{_gradient(fill[h * d_head:(h + 1) * d_head])}" '
-        f'title="head {h}: {_summary(z[h * d_head:(h + 1) * d_head], h * d_head)}"></span></span>'
-        for h in range(view.n_heads))
+        f'<span class="hb{" on" if h == view.head else ""}"><span class="hn">head {h} · ±{_limit(part):.3g}</span>'
+        f'<span class="hg" style="background:{_gradient(diverging_colours(part, _limit(part)))}" '
+        f'title="head {h}: {_summary(part, h * d_head)}"></span></span>'
+        for h, part in enumerate(parts))
     label = f"Concat(head_0 … head_{view.n_heads - 1}) at “{view.query_tokens[view.query]}”"
     body = f'<div class="hs"><span class="hl">{esc(label)}</span>{heads}</div>'
     title = (f"MultiHead = Concat(head_1, …, head_h)·W^O (section 3.2.2): d_model {z.size} = "
              f"{view.n_heads} heads × d_k {d_head}; head {view.head} owns dimensions {start}…{stop - 1}")
-    return frame(title, body, diverging_legend(limit, f"value ({z.size} dimensions)"))
+    return frame(title, body, band_legend(f"value ({z.size} dimensions)", "under each head"))
 
 
 def contribution_strips(view: HeadView) -> str:

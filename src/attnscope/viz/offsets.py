@@ -10,6 +10,8 @@ from attnscope.engine.offsets import RotationCheck
 from attnscope.viz.titles import HALF, wrap
 
 MARGIN = dict(l=10, r=10, t=70, b=10)
+# Log axes label their ticks 1e-06, 1e-05 ... (plotly's default writes SI prefixes: "1µ", "100n")
+LOG_AXIS = dict(type="log", exponentformat="e", showexponent="all")
 
 
 def rotation_circle(check: RotationCheck, pair: int, n_arrows: int = 8) -> go.Figure:
@@ -50,7 +52,7 @@ def rotation_errors(check: RotationCheck) -> go.Figure:
     pairs = np.arange(check.frequencies.size)
     fig = go.Figure(go.Bar(x=pairs, y=np.maximum(check.pair_errors, 1e-12), customdata=check.frequencies,
                            hovertemplate="pair %{x} (ω = %{customdata:.5f})<br>max error %{y:.2e}<extra></extra>"))
-    fig.update_yaxes(type="log", title="max |error|")
+    fig.update_yaxes(title="max |error|", **LOG_AXIS)
     fig.update_xaxes(title="frequency pair i (dimensions 2i, 2i+1)")
     title = f"Rotation check over every pair, offset {check.offset}: max error {check.max_error:.1e}"
     return fig.update_layout(title=wrap(title, HALF),
@@ -64,6 +66,6 @@ def offset_fit_curves(offsets: Sequence[int], errors: Mapping[str, np.ndarray]) 
         fig.add_trace(go.Scatter(x=list(offsets), y=values, mode="lines+markers", name=name,
                                  hovertemplate="offset %{x}<br>relative error %{y:.2e}<extra></extra>"))
     fig.update_xaxes(title="offset k")
-    fig.update_yaxes(title="‖R·PE(t) − PE(t+k)‖ / ‖PE(t+k)‖", type="log")
+    fig.update_yaxes(title="‖R·PE(t) − PE(t+k)‖ / ‖PE(t+k)‖", **LOG_AXIS)
     return fig.update_layout(title="How far is an offset a rotation? Best orthogonal map by least squares (0 = exactly)",
                              height=380, margin=MARGIN)
