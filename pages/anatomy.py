@@ -5,9 +5,10 @@ import pandas as pd
 import streamlit as st
 
 from attnscope.engine.anatomy import parameter_table, shape_walkthrough
-from attnscope.ui import state, widgets
+from attnscope.ui import results, widgets
 from attnscope.ui.checkpoint_tools import training_facts
 from attnscope.ui.navigation import open_page
+from attnscope.ui.query import Query
 
 tr = open_page("Model anatomy")
 c = tr.model.config
@@ -26,8 +27,8 @@ with right:
 
 st.subheader("Tensor shapes for the current sentence")
 text = widgets.sentence_box(tr)
-result = state.translate(tr, text, int(st.session_state.get("beam", 1)),
-                         min(int(st.session_state.get("max_len", 100)), c.max_len))
+result = results.translate(tr, Query.of(tr, text, st.session_state.get("beam", 1),
+                                          min(int(st.session_state.get("max_len", 100)), c.max_len)))
 if result is not None:
     s, t = len(result.source_tokens), len(result.target_tokens)
     st.markdown(f"S = {s} source tokens, T = {t} decoder positions, D = {c.d_model}, H = {c.n_heads}, "

@@ -11,14 +11,14 @@ from attnscope.ui.text import plain
 from attnscope.viz.attribution import agreement_matrix_figure, methods_side_by_side, source_prefix_split, token_agreement_figure
 
 tr = open_page("Attribution")
-text, beam, max_len, result = widgets.translated_sentence(tr)
+query, result = widgets.translated_sentence(tr)
 st.markdown(f"> {plain(result.text) or '(empty)'}")
 with st.expander("What these measures are"):
     st.markdown(tools.EXPLANATIONS)
     st.caption(tools.WHY_VALUE_ZEROING)
 ig_steps = st.number_input("Integrated-gradients steps", 1, MAX_STEPS, 32, key="ig_steps",
                            help="More steps: attributions sum closer to the change in log-probability (and take longer).")
-att = tools.sentence_attribution(tr, result, text, beam, max_len, int(ig_steps))
+att = tools.sentence_attribution(tr, query, result, int(ig_steps))
 outputs = att.output_tokens
 ig = att.integrated_gradients
 gap = float(abs(ig.total - (ig.score - ig.baseline_score)).max())

@@ -2,7 +2,7 @@
 import streamlit as st
 
 from attnscope.checkpoints import registry
-from attnscope.ui import state
+from attnscope.ui import models
 from attnscope.ui.checkpoint_tools import flash, manage, table, upload
 from attnscope.ui.import_tools import import_model
 from attnscope.ui.navigation import open_page
@@ -11,7 +11,7 @@ from attnscope.ui.text import plain
 
 open_page("Checkpoints", needs_model=False)
 flash()
-entries = state.entries()
+entries = models.entries()
 st.dataframe(table(entries), hide_index=True, width="stretch")
 for folder, origin in ((registry.user_dir(), "user"),):
     for problem in registry.scan(folder, origin)[1]:

@@ -9,8 +9,8 @@ from attnscope.ui.translation_view import show_translation
 from attnscope.viz.grid import heads_grid
 
 tr = open_page("Heads & layers", record_view=record_views.show_on_heads)  # an opened record: its grid and statistics
-text, beam, max_len, result = widgets.translated_sentence(tr)
-show_translation(text, result.text, tr.bundle.tgt_lang)
+query, result = widgets.translated_sentence(tr)
+show_translation(query.sentence, result.text, tr.bundle.tgt_lang)
 kind = st.session_state.get("kind", "cross")
 rows = result.output_tokens if kind == "cross" else None
 head = st.session_state.get("head", "mean")
@@ -25,8 +25,8 @@ with stats:
     tables.table(head_stats(result.attention).round(3), tables.HEAD_STATS)
     heads_tools.split_statistics(tr)
 with compare:
-    heads_tools.comparison(tr, text, result)
+    heads_tools.comparison(tr, query, result)
 with ablation:
-    heads_tools.ablation(tr, text, result)
+    heads_tools.ablation(tr, query.sentence, result)
 with rollout:
     heads_tools.rollout_view(result)

@@ -2,15 +2,16 @@
 import streamlit as st
 
 from attnscope.model.kinds import KIND_LABELS
-from attnscope.ui import inside_tools, state, widgets
+from attnscope.ui import inside_tools, widgets
 from attnscope.ui.navigation import open_page
 from attnscope.ui.text import plain
+from attnscope.ui.url import write_url
 from attnscope.viz import inside
 from attnscope.viz.lens import lens_table
 from attnscope.viz.offsets import offset_fit_curves, rotation_circle, rotation_errors
 
 tr = open_page("Inside one head")
-text, beam, max_len, result = widgets.translated_sentence(tr)
+_, result = widgets.translated_sentence(tr)
 HEAD_TAB, POSITIONS_TAB = "1–5 · The head, step by step", "6 · Positional encodings (section 3.5)"
 
 
@@ -50,7 +51,7 @@ def head_panels() -> None:
     st.subheader(f"5 · Logit lens at step {choice.step}")
     piece = lambda i: tr.bundle.tgt_codec.pieces([i])[0]  # noqa: E731
     st.html(lens_table(inside_tools.lens(tr, result, choice.step), piece))
-    state.write_url(("step",))  # a fragment rerun skips the app's own URL update
+    write_url(("step",))  # a fragment rerun skips the app's own URL update
 
 
 @st.fragment

@@ -4,7 +4,7 @@ from attnscope.ui.navigation import open_page
 from attnscope.ui.stepping import beam_view, step_view
 
 tr = open_page("Step through decoding", record_view=record_views.show_on_steps)  # an opened record: its rows, read-only
-text, beam, max_len, result = widgets.translated_sentence(tr)
-step_view(tr, text, beam, max_len, result)
-if beam > 1:
-    beam_view(tr, text, beam, max_len, result)
+query, result = widgets.translated_sentence(tr)
+step_view(tr, query, result)
+if query.beam > 1:
+    beam_view(tr, query, result)

@@ -2,17 +2,18 @@
 import streamlit as st
 
 from attnscope.engine.record import KIND_LABELS, KINDS
-from attnscope.ui import figures, selection, state, widgets
-from attnscope.ui.attribution_tools import values_switch
+from attnscope.ui import figures, results, selection, widgets
+from attnscope.ui.cache import result_key
 from attnscope.ui.compare import reference_comparison
 from attnscope.ui.navigation import open_page
 from attnscope.ui.record_tools import show_opened
 from attnscope.ui.translation_view import show_translation
+from attnscope.ui.values_switch import values_switch
 from attnscope.viz.heatmap import LONG_INPUT, is_long
 
 tr = open_page("Translate", record_view=show_opened)  # a record opened on the Checkpoints page: shown without a model
-text, beam, max_len, result = widgets.translated_sentence(tr)
-show_translation(text, result.text, tr.bundle.tgt_lang)
+query, result = widgets.translated_sentence(tr)
+show_translation(query.sentence, result.text, tr.bundle.tgt_lang)
 
 head = selection.head()
 record = result.attention
@@ -20,13 +21,13 @@ n_tokens = max(len(record.source_tokens), len(record.target_tokens))
 long = is_long(n_tokens)
 per_head = st.toggle("Scale colours per head (instead of a fixed 0–1 scale)", value=long,
                      key="per_head_scale_long" if long else "per_head_scale")
-shown, norms = values_switch(tr, result, text, beam, max_len)  # weights, or weighted value norms
+shown, norms = values_switch(tr, query, result)  # weights, or weighted value norms
 per_head = per_head or norms
 if long:
     st.caption(f"{n_tokens} tokens: attention spread over more than {LONG_INPUT} tokens is pale on a 0–1 scale, "
                "so each map is scaled to its own maximum here; tick labels show every few tokens (hover for all).")
-key = figures.result_key(tr, text, beam, max_len)
-tabs = state.kind_tabs()  # the sidebar's "Attention" and this page's tabs are one choice
+key = result_key("translate", query)
+tabs = selection.kind_tabs()  # the sidebar's "Attention" and this page's tabs are one choice
 for tab, kind in zip(tabs, KINDS):
     with tab:
         if not tab.open:
@@ -40,9 +41,9 @@ for tab, kind in zip(tabs, KINDS):
 with st.expander("Compare with a reference translation (teacher forcing)"):
     reference = st.text_input(f"Reference ({tr.bundle.tgt_lang})", key="reference")
     if reference.strip():
-        forced = state.score(tr, text, reference)
+        forced = results.score(tr, query, reference)
         if forced is not None:
             reference_comparison(result, forced, selection.fit_layer(record.n_layers("cross")), head)
 
 with st.expander("Download the data behind these figures"):
-    widgets.data_downloads(result, widgets.settings(tr, text, beam, max_len), "translate")
+    widgets.data_downloads(result, widgets.settings(tr, query), "translate")

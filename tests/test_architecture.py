@@ -209,11 +209,11 @@ def test_streamlit_only_in_the_app_and_its_ui() -> None:
 
 @pytest.mark.parametrize("module, source, rule", [
     ("attnscope.model.transformer", "from attnscope.engine.capture import record_attention", "knows nothing of recording"),
-    ("attnscope.model.transformer", "def f():\n    import attnscope.ui.state", "knows nothing of recording"),
+    ("attnscope.model.transformer", "def f():\n    import attnscope.ui.results", "knows nothing of recording"),
     ("attnscope.checkpoints.checkpoint", "from attnscope.engine import capture", "know only the model"),
     ("attnscope.engine.decode", "from attnscope.training.loop import Trainer", "no training loop"),
     ("attnscope.training.loop", "import streamlit as st", "knows no screen"),
-    ("attnscope.training.loop", "from attnscope.ui import state", "no UI inside"),
+    ("attnscope.training.loop", "from attnscope.ui import results", "no UI inside"),
     ("attnscope.viz.heatmap", "import torch", "figures are pure"),
     ("attnscope.viz.heatmap", "from attnscope.engine.beam import beam_search", "engine data types only"),
     ("attnscope.viz.heatmap", "from attnscope.engine import translator", "engine data types only"),
@@ -221,12 +221,12 @@ def test_streamlit_only_in_the_app_and_its_ui() -> None:
     ("attnscope.model.kinds", "import torch", "figures are pure"),
     ("attnscope.engine.record", "from attnscope.model.transformer import Kind", "engine data types only"),
     ("attnscope.viz.grid", "from attnscope.model.kinds import KINDS", "engine data types only"),
-    ("attnscope.engine.decode", "from ..ui import state", "no screen"),
-    ("attnscope.ui.state", "from attnscope.bench.app_latency import app_latency", "nothing in it needs them"),
+    ("attnscope.engine.decode", "from ..ui import results", "no screen"),
+    ("attnscope.ui.results", "from attnscope.bench.app_latency import app_latency", "nothing in it needs them"),
     ("attnscope.bench.app_latency", "import streamlit as st", "the benchmarks draw no screen"),
 ])
 def test_a_broken_rule_is_reported(module: str, source: str, rule: str) -> None:
-    others = ("attnscope.engine.capture", "attnscope.engine.beam", "attnscope.training.loop", "attnscope.ui.state")
+    others = ("attnscope.engine.capture", "attnscope.engine.beam", "attnscope.training.loop", "attnscope.ui.results")
     sources = {**dict.fromkeys(others, ""), module: source}
     assert any(rule in v for v in violations(sources)), violations(sources)
 
@@ -243,7 +243,7 @@ def test_allowed_imports_pass() -> None:
     sources = {"attnscope.viz.grid": "import numpy\nfrom attnscope.engine.record import AttentionRecord\n"
                                      "from attnscope.viz.heatmap import COLORSCALE",
                "attnscope.viz.heatmap": "", "attnscope.engine.record": "import numpy",
-               "attnscope.ui.state": "import streamlit\nfrom attnscope.engine.translator import Translator",
+               "attnscope.ui.results": "import streamlit\nfrom attnscope.engine.translator import Translator",
                "attnscope.engine.translator": "import torch\nfrom attnscope.model.config import BOS_ID",
                "attnscope.model.config": "",
                "attnscope.bench.app_latency": "from streamlit.proto.ForwardMsg_pb2 import ForwardMsg\n"

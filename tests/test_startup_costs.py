@@ -16,9 +16,11 @@ from tests.support import ROOT
 # Streamlit itself imports pandas only when a table is drawn, so the ui modules are checked too.
 NO_PANDAS = ("attnscope", "attnscope.engine.record", "attnscope.engine.translator", "attnscope.engine.capture",
              "attnscope.engine.analysis", "attnscope.engine.anatomy", "attnscope.engine.agreement",
-             "attnscope.engine.dataset", "attnscope.viz.attribution", "attnscope.ui.state", "attnscope.ui.widgets",
-             "attnscope.ui.compare", "attnscope.ui.figures", "attnscope.ui.stepping", "attnscope.ui.attribution_tools",
-             "attnscope.ui.heads_tools", "attnscope.ui.train_tools", "attnscope.ui.navigation", "attnscope.ui.tables")
+             "attnscope.engine.dataset", "attnscope.viz.attribution", "attnscope.ui.query", "attnscope.ui.cache",
+             "attnscope.ui.models", "attnscope.ui.results", "attnscope.ui.persist", "attnscope.ui.url",
+             "attnscope.ui.values_switch", "attnscope.ui.widgets", "attnscope.ui.compare", "attnscope.ui.figures",
+             "attnscope.ui.stepping", "attnscope.ui.attribution_tools", "attnscope.ui.heads_tools",
+             "attnscope.ui.train_tools", "attnscope.ui.navigation", "attnscope.ui.tables")
 
 
 def test_recording_translating_and_stepping_do_not_import_pandas() -> None:

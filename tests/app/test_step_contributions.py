@@ -23,15 +23,16 @@ def _script() -> None:
     session_state['ig_steps'] is set) every attribution, then the step's view."""
     import streamlit as st
 
-    from attnscope.ui import state
+    from attnscope.ui import models, results
     from attnscope.ui.attribution_tools import sentence_attribution, step_contributions
+    from attnscope.ui.query import Query
 
-    tr = state.translator()
-    text, max_len = st.session_state["sentence"], tr.model.config.max_len
-    result = state.translate(tr, text, 1, max_len)
+    tr = models.translator()
+    query = Query.of(tr, st.session_state["sentence"], 1, tr.model.config.max_len)
+    result = results.translate(tr, query)
     if st.session_state.get("ig_steps"):
-        sentence_attribution(tr, result, text, 1, max_len, st.session_state["ig_steps"])
-    step_contributions(tr, result, text, 1, max_len, st.session_state["step"])
+        sentence_attribution(tr, query, result, st.session_state["ig_steps"])
+    step_contributions(tr, query, result, st.session_state["step"])
 
 
 @pytest.fixture

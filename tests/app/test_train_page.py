@@ -22,7 +22,7 @@ def train_page(app: AppTest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 
 def widget(app: AppTest, kind: str, key: str):
-    """A form widget by its value's key (the widget itself uses state.keep's shadow key)."""
+    """A form widget by its value's key (the widget itself uses persist.keep's shadow key)."""
     return getattr(app, kind)(key=f"_w_{key}")
 
 

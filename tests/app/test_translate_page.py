@@ -128,7 +128,7 @@ def test_examples_menu_fills_the_box_and_resets(app: AppTest) -> None:
 
 
 def state_examples() -> tuple[str, ...]:
-    from attnscope.ui.state import EXAMPLES
+    from attnscope.ui.widgets import EXAMPLES
     return EXAMPLES
 
 

@@ -5,19 +5,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-import plotly.graph_objects as go
 import streamlit as st
 
 from attnscope.engine.agreement import best_layer, layer_agreement
 from attnscope.engine.alignment import align, cross_map
 from attnscope.engine.attribution import ATTENTION, INTEGRATED, NORM, VALUE_ZEROING, SentenceAttribution, attribute
 from attnscope.engine.dataset import attributions_over, head_stats_batched
-from attnscope.engine.norms import weighted_value_norms
-from attnscope.engine.record import AttentionRecord
 from attnscope.engine.step_attribution import StepAttributions, step_attributions
 from attnscope.engine.translator import Translation, Translator
 from attnscope.training.data import DataError, sample_pairs
 from attnscope.ui import selection, tables, widgets
+from attnscope.ui.query import Query, QueryKey
 from attnscope.ui.text import plain
 from attnscope.viz.attribution import alignment_figure, layer_agreement_figure
 
@@ -60,53 +58,17 @@ WHY_VALUE_ZEROING = ("Why value zeroing rather than ALTI+: it can be checked exa
 
 
 @st.cache_data(max_entries=32, show_spinner="Computing attributions…")
-def _attribute(_translator: Translator, _result: Translation, checkpoint_key: str, text: str, beam: int,
-               max_len: int, ig_steps: int) -> SentenceAttribution:
+def _attribute(_translator: Translator, _result: Translation, query_key: QueryKey, ig_steps: int) -> SentenceAttribution:
     return attribute(_translator, _result, ig_steps)
 
 
-def sentence_attribution(tr: Translator, result: Translation, text: str, beam: int, max_len: int,
-                         ig_steps: int) -> SentenceAttribution:
+def sentence_attribution(tr: Translator, query: Query, result: Translation, ig_steps: int) -> SentenceAttribution:
     """Every attribution of the page's translation, cached per checkpoint, sentence and settings
     (remembered per session, so the Step page can show integrated gradients without computing them)."""
-    att = _attribute(tr, result, tr.cache_key, text, beam, max_len, ig_steps)
-    st.session_state[IG_DONE] = ((tr.cache_key, text, beam, max_len), ig_steps)
+    query.check(tr)
+    att = _attribute(tr, result, query.key, ig_steps)
+    st.session_state[IG_DONE] = (query.key, ig_steps)
     return att
-
-
-VALUES = ("weights", "weighted value norms")
-NORM_LABEL = "‖a·f(x)‖"  # what a weighted value norm is called on colour bars and hover
-
-
-@st.cache_data(max_entries=32, show_spinner="Computing weighted value norms…")
-def _norms(_translator: Translator, _result: Translation, checkpoint_key: str, text: str, beam: int,
-           max_len: int) -> AttentionRecord:
-    return weighted_value_norms(_translator, _result)
-
-
-def values_switch(tr: Translator, result: Translation, text: str, beam: int, max_len: int) -> tuple[AttentionRecord, bool]:
-    """The "weights / weighted value norms" switch: the record to draw, and whether it holds norms
-    (unbounded, so colours scale per head)."""
-    choice = st.segmented_control("Show", VALUES, default=VALUES[0], key="attn_values",
-                                  help="Weighted value norms ||a_ij f(x_j)|| (Kobayashi et al., EMNLP 2020): each "
-                                       "weight times the norm of what the head actually passes on from that token.")
-    if choice != VALUES[1]:
-        return result.attention, False
-    return _norms(tr, result, tr.cache_key, text, beam, max_len), True
-
-
-def relabel(fig: go.Figure, norms: bool) -> go.Figure:
-    """Name the colour scale and hover value for norms (the builders call them weights); norms are
-    not bounded by 1, so a fixed 0–1 colour range becomes the data's own."""
-    if norms:
-        for trace in fig.data:
-            if isinstance(trace, go.Heatmap):
-                trace.zmin, trace.zmax = None, None
-                trace.hovertemplate = (trace.hovertemplate or "").replace("weight", NORM_LABEL)
-                if (trace.colorbar.title.text or "").startswith("weight"):  # norms are always on their own scale
-                    trace.colorbar.title.text = NORM_LABEL
-        fig.update_layout(title_text=f"{fig.layout.title.text} · weighted value norms")
-    return fig
 
 
 def alignment_view(tr: Translator, att: SentenceAttribution) -> None:
@@ -177,9 +139,9 @@ def dataset_comparison(tr: Translator) -> None:
 
 
 @st.cache_data(max_entries=32, show_spinner="Attributing this translation…")
-def _step_attributions(_translator: Translator, _result: Translation, checkpoint_key: str, text: str, beam: int,
-                       max_len: int, ig_steps: int, layer: int) -> StepAttributions:
-    return step_attributions(_attribute(_translator, _result, checkpoint_key, text, beam, max_len, ig_steps), layer)
+def _step_attributions(_translator: Translator, _result: Translation, query_key: QueryKey, ig_steps: int,
+                       layer: int) -> StepAttributions:
+    return step_attributions(_attribute(_translator, _result, query_key, ig_steps), layer)
 
 
 def _tokens(tokens: tuple[str, ...], top: list[tuple[int, float]], fmt: str) -> str:
@@ -208,15 +170,16 @@ def _methods_markdown(s: StepAttributions, t: int, ig_steps: int) -> str:
     return "\n".join(rows)
 
 
-def step_contributions(tr: Translator, result: Translation, text: str, beam: int, max_len: int, t: int) -> None:
+def step_contributions(tr: Translator, query: Query, result: Translation, t: int) -> None:
     """On request, what decoding step `t` relied on: its source/prefix split (value zeroing), the top source
     tokens by each method and their agreement with value zeroing. The sentence is attributed once (cached);
     moving between steps only slices it. Integrated gradients join once computed on the Attribution page."""
     if not st.toggle("Show what this step relied on (attribution)", key="step_attr"):
         return
     done = st.session_state.get(IG_DONE)
-    ig_steps = done[1] if done and done[0] == (tr.cache_key, text, beam, max_len) else 0
-    s = _step_attributions(tr, result, tr.cache_key, text, beam, max_len, ig_steps, selection.layer(result.attention, "cross"))
+    query.check(tr)
+    ig_steps = done[1] if done and done[0] == query.key else 0
+    s = _step_attributions(tr, result, query.key, ig_steps, selection.layer(result.attention, "cross"))
     st.markdown(_split_markdown(s, t))
     st.markdown(_methods_markdown(s, t, ig_steps))
     st.caption("Scores over the source tokens (position, token, score): in the sidebar's layer, cross-attention weights "

@@ -11,7 +11,7 @@ import streamlit as st
 
 from attnscope.checkpoints import registry
 from attnscope.checkpoints.checkpoint import CheckpointError
-from attnscope.ui import state
+from attnscope.ui import models
 from attnscope.ui.text import plain
 from attnscope.ui.widgets import new_upload
 
@@ -101,7 +101,7 @@ def upload() -> None:
     file = new_upload("Checkpoint file", "upload_file")
     if file is None:
         return
-    same = registry.identical(file.getvalue(), state.entries().values())
+    same = registry.identical(file.getvalue(), models.entries().values())
     if same is not None:
         st.session_state["checkpoint"] = same.name
         st.session_state["_flash"] = (f"{file.name} is identical to {same.name} (the same SHA-256), which is already "
@@ -119,7 +119,7 @@ def keep_for_session(tmp: Path, filename: str) -> None:
     """Store a validated checkpoint for this session only, make it active, and refresh the page."""
     try:
         folder = st.session_state.setdefault("session_models_dir", tempfile.mkdtemp(prefix="attnscope-session-"))
-        path = registry.store(tmp, filename, Path(folder), set(state.entries()))
+        path = registry.store(tmp, filename, Path(folder), set(models.entries()))
     except CheckpointError as err:
         st.error(f"Upload rejected: {plain(err)}")
         return

@@ -3,7 +3,7 @@
 Building a plotly figure (or a step's HTML views) costs 10-20 ms and a page draws several; stepping through decoding
 or switching a tab would rebuild all of them. These caches are `st.cache_resource`, shared by
 every session: callers only pass the figures to `st.plotly_chart` (which copies them) and
-never modify them. `key` names the result exactly (checkpoint revision, sentence, options), so a
+never modify them. `key` names the result exactly (`ui.cache.result_key`: its kind and query), so a
 figure never outlives the translation it was drawn from.
 """
 from __future__ import annotations
@@ -14,17 +14,12 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from attnscope.engine.record import AttentionRecord, Kind
-from attnscope.engine.translator import Translation, Translator
-from attnscope.ui.attribution_tools import NORM_LABEL, relabel
+from attnscope.engine.translator import Translation
+from attnscope.ui.cache import ResultKey
+from attnscope.ui.values_switch import NORM_LABEL, relabel
 from attnscope.viz.grid import heads_grid
 from attnscope.viz.heatmap import record_heatmap
 from attnscope.viz.steps import WEIGHT, step_rows, step_source, top_k_bars
-
-ResultKey = tuple[object, ...]  # names one result: (checkpoint cache key, sentence, beam, max output tokens, ...)
-
-
-def result_key(tr: Translator, text: str, beam: int, max_len: int | None) -> ResultKey:
-    return tr.cache_key, text, beam, max_len
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,9 @@ from attnscope.engine.head_gate import HeadKey
 from attnscope.engine.record import KINDS
 from attnscope.engine.translator import Translation, Translator
 from attnscope.training.data import DataError, sample_pairs
-from attnscope.ui import state, tables, widgets
+from attnscope.ui import models, results, tables, widgets
 from attnscope.ui.attribution_tools import MAX_STATS_SAMPLE
+from attnscope.ui.query import Query
 from attnscope.ui.text import plain
 from attnscope.viz.heatmap import DIFFERENCE_CAPTION, attention_heatmap, difference_heatmap, head_weights
 
@@ -73,11 +74,11 @@ def _describe(side: str, choice: tuple[str, int, int | None]) -> str:
 def same_pair_checkpoints(tr: Translator) -> list[str]:
     """Other checkpoints that translate the same language pair (the only ones a comparison makes sense for)."""
     pair = (tr.bundle.src_lang, tr.bundle.tgt_lang)
-    return [name for name, e in state.entries().items()
+    return [name for name, e in models.entries().items()
             if name != tr.name and (e.bundle.src_lang, e.bundle.tgt_lang) == pair]
 
 
-def comparison(tr: Translator, text: str, result: Translation) -> None:
+def comparison(tr: Translator, query: Query, result: Translation) -> None:
     """Two heads/layers of this sentence, this sentence vs another, or two checkpoints, with their difference."""
     mode = st.radio("Compare", ["two heads or layers", "two sentences", "two checkpoints"], horizontal=True, key="cmp_mode")
     c = tr.model.config
@@ -89,7 +90,7 @@ def comparison(tr: Translator, text: str, result: Translation) -> None:
         rec_a, rec_b = result.attention, result.attention
     elif mode == "two sentences":
         other = st.text_input("Second sentence", "A little boy climbs into a wooden playhouse.", key="cmp_sentence")
-        second = state.translate(tr, other, 1, None)
+        second = results.translate(tr, Query.of(tr, other))
         if second is None:
             return
         cols = st.columns(2)
@@ -103,11 +104,11 @@ def comparison(tr: Translator, text: str, result: Translation) -> None:
                     "same language pair are compared: a model of another pair would be forced to read text it was never "
                     "trained on. Add one on the Checkpoints page (or train one on the Train page).")
             return
-        other_tr = state.translator(st.selectbox("Second checkpoint (same language pair)", names, key="cmp_ckpt"))
+        other_tr = models.translator(st.selectbox("Second checkpoint (same language pair)", names, key="cmp_ckpt"))
         if other_tr is None:
             return
-        second = state.score(other_tr, text, result.text)  # same output text, teacher-forced
-        own = state.translate(other_tr, text, 1, None)
+        second = results.score(other_tr, query.on(other_tr), result.text)  # same output text, teacher-forced
+        own = results.translate(other_tr, Query.of(other_tr, query.sentence))
         if second is None or own is None:
             return
         cols = st.columns(2)

@@ -16,7 +16,8 @@ from attnscope.engine.translator import Translation, Translator
 from attnscope.model.config import BOS_ID
 from attnscope.model.kinds import KIND_LABELS, KINDS, Kind
 from attnscope.model.transformer import sinusoidal_table
-from attnscope.ui import selection, state
+from attnscope.ui import selection
+from attnscope.ui.persist import keep
 
 
 @dataclass(frozen=True)
@@ -116,14 +117,14 @@ def choose_head(tr: Translator) -> HeadChoice:
     c = tr.model.config
     cols = st.columns([3, 1, 2])
     with cols[0]:
-        st.selectbox("Attention", list(KINDS), format_func=KIND_LABELS.get, **state.keep("kind", "cross", "inside_kind"))
+        st.selectbox("Attention", list(KINDS), format_func=KIND_LABELS.get, **keep("kind", "cross", "inside_kind"))
     kind = selection.kind()
     n_layers = c.n_encoder_layers if kind == "encoder" else c.n_decoder_layers
     st.session_state["layer"] = selection.fit_layer(n_layers)
     with cols[1]:
-        st.selectbox("Layer", list(range(n_layers)), **state.keep("layer", 0, "inside_layer"))
+        st.selectbox("Layer", list(range(n_layers)), **keep("layer", 0, "inside_layer"))
     with cols[2]:
-        st.selectbox("Head", ["mean", *range(c.n_heads)], **state.keep("head", "mean", "inside_head"),
+        st.selectbox("Head", ["mean", *range(c.n_heads)], **keep("head", "mean", "inside_head"),
                      format_func=lambda h: "mean of heads (head 0 shown)" if h == "mean" else f"head {h}")
     head = selection.head()
     if head is None:
@@ -141,7 +142,7 @@ def choose(result: Translation, picked: HeadChoice) -> Choice:
     st.session_state["step"] = step
     with cols[0]:
         if n_steps > 1:
-            step = int(st.slider("Decoding step", 0, n_steps - 1, help="Shared with the Step page.", **state.keep("step", step)))
+            step = int(st.slider("Decoding step", 0, n_steps - 1, help="Shared with the Step page.", **keep("step", step)))
     queries = result.source_tokens if kind == "encoder" else result.target_tokens[: step + 1]
     if kind != "encoder" and st.session_state.get("_inside_query_step") != step:
         st.session_state[f"inside_query_{kind}"] = step  # a new step opens the token the decoder reads at it

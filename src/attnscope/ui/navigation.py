@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable
 import streamlit as st
 
 from attnscope.engine.translator import Translator
-from attnscope.ui import state
+from attnscope.ui import models
 from attnscope.ui.record_tools import note_needs_model
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def open_page(title: str, *, needs_model: bool = True, record_view: Callable[[],
         st.stop()
     if record_view is None:
         note_needs_model()
-    tr = state.translator()
+    tr = models.translator()
     if tr is None:
         st.stop()
     return tr

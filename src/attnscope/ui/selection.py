@@ -1,9 +1,12 @@
-"""The sidebar's selection (attention kind, layer, head): one place that reads and fits it to a model."""
+"""The sidebar's selection (attention kind, layer, head): one place that reads and fits it to a model,
+and the Translate page's kind tabs bound to it."""
 from __future__ import annotations
+
+from typing import Any, Sequence
 
 import streamlit as st
 
-from attnscope.engine.record import KINDS, AttentionRecord, Kind
+from attnscope.engine.record import KIND_LABELS, KINDS, AttentionRecord, Kind
 
 
 def kind() -> Kind:
@@ -30,3 +33,16 @@ def layer(record: AttentionRecord, of_kind: Kind) -> int:
 
 def head_label(selected: int | None) -> str:
     return "mean of heads" if selected is None else f"head {selected}"
+
+
+def _tab_to_kind() -> None:
+    label = st.session_state.get("_w_kind_tab")
+    st.session_state["kind"] = next((k for k in KINDS if KIND_LABELS[k] == label), "cross")
+
+
+def kind_tabs() -> Sequence[Any]:
+    """One tab per kind of attention, opened on session_state['kind'] (which the sidebar radio and the
+    URL's `kind` also show and set); choosing a tab sets it, so every view agrees on one kind."""
+    current = kind()
+    st.session_state["_w_kind_tab"] = KIND_LABELS[current]
+    return st.tabs([KIND_LABELS[k] for k in KINDS], key="_w_kind_tab", on_change=_tab_to_kind)

@@ -14,9 +14,14 @@ from streamlit.errors import StreamlitAPIException
 from attnscope.engine.beam_result import BeamResult
 from attnscope.engine.translator import Translation, Translator
 from attnscope.model.config import BOS_ID, PAD_ID
-from attnscope.ui import figures, selection, state, widgets
-from attnscope.ui.attribution_tools import step_contributions, values_switch
+from attnscope.ui import figures, results, selection, widgets
+from attnscope.ui.attribution_tools import step_contributions
+from attnscope.ui.cache import result_key
+from attnscope.ui.persist import keep
+from attnscope.ui.query import Query
 from attnscope.ui.text import plain
+from attnscope.ui.url import write_url
+from attnscope.ui.values_switch import values_switch
 from attnscope.viz.beam_tree import beam_tree, hypothesis_nodes
 
 PLAY_SECONDS = 0.6  # pause between steps while playing
@@ -45,12 +50,12 @@ def step_controls(n_steps: int) -> int:
                    on_click=_toggle_play, args=(n_steps,), key="play")
     if n_steps > 1:
         with cols[3]:
-            st.slider("Step", 0, n_steps - 1, **state.keep("step", current))
+            st.slider("Step", 0, n_steps - 1, **keep("step", current))
     return int(st.session_state["step"])
 
 
 @st.fragment
-def step_view(tr: Translator, text: str, beam: int, max_len: int, result: Translation) -> None:
+def step_view(tr: Translator, query: Query, result: Translation) -> None:
     """Controls and figures of the current step; reruns on its own when the step changes."""
     n = len(result.steps)
     t = step_controls(n)
@@ -58,8 +63,8 @@ def step_view(tr: Translator, text: str, beam: int, max_len: int, result: Transl
     prefix = " ".join(result.target_tokens[: t + 1])
     st.markdown(f"**Decoder input so far:** {plain(prefix)} → **chose** “{plain(step.token)}” with probability {step.prob:.3f}")
     st.caption(f"Full translation: {plain(result.text)}")
-    record, norms = values_switch(tr, result, text, beam, max_len)  # weights, or weighted value norms
-    key = figures.result_key(tr, text, beam, max_len)
+    record, norms = values_switch(tr, query, result)  # weights, or weighted value norms
+    key = result_key("translate", query)
     shown = figures.step_views(result, record, key, t, selection.layer(record, "cross"), selection.head(), norms)
     st.html(shown.source)
     left, right = st.columns([2, 3])
@@ -68,10 +73,10 @@ def step_view(tr: Translator, text: str, beam: int, max_len: int, result: Transl
     with right:
         st.html(shown.cross)
     st.html(shown.self_)
-    step_contributions(tr, result, text, beam, max_len, t)  # on request only: a toggle, off by default
-    if beam == 1:
-        force_branch(tr, text, result, t, max_len)
-    state.write_url(("step",))
+    step_contributions(tr, query, result, t)  # on request only: a toggle, off by default
+    if query.beam == 1:
+        force_branch(tr, query, result, t)
+    write_url(("step",))
     if st.session_state.get("playing"):
         if t < n - 1:
             time.sleep(PLAY_SECONDS)
@@ -89,7 +94,7 @@ def _redraw() -> None:
         st.rerun()
 
 
-def force_branch(tr: Translator, text: str, result: Translation, t: int, max_len: int) -> None:
+def force_branch(tr: Translator, query: Query, result: Translation, t: int) -> None:
     """“Force another token here”: decode on from a different choice, once the user picks one.
 
     The boxes are keyed by step, so a choice made at one step never carries over to another.
@@ -112,18 +117,18 @@ def force_branch(tr: Translator, text: str, result: Translation, t: int, max_len
     else:
         st.caption("Pick a rival token or type a word to see how the translation would continue.")
         return
-    branch = state.force(tr, text, tuple(result.target_ids[:t]) + tuple(forced_ids), max_len)
+    branch = results.force(tr, query, tuple(result.target_ids[:t]) + tuple(forced_ids))
     if branch is None:
         return
     layer, head = selection.layer(result.attention, "cross"), selection.head()
     left, right = st.columns(2)
     with left:
         st.markdown(f"**Model's choice:** {plain(result.text)}")
-        key = figures.result_key(tr, text, 1, max_len)
-        widgets.chart(figures.heatmap(result, result.attention, key, "cross", layer, head), "branch-original")
+        widgets.chart(figures.heatmap(result, result.attention, result_key("translate", query), "cross", layer, head),
+                      "branch-original")
     with right:
         st.markdown(f"**Forced branch:** {plain(branch.text)}")
-        key = (tr.cache_key, text, -1, max_len, tuple(forced_ids), t)
+        key = result_key("force", query, tuple(forced_ids), t)
         widgets.chart(figures.heatmap(branch, branch.attention, key, "cross", min(layer, branch.attention.n_layers("cross") - 1),
                                       head),
                       "branch-forced")
@@ -137,7 +142,7 @@ def hypothesis_labels(beam: BeamResult, decode: Callable[[list[int]], str]) -> l
             for i, (ids, score, _) in enumerate(beam.hypotheses)]
 
 
-def beam_view(tr: Translator, text: str, beam_size: int, max_len: int, result: Translation) -> None:
+def beam_view(tr: Translator, query: Query, result: Translation) -> None:
     """The beam search tree (best paths first, more on request) and the attention of any hypothesis."""
     beam = result.beam
     if beam is None:
@@ -147,7 +152,7 @@ def beam_view(tr: Translator, text: str, beam_size: int, max_len: int, result: T
     labels = hypothesis_labels(beam, codec.decode)
     # keyed by the beam search itself: another beam size or sentence is another list, never stale labels
     pick = st.selectbox("Hypothesis", range(len(labels)), format_func=lambda i: labels[i],
-                        key=f"hypothesis-{hash(figures.result_key(tr, text, beam_size, max_len))}")
+                        key=f"hypothesis-{hash(query.key)}")
     ids = beam.hypotheses[pick][0]
     cols = st.columns(2)
     top = cols[0].slider("Hypotheses whose paths are drawn", 1, len(labels), min(3, len(labels)),
@@ -155,7 +160,7 @@ def beam_view(tr: Translator, text: str, beam_size: int, max_len: int, result: T
     pruned = cols[1].toggle("Show pruned branches", key="beam_pruned")
     piece = lambda i: codec.pieces([i])[0]  # noqa: E731
     widgets.chart(beam_tree(beam, piece, highlight=hypothesis_nodes(beam)[pick], top=top, show_pruned=pruned), "beam-tree")
-    chosen = state.hypothesis(tr, text, tuple(ids))
+    chosen = results.hypothesis(tr, query, tuple(ids))
     layer = selection.layer(chosen.attention, "cross")
-    key = (tr.cache_key, text, -2, max_len, tuple(ids))
+    key = result_key("hypothesis", query, tuple(ids))
     widgets.chart(figures.heatmap(chosen, chosen.attention, key, "cross", layer, selection.head()), "beam-hypothesis")

@@ -16,7 +16,8 @@ from attnscope.training.config import TrainConfig
 from attnscope.training.data import LANGUAGES, TOY_TASKS, DataError, corpus_file, data_dir
 from attnscope.training.jobs import Ending, TrainJob, estimate_epoch_seconds, existing_run, free_name
 from attnscope.training.toy import TOY_MODEL, TOY_SCHEDULE
-from attnscope.ui import state, widgets
+from attnscope.ui import widgets
+from attnscope.ui.persist import keep
 from attnscope.ui.text import plain
 from attnscope.viz.heatmap import record_heatmap
 from attnscope.viz.training import learning_curves
@@ -82,7 +83,7 @@ def _reset_when_changed(marker: str, value: object, defaults: dict[str, Any]) ->
 
 def _number(column: Any, label: str, low: float, high: float, key: str, defaults: dict[str, Any], **kwargs: Any) -> Any:
     """A number input whose value survives leaving the page, starting at `defaults[key]`."""
-    return column.number_input(label, low, high, **kwargs, **state.keep(key, defaults[key]))
+    return column.number_input(label, low, high, **kwargs, **keep(key, defaults[key]))
 
 
 def run_form() -> tuple[TrainConfig | None, str]:
@@ -94,23 +95,23 @@ def run_form() -> tuple[TrainConfig | None, str]:
     dtype = autocast_dtype(device)
     st.info(f"Training runs on **{device.type.upper()}**" + (" with bf16 autocast." if dtype else " in fp32."))
     cols = st.columns(3)
-    source = cols[0].radio("Data", [TOY, MULTI30K], horizontal=True, **state.keep("train_data", TOY))
+    source = cols[0].radio("Data", [TOY, MULTI30K], horizontal=True, **keep("train_data", TOY))
     missing = None
     if source == TOY:
-        task = cols[1].selectbox("Task", TOY_TASKS, **state.keep("train_task", "reverse"))
+        task = cols[1].selectbox("Task", TOY_TASKS, **keep("train_task", "reverse"))
         src = tgt = "en"
         suggested = f"toy-{task}"
     else:
         task = "multi30k"
-        src = cols[1].selectbox("Source language", LANGUAGES, **state.keep("train_src", "en"))
+        src = cols[1].selectbox("Source language", LANGUAGES, **keep("train_src", "en"))
         targets = [lang for lang in LANGUAGES if lang != src]
         if st.session_state.get("train_tgt") not in targets:
             st.session_state["train_tgt"] = targets[0]
-        tgt = cols[2].selectbox("Target language", targets, **state.keep("train_tgt", targets[0]))
+        tgt = cols[2].selectbox("Target language", targets, **keep("train_tgt", targets[0]))
         suggested = f"my-{src}-{tgt}"
         missing = multi30k_available(src, tgt)
     _reset_when_changed("_train_source_was", source, {"train_preset": "toy" if source == TOY else "small"})
-    preset = st.selectbox("Model size", list(PRESETS), **state.keep("train_preset", "toy"))
+    preset = st.selectbox("Model size", list(PRESETS), **keep("train_preset", "toy"))
     defaults = form_defaults(source, preset)
     _reset_when_changed("_train_profile_was", (source, preset), defaults)
     overrides: dict[str, Any] = dict(TOY_MODEL) if source == TOY and preset == "toy" else {}  # the form's fields on top
@@ -122,8 +123,8 @@ def run_form() -> tuple[TrainConfig | None, str]:
         overrides["n_decoder_layers"] = _number(c[3], "decoder layers", 1, 12, "train_dec", defaults)
         overrides["d_ff"] = _number(c[0], "d_ff", 8, 4096, "train_ff", defaults, step=8)
         overrides["dropout"] = _number(c[1], "dropout", 0.0, 0.9, "train_dropout", defaults, step=0.05)
-        overrides["positional"] = c[2].selectbox("positional", ["sinusoidal", "learned"], **state.keep("train_pos", "sinusoidal"))
-        overrides["norm"] = c[3].selectbox("norm", ["post", "pre"], **state.keep("train_norm", defaults["train_norm"]))
+        overrides["positional"] = c[2].selectbox("positional", ["sinusoidal", "learned"], **keep("train_pos", "sinusoidal"))
+        overrides["norm"] = c[3].selectbox("norm", ["post", "pre"], **keep("train_norm", defaults["train_norm"]))
     c = st.columns(6)
     epochs = _number(c[0], f"Epochs (max {MAX_EPOCHS})", 1, MAX_EPOCHS, "train_epochs", defaults)
     max_tokens = _number(c[1], "Batch size (padded tokens)", 100, 20_000, "train_tokens", defaults, step=100)
@@ -135,10 +136,10 @@ def run_form() -> tuple[TrainConfig | None, str]:
     if st.session_state.get("train_name") in (None, st.session_state.get("_train_suggested")):
         st.session_state["train_name"] = suggested  # the name follows the task until the user types their own
     st.session_state["_train_suggested"] = suggested
-    name = st.text_input("Run name", max_chars=60, **state.keep("train_name", suggested))
+    name = st.text_input("Run name", max_chars=60, **keep("train_name", suggested))
     sample_default = "a b c d e f" if source == TOY else "Two dogs are running through the snow."
     _reset_when_changed("_train_sample_source", source, {"train_sample": sample_default})
-    sample = st.text_input("Sample sentence to watch", max_chars=300, **state.keep("train_sample", sample_default))
+    sample = st.text_input("Sample sentence to watch", max_chars=300, **keep("train_sample", sample_default))
     if missing:
         st.warning(plain(missing))
         return None, sample

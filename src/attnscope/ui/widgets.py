@@ -11,7 +11,9 @@ import streamlit as st
 from attnscope.engine.domain import input_notes, output_notes, target_language_note, words
 from attnscope.engine.translator import MAX_BEAM, MAX_CHARS, Translation, Translator
 from attnscope.training.data import SAMPLE_LANGUAGES, SAMPLE_SPLITS, sample_pairs
-from attnscope.ui import state
+from attnscope.ui import results
+from attnscope.ui.persist import keep
+from attnscope.ui.query import Query
 from attnscope.ui.text import plain
 from attnscope.ui.translation_view import show_stale_note
 
@@ -20,6 +22,12 @@ if TYPE_CHECKING:
     from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 NO_EXAMPLE = "—"
+EXAMPLES = (
+    "A little girl climbs into a wooden playhouse.",
+    "Two dogs are running through the snow.",
+    "A man in a blue shirt is playing the guitar on the street.",
+    "The woman with the red hat is reading a book in the park.",
+)
 
 
 def new_upload(label: str, key: str) -> UploadedFile | None:
@@ -46,44 +54,45 @@ def _use_example() -> None:
 
 def sentence_box(tr: Translator) -> str:
     """The sentence being inspected, shared by every page, with example sentences."""
-    st.session_state.setdefault("sentence", state.EXAMPLES[0])
+    st.session_state.setdefault("sentence", EXAMPLES[0])
     cols = st.columns([4, 1])
-    cols[1].selectbox("Examples", [NO_EXAMPLE, *state.EXAMPLES], key="_example", on_change=_use_example)
+    cols[1].selectbox("Examples", [NO_EXAMPLE, *EXAMPLES], key="_example", on_change=_use_example)
     # The box commits its text on Ctrl+Enter or a click outside (the button is such a click), and a
     # committed text is translated: the button is where a newcomer looks for that.
     cols[1].button("Translate", key="translate_go", type="primary", icon=":material/translate:", width="stretch")
     return cols[0].text_area(f"Sentence ({tr.bundle.src_lang})", max_chars=MAX_CHARS, height=80,
                              help="Press Translate or Ctrl+Enter to translate.",
-                             **state.keep("sentence", state.EXAMPLES[0]))
+                             **keep("sentence", EXAMPLES[0]))
 
 
-def decoding_options(tr: Translator) -> tuple[int, int]:
-    """Beam size and maximum output length, shared by the pages that decode."""
+def decoding_options(tr: Translator) -> None:
+    """Beam size and maximum output length (session_state 'beam' and 'max_len'), shared by the pages that decode."""
     col_beam, col_len = st.columns(2)
-    beam = col_beam.number_input(f"Beam size (1 = greedy, max {MAX_BEAM})", 1, MAX_BEAM, **state.keep("beam", 1))
+    col_beam.number_input(f"Beam size (1 = greedy, max {MAX_BEAM})", 1, MAX_BEAM, **keep("beam", 1))
     limit = tr.model.config.max_len
     if st.session_state.get("max_len", 0) > limit:  # a smaller model became active
         st.session_state["max_len"] = limit
-    max_len = col_len.number_input("Maximum output tokens", 1, limit, **state.keep("max_len", min(100, limit)))
-    return int(beam), int(max_len)
+    col_len.number_input("Maximum output tokens", 1, limit, **keep("max_len", min(100, limit)))
 
 
-def translated_sentence(tr: Translator) -> tuple[str, int, int, Translation]:
-    """Sentence box, decoding options and the cached translation with its notes; stops the page on bad input."""
-    text = sentence_box(tr)
-    beam, max_len = decoding_options(tr)
-    result = state.translate(tr, text, beam, max_len)
+def translated_sentence(tr: Translator) -> tuple[Query, Translation]:
+    """Sentence box, decoding options, the query they hold and its cached translation with its notes;
+    stops the page on bad input."""
+    sentence_box(tr)
+    decoding_options(tr)
+    query = Query.from_session(tr)
+    result = results.translate(tr, query)
     if result is None or not result.steps:
         st.stop()
     for note in (*result.notes, *input_notes(tr.bundle.summary, result.source_ids),
-                 *output_notes(result.source_ids, result.target_ids, max_len)):
+                 *output_notes(result.source_ids, result.target_ids, query.max_len)):
         st.info(plain(note))
     src, tgt = tr.bundle.src_lang, tr.bundle.tgt_lang
-    wrong_language = target_language_note(text, src, tgt, *sample_words(src, tgt))
+    wrong_language = target_language_note(query.sentence, src, tgt, *sample_words(src, tgt))
     if wrong_language:
         st.info(plain(wrong_language), icon=":material/translate:")
-    show_stale_note(text)  # shown while the box holds a sentence not yet translated
-    return text, beam, max_len, result
+    show_stale_note(query.sentence)  # shown while the box holds a sentence not yet translated
+    return query, result
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -103,8 +112,9 @@ def chart(fig: go.Figure, key: str) -> None:
                     config={"toImageButtonOptions": {"format": fmt, "filename": f"attnscope-{key}", "scale": 2}})
 
 
-def settings(tr: Translator, text: str, beam: int, max_len: int) -> dict[str, object]:
-    return {"checkpoint": tr.name, "sentence": text, "beam_size": beam, "max_len": max_len,
+def settings(tr: Translator, query: Query) -> dict[str, object]:
+    """The run settings saved with downloaded data."""
+    return {"checkpoint": tr.name, "sentence": query.sentence, "beam_size": query.beam, "max_len": query.max_len,
             "src_lang": tr.bundle.src_lang, "tgt_lang": tr.bundle.tgt_lang}
 
 

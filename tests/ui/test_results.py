@@ -11,7 +11,8 @@ import streamlit as st
 
 from attnscope.checkpoints.checkpoint import save
 from attnscope.engine.record import KINDS
-from attnscope.ui import state
+from attnscope.ui import models, results
+from attnscope.ui.query import Query
 from tests.engine_fixtures import no_hooks_left, tiny_translator
 from tests.support import run_threads
 
@@ -34,20 +35,21 @@ def published(folder: Path, seed: int, mtime: float) -> Path:
 
 def test_concurrent_sessions_on_one_cached_model_each_get_their_own_results(tmp_path: Path) -> None:
     path = published(tmp_path, 0, 1_000_000.0)
-    tr = state._load(str(path), path.stat().st_mtime)
+    tr = models._load(str(path), path.stat().st_mtime)
     expected = {s: tr.translate(s) for s in SENTENCES}
     st.cache_data.clear()
-    results: dict[int, object] = {}
+    seen: dict[int, object] = {}
     start = threading.Barrier(len(SENTENCES))
 
     def session(i: int) -> None:
         start.wait()
-        mine = state._load(str(path), path.stat().st_mtime)  # every session shares the one cached model
-        results[i] = (mine is tr, state.translate(mine, SENTENCES[i]), state.force(mine, SENTENCES[i], (4,)))
+        mine = models._load(str(path), path.stat().st_mtime)  # every session shares the one cached model
+        query = Query.of(mine, SENTENCES[i])
+        seen[i] = (mine is tr, results.translate(mine, query), results.force(mine, query, (4,)))
 
     run_threads(session, [(i,) for i in range(len(SENTENCES))])
-    assert sorted(results) == list(range(len(SENTENCES)))
-    for i, (shared, translation, forced) in results.items():
+    assert sorted(seen) == list(range(len(SENTENCES)))
+    for i, (shared, translation, forced) in seen.items():
         want = expected[SENTENCES[i]]
         assert shared and translation.text == want.text and translation.source_tokens == want.source_tokens
         for kind in KINDS:
@@ -58,10 +60,11 @@ def test_concurrent_sessions_on_one_cached_model_each_get_their_own_results(tmp_
 
 def test_a_republished_checkpoint_is_never_answered_from_the_old_models_cache(tmp_path: Path) -> None:
     path = published(tmp_path, 0, 1_000_000.0)
-    old = state.translate(state._load(str(path), path.stat().st_mtime), "a b c")
+    first = models._load(str(path), path.stat().st_mtime)
+    old = results.translate(first, Query.of(first, "a b c"))
     path = published(tmp_path, 1, 2_000_000.0)  # a training run re-publishes under the same name
-    tr = state._load(str(path), path.stat().st_mtime)
-    new = state.translate(tr, "a b c")
+    tr = models._load(str(path), path.stat().st_mtime)
+    new = results.translate(tr, Query.of(tr, "a b c"))
     assert tr.name == "tiny" and old is not new
     fresh = tr.translate("a b c")
     assert all(np.array_equal(getattr(new.attention, k), getattr(fresh.attention, k)) for k in KINDS)

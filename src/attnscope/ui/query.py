@@ -1,0 +1,51 @@
+"""What the user asked for: one sentence, decoded with one beam size and output limit, by one checkpoint.
+
+The four travel together from the sentence box to every cache and view; `Query.key` names them exactly,
+so a cached result or figure never outlives the question it answers. It lives in ui/ because it is the
+app's question (the sidebar's checkpoint, the boxes' sentence and options) and is read from session state.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import streamlit as st
+
+from attnscope.engine.translator import Translator
+
+QueryKey = tuple[str, str, int, "int | None"]  # (checkpoint, sentence, beam, max_len)
+
+
+@dataclass(frozen=True)
+class Query:
+    """One translation request. `checkpoint` is the translator's cache key (name and file revision), so a
+    re-published checkpoint is another query; `max_len` None means the model's own limit."""
+    checkpoint: str
+    sentence: str
+    beam: int = 1
+    max_len: int | None = None
+
+    @property
+    def key(self) -> QueryKey:
+        """A hashable name for this query, for caches and widget keys."""
+        return self.checkpoint, self.sentence, self.beam, self.max_len
+
+    @classmethod
+    def of(cls, tr: Translator, sentence: str, beam: int = 1, max_len: int | None = None) -> Query:
+        """The query `sentence` puts to `tr`."""
+        return cls(tr.cache_key, sentence, int(beam), None if max_len is None else int(max_len))
+
+    @classmethod
+    def from_session(cls, tr: Translator) -> Query:
+        """The query the sentence box and decoding options hold (session_state 'sentence', 'beam', 'max_len')."""
+        state = st.session_state
+        return cls.of(tr, state.get("sentence", ""), state.get("beam", 1), state.get("max_len"))
+
+    def on(self, tr: Translator) -> Query:
+        """The same sentence and options put to another checkpoint."""
+        return replace(self, checkpoint=tr.cache_key)
+
+    def check(self, tr: Translator) -> None:
+        """Refuse to compute this query with another checkpoint's translator (its results would be cached
+        under this query's name)."""
+        if tr.cache_key != self.checkpoint:
+            raise ValueError(f"query for {self.checkpoint} computed with {tr.cache_key}")

@@ -1,0 +1,51 @@
+"""Results computed from a query, cached (ui.cache): the translation, a forced branch, a teacher-forced
+reference or beam hypothesis. Bad input gives None and a one-line warning instead of a traceback."""
+from __future__ import annotations
+
+from typing import Callable, Hashable
+
+import streamlit as st
+
+from attnscope.engine.translator import InputError, Translation, Translator
+from attnscope.ui.cache import cached
+from attnscope.ui.query import Query
+from attnscope.ui.text import plain
+
+
+def _warned(kind: str, tr: Translator, query: Query, compute: Callable[[], Translation], *extra: Hashable,
+            spinner: str) -> Translation | None:
+    """The cached result, or None with the input's problem as a warning."""
+    query.check(tr)
+    try:
+        return cached(kind, query, compute, *extra, spinner=spinner)
+    except InputError as err:
+        st.warning(plain(err))
+        return None
+
+
+def translate(tr: Translator, query: Query) -> Translation | None:
+    """The translation of `query` with every head captured."""
+    return _warned("translate", tr, query,
+                   lambda: tr.translate(query.sentence, beam_size=query.beam, max_len=query.max_len),
+                   spinner="Translating…")
+
+
+def force(tr: Translator, query: Query, prefix: tuple[int, ...]) -> Translation | None:
+    """Greedy continuation of `query`'s sentence after forcing `prefix`."""
+    return _warned("force", tr, query, lambda: tr.translate(query.sentence, max_len=query.max_len, prefix=prefix),
+                   prefix, spinner="Decoding the forced branch…")
+
+
+def score(tr: Translator, query: Query, reference: str) -> Translation | None:
+    """Teacher-forced record of `reference` as the output for `query`'s sentence (cached per sentence and
+    reference: the beam size and output limit do not change a forced output)."""
+    query.check(tr)
+    sentence_only = Query.of(tr, query.sentence)
+    return _warned("score", tr, sentence_only, lambda: tr.score(query.sentence, reference), reference,
+                   spinner="Scoring…")
+
+
+def hypothesis(tr: Translator, query: Query, ids: tuple[int, ...]) -> Translation:
+    """Teacher-forced record of a given output, e.g. one beam hypothesis of `query`."""
+    query.check(tr)
+    return cached("hypothesis", query, lambda: tr.hypothesis(query.sentence, ids), ids)

@@ -1,0 +1,38 @@
+"""Shareable URLs: the view (sentence, checkpoint, kind, layer, head, step) read from and written to the URL."""
+from __future__ import annotations
+
+import streamlit as st
+
+from attnscope.engine.record import KINDS
+
+URL_KEYS = ("sentence", "checkpoint", "kind", "layer", "head", "step")
+
+
+def restore_from_url() -> None:
+    """On a session's first run, copy shareable view state from the URL into session_state."""
+    if st.session_state.get("_url_restored"):
+        return
+    st.session_state["_url_restored"] = True
+    params = st.query_params
+    if "sentence" in params:
+        st.session_state["sentence"] = params["sentence"][:2000]
+    if params.get("checkpoint"):
+        st.session_state["checkpoint"] = params["checkpoint"][:200]  # the sidebar says so if it is not available
+    if params.get("kind") in KINDS:
+        st.session_state["kind"] = params["kind"]
+    for key in ("layer", "step"):
+        if params.get(key, "").isdigit():
+            st.session_state[key] = int(params[key])
+    head = params.get("head", "")
+    if head == "mean" or head.isdigit():
+        st.session_state["head"] = "mean" if head == "mean" else int(head)
+
+
+def write_url(keys: tuple[str, ...] = URL_KEYS) -> None:
+    """Mirror the current view into the URL so it can be shared or bookmarked."""
+    for key in keys:
+        value = st.session_state.get(key)
+        if value is None or value == "":
+            st.query_params.pop(key, None)
+        elif st.query_params.get(key) != str(value):
+            st.query_params[key] = str(value)
