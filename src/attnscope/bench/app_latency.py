@@ -147,12 +147,13 @@ def app_latency(path: Path, sentences: Sequence[str], clicks: int = 8) -> dict[s
     from playwright.sync_api import sync_playwright
 
     from attnscope.checkpoints import checkpoint
+    from attnscope.checkpoints.registry import checkout
     from attnscope.engine.translator import Translator
 
-    root = Path(__file__).resolve().parents[3]  # the checkout: src/attnscope/bench/ -> the folder of app.py
+    root = checkout()
     if not (root / "app.py").is_file():
-        raise RuntimeError("the app section serves the checkout's app.py: run it from a source checkout "
-                           "installed with pip install -e .")
+        raise RuntimeError("the app section serves the checkout's app.py: run it from the source checkout "
+                           "(the folder with app.py and checkpoints/)")
     folder = Path(tempfile.mkdtemp())
     shutil.copy(path, folder / path.name)
     env = dict(os.environ, ATTNSCOPE_CHECKPOINTS=str(folder), ATTNSCOPE_USER_MODELS=tempfile.mkdtemp())

@@ -23,9 +23,16 @@ CHECKPOINTS_ENV = "ATTNSCOPE_CHECKPOINTS"
 DEFAULT_CHECKPOINT = "multi30k-en-de.safetensors"
 
 
+def checkout() -> Path:
+    """The source checkout this package runs from: the nearest folder above it with app.py and checkpoints/
+    (an editable install), else the current directory (an ordinary install, run from the checkout)."""
+    here = Path(__file__).resolve()
+    return next((p for p in here.parents if (p / "app.py").is_file() and (p / "checkpoints").is_dir()), Path.cwd())
+
+
 def shipped_dir() -> Path:
-    """The repository's checkpoints/ folder (or $ATTNSCOPE_CHECKPOINTS)."""
-    return Path(os.environ.get(CHECKPOINTS_ENV) or Path(__file__).resolve().parents[3] / "checkpoints")
+    """The checkout's checkpoints/ folder (or $ATTNSCOPE_CHECKPOINTS)."""
+    return Path(os.environ.get(CHECKPOINTS_ENV) or checkout() / "checkpoints")
 
 
 def default_checkpoint() -> Path:
@@ -38,8 +45,8 @@ Origin = Literal["shipped", "user", "session"]
 
 
 def user_dir() -> Path:
-    """Shared folder of trained and saved uploaded models ($ATTNSCOPE_USER_MODELS or ./user_models)."""
-    return Path(os.environ.get(USER_MODELS_ENV) or Path(__file__).resolve().parents[3] / "user_models")
+    """Shared folder of trained and saved uploaded models ($ATTNSCOPE_USER_MODELS, or the checkout's user_models/)."""
+    return Path(os.environ.get(USER_MODELS_ENV) or checkout() / "user_models")
 
 
 @dataclass(frozen=True)

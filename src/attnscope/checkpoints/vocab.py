@@ -56,10 +56,6 @@ class Vocabulary:
     def size(self) -> int:
         return len(self.order)
 
-    def to_user(self, ids: Sequence[int]) -> list[int]:
-        """The user's ids of attnscope ids."""
-        return [self.order[i] for i in ids]
-
     def from_user(self, ids: Sequence[int]) -> list[int]:
         """Attnscope ids of the user's ids."""
         back = {old: new for new, old in enumerate(self.order)}

@@ -31,10 +31,6 @@ def layer(record: AttentionRecord, of_kind: Kind) -> int:
     return fit_layer(record.n_layers(of_kind))
 
 
-def head_label(selected: int | None) -> str:
-    return "mean of heads" if selected is None else f"head {selected}"
-
-
 def _tab_to_kind() -> None:
     label = st.session_state.get("_w_kind_tab")
     st.session_state["kind"] = next((k for k in KINDS if KIND_LABELS[k] == label), "cross")
