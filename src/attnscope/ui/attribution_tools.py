@@ -119,21 +119,26 @@ def ig_controls() -> tuple[float, int]:
     return percent / 100, int(points)
 
 
-def completeness_report(ig: Saliency) -> None:
-    """Say plainly how complete integrated gradients are: met for every token, or which tokens missed and by how much."""
-    settings = ig.settings
-    if settings is None:
+def completeness_report(ig: Saliency | None) -> None:
+    """Say plainly how complete integrated gradients are: met for every token, or how many missed and by how much."""
+    if ig is None or ig.settings is None:
         return
-    complete, rel = ig.complete, ig.relative_gap
-    target = f"{settings.tolerance:.1%} (or {settings.tolerance * settings.floor:.2g} nats for changes under " \
-             f"{settings.floor:g} nat)"
-    summary = (f"Integrated gradients used {ig.points} path points: the attributions add up to each token's change "
-               f"in log-probability within {float(np.median(rel)):.2%} at the median and {float(rel.max()):.2%} "
-               f"at worst (largest gap {float(ig.gap.max()):.3g} nats).")
+    settings, complete = ig.settings, ig.complete
+    small = np.abs(ig.score - ig.baseline_score) < settings.floor  # judged in nats, not percent
+    parts = []
+    if (~small).any():
+        rel = ig.relative_gap[~small]
+        parts.append(f"within {float(np.median(rel)):.1%} at the median and {float(rel.max()):.1%} at worst")
+    if small.any():
+        parts.append(f"within {float(ig.gap[small].max()):.3f} nats for the {int(small.sum())} whose log-probability "
+                     f"changes by less than {settings.floor:g} nat")
+    said = (f"Integrated gradients used {ig.points} path points: the attributions add up to each token's change in "
+            f"log-probability {'; '.join(parts)}.")
+    tolerance = f"{settings.tolerance:.1%} of the change, or {settings.tolerance * settings.floor:.2g} nats"
     if complete.all():
-        st.caption(f"{summary} Every token met the tolerance, {target}.")
+        st.caption(f"{said} Every token met the tolerance ({tolerance}).")
     else:
-        st.warning(f"{summary} {int((~complete).sum())} of {len(complete)} tokens missed the tolerance, {target}, "
+        st.warning(f"{said} {int((~complete).sum())} of {len(complete)} tokens missed the tolerance ({tolerance}) "
                    f"within the budget of {settings.max_points} path points: allow more path points to close the gap.")
 
 
