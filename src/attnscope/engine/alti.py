@@ -81,6 +81,7 @@ def cross_block(block: Residual, x: Tensor, call: AttentionCall) -> tuple[Tensor
 
 
 def encoder_layer(lt: LayerTrace) -> Tensor:
+    """[S, S] ALTI of one encoder layer's self-attention block (the feed-forward block mixes no tokens)."""
     return self_block(lt.layer.attn_block, lt.inputs[0], lt.self_attn)[0]
 
 

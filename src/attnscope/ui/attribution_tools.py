@@ -260,6 +260,7 @@ def shares_by_position_view(tr: Translator) -> None:
             bar = st.progress(0.0, text="Translating and attributing the sample…")
             shares = shares_by_position(tr, [s for s, _ in pairs],
                                         progress=lambda i, total: bar.progress(i / total, text=f"{i}/{total} sentences"))
+            bar.empty()
             st.session_state["split_shares"] = (tr.cache_key, shares)
         except (DataError, ValueError) as err:
             st.warning(plain(err))

@@ -30,7 +30,7 @@ def source_prefix_split(output_tokens: Sequence[str], source_share: np.ndarray, 
                      go.Bar(x=x, y=1 - share, name="target prefix", marker_color=PREFIX_COLOR,
                             hovertemplate="%{y:.1%} from the prefix<extra></extra>")])
     fig.update_layout(barmode="stack", title=f"Where each generated token came from ({method}, rolled out)",
-                      height=320, margin=dict(l=10, r=10, t=60, b=10), legend=dict(orientation="h", y=1.12))
+                      height=320, margin=dict(l=10, r=10, t=60, b=10), legend=dict(orientation="h", y=1.02, yanchor="bottom"))
     fig.update_xaxes(tickvals=x, ticktext=list(output_tokens), tickangle=-60, title="generated token")
     return fig.update_yaxes(range=[0, 1], tickformat=".0%", title="share")
 
@@ -59,7 +59,7 @@ def shares_by_position_figure(counts: np.ndarray, means: Mapping[str, np.ndarray
     fig.update_xaxes(title="target position (1 = first generated token)", dtick=1)
     fig.update_yaxes(range=[0, 1], tickformat=".0%", title="mean source share")
     return fig.update_layout(title=f"Source share by target position · {sentences} sentences", height=400,
-                             margin=dict(l=10, r=10, t=60, b=90), legend=dict(orientation="h", y=1.1))
+                             margin=dict(l=10, r=10, t=80, b=90), legend=dict(orientation="h", y=1.02, yanchor="bottom"))
 
 
 def methods_side_by_side(rows: Mapping[str, np.ndarray], source_tokens: Sequence[str], title: str = "") -> go.Figure:
