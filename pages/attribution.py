@@ -3,7 +3,6 @@ import streamlit as st
 
 from attnscope.engine.agreement import agreement_matrix, token_agreement
 from attnscope.engine.attribution import ATTENTION, VALUE_ZEROING
-from attnscope.engine.saliency import MAX_STEPS
 from attnscope.ui import attribution_tools as tools
 from attnscope.ui import widgets
 from attnscope.ui.navigation import open_page
@@ -15,21 +14,19 @@ query, result = widgets.translated_sentence(tr)
 st.markdown(f"> {plain(result.text) or '(empty)'}")
 with st.expander("What these measures are"):
     st.markdown(tools.EXPLANATIONS)
-    st.caption(tools.WHY_VALUE_ZEROING)
-ig_steps = st.number_input("Integrated-gradients steps", 1, MAX_STEPS, 32, key="ig_steps",
-                           help="More steps: attributions sum closer to the change in log-probability (and take longer).")
-att = tools.sentence_attribution(tr, query, result, int(ig_steps))
+    st.caption(tools.WHY_ALTI)
+ig = tools.ig_controls()
+att = tools.sentence_attribution(tr, query, result, ig)
 outputs = att.output_tokens
-ig = att.integrated_gradients
-gap = float(abs(ig.total - (ig.score - ig.baseline_score)).max())
-st.caption(f"Integrated gradients with {int(ig_steps)} steps: attributions add up to the change in log-probability "
-           f"within {gap:.3g} nats (largest gap over tokens); more steps close the gap.")
+tools.completeness_report(att.integrated_gradients)
 
 split, methods, agreement, alignment, dataset = st.tabs(
     ["Source vs prefix", "Source tokens by method", "Agreement", "Alignment", "Dataset"])
 with split:
-    widgets.chart(source_prefix_split(outputs, att.value_zeroing.source_share), "attr-split")
-    st.caption("Value zeroing (Mohebbi et al., EACL 2023), rolled out over layers: the two shares of every token sum to one.")
+    widgets.chart(source_prefix_split(outputs, att.split.source_share, att.split.method), "attr-split")
+    st.caption("ALTI+ (Ferrando et al., EMNLP 2022), rolled out over layers with every token's residual path: the two "
+               "shares of every token sum to one. Below, the same split by target position over the evaluation sample.")
+    tools.shares_by_position_view(tr)
 n_layers = att.weights.n_layers("cross")
 layer = min(st.session_state.get("layer", n_layers - 1), n_layers - 1)
 maps = att.source_maps(layer)

@@ -6,7 +6,8 @@ import pytest
 from scipy.stats import spearmanr
 
 from attnscope.engine.agreement import agreement_matrix, best_layer, layer_agreement, spearman_rows, token_agreement, top1_rows
-from attnscope.engine.attribution import ATTENTION, INTEGRATED, METHODS, NORM, VALUE_ZEROING, attribute
+from attnscope.engine.attribution import ALTI, ATTENTION, INTEGRATED, METHODS, NORM, VALUE_ZEROING, attribute
+from attnscope.engine.quadrature import IGSettings
 from tests.engine_fixtures import tiny_translator
 
 
@@ -33,7 +34,7 @@ def test_agreement_table_and_matrix() -> None:
 @pytest.fixture(scope="module")
 def attributions():
     tr = tiny_translator(0, eos_bias=2.0)
-    return [attribute(tr, tr.translate(text), ig_steps=8) for text in ("a b c d", "e f g", "h i j k l")]
+    return [attribute(tr, tr.translate(text), IGSettings(max_points=16)) for text in ("a b c d", "e f g", "h i j k l")]
 
 
 def test_source_maps_have_every_method_on_the_same_axes(attributions) -> None:
@@ -44,6 +45,8 @@ def test_source_maps_have_every_method_on_the_same_axes(attributions) -> None:
     assert all(m.shape == shape and np.all(m >= 0) for m in maps.values())
     np.testing.assert_allclose(maps[ATTENTION].sum(-1), 1.0, atol=1e-5)
     np.testing.assert_array_equal(maps[VALUE_ZEROING], att.value_zeroing.source)
+    np.testing.assert_array_equal(maps[ALTI], att.alti_plus.source)
+    assert att.split is att.alti_plus
 
 
 def test_layer_agreement_covers_every_layer_and_picks_the_best(attributions) -> None:

@@ -5,8 +5,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from attnscope.engine.alti import alti_plus
 from attnscope.engine.analysis import head_stats_over
-from attnscope.engine.dataset import batched_records, head_stats_batched, layer_comparison
+from attnscope.engine.dataset import batched_records, head_stats_batched, layer_comparison, shares_by_position
+from attnscope.engine.quadrature import IGSettings
+from attnscope.engine.value_zeroing import value_zeroing
 from tests.engine_fixtures import tiny_translator
 
 SENTENCES = ["a b c d", "e f", "", "g h i j k l a", "b", "c c d d e"]
@@ -41,6 +44,31 @@ def test_head_stats_batched_equal_the_one_by_one_average(tr) -> None:
 
 
 def test_layer_comparison_over_a_sample(tr) -> None:
-    summary = layer_comparison(tr, ["a b c", "d e f g"], ig_steps=4)
+    summary = layer_comparison(tr, ["a b c", "d e f g"], ig=IGSettings(max_points=16))
     assert set(summary["layer"]) == set(range(tr.model.config.n_decoder_layers))
-    assert {"value zeroing", "gradient × input", "integrated gradients"} == set(summary["reference"])
+    assert {"ALTI+", "value zeroing", "gradient × input", "integrated gradients"} == set(summary["reference"])
+
+
+def test_shares_by_position_average_each_translations_own_split(tr) -> None:
+    seen = []
+    shares = shares_by_position(tr, SENTENCES, batch_size=2, progress=lambda i, n: seen.append((i, n)))
+    rows = {"ALTI+": [], "value zeroing": []}
+    for text in SENTENCES:
+        if not text:
+            continue
+        result = tr.translate(text)
+        rows["ALTI+"].append(alti_plus(tr, result).source_share)
+        rows["value zeroing"].append(value_zeroing(tr, result).source_share)
+    longest = max(len(r) for r in rows["ALTI+"])
+    assert shares.sentences == 5 and seen[-1] == (5, 5)
+    for t in range(longest):
+        at_t = [r[t] for r in rows["ALTI+"] if len(r) > t]
+        assert shares.counts[t] == len(at_t)
+        for measure, per_sentence in rows.items():
+            values = [r[t] for r in per_sentence if len(r) > t]
+            assert shares.mean[measure][t] == pytest.approx(np.mean(values), abs=1e-12)
+            assert shares.std[measure][t] == pytest.approx(np.std(values), abs=1e-12)
+    weighted = sum(r.sum() for r in rows["ALTI+"]) / sum(len(r) for r in rows["ALTI+"])
+    assert shares.overall("ALTI+") == pytest.approx(weighted, abs=1e-12)
+    with pytest.raises(ValueError, match="empty"):
+        shares_by_position(tr, ["", " "])

@@ -1,4 +1,5 @@
-"""Saliency against finite differences, and integrated gradients' completeness."""
+"""Saliency against finite differences, integrated gradients against a slow Riemann sum written here, and
+their completeness."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,6 +7,7 @@ import pytest
 import torch
 
 from attnscope.engine.internals import decoder_inputs
+from attnscope.engine.quadrature import IGSettings
 from attnscope.engine.saliency import saliency, translation_saliency
 from tests.attribution_fixtures import pair, tiny
 from tests.engine_fixtures import tiny_translator
@@ -48,20 +50,86 @@ def test_gradient_times_input_equals_finite_differences(shared: bool) -> None:
             np.testing.assert_allclose(column, fd, atol=1e-7)
 
 
-def test_integrated_gradients_are_complete() -> None:
+def all_log_probs(model, src, tgt, factor: float) -> np.ndarray:
+    """f_t for every t with every token embedding (source and target) multiplied by `factor`."""
+    handles = [m.register_forward_hook(lambda _m, _i, out: out * factor) for m in {model.src_embed, model.tgt_embed}]
+    try:
+        with torch.no_grad():
+            logits = model(torch.tensor([src]), torch.tensor([decoder_inputs(tgt)]))[0]
+    finally:
+        for h in handles:
+            h.remove()
+    return logits.log_softmax(-1)[torch.arange(len(tgt)), torch.tensor(tgt)].numpy()
+
+
+def slow_integrated_gradients(model, src, tgt, steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """The midpoint rule, one path point and one token at a time: ([T, S], [T, T]) attributions."""
+    t_len, s_len = len(tgt), len(src)
+    source, prefix = np.zeros((t_len, s_len)), np.zeros((t_len, t_len))
+    for k in range(steps):
+        alpha = (k + 0.5) / steps
+        for t in range(t_len):
+            kept = []
+
+            def scale(_m, _i, out, kept=kept, alpha=alpha):
+                x = out.detach()
+                leaf = (x * alpha).requires_grad_(True)
+                kept.append((x, leaf))
+                return leaf
+
+            handles = [m.register_forward_hook(scale) for m in {model.src_embed, model.tgt_embed}]
+            try:
+                logits = model(torch.tensor([src]), torch.tensor([decoder_inputs(tgt)]))[0]
+            finally:
+                for h in handles:
+                    h.remove()
+            (x_s, e_s), (x_t, e_t) = kept
+            g_s, g_t = torch.autograd.grad(logits.log_softmax(-1)[t, tgt[t]], [e_s, e_t])
+            source[t] += (g_s * x_s)[0].sum(-1).numpy() / steps
+            prefix[t] += (g_t * x_t)[0].sum(-1).numpy() / steps
+    return source, prefix
+
+
+def test_integrated_gradients_equal_a_slow_riemann_sum_on_a_smooth_model() -> None:
+    model = tiny(6, activation="gelu")  # no ReLU kinks: the midpoint rule converges as 1/steps^2
+    src, tgt = pair(6, n_src=4, n_tgt=3)
+    got = saliency(model, src, tgt, IGSettings(tolerance=1e-6, floor=1e-3, max_points=512))
+    assert got.complete.all()
+    source, prefix = slow_integrated_gradients(model, src, tgt, steps=200)
+    scale = max(np.abs(source).max(), np.abs(prefix).max())
+    np.testing.assert_allclose(got.source, source, atol=1e-4 * scale)
+    np.testing.assert_allclose(got.prefix, prefix, atol=1e-4 * scale)
+
+
+@pytest.mark.parametrize("tolerance", [0.05, 0.002])
+def test_integrated_gradients_are_complete_to_the_tolerance_asked(tolerance: float) -> None:
     model = tiny(6)
     src, tgt = pair(6)
-    coarse, ig = saliency(model, src, tgt, steps=25), saliency(model, src, tgt, steps=400)
-    gap = lambda s: np.abs(s.total - (s.score - s.baseline_score)).max()  # noqa: E731
-    # ReLU kinks make the path integrand piecewise smooth: the midpoint rule converges as 1/steps
-    assert gap(ig) < 1e-3 and gap(ig) < gap(coarse) / 8
+    settings = IGSettings(tolerance=tolerance, max_points=1024)
+    ig = saliency(model, src, tgt, settings)
+    score, baseline = all_log_probs(model, src, tgt, 1.0), all_log_probs(model, src, tgt, 0.0)  # computed here
+    np.testing.assert_allclose(ig.score, score, atol=1e-12)
+    np.testing.assert_allclose(ig.baseline_score, baseline, atol=1e-12)
+    gap = np.abs(ig.source.sum(-1) + ig.prefix.sum(-1) - (score - baseline))
+    np.testing.assert_allclose(ig.gap, gap, atol=1e-12)
+    assert np.all(gap <= tolerance * np.maximum(np.abs(score - baseline), settings.floor)) and ig.complete.all()
     assert np.all(np.triu(ig.prefix, k=1) == 0)  # a token never depends on later decoder inputs
+    assert ig.method == f"integrated gradients ({ig.points} path points)" and ig.points <= 1024
+
+
+def test_a_small_budget_is_reported_as_incomplete() -> None:
+    model = tiny(6)
+    src, tgt = pair(6)
+    ig = saliency(model, src, tgt, IGSettings(tolerance=1e-6, floor=1e-6, max_points=16))
+    assert ig.points == 16 and not ig.complete.all()
+    with pytest.raises(ValueError, match="only integrated gradients"):
+        assert saliency(model, src, tgt).complete.all()
 
 
 def test_one_step_is_the_gradient_at_half_the_input() -> None:
     model = tiny(7)
     src, tgt = pair(7)
-    half = saliency(model, src, tgt, steps=1)  # midpoint rule: alpha = 0.5 only
+    half = saliency(model, src, tgt, IGSettings(panels=1, nodes=1, max_points=1))  # one Gauss-Legendre node: alpha = 0.5
     calls = []
 
     def hook(_m, _i, out):
@@ -86,12 +154,10 @@ def test_one_step_is_the_gradient_at_half_the_input() -> None:
     np.testing.assert_allclose(half.source[2], (emb["src"].grad * x_src)[0].sum(-1).numpy(), atol=1e-10)
 
 
-def test_translation_saliency_shapes_and_bad_steps() -> None:
+def test_translation_saliency_shapes_and_hooks_removed() -> None:
     tr = tiny_translator(0, eos_bias=2.0)
     result = tr.translate("a b c")
-    sal = translation_saliency(tr, result, steps=4)
+    sal = translation_saliency(tr, result, IGSettings(max_points=16))
     assert sal.source.shape == (len(result.target_ids), len(result.source_ids))
-    assert sal.method == "integrated gradients (4 steps)"
-    with pytest.raises(ValueError, match="steps"):
-        translation_saliency(tr, result, steps=0)
+    assert sal.method == f"integrated gradients ({sal.points} path points)" and sal.points <= 16
     assert all(not m._forward_hooks for m in tr.model.modules())

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from attnscope.engine.attribution import ATTENTION, GRAD_X_INPUT, INTEGRATED, NORM, VALUE_ZEROING, attribute
+from attnscope.engine.attribution import ALTI, ATTENTION, GRAD_X_INPUT, INTEGRATED, NORM, VALUE_ZEROING, attribute
 from attnscope.engine.step_attribution import step_attributions
 from tests.engine_fixtures import tiny_translator
 
@@ -19,17 +19,19 @@ def att():
 def test_every_step_splits_between_source_and_prefix_and_sums_to_one(att) -> None:
     s = step_attributions(att, 1)
     np.testing.assert_allclose(s.source_share + s.prefix.sum(-1), 1.0, atol=1e-9)
-    np.testing.assert_array_equal(s.source_share, att.value_zeroing.source.sum(-1))
+    np.testing.assert_array_equal(s.source_share, att.alti_plus.source.sum(-1))  # the split is ALTI+'s
+    np.testing.assert_array_equal(s.prefix, att.alti_plus.prefix)
+    assert s.split_method == "ALTI+"
     assert s.prefix_tokens[0] == "<bos>" and len(s.prefix_tokens) == len(s.output_tokens)
     assert np.all(np.triu(s.prefix, 1) == 0)  # step t reads only the prefix up to its own input
 
 
 def test_scores_and_agreement_per_step_equal_scipy_and_argmax(att) -> None:
     s = step_attributions(att, 0)
-    assert list(s.maps) == [ATTENTION, NORM, VALUE_ZEROING, GRAD_X_INPUT]  # no integrated gradients were computed
+    assert list(s.maps) == [ATTENTION, NORM, ALTI, VALUE_ZEROING, GRAD_X_INPUT]  # no integrated gradients were computed
     np.testing.assert_array_equal(s.maps[ATTENTION], att.weights.mean_over_heads("cross", 0))
     reference = att.value_zeroing.source
-    assert set(s.spearman) == set(s.top1) == {ATTENTION, NORM, GRAD_X_INPUT}
+    assert set(s.spearman) == set(s.top1) == {ATTENTION, NORM, ALTI, GRAD_X_INPUT}
     for method, scores in s.spearman.items():
         for t in range(len(s.output_tokens)):
             assert scores[t] == pytest.approx(spearmanr(s.maps[method][t], reference[t]).statistic)

@@ -1,10 +1,15 @@
-"""Value zeroing against actually zeroing one token's value vectors in a second forward pass."""
+"""Value zeroing against actually zeroing one token's value vectors in a second forward pass: on tiny
+float64 models, and on the shipped models (float32, computed through a float64 copy)."""
 from __future__ import annotations
+
+import copy
 
 import numpy as np
 import pytest
 import torch
 
+import attnscope
+from attnscope.checkpoints.registry import shipped_dir
 from attnscope.engine.internals import trace_pair
 from attnscope.engine.value_zeroing import from_trace, value_zeroing
 from tests.attribution_fixtures import pair, run, tiny
@@ -27,20 +32,18 @@ def rows_normalised(m: np.ndarray) -> np.ndarray:
     return m / m.sum(-1, keepdims=True)
 
 
-@pytest.mark.parametrize("norm", ["post", "pre"])
-def test_per_layer_scores_equal_rerunning_with_zeroed_values(norm: str) -> None:
-    model = tiny(3, norm=norm)
-    src, tgt = pair(3)
+def real_zeroing(model, src: list[int], tgt: list[int]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Per-layer shares by re-running `model` once per zeroed token: ([S, S] per encoder layer, [T, S + T] per decoder layer)."""
     s, t = len(src), len(tgt)
     _, base = run(model, src, tgt)
-    got = from_trace(model, trace_pair(model, src, tgt))
-    for i, layer in enumerate(model.encoder):
+    encoder, decoder = [], []
+    for layer in model.encoder:
         want = np.zeros((s, s))
         for j in range(s):
             _, edited = run(model, src, tgt, {layer.self_attn: zeroed(j)})
             want[:, j] = cosine_distance(base[layer][1], edited[layer][1])
-        np.testing.assert_allclose(got.encoder_layers[i], rows_normalised(want), atol=1e-9)
-    for i, layer in enumerate(model.decoder):
+        encoder.append(rows_normalised(want))
+    for layer in model.decoder:
         want = np.zeros((t, s + t))
         for j in range(s):
             _, edited = run(model, src, tgt, {layer.cross_attn: zeroed(j)})
@@ -49,13 +52,24 @@ def test_per_layer_scores_equal_rerunning_with_zeroed_values(norm: str) -> None:
             _, edited = run(model, src, tgt, {layer.self_attn: zeroed(j)})
             want[:, s + j] = cosine_distance(base[layer][1], edited[layer][1])
         assert np.all(np.abs(np.triu(want[:, s:], k=1)) < 1e-12)  # later positions cannot matter
-        np.testing.assert_allclose(got.decoder_layers[i], rows_normalised(want), atol=1e-9)
+        decoder.append(rows_normalised(want))
+    return encoder, decoder
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+def test_per_layer_scores_equal_rerunning_with_zeroed_values(norm: str) -> None:
+    model = tiny(3, norm=norm)
+    src, tgt = pair(3)
+    got = from_trace(trace_pair(model, src, tgt))
+    encoder, decoder = real_zeroing(model, src, tgt)
+    np.testing.assert_allclose(got.encoder_layers, np.stack(encoder), atol=1e-9)
+    np.testing.assert_allclose(got.decoder_layers, np.stack(decoder), atol=1e-9)
 
 
 def test_rollout_composes_the_layers() -> None:
     model = tiny(4)
     src, tgt = pair(4)
-    got = from_trace(model, trace_pair(model, src, tgt))
+    got = from_trace(trace_pair(model, src, tgt))
     s, t = len(src), len(tgt)
     memory = got.encoder_layers[1] @ got.encoder_layers[0]
     r = np.hstack([np.zeros((t, s)), np.eye(t)])
@@ -77,3 +91,18 @@ def test_source_and_prefix_shares_sum_to_one(seed: int) -> None:
     np.testing.assert_allclose(vz.decoder_layers.sum(-1), 1.0, atol=1e-6)
     assert np.all(vz.decoder_rollout >= 0) and np.all(np.triu(vz.prefix, k=1) == 0)
     assert np.all((0 <= vz.source_share) & (vz.source_share <= 1 + 1e-9))
+
+
+@pytest.mark.parametrize("checkpoint", ["multi30k-en-de", "multi30k-en-fr"])
+def test_shipped_float32_models_match_real_zeroing_within_1e_6_and_are_never_negative(checkpoint: str) -> None:
+    """The shipped models run in float32; their value zeroing is computed through a float64 copy. The
+    reference zeroes each token's values inside the layer of a float64 copy made here and re-runs the model."""
+    tr = attnscope.load(shipped_dir() / f"{checkpoint}.safetensors")
+    result = tr.translate("Two dogs play in the snow.")
+    assert next(tr.model.parameters()).dtype == torch.float32
+    got = value_zeroing(tr, result)
+    reference = copy.deepcopy(tr.model).double().eval()
+    encoder, decoder = real_zeroing(reference, list(result.source_ids), list(result.target_ids))
+    np.testing.assert_allclose(got.encoder_layers, np.stack(encoder), atol=1e-6, rtol=0)
+    np.testing.assert_allclose(got.decoder_layers, np.stack(decoder), atol=1e-6, rtol=0)
+    assert got.encoder_layers.min() >= 0 and got.decoder_layers.min() >= 0 and got.decoder_rollout.min() >= 0

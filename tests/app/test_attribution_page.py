@@ -30,25 +30,101 @@ def values(data: object) -> np.ndarray:
 
 def open_page(app: AppTest, sentence: str = "a b c d") -> AppTest:
     app.session_state["sentence"] = sentence
-    app.session_state["ig_steps"] = 4
+    app.session_state["ig_points"] = 16  # the fewest path points: keeps the page quick on the toy model
     app.run()
     return app.switch_page(PAGE).run()
 
 
-def test_page_shows_every_measure_for_the_translation(app: AppTest) -> None:
+def toy_translation(toy_checkpoint_dir, sentence: str = "a b c d"):
+    from attnscope.checkpoints import checkpoint
+    from attnscope.engine.translator import Translator
+
+    tr = Translator(*checkpoint.load(next(toy_checkpoint_dir.glob("*.safetensors"))))
+    return tr, tr.translate(sentence)
+
+
+def test_page_shows_every_measure_for_the_translation(app: AppTest, toy_checkpoint_dir) -> None:
+    from attnscope.engine.alti import alti_plus
+
     open_page(app)
     assert not app.exception
     figs = figures(app)
-    split = figs["Where each generated token came from (value zeroing, rolled out)"]
+    split = figs["Where each generated token came from (ALTI+, rolled out)"]
     source, prefix = (values(trace["y"]) for trace in split["data"][:2])
     np.testing.assert_allclose(source + prefix, 1.0, atol=1e-9)
-    assert np.all((source >= 0) & (source <= 1))
+    tr, result = toy_translation(toy_checkpoint_dir)
+    np.testing.assert_allclose(source, alti_plus(tr, result).source_share, atol=1e-12)
     methods = next(spec for title, spec in figs.items() if "source tokens by method" in title)
     rows = methods["layout"]["yaxis"]["ticktext"]
-    assert rows == ["attention", "norm-based", "value zeroing", "gradient × input", "integrated gradients"]
+    assert rows == ["attention", "norm-based", "ALTI+", "value zeroing", "gradient × input", "integrated gradients"]
     assert "Mean Spearman over tokens" in figs and "Top-1 agreement (same top source token)" in figs
     text = " ".join(shown(m) for m in app.markdown)
-    assert "Kobayashi et al." in text and "Mohebbi et al." in text and "Sundararajan et al." in text
+    for paper in ("Kobayashi et al.", "Ferrando et al.", "Mohebbi et al.", "Sundararajan et al."):
+        assert paper in text
+
+
+def test_the_page_says_how_complete_integrated_gradients_are(app: AppTest, toy_checkpoint_dir) -> None:
+    from attnscope.engine.quadrature import IGSettings
+    from attnscope.engine.saliency import saliency
+
+    open_page(app)
+    tr, result = toy_translation(toy_checkpoint_dir)
+    with tr.inference():
+        ig = saliency(tr.model, result.source_ids, result.target_ids, IGSettings(max_points=16))
+    said = " ".join([shown(c) for c in app.caption] + [shown(w) for w in app.warning])
+    assert f"Integrated gradients used {ig.points} path points" in said
+    change = np.abs(ig.score - ig.baseline_score)
+    large, small = change >= 1, change < 1
+    if large.any():
+        rel = ig.relative_gap[large]
+        assert f"within {float(np.median(rel)):.1%} at the median and {float(rel.max()):.1%} at worst" in said
+    if small.any():
+        assert f"within {float(ig.gap[small].max()):.3f} nats for the {int(small.sum())} whose" in said
+    if ig.complete.all():
+        assert "Every token met the tolerance (5.0% of the change, or 0.05 nats)" in said
+    else:
+        assert f"{int((~ig.complete).sum())} of {len(ig.complete)} tokens missed the tolerance" in said
+        assert "allow more path points" in said
+
+
+def test_the_default_budget_meets_the_tolerance_and_a_small_one_is_a_warning(app: AppTest, toy_checkpoint_dir) -> None:
+    from attnscope.engine.quadrature import IGSettings
+    from attnscope.engine.saliency import saliency
+
+    tr, result = toy_translation(toy_checkpoint_dir)
+    with tr.inference():
+        full = saliency(tr.model, result.source_ids, result.target_ids, IGSettings())
+        short = saliency(tr.model, result.source_ids, result.target_ids, IGSettings(max_points=16))
+    assert full.complete.all() and not short.complete.all()  # the toy model needs more than 16 path points
+    app.session_state["sentence"] = "a b c d"
+    app.run()
+    app.switch_page(PAGE).run()  # the page's defaults: 5%, at most 256 path points
+    assert not app.warning
+    assert any(f"Integrated gradients used {full.points} path points" in shown(c) and "Every token met the tolerance"
+               in shown(c) for c in app.caption)
+    app.number_input(key="ig_points").set_value(16).run()
+    warned = " ".join(shown(w) for w in app.warning)
+    assert f"{int((~short.complete).sum())} of {len(short.complete)} tokens missed the tolerance" in warned
+    assert "within the budget of 16 path points: allow more path points to close the gap" in warned
+
+
+def test_source_share_by_position_over_the_sample(app: AppTest, toy_checkpoint_dir) -> None:
+    from attnscope.engine.dataset import shares_by_position
+    from attnscope.training.data import sample_pairs
+
+    open_page(app)
+    app.number_input(key="split_n").set_value(10).run()
+    app.button(key="split_go").click().run()
+    assert not app.exception
+    fig = figures(app)["Source share by target position · 10 sentences"]
+    tr, _ = toy_translation(toy_checkpoint_dir)
+    want = shares_by_position(tr, [s for s, _ in sample_pairs("en", "en", "test_2016_flickr", 10)])
+    keep = np.flatnonzero(want.counts >= 10)
+    lines = {trace["name"]: trace for trace in fig["data"]}
+    np.testing.assert_allclose(values(lines["ALTI+"]["y"]), want.mean["ALTI+"][keep], atol=1e-12)
+    np.testing.assert_allclose(values(lines["value zeroing"]["y"]), want.mean["value zeroing"][keep], atol=1e-12)
+    assert "Voita et al." in fig["layout"]["annotations"][0]["text"]
+    assert any("Voita et al." in shown(c) and "falls as the target prefix grows" in shown(c) for c in app.caption)
 
 
 def test_alignment_is_shown_and_exported_in_pharaoh_format(app: AppTest) -> None:
@@ -83,7 +159,7 @@ def test_dataset_comparison_works_offline_on_the_default_split(app: AppTest, mon
     open_page(app)
     app.number_input(key="attr_n").set_value(3)
     app.button(key="attr_go").click().run()
-    assert not app.exception and not app.warning
+    assert not app.exception and not any("missing corpus" in shown(w) for w in app.warning)
     assert any("Over 3 sentences" in shown(m) for m in app.markdown)
 
 

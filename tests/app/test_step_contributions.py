@@ -20,7 +20,7 @@ ROW = re.compile(r"(\d+) “(.+?)” (\S+)")  # one "position “token” score"
 
 def _script() -> None:
     """What the step fragment does: the current translation, then (as the Attribution page would, when
-    session_state['ig_steps'] is set) every attribution, then the step's view."""
+    session_state['ig_points'] is set) every attribution, then the step's view."""
     import streamlit as st
 
     from attnscope.ui import models, results
@@ -30,20 +30,20 @@ def _script() -> None:
     tr = models.translator()
     query = Query.of(tr, st.session_state["sentence"], 1, tr.model.config.max_len)
     result = results.translate(tr, query)
-    if st.session_state.get("ig_steps"):
-        sentence_attribution(tr, query, result, st.session_state["ig_steps"])
+    if st.session_state.get("ig_points"):
+        sentence_attribution(tr, query, result, (0.05, st.session_state["ig_points"]))
     step_contributions(tr, query, result, st.session_state["step"])
 
 
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The integrated-gradients steps of every attribution computed (the one costly call)."""
+    """The integrated-gradients budget (path points, 0: none) of every attribution computed (the one costly call)."""
     seen: list[int] = []
     real = attribution_tools.attribute
 
-    def counted(tr, result, ig_steps):
-        seen.append(ig_steps)
-        return real(tr, result, ig_steps)
+    def counted(tr, result, ig):
+        seen.append(ig.max_points if ig else 0)
+        return real(tr, result, ig)
 
     monkeypatch.setattr(attribution_tools, "attribute", counted)
     return seen
@@ -63,8 +63,10 @@ def step(toy_checkpoint_dir: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
 def expected(toy_checkpoint_dir: Path) -> dict:
     """The engine's measures of the toy translation, each from its own function."""
     from attnscope.checkpoints import checkpoint
+    from attnscope.engine.alti import alti_plus
     from attnscope.engine.internals import trace_pair
     from attnscope.engine.norms import layer_norms
+    from attnscope.engine.quadrature import IGSettings
     from attnscope.engine.saliency import saliency
     from attnscope.engine.translator import Translator
     from attnscope.engine.value_zeroing import value_zeroing
@@ -72,13 +74,14 @@ def expected(toy_checkpoint_dir: Path) -> dict:
     tr = Translator(*checkpoint.load(next(toy_checkpoint_dir.glob("*.safetensors"))))
     result = tr.translate(SENTENCE, max_len=tr.model.config.max_len)
     src, tgt = result.source_ids, result.target_ids
-    vz = value_zeroing(tr, result)
+    vz, split = value_zeroing(tr, result), alti_plus(tr, result)
     with tr.inference():
         norms = layer_norms(trace_pair(tr.model, src, tgt), "cross")[1]
-        gxi, ig = saliency(tr.model, src, tgt), saliency(tr.model, src, tgt, 4)
-    return {"result": result, "split": vz.source_share, "prefix": vz.prefix, "value zeroing": vz.source,
-            "attention (layer 1)": result.attention.mean_over_heads("cross", 1), "norm-based (layer 1)": norms,
-            "gradient × input": np.abs(gxi.source), "integrated gradients (4 steps)": np.abs(ig.source)}
+        gxi, ig = saliency(tr.model, src, tgt), saliency(tr.model, src, tgt, IGSettings(max_points=16))
+    return {"result": result, "split": split.source_share, "prefix": split.prefix, "value zeroing": vz.source,
+            "ALTI+": split.source, "attention (layer 1)": result.attention.mean_over_heads("cross", 1),
+            "norm-based (layer 1)": norms, "gradient × input": np.abs(gxi.source),
+            f"integrated gradients ({ig.points} path points)": np.abs(ig.source)}
 
 
 def table(app: AppTest) -> dict[str, tuple[list[tuple[int, str, float]], str, str]]:
@@ -116,7 +119,7 @@ def check_step(app: AppTest, expected: dict, t: int, methods: set[str]) -> None:
         assert same == ("yes" if scores.argmax() == reference.argmax() else "no")
 
 
-BASIC = {"attention (layer 1)", "norm-based (layer 1)", "value zeroing", "gradient × input"}
+BASIC = {"attention (layer 1)", "norm-based (layer 1)", "ALTI+", "value zeroing", "gradient × input"}
 
 
 def test_toggle_off_draws_nothing_and_computes_nothing(step: AppTest, calls: list) -> None:
@@ -141,20 +144,21 @@ def test_toggle_on_shows_the_split_and_top_tokens_and_steps_only_slice(step: App
 
 
 def test_integrated_gradients_join_once_computed_for_this_sentence(step: AppTest, calls: list, expected) -> None:
-    step.session_state["ig_steps"] = 4  # the Attribution page computed every attribution, IG with 4 steps
+    step.session_state["ig_points"] = 16  # the Attribution page computed every attribution, IG with 16 path points at most
     step.run()
     step.toggle(key="step_attr").set_value(True).run()
     assert not step.exception
-    check_step(step, expected, 1, BASIC | {"integrated gradients (4 steps)"})
-    assert calls == [4]  # the Attribution page's result, reused
+    named = next(m for m in expected if m.startswith("integrated gradients"))
+    check_step(step, expected, 1, BASIC | {named})
+    assert calls == [16]  # the Attribution page's result, reused
 
 
 def test_another_sentence_does_not_reuse_integrated_gradients(step: AppTest, calls: list) -> None:
-    step.session_state["ig_steps"] = 4
+    step.session_state["ig_points"] = 16
     step.run()
-    step.session_state["ig_steps"] = 0  # now only the Step page, on another sentence
+    step.session_state["ig_points"] = 0  # now only the Step page, on another sentence
     step.session_state["sentence"] = "d c b a"
     step.toggle(key="step_attr").set_value(True).run()
     assert not step.exception
     assert set(table(step)) == BASIC
-    assert calls == [4, 0]
+    assert calls == [16, 0]

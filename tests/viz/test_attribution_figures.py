@@ -10,6 +10,7 @@ from attnscope.viz.attribution import (
     alignment_figure,
     layer_agreement_figure,
     methods_side_by_side,
+    shares_by_position_figure,
     source_prefix_split,
     token_agreement_figure,
 )
@@ -20,6 +21,7 @@ def test_split_bars_are_the_shares_and_their_complement() -> None:
     np.testing.assert_allclose(np.asarray(fig.data[0].y), [0.2, 0.5, 0.9])
     np.testing.assert_allclose(np.asarray(fig.data[0].y) + np.asarray(fig.data[1].y), 1.0)
     assert list(fig.layout.xaxis.ticktext) == ["x", "y", "<eos>"]
+    assert fig.layout.title.text == "Where each generated token came from (ALTI+, rolled out)"
     with pytest.raises(ValueError, match="2 shares for 3 generated tokens"):
         source_prefix_split(("x", "y", "z"), np.array([0.1, 0.2]))
 
@@ -53,3 +55,19 @@ def test_layer_and_token_agreement_figures() -> None:
     fig = token_agreement_figure(frame, ("x", "y"), "m")
     assert [t.name for t in fig.data] == ["n", "o"]
     np.testing.assert_allclose(np.asarray(fig.data[0].y), [0.5, -0.5])
+
+
+def test_shares_by_position_draw_each_measure_where_enough_tokens_back_it() -> None:
+    counts = np.array([50, 50, 40, 9, 12])
+    means = {"ALTI+": np.array([0.74, 0.72, 0.7, 0.5, 0.6]), "value zeroing": np.array([0.99, 0.99, 0.98, 0.9, 0.97])}
+    fig = shares_by_position_figure(counts, means, sentences=50)
+    assert [t.name for t in fig.data] == ["ALTI+", "value zeroing"]
+    np.testing.assert_array_equal(np.asarray(fig.data[0].x), [1, 2, 3, 5])  # position 4 has 9 tokens: left out
+    np.testing.assert_allclose(np.asarray(fig.data[0].y), [0.74, 0.72, 0.7, 0.6])
+    np.testing.assert_allclose(np.asarray(fig.data[1].y), [0.99, 0.99, 0.98, 0.97])
+    np.testing.assert_array_equal(np.asarray(fig.data[0].customdata), [50, 50, 40, 12])
+    assert fig.layout.title.text == "Source share by target position · 50 sentences"
+    cited = fig.layout.annotations[0].text
+    assert "Voita et al., ACL 2021" in cited and "Ferrando et al., EMNLP 2022" in cited and "falls" in cited
+    with pytest.raises(ValueError, match="one mean per position"):
+        shares_by_position_figure(counts, {"ALTI+": np.ones(3)}, sentences=50)

@@ -25,6 +25,7 @@ import torch
 from torch import Tensor, nn
 
 from attnscope.bench.app_latency import app_latency
+from attnscope.bench.attribution import ig_completeness, split_by_position
 from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.convert import read_state_dict
 from attnscope.checkpoints.importing import import_weights
@@ -35,7 +36,7 @@ from attnscope.model.batch import pad
 from attnscope.model.config import BOS_ID, ModelConfig
 from attnscope.model.device import autocast, autocast_dtype, cpu_has_fast_bf16, pick_device
 from attnscope.model.transformer import DecoderCache, Transformer, sinusoidal_table
-from attnscope.training.data import DataError, data_dir, load_pairs
+from attnscope.training.data import DataError, data_dir, load_pairs, sample_pairs
 from attnscope.training.loop import label_smoothed_loss
 
 SENTENCES = ("A man in an orange hat starring at something.", "Two dogs are running through the snow.",
@@ -177,12 +178,13 @@ def batch_throughput(tr: Translator, texts: list[str], one_by_one: int) -> list[
     return rows
 
 
-def dataset_scale(tr: Translator, texts: Sequence[str], one_by_one: int, attributed: int, ig_steps: int) -> dict[str, Any]:
+def dataset_scale(tr: Translator, texts: Sequence[str], one_by_one: int, attributed: int) -> dict[str, Any]:
     """Head statistics over `texts` from batched capture (wall and CPU seconds), against translating
-    `one_by_one` of them singly; and every attribution of a sentence (IG with `ig_steps` steps)."""
+    `one_by_one` of them singly; and every attribution of a sentence (IG at its default completeness)."""
     from attnscope.engine.analysis import head_stats_over
     from attnscope.engine.attribution import attribute
     from attnscope.engine.dataset import head_stats_batched
+    from attnscope.engine.quadrature import IGSettings
 
     wall, cpu = time.perf_counter(), time.process_time()
     head_stats_batched(tr, texts)
@@ -194,12 +196,12 @@ def dataset_scale(tr: Translator, texts: Sequence[str], one_by_one: int, attribu
     for text in texts[:attributed]:
         result = tr.translate(text)
         start = time.perf_counter()
-        attribute(tr, result, ig_steps=ig_steps)
+        attribute(tr, result, IGSettings())
         times.append(time.perf_counter() - start)
     return {"sentences": len(texts), "head_stats_batched_s": round(wall, 2), "cpu_s": round(cpu, 2),
             "sentences_per_s": round(len(texts) / wall, 1), "one_by_one_s_per_sentence": round(single, 4),
             "speedup": round(single * len(texts) / wall, 2),
-            f"attribution_ms_per_sentence (all methods, IG {ig_steps})": round(1000 * statistics.median(times), 1)}
+            "attribution_ms_per_sentence (all methods, IG to 5%)": round(1000 * statistics.median(times), 1)}
 
 
 def memory(path: Path) -> dict[str, Any]:
@@ -363,7 +365,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--out", type=Path, default=Path("bench-report.json"))
     parser.add_argument("--checkpoint", type=Path, default=None, help="model for decoding/capture (default: shipped en->de)")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
-    names = ["training", "decoding", "capture", "batch", "memory", "quality", "app", "import", "dataset", "toy", "inside"]
+    names = ["training", "decoding", "capture", "batch", "memory", "quality", "app", "import", "dataset", "toy", "inside",
+             "ig", "split"]
     parser.add_argument("--skip", action="append", default=[], choices=names, help="leave this section out")
     parser.add_argument("--only", action="append", default=[], choices=names, help="run only this section (repeatable)")
     args = parser.parse_args(argv)
@@ -394,11 +397,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         ("import", "8. Import of a 30 MB PyTorch-tutorial state_dict (python -m attnscope import)",
          lambda: import_speed(2 if args.tiny else 30, 2 if args.tiny else 5)),
         ("dataset", "9. Dataset scale: head statistics from batched capture; attribution per sentence",
-         lambda: dataset_scale(tr, _sentences(tr, 20 if args.tiny else 1000), *((3, 1, 2) if args.tiny else (50, 10, 16)))),
+         lambda: dataset_scale(tr, _sentences(tr, 20 if args.tiny else 1000), *((3, 1) if args.tiny else (50, 10)))),
         ("toy", "10. Toy training: seconds to 95% exact reversals (Train page's toy preset)",
          lambda: toy_training(max_steps=20 if args.tiny else None)),
         ("inside", "11. Inside one head: server-side work of opening a head and moving the step",
          lambda: inside_latency(tr, reps)),
+        ("ig", "12. Integrated gradients at the defaults (5%, at most 256 path points): completeness per token",
+         lambda: ig_completeness(tr, _sample(tr, 3 if args.tiny else 100))),
+        ("split", "13. Source share by target position (mean over the sample): ALTI+ vs value zeroing's rollout",
+         lambda: split_by_position(tr, _sample(tr, 10 if args.tiny else 1000))),
     ]
     for key, title, run in sections:
         if key in args.skip or (args.only and key not in args.only):
@@ -417,6 +424,14 @@ def _sentences(tr: Translator, n: int) -> list[str]:
     except DataError:
         texts = list(SENTENCES) * (n // len(SENTENCES) + 1)
     return texts[:n]
+
+
+def _sample(tr: Translator, n: int) -> list[str]:
+    """The first n source sentences of the embedded evaluation sample (test_2016_flickr), or the bench's examples."""
+    try:
+        return [s for s, _ in sample_pairs(tr.bundle.src_lang, tr.bundle.tgt_lang, "test_2016_flickr", n)]
+    except DataError:
+        return (list(SENTENCES) * (n // len(SENTENCES) + 1))[:n]
 
 
 def _batch(tr: Translator, tiny: bool, one_by_one: int) -> list[dict[str, Any]]:

@@ -1,4 +1,5 @@
-"""Dataset scale: attention records, head statistics and attribution agreement over many sentences.
+"""Dataset scale: attention records, head statistics, attribution agreement and the source/prefix
+split by target position over many sentences.
 
 Records come from batches: sources of similar length are decoded together (greedy, KV cache,
 no capture), then the batch is teacher-forced once on its own outputs with every head
@@ -7,16 +8,21 @@ padded keys get exactly zero weight and padded rows are cut away.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
+import numpy as np
 import torch
 
+from attnscope.engine import alti, value_zeroing
 from attnscope.engine.agreement import layer_agreement
 from attnscope.engine.analysis import STAT_COLUMNS, head_stats
 from attnscope.engine.attribution import SentenceAttribution, attribute
 from attnscope.engine.capture import record_attention
+from attnscope.engine.contributions import float64_model
 from attnscope.engine.decode import greedy_batch
-from attnscope.engine.internals import decoder_inputs
+from attnscope.engine.internals import decoder_inputs, trace_pair
+from attnscope.engine.quadrature import IGSettings
 from attnscope.engine.record import AttentionRecord
 from attnscope.engine.translator import InputError, Translator
 from attnscope.model.batch import pad
@@ -39,13 +45,17 @@ def _sources(translator: Translator, sentences: Sequence[str]) -> dict[int, list
     return out
 
 
+def _targets(translator: Translator, sources: list[list[int]], max_len: int) -> list[list[int]]:
+    """Greedy outputs of one batch of sources, each with its <eos> when it stopped within `max_len`."""
+    src = pad(sources).to(translator.device)
+    return [ids + [EOS_ID] if len(ids) < max_len else ids for ids in greedy_batch(translator.model, src, max_len)]
+
+
 def _records(translator: Translator, sources: list[list[int]], max_len: int) -> list[AttentionRecord]:
     """Greedy-decode one batch, then record every head in one teacher-forced pass over its outputs."""
     model, device = translator.model, translator.device
     src = pad(sources).to(device)
-    targets = []
-    for ids in greedy_batch(model, src, max_len):
-        targets.append(ids + [EOS_ID] if len(ids) < max_len else ids)  # shorter than the budget: it stopped at <eos>
+    targets = _targets(translator, sources, max_len)
     tgt_in = pad([decoder_inputs(t) for t in targets]).to(device)
     with record_attention(model) as rec, torch.no_grad():
         model(src, tgt_in)
@@ -89,7 +99,56 @@ def head_stats_batched(translator: Translator, sentences: Sequence[str], batch_s
     return pd.concat(frames).groupby(["kind", "layer", "head"], as_index=False, sort=False)[list(STAT_COLUMNS)].mean()
 
 
-def attributions_over(translator: Translator, sentences: Sequence[str], ig_steps: int | None = None,
+def greedy_pairs(translator: Translator, sentences: Sequence[str], batch_size: int = 64,
+                 progress: Progress | None = None) -> Iterator[tuple[int, list[int], list[int]]]:
+    """(sentence index, source ids, greedy output ids) for every translatable sentence, decoded in
+    length-sorted batches (the outputs `Translator.translate` gives, a tested parity)."""
+    sources = _sources(translator, sentences)
+    order = sorted(sources, key=lambda i: len(sources[i]))
+    max_len = translator.model.config.max_len
+    for start in range(0, len(order), batch_size):
+        idx = order[start:start + batch_size]
+        with translator.inference():
+            targets = _targets(translator, [sources[i] for i in idx], max_len)
+        yield from ((i, sources[i], t) for i, t in zip(idx, targets))
+        if progress:
+            progress(min(start + batch_size, len(order)), len(order))
+
+
+@dataclass(frozen=True)
+class SharesByPosition:
+    """How much generated tokens drew on the source, by target position, averaged over a sample."""
+
+    sentences: int
+    counts: np.ndarray  # [P] generated tokens at position t (sentences at least t + 1 tokens long)
+    mean: dict[str, np.ndarray]  # measure -> [P] mean source share at each position
+    std: dict[str, np.ndarray]  # measure -> [P] its standard deviation over those tokens
+
+    def overall(self, measure: str) -> float:
+        """The mean source share over every generated token of the sample."""
+        return float((self.mean[measure] * self.counts).sum() / self.counts.sum())
+
+
+def shares_by_position(translator: Translator, sentences: Sequence[str], batch_size: int = 64,
+                       progress: Progress | None = None) -> SharesByPosition:
+    """Source share of each greedy output token by position, ALTI+ and value zeroing, over `sentences`."""
+    measures = (alti.METHOD, value_zeroing.METHOD)
+    rows: dict[str, list[np.ndarray]] = {m: [] for m in measures}
+    with float64_model(translator.model) as exact:
+        for _, src, tgt in greedy_pairs(translator, sentences, batch_size, progress):
+            traced = trace_pair(exact, src, tgt)
+            rows[alti.METHOD].append(alti.from_trace(traced).source_share)
+            rows[value_zeroing.METHOD].append(value_zeroing.from_trace(traced).source_share)
+    if not rows[alti.METHOD]:
+        raise ValueError("no sentences to analyse: every one was empty")
+    longest = max(len(r) for r in rows[alti.METHOD])
+    padded = {m: np.array([np.pad(r, (0, longest - len(r)), constant_values=np.nan) for r in rows[m]]) for m in measures}
+    counts = np.sum(~np.isnan(padded[alti.METHOD]), axis=0)
+    return SharesByPosition(len(rows[alti.METHOD]), counts, {m: np.nanmean(p, axis=0) for m, p in padded.items()},
+                            {m: np.nanstd(p, axis=0) for m, p in padded.items()})
+
+
+def attributions_over(translator: Translator, sentences: Sequence[str], ig: IGSettings | None = None,
                       progress: Progress | None = None) -> list[SentenceAttribution]:
     """Every attribution of each sentence's greedy translation (one by one: value zeroing and
     gradients work per sentence)."""
@@ -100,13 +159,13 @@ def attributions_over(translator: Translator, sentences: Sequence[str], ig_steps
         except InputError:
             continue
         if result.steps:
-            out.append(attribute(translator, result, ig_steps))
+            out.append(attribute(translator, result, ig))
         if progress:
             progress(i + 1, len(sentences))
     return out
 
 
-def layer_comparison(translator: Translator, sentences: Sequence[str], ig_steps: int | None = None,
+def layer_comparison(translator: Translator, sentences: Sequence[str], ig: IGSettings | None = None,
                      progress: Progress | None = None) -> pd.DataFrame:
     """Layer × method agreement (see agreement.layer_agreement) over a sample of sentences."""
-    return layer_agreement(attributions_over(translator, sentences, ig_steps, progress))
+    return layer_agreement(attributions_over(translator, sentences, ig, progress))

@@ -4,9 +4,11 @@ f_t is the log-probability the model gave the token it generated at step t. Grad
 (Shrikumar et al. 2017; Denil et al. 2014) scores token j by sum_d x_jd ∂f_t/∂x_jd. Integrated
 gradients (Sundararajan et al., "Axiomatic Attribution for Deep Networks", ICML 2017) average the
 gradient along the straight path from a baseline (here: zero token embeddings, positions kept)
-to the input, so the scores add up to f_t(x) − f_t(baseline) ("completeness"). The inputs are
-the token embeddings the model's own embedding layers return (before scaling by √d and adding
-positions); a forward hook swaps in the scaled copies, so the forward pass is the model's own.
+to the input, so the scores add up to f_t(x) − f_t(baseline) ("completeness"); the path integral
+is taken by adaptive Gauss-Legendre quadrature until they do, within a tolerance the user sets
+(engine/quadrature.py). The inputs are the token embeddings the model's own embedding layers
+return (before scaling by √d and adding positions); a forward hook swaps in the scaled copies,
+so the forward pass is the model's own.
 """
 from __future__ import annotations
 
@@ -20,27 +22,50 @@ from torch import Tensor
 
 from attnscope.engine.capture import eval_mode, model_lock
 from attnscope.engine.internals import decoder_inputs
+from attnscope.engine.quadrature import IGSettings, integrate
 from attnscope.engine.translator import Translation, Translator
 from attnscope.model.transformer import Transformer
 
-MAX_STEPS = 512
 CHUNK = 16  # path points per forward pass: bounds memory, keeps matmuls wide
+
+
+GRADIENT_X_INPUT = "gradient × input"
 
 
 @dataclass(frozen=True)
 class Saliency:
     """Signed attributions of each generated token t over its inputs."""
 
-    method: str  # "gradient × input" or "integrated gradients (n steps)"
+    method: str  # "gradient × input" or "integrated gradients (n path points)"
     source: np.ndarray  # [T, S]
     prefix: np.ndarray  # [T, T] over decoder inputs <bos> y1 ..; zero after t (causal)
     score: np.ndarray  # [T] f_t(x): log-probability of the generated token
     baseline_score: np.ndarray  # [T] f_t at zero embeddings (integrated gradients' reference point)
+    points: int = 1  # gradient evaluations (path points for integrated gradients)
+    settings: IGSettings | None = None  # the completeness asked of integrated gradients
 
     @property
     def total(self) -> np.ndarray:
         """[T] sum of all attributions (≈ score − baseline_score for integrated gradients)."""
         return self.source.sum(-1) + self.prefix.sum(-1)
+
+    @property
+    def gap(self) -> np.ndarray:
+        """[T] |total − (score − baseline_score)|: how far the attributions are from adding up (nats)."""
+        return np.abs(self.total - (self.score - self.baseline_score))
+
+    @property
+    def relative_gap(self) -> np.ndarray:
+        """[T] the gap as a fraction of the change in log-probability along the path."""
+        change = np.abs(self.score - self.baseline_score)
+        return self.gap / np.where(change > 0, change, np.inf)
+
+    @property
+    def complete(self) -> np.ndarray:
+        """[T] whether each token met the tolerance of `settings` (integrated gradients only)."""
+        if self.settings is None:
+            raise ValueError("gradient × input makes no completeness claim; only integrated gradients do")
+        return self.gap <= self.settings.allowed(self.score - self.baseline_score)
 
 
 @contextmanager
@@ -64,55 +89,74 @@ def scaled_embeddings(model: Transformer, scale: Tensor) -> Iterator[list[tuple[
             h.remove()
 
 
-def _hidden(model: Transformer, src: Tensor, tgt_in: Tensor, alphas: Tensor) -> tuple[Tensor, list[Tensor]]:
-    """The output layer's input at each path point (A, T, D), and the scaled embeddings (source, target)."""
-    a = len(alphas)
-    kept: list[Tensor] = []
-    grab = model.generator.register_forward_hook(lambda _m, args, _out: kept.append(args[0]))
-    try:
-        with scaled_embeddings(model, alphas.view(a, 1, 1).to(model.generator.weight.dtype)) as seen:
-            model(src.expand(a, -1), tgt_in.expand(a, -1))
-    finally:
-        grab.remove()
-    return kept[0], [scaled for _, scaled in seen] + [x for x, _ in seen]
+@dataclass(frozen=True)
+class _Pair:
+    """One source and its teacher-forced target on the model's device, with the tokens f_t explains."""
 
+    model: Transformer
+    src: Tensor  # (1, S)
+    tgt_in: Tensor  # (1, T)
+    tokens: list[int]
 
-def _log_prob(model: Transformer, hidden: Tensor, t: int, token: int) -> Tensor:
-    """f_t at each path point, (A,): the output layer on row t only (its backward skips the other rows)."""
-    return model.generator(hidden[:, t]).log_softmax(-1)[:, token]
+    def hidden(self, alphas: Tensor) -> tuple[Tensor, list[Tensor]]:
+        """The output layer's input at each path point (A, T, D), and the scaled embeddings (source, target)
+        then the unscaled ones."""
+        kept: list[Tensor] = []
+        generator = self.model.generator
+        grab = generator.register_forward_hook(lambda _m, args, _out: kept.append(args[0]))
+        try:
+            with scaled_embeddings(self.model, alphas.view(-1, 1, 1).to(generator.weight)) as seen:
+                self.model(self.src.expand(len(alphas), -1), self.tgt_in.expand(len(alphas), -1))
+        finally:
+            grab.remove()
+        return kept[0], [scaled for _, scaled in seen] + [x for x, _ in seen]
 
+    def log_prob(self, hidden: Tensor, t: int) -> Tensor:
+        """f_t at each path point, (A,): the output layer on row t only (its backward skips the other rows)."""
+        return self.model.generator(hidden[:, t]).log_softmax(-1)[:, self.tokens[t]]
 
-def saliency(model: Transformer, src_ids: Sequence[int], target_ids: Sequence[int], steps: int | None = None) -> Saliency:
-    """Gradient × input (`steps` None) or integrated gradients with `steps` path points (midpoint rule)."""
-    if steps is not None and not 1 <= steps <= MAX_STEPS:
-        raise ValueError(f"integrated gradients needs between 1 and {MAX_STEPS} steps, got {steps}")
-    device = model.generator.weight.device
-    src = torch.tensor([list(src_ids)], device=device)
-    tgt_in = torch.tensor([decoder_inputs(target_ids)], device=device)
-    tokens = [int(i) for i in target_ids]
-    alphas = torch.ones(1) if steps is None else (torch.arange(steps, dtype=torch.float64) + 0.5) / steps
-    t = len(target_ids)
-    with model_lock(model), eval_mode(model), torch.enable_grad():
-        grads: list[Tensor] | None = None
-        for chunk in alphas.split(CHUNK):
-            hidden, (src_e, tgt_e, x_src, x_tgt) = _hidden(model, src, tgt_in, chunk.to(device))
-            per_t = [torch.autograd.grad(_log_prob(model, hidden, i, tokens[i]).sum(), [src_e, tgt_e], retain_graph=i < t - 1)
-                     for i in range(t)]
-            summed = [torch.stack([g[k].sum(0) for g in per_t]) for k in range(2)]  # (T, S, D), (T, T, D)
-            grads = summed if grads is None else [a + b for a, b in zip(grads, summed)]
-        x_src, x_tgt = x_src[0], x_tgt[0]  # unscaled embeddings (S, D), (T, D)
+    def values(self, alphas: np.ndarray) -> np.ndarray:
+        """f at each path point, [A, T]."""
         with torch.no_grad():
-            hidden, _ = _hidden(model, src, tgt_in, torch.tensor([1.0, 0.0], device=device))
-            ends = torch.stack([_log_prob(model, hidden, i, tokens[i]) for i in range(t)], dim=1)  # (2, T)
-    n = len(alphas)
-    source = (grads[0] / n * x_src).sum(-1)  # (T, S)
-    prefix = (grads[1] / n * x_tgt).sum(-1)  # (T, T)
-    method = "gradient × input" if steps is None else f"integrated gradients ({steps} steps)"
-    as_np = lambda x: x.detach().double().cpu().numpy()  # noqa: E731
-    return Saliency(method, as_np(source), as_np(prefix), as_np(ends[0]), as_np(ends[1]))
+            hidden, _ = self.hidden(torch.as_tensor(alphas, device=self.src.device))
+            return torch.stack([self.log_prob(hidden, t) for t in range(len(self.tokens))], 1).double().cpu().numpy()
+
+    def gradients(self, alphas: np.ndarray) -> np.ndarray:
+        """Gradient × input at each path point, [A, T, S + T]: sum_d x_jd ∂f_t/∂x_jd at α x."""
+        out = []
+        t_max = len(self.tokens)
+        for chunk in torch.as_tensor(alphas, device=self.src.device).split(CHUNK):
+            with torch.enable_grad():
+                hidden, (src_e, tgt_e, x_src, x_tgt) = self.hidden(chunk)
+                rows = []
+                for t in range(t_max):  # one backward per token: each row's gradient is its own path point's
+                    g_src, g_tgt = torch.autograd.grad(self.log_prob(hidden, t).sum(), [src_e, tgt_e],
+                                                       retain_graph=t < t_max - 1)
+                    rows.append(torch.cat([(g_src * x_src).sum(-1), (g_tgt * x_tgt).sum(-1)], -1))  # (A, S + T)
+            out.append(torch.stack(rows, 1).double().cpu().numpy())  # (A, T, S + T)
+        return np.concatenate(out)
 
 
-def translation_saliency(translator: Translator, translation: Translation, steps: int | None = None) -> Saliency:
+def _pair(model: Transformer, src_ids: Sequence[int], target_ids: Sequence[int]) -> _Pair:
+    device = model.generator.weight.device
+    return _Pair(model, torch.tensor([list(src_ids)], device=device),
+                 torch.tensor([decoder_inputs(target_ids)], device=device), [int(i) for i in target_ids])
+
+
+def saliency(model: Transformer, src_ids: Sequence[int], target_ids: Sequence[int],
+             ig: IGSettings | None = None) -> Saliency:
+    """Gradient × input (`ig` None), or integrated gradients integrated to the completeness `ig` asks for."""
+    pair, s = _pair(model, src_ids, target_ids), len(src_ids)
+    with model_lock(model), eval_mode(model):
+        if ig is None:
+            grad, ends = pair.gradients(np.ones(1))[0], pair.values(np.array([1.0, 0.0]))
+            return Saliency(GRADIENT_X_INPUT, grad[:, :s], grad[:, s:], ends[0], ends[1])
+        path = integrate(pair.gradients, pair.values, ig)
+    return Saliency(f"integrated gradients ({path.points} path points)", path.integral[:, :s], path.integral[:, s:],
+                    path.end, path.start, path.points, ig)
+
+
+def translation_saliency(translator: Translator, translation: Translation, ig: IGSettings | None = None) -> Saliency:
     """Saliency of a translation's own output tokens (teacher-forced on its ids)."""
     with translator.inference():
-        return saliency(translator.model, translation.source_ids, translation.target_ids, steps)
+        return saliency(translator.model, translation.source_ids, translation.target_ids, ig)

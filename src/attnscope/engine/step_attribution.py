@@ -1,5 +1,5 @@
 """What each generated token relied on, laid out for one decoding step at a time: the source vs
-target-prefix split (value zeroing), every method's scores over the source tokens, and how far each
+target-prefix split (ALTI+), every method's scores over the source tokens, and how far each
 method agrees with value zeroing on that token. Built once per sentence; a step only slices it."""
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ class StepAttributions:
     prefix_tokens: tuple[str, ...]  # decoder inputs <bos> y1 ..: the prefix step t could read (columns 0..t)
     output_tokens: tuple[str, ...]  # what each step produced
     layer: int  # decoder layer of the attention and norm-based rows
-    source_share: np.ndarray  # [T] value zeroing: share drawn from the source; the rest came from the prefix
-    prefix: np.ndarray  # [T, T] value zeroing: share of each prefix token (zero after t)
+    split_method: str  # the measure of the split (ALTI+)
+    source_share: np.ndarray  # [T] share drawn from the source; the rest came from the prefix
+    prefix: np.ndarray  # [T, T] share of each prefix token (zero after t)
     maps: dict[str, np.ndarray]  # method -> [T, S] nonnegative scores over the source tokens
     spearman: dict[str, np.ndarray]  # method -> [T] rank correlation with the reference over the source tokens
     top1: dict[str, np.ndarray]  # method -> [T] 1.0 where the method's top source token is the reference's
@@ -34,12 +35,12 @@ class StepAttributions:
 
 def step_attributions(att: SentenceAttribution, layer: int, reference: str = VALUE_ZEROING) -> StepAttributions:
     """Every method's source scores (attention and norms from decoder layer `layer`) with their per-token
-    agreement (Spearman, top-1) against `reference`, plus the value-zeroing split of every token."""
+    agreement (Spearman, top-1) against `reference`, plus the source/prefix split of every token (ALTI+)."""
     maps = att.source_maps(layer)
     if reference not in maps:
         raise ValueError(f"no {reference!r} scores for this sentence; it has {', '.join(maps)}")
     others = [m for m in maps if m != reference]
-    vz = att.value_zeroing
-    return StepAttributions(att.source_tokens, att.weights.target_tokens, att.output_tokens, layer, vz.source_share,
-                            vz.prefix, maps, {m: spearman_rows(maps[m], maps[reference]) for m in others},
+    split = att.split
+    return StepAttributions(att.source_tokens, att.weights.target_tokens, att.output_tokens, layer, split.method,
+                            split.source_share, split.prefix, maps, {m: spearman_rows(maps[m], maps[reference]) for m in others},
                             {m: top1_rows(maps[m], maps[reference]) for m in others}, reference)

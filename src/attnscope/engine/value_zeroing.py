@@ -13,53 +13,30 @@ into it, so every generated token's shares over source tokens plus target prefix
 Zeroing j's values changes query i's attention output by exactly -sum_h a^h_ij f_h(x_j) (the
 weights do not change: keys are untouched), so each variant is the traced output minus that
 vector, sent through the rest of the layer by the layer's own modules, all variants at once.
+
+The distances are ~1e-5, so the variants run on a float64 copy of the model (float32 rounding
+moved shares by up to 1e-3 and made some negative), and the cosine distance is computed as
+||a/|a| - b/|b|||^2 / 2, which is never negative. The rollout attributes nothing to a token's own
+path through the residual stream, so its source/prefix split leans to the source at every layer
+(see README, "which measure"); ALTI+ (engine/alti.py) accounts for that path and gives the split.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import numpy as np
 import torch
 from torch import Tensor
 
-from attnscope.engine.capture import eval_mode, model_lock
+from attnscope.engine.contributions import Contributions, float64_model, rolled_out
 from attnscope.engine.internals import LayerTrace, Trace, mixed_vectors, trace_pair
 from attnscope.engine.translator import Translation, Translator
-from attnscope.model.transformer import Transformer
 
-
-@dataclass(frozen=True)
-class ValueZeroing:
-    """Value-zeroing context mixing of one sentence pair; rows sum to one."""
-
-    encoder_layers: np.ndarray  # [L, S, S] per encoder layer
-    decoder_layers: np.ndarray  # [L, T, S + T] per decoder layer: source columns, then prefix columns
-    encoder_rollout: np.ndarray  # [S, S] encoder output over source tokens
-    decoder_rollout: np.ndarray  # [T, S + T] whole model: generated token t over source and prefix
-
-    @property
-    def n_source(self) -> int:
-        return self.encoder_rollout.shape[0]
-
-    @property
-    def source(self) -> np.ndarray:
-        """[T, S] share of each source token in each generated token."""
-        return self.decoder_rollout[:, : self.n_source]
-
-    @property
-    def prefix(self) -> np.ndarray:
-        """[T, T] share of each decoder input (<bos> y1 ..) in each generated token (zero after t)."""
-        return self.decoder_rollout[:, self.n_source:]
-
-    @property
-    def source_share(self) -> np.ndarray:
-        """[T] how much each generated token relied on the source (the rest is the prefix)."""
-        return self.source.sum(-1)
+METHOD = "value zeroing"
 
 
 def _distance(reference: Tensor, variants: Tensor) -> Tensor:
-    """Cosine distance between each query's output (Q, D) and its variants (Q, K, D): (Q, K)."""
-    return 1.0 - torch.nn.functional.cosine_similarity(variants, reference.unsqueeze(1), dim=-1)
+    """Cosine distance between each query's output (Q, D) and its variants (Q, K, D): (Q, K), as half the
+    squared distance of the unit vectors (equal to 1 - cos, without its cancellation; never negative)."""
+    unit = torch.nn.functional.normalize
+    return 0.5 * (unit(variants, dim=-1) - unit(reference, dim=-1).unsqueeze(1)).pow(2).sum(-1)
 
 
 def _normalise(scores: Tensor) -> Tensor:
@@ -87,7 +64,10 @@ def decoder_layer_mixing(lt: LayerTrace) -> tuple[Tensor, Tensor]:
     layer, x, sa, ca = lt.layer, lt.inputs[0], lt.self_attn, lt.cross_attn
     t, d = x.shape
     s = ca.values.shape[2]
-    cross = lambda h: ca.module(ca.module.project_q(h), ca.keys[:1], ca.values[:1], ca.mask)  # noqa: E731
+
+    def cross(h: Tensor) -> Tensor:  # the traced keys and values of the source, queried from h
+        return ca.module(ca.module.project_q(h), ca.keys[:1], ca.values[:1], ca.mask)
+
     base, attn = _variants(x, sa.output[0], mixed_vectors(sa))
     y_self = layer.ffn_block(layer.cross_block(layer.self_block(base, lambda _h: attn), cross), layer.ffn)
     prefix = _distance(lt.output[0], y_self.view(t, t, d)).tril()  # a query never sees later positions
@@ -97,27 +77,16 @@ def decoder_layer_mixing(lt: LayerTrace) -> tuple[Tensor, Tensor]:
     return _distance(lt.output[0], y_cross.view(t, s, d)), prefix
 
 
-def from_trace(model: Transformer, tr: Trace) -> ValueZeroing:
-    """Value zeroing per layer and rolled out, from a traced single-sentence pass."""
-    with model_lock(model), eval_mode(model), torch.no_grad():
+def from_trace(tr: Trace) -> Contributions:
+    """Value zeroing per layer and rolled out, from a traced single-sentence pass; the variants run the
+    traced model's modules, so hold its lock (`contributions.float64_model` does, and resolves the distances)."""
+    with torch.no_grad():
         enc = [_normalise(encoder_layer_mixing(lt)) for lt in tr.encoder]
         dec = [_normalise(torch.cat(decoder_layer_mixing(lt), dim=-1)) for lt in tr.decoder]
-    enc_np = [m.double().cpu().numpy() for m in enc]
-    dec_np = [m.double().cpu().numpy() for m in dec]
-    s = enc_np[0].shape[0]
-    t = dec_np[0].shape[0]
-    memory = np.eye(s)
-    for mixing in enc_np:
-        memory = mixing @ memory  # encoder output over source tokens
-    memory_rows = np.hstack([memory, np.zeros((s, t))])  # source positions as rows over [source | prefix]
-    rolled = np.hstack([np.zeros((t, s)), np.eye(t)])  # decoder input t is token t of the prefix
-    for mixing in dec_np:
-        rolled = mixing[:, s:] @ rolled + mixing[:, :s] @ memory_rows
-    return ValueZeroing(np.stack(enc_np), np.stack(dec_np), memory, rolled)
+    return rolled_out(METHOD, [m.double().cpu().numpy() for m in enc], [m.double().cpu().numpy() for m in dec])
 
 
-def value_zeroing(translator: Translator, translation: Translation) -> ValueZeroing:
-    """Value-zeroing contributions of a translation's output (teacher-forced on its own ids)."""
-    with translator.inference():  # variants run the layers' modules: same weights as the traced pass
-        tr = trace_pair(translator.model, translation.source_ids, translation.target_ids)
-        return from_trace(translator.model, tr)
+def value_zeroing(translator: Translator, translation: Translation) -> Contributions:
+    """Value-zeroing contributions of a translation's output (teacher-forced on its own ids), in float64."""
+    with float64_model(translator.model) as exact:
+        return from_trace(trace_pair(exact, translation.source_ids, translation.target_ids))

@@ -1,4 +1,5 @@
-"""Figures of attribution: the source/prefix split, methods side by side, agreement, alignment links."""
+"""Figures of attribution: the source/prefix split (one sentence, and by position over a sample),
+methods side by side, agreement, alignment links."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping, Sequence
@@ -18,7 +19,7 @@ def _labels(tokens: Sequence[str]) -> list[str]:
     return [f"{i}: {t}" for i, t in enumerate(tokens)]
 
 
-def source_prefix_split(output_tokens: Sequence[str], source_share: np.ndarray) -> go.Figure:
+def source_prefix_split(output_tokens: Sequence[str], source_share: np.ndarray, method: str = "ALTI+") -> go.Figure:
     """One stacked bar per generated token: share drawn from the source vs from the target prefix."""
     share = np.asarray(source_share, dtype=np.float64)
     if share.shape != (len(output_tokens),):
@@ -28,10 +29,37 @@ def source_prefix_split(output_tokens: Sequence[str], source_share: np.ndarray) 
                             hovertemplate="%{y:.1%} from the source<extra></extra>"),
                      go.Bar(x=x, y=1 - share, name="target prefix", marker_color=PREFIX_COLOR,
                             hovertemplate="%{y:.1%} from the prefix<extra></extra>")])
-    fig.update_layout(barmode="stack", title="Where each generated token came from (value zeroing, rolled out)",
-                      height=320, margin=dict(l=10, r=10, t=60, b=10), legend=dict(orientation="h", y=1.12))
+    fig.update_layout(barmode="stack", title=f"Where each generated token came from ({method}, rolled out)",
+                      height=320, margin=dict(l=10, r=10, t=60, b=10), legend=dict(orientation="h", y=1.02, yanchor="bottom"))
     fig.update_xaxes(tickvals=x, ticktext=list(output_tokens), tickangle=-60, title="generated token")
     return fig.update_yaxes(range=[0, 1], tickformat=".0%", title="share")
+
+
+PUBLISHED_TREND = ("Published: the source's share is largest for the first target tokens and falls as the target "
+                   "prefix grows (Voita et al., ACL 2021, with LRP; Ferrando et al., EMNLP 2022, with ALTI+).")
+LINE_STYLES = ("solid", "dash", "dot", "dashdot")
+
+
+def shares_by_position_figure(counts: np.ndarray, means: Mapping[str, np.ndarray], sentences: int,
+                              min_tokens: int = 10) -> go.Figure:
+    """Mean source share of generated tokens at each target position over a sample, one line per measure;
+    positions with fewer than `min_tokens` tokens are left out (a handful of long sentences is noise)."""
+    counts = np.asarray(counts)
+    if any(np.shape(m) != counts.shape for m in means.values()):
+        raise ValueError(f"every measure needs one mean per position ({counts.shape[0]} positions)")
+    keep = np.flatnonzero(counts >= min_tokens)
+    fig = go.Figure()
+    for (name, mean), dash in zip(means.items(), LINE_STYLES):
+        fig.add_trace(go.Scatter(x=keep + 1, y=np.asarray(mean, dtype=np.float64)[keep], customdata=counts[keep],
+                                 mode="lines+markers", name=name, line=dict(dash=dash),
+                                 hovertemplate=f"{name}: " + "%{y:.1%} from the source at token %{x} "
+                                               "(%{customdata} tokens)<extra></extra>"))
+    fig.add_annotation(text=PUBLISHED_TREND, xref="paper", yref="paper", x=0, y=-0.28, showarrow=False,
+                       xanchor="left", align="left", font=dict(size=11))
+    fig.update_xaxes(title="target position (1 = first generated token)", dtick=1)
+    fig.update_yaxes(range=[0, 1], tickformat=".0%", title="mean source share")
+    return fig.update_layout(title=f"Source share by target position · {sentences} sentences", height=400,
+                             margin=dict(l=10, r=10, t=80, b=90), legend=dict(orientation="h", y=1.02, yanchor="bottom"))
 
 
 def methods_side_by_side(rows: Mapping[str, np.ndarray], source_tokens: Sequence[str], title: str = "") -> go.Figure:

@@ -1,0 +1,39 @@
+"""The float64 copy behind ALTI+ and value zeroing: the same function, made once, renewed when the weights change."""
+from __future__ import annotations
+
+import torch
+
+from attnscope.engine.contributions import float64_model
+from tests.engine_fixtures import random_source, tiny_model
+
+
+def test_the_copy_computes_the_same_function_in_float64_without_the_models_hooks() -> None:
+    model = tiny_model(0)
+    src, tgt = torch.tensor([random_source(0)]), torch.tensor([[1, 5, 6, 7]])
+    handle = model.decoder[0].register_forward_hook(lambda _m, _i, out: out * 0)  # e.g. a head gate left on
+    try:
+        rng = torch.random.get_rng_state()
+        with float64_model(model) as exact:
+            assert torch.equal(torch.random.get_rng_state(), rng)  # building it drew no random numbers
+            assert all(p.dtype == torch.float64 for p in exact.parameters()) and not exact.training
+            assert not any(m._forward_hooks for m in exact.modules())
+            with torch.no_grad():
+                got = exact(src, tgt)
+    finally:
+        handle.remove()
+    with torch.no_grad():
+        want = model.double()(src, tgt)
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
+
+
+def test_the_copy_is_made_once_and_again_after_a_weight_changes() -> None:
+    model = tiny_model(1)
+    with float64_model(model) as first:
+        pass
+    with float64_model(model) as again:
+        assert again is first
+    with torch.no_grad():
+        model.generator.bias[5] += 1.0  # a training step writes in place
+    with float64_model(model) as renewed:
+        assert renewed is not first
+        assert renewed.generator.bias[5].item() == model.generator.bias[5].item()
