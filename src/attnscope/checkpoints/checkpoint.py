@@ -145,7 +145,9 @@ def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
     norm = lambda name: {f"{name}.weight": (d,), f"{name}.bias": (d,)}  # noqa: E731
 
     def attention(name: str) -> dict[str, tuple[int, ...]]:
-        return {k: v for proj in ("q_proj", "k_proj", "v_proj", "out_proj") for k, v in linear(f"{name}.{proj}", d, d).items()}
+        shapes = {k: v for proj in ("q_proj", "k_proj", "v_proj", "out_proj") for k, v in linear(f"{name}.{proj}", d, d).items()}
+        return shapes if config.qkv_bias else {k: v for k, v in shapes.items() if not k.endswith(("q_proj.bias", "k_proj.bias",
+                                                                                                   "v_proj.bias"))}
 
     def ffn(name: str) -> dict[str, tuple[int, ...]]:
         return linear(f"{name}.up", f, d) | linear(f"{name}.down", d, f)
@@ -154,7 +156,11 @@ def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
     if not config.share_embeddings:
         shapes["src_embed.weight"] = (config.src_vocab_size, d)
     if config.positional == "learned":
-        shapes["positions.table.weight"] = (config.max_len, d)
+        shapes["positions.table.weight"] = (config.max_len + config.position_offset, d)
+        if config.separate_positions:
+            shapes["positions.decoder_table.weight"] = (config.max_len + config.position_offset, d)
+    if config.embed_norm:
+        shapes |= norm("src_embed_norm") | norm("tgt_embed_norm")
     for i in range(config.n_encoder_layers):
         shapes |= attention(f"encoder.{i}.self_attn") | ffn(f"encoder.{i}.ffn")
         shapes |= norm(f"encoder.{i}.attn_block.norm") | norm(f"encoder.{i}.ffn_block.norm")

@@ -240,15 +240,11 @@ def _example_ids(example: Example, src: Vocabulary, tgt: Vocabulary) -> tuple[li
     return src.codec.encode(text), [i for i in ids if i not in (PAD_ID, BOS_ID, EOS_ID)], complete
 
 
-def _framed(ids: list[int], framing: str) -> list[int]:
-    return ([BOS_ID] if framing == "bos-eos" else []) + ids + [EOS_ID]
-
-
 @torch.no_grad()
 def reproduces(model: Transformer, pairs: Iterable[tuple[list[int], list[int], bool]]) -> bool:
     """Whether greedy decoding gives exactly each output, then <eos> if it is complete (checked by teacher forcing)."""
     for src_ids, out_ids, complete in pairs:
-        src = torch.tensor([_framed(src_ids, model.config.source_framing)])
+        src = torch.tensor([model.config.frame_source(src_ids)])
         expected = [*out_ids, EOS_ID] if complete else out_ids
         tgt_in = torch.tensor([[BOS_ID, *expected[:-1]]])
         if not expected or src.shape[1] > model.config.max_len or tgt_in.shape[1] > model.config.max_len:
