@@ -40,10 +40,14 @@ class Bundle:
     summary: dict[str, Any] = field(default_factory=dict)  # data, steps, epochs, BLEU, date, ...
 
     def metadata(self) -> dict[str, str]:
-        return {"format": FORMAT, "format_version": FORMAT_VERSION, "config": self.config.to_json(),
+        meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "config": self.config.to_json(),
                 "src_tokenizer": self.src_codec.to_json(), "tgt_tokenizer": self.tgt_codec.to_json(),
                 "src_lang": self.src_lang, "tgt_lang": self.tgt_lang,
                 "summary": json.dumps(self.summary, sort_keys=True)}
+        for side, codec in (("src", self.src_codec), ("tgt", self.tgt_codec)):
+            if codec.id_map is not None:  # an imported tokenizer's ids on the model's (absent in older files)
+                meta[f"{side}_id_map"] = codec.id_map.to_json()
+        return meta
 
 
 def unique_state_params(model: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -119,7 +123,8 @@ def _bundle_from_metadata(meta: dict[str, str], name: str) -> Bundle:
         raise CheckpointError(f"{name} lacks metadata fields: {', '.join(missing)}")
     try:
         config = ModelConfig.from_json(meta["config"])
-        src, tgt = TextCodec.from_json(meta["src_tokenizer"]), TextCodec.from_json(meta["tgt_tokenizer"])
+        src = TextCodec.from_json(meta["src_tokenizer"], meta.get("src_id_map"))
+        tgt = TextCodec.from_json(meta["tgt_tokenizer"], meta.get("tgt_id_map"))
         summary = json.loads(meta.get("summary", "{}"))
     except (ConfigError, TokenizerError) as err:
         raise CheckpointError(f"{name}: {err}") from None

@@ -31,7 +31,7 @@ from attnscope.model.transformer import Transformer
 HIDDEN = ("n_heads", "norm_first", "activation", "norm_eps", "embed_scale", "source_framing")
 DEFAULTS: dict[str, Any] = {"n_heads": 8, "norm_first": False, "activation": "relu", "norm_eps": 1e-5,
                             "embed_scale": True, "source_framing": "bos-eos"}
-KNOWN = ("read from the model", "read from the weights", "the family's code")  # origins that need no check
+KNOWN = ("read from the model", "read from the weights", "the family's code", "config.json")  # origins that need no check
 Example = tuple[str, "str | Sequence[int]"]  # a source sentence and the user's model's output (text or its ids)
 VocabSource = "str | Path | bytes | Sequence[str] | Vocabulary"
 
@@ -74,6 +74,9 @@ class Imported:
     model: Transformer
     bundle: Bundle
     report: ImportReport
+    # for each of our ids, the original model's id (None: a row it lacks); compare logits as ours vs theirs[..., order]
+    src_order: tuple[int | None, ...] = ()
+    tgt_order: tuple[int | None, ...] = ()
 
 
 def import_weights(state: dict[str, Tensor], src_vocab: VocabSource, tgt_vocab: VocabSource | None = None, *,
