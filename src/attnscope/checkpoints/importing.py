@@ -31,7 +31,8 @@ from attnscope.model.transformer import Transformer
 HIDDEN = ("n_heads", "norm_first", "activation", "norm_eps", "embed_scale", "source_framing")
 DEFAULTS: dict[str, Any] = {"n_heads": 8, "norm_first": False, "activation": "relu", "norm_eps": 1e-5,
                             "embed_scale": True, "source_framing": "bos-eos"}
-KNOWN = ("read from the model", "read from the weights", "the family's code", "config.json")  # origins that need no check
+# origins that need no check
+KNOWN = ("read from the model", "read from the weights", "the family's code", "config.json", "the checkpoint's settings")
 Example = tuple[str, "str | Sequence[int]"]  # a source sentence and the user's model's output (text or its ids)
 VocabSource = "str | Path | bytes | Sequence[str] | Vocabulary"
 

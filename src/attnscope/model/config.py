@@ -10,7 +10,7 @@ Positional = Literal["sinusoidal", "learned"]
 Norm = Literal["post", "pre"]
 LayerNormKind = Literal["torch", "annotated"]
 Activation = Literal["relu", "gelu", "silu"]
-Framing = Literal["eos", "bos-eos"]
+Framing = Literal["eos", "bos-eos", "none"]
 Sinusoid = Literal["interleaved", "halves", "fairseq"]
 
 # Refuse configs whose parameter count would exhaust memory before anything is allocated
@@ -51,7 +51,7 @@ class ModelConfig:
     norm_eps: float = 1e-5  # LayerNorm epsilon (nn.LayerNorm's default; the Annotated Transformer uses 1e-6)
     activation: Activation = "relu"  # of the FFN hidden layer ("silu" is Marian's "swish")
     embed_scale: bool = True  # token embeddings are multiplied by sqrt(d_model) (section 3.4)
-    source_framing: Framing = "eos"  # source ids are `x <eos>`, or `<bos> x <eos>` (the PyTorch tutorial's)
+    source_framing: Framing = "eos"  # source ids are `x <eos>`, `<bos> x <eos>` (the PyTorch tutorial's) or `x` (OpenNMT-py)
     # Variants of Hugging Face's Marian, BART, mBART, M2M100/NLLB, fairseq and OpenNMT-py (checkpoints/importers/).
     sinusoid: Sinusoid = "interleaved"  # sin/cos pairs side by side (the paper), or [sin | cos] halves with the
     #   paper's frequencies (Marian, OpenNMT-py) or with 10000^(-i/(d/2-1)) (fairseq, M2M100, NLLB)
@@ -93,7 +93,7 @@ class ModelConfig:
         if self.norm not in ("post", "pre"):
             raise ConfigError(f"norm must be 'post' or 'pre', got {self.norm!r}")
         for name, allowed in (("layer_norm", ("torch", "annotated")), ("activation", ("relu", "gelu", "silu")),
-                              ("source_framing", ("eos", "bos-eos")), ("sinusoid", ("interleaved", "halves", "fairseq"))):
+                              ("source_framing", ("eos", "bos-eos", "none")), ("sinusoid", ("interleaved", "halves", "fairseq"))):
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
         if not 0.0 < self.norm_eps < 1.0:
@@ -121,9 +121,10 @@ class ModelConfig:
                     raise ConfigError(f"config field {name} holds {token!r}, not a token id below {size}")
 
     def frame_source(self, ids: list[int]) -> list[int]:
-        """Source ids as the model was trained to read them: [<bos>] prefix x <eos> suffix."""
+        """Source ids as the model was trained to read them: [<bos>] prefix x [<eos>] suffix."""
         start = [BOS_ID] if self.source_framing == "bos-eos" else []
-        return [*start, *self.source_prefix, *ids, EOS_ID, *self.source_suffix]
+        end = [] if self.source_framing == "none" else [EOS_ID]
+        return [*start, *self.source_prefix, *ids, *end, *self.source_suffix]
 
     @property
     def source_overhead(self) -> int:

@@ -59,7 +59,8 @@ class IdMap:
     tokens: tuple[str, ...]  # the token of each model id; <pad> <bos> <eos> <unk> first
     hidden: frozenset[int] = field(default_factory=frozenset)  # model ids decode() drops: the original's specials
     strip: bool = False  # decode() strips surrounding spaces (transformers' SentencePiece tokenizers do)
-    cleanup: bool = False  # decode() joins " ." -> "." and the like (clean_up_tokenization_spaces)
+    replace: tuple[tuple[str, str], ...] = ()  # decode()'s text replacements, in order: transformers'
+    #   clean_up_tokenization_spaces (CLEANUP), or subword-nmt's "@@ " joiner (fairseq, OpenNMT-py)
     unknown_by_text: bool = False  # a piece read as <unk> is looked up by its text among `tokens` (transformers'
     #   SentencePiece tokenizers look pieces up in vocab.json by text, so a character the source model lacks
     #   may still have a target piece of a joint vocabulary)
@@ -72,8 +73,8 @@ class IdMap:
 
     def to_json(self) -> str:
         return json.dumps({"ids": list(self.ids), "tokens": list(self.tokens), "hidden": sorted(self.hidden),
-                           "strip": self.strip, "cleanup": self.cleanup, "unknown_by_text": self.unknown_by_text},
-                          ensure_ascii=False)
+                           "strip": self.strip, "replace": [list(r) for r in self.replace],
+                           "unknown_by_text": self.unknown_by_text}, ensure_ascii=False)
 
     @classmethod
     def from_json(cls, text: str) -> "IdMap":
@@ -81,7 +82,7 @@ class IdMap:
             data: dict[str, Any] = json.loads(text)
             return cls(tuple(int(i) for i in data["ids"]), tuple(str(t) for t in data["tokens"]),
                        frozenset(int(i) for i in data.get("hidden", ())), bool(data.get("strip")),
-                       bool(data.get("cleanup")), bool(data.get("unknown_by_text")))
+                       tuple((str(a), str(b)) for a, b in data.get("replace", ())), bool(data.get("unknown_by_text")))
         except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
             raise TokenizerError("the tokenizer's id map is not valid JSON with ids and tokens") from None
 
@@ -150,9 +151,8 @@ class TextCodec:
         m = self.id_map
         tokens = [m.tokens[i] for i in strip_specials(ids) if i not in m.hidden]
         text = self.tokenizer.decoder.decode(tokens) if self.tokenizer.decoder is not None else " ".join(tokens)
-        if m.cleanup:
-            for before, after in CLEANUP:
-                text = text.replace(before, after)
+        for before, after in m.replace:
+            text = text.replace(before, after)
         return text.strip() if m.strip else text
 
     def token(self, i: int) -> str:

@@ -103,8 +103,7 @@ def _get(state: dict[str, Tensor], key: str) -> Tensor:
 
 def embeddings(state: dict[str, Tensor], config: dict[str, Any], src: VocabPlan, tgt: VocabPlan) -> tuple[
         dict[str, Tensor], bool, bool]:
-    """Token embeddings, output layer and logits bias in our vocabulary order, and whether the source and target
-    share one table and the output layer is the target table (tied)."""
+    """Token embeddings, output layer and logits bias (final_logits_bias) of a Hugging Face state."""
     p = _prefix(state)
     shared = state.get(f"{p}shared.weight")
     enc = state.get(f"{p}encoder.embed_tokens.weight", shared)
@@ -112,10 +111,16 @@ def embeddings(state: dict[str, Tensor], config: dict[str, Any], src: VocabPlan,
     if enc is None or dec is None:
         raise CheckpointError("the weights have no token embeddings (model.shared.weight or embed_tokens.weight)")
     tied = bool(config.get("tie_word_embeddings", True)) or "lm_head.weight" not in state
-    head = dec if tied else state["lm_head.weight"]
-    bias = state.get("final_logits_bias")
+    return vocab_tensors(enc, dec, dec if tied else state["lm_head.weight"], state.get("final_logits_bias"), src, tgt)
+
+
+def vocab_tensors(enc: Tensor, dec: Tensor, head: Tensor, bias: Tensor | None, src: VocabPlan,
+                  tgt: VocabPlan) -> tuple[dict[str, Tensor], bool, bool]:
+    """Token embeddings, output layer and its bias in our vocabulary order (rows permuted by the plans), and
+    whether source and target share one table and the output layer is the target table (tied)."""
     bias = torch.zeros(head.shape[0]) if bias is None else bias.reshape(-1).float()
     out = {"src_embed.weight": src.rows(enc.float()), "tgt_embed.weight": tgt.rows(dec.float()),
            "generator.weight": tgt.rows(head.float()), "generator.bias": tgt.rows(bias.unsqueeze(1))[:, 0]}
     share = enc.shape == dec.shape and src.order == tgt.order and (enc is dec or bool(torch.equal(enc, dec)))
+    tied = head is dec or (head.shape == dec.shape and bool(torch.equal(head, dec)))
     return out, share, tied

@@ -19,7 +19,7 @@ from tokenizers import Tokenizer
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.importers.vocab_plan import VocabPlan
 from attnscope.model.config import SPECIAL_TOKENS, UNK_ID
-from attnscope.model.tokenization import IdMap, TextCodec
+from attnscope.model.tokenization import CLEANUP, IdMap, TextCodec
 
 IdToken = Callable[[int], str]
 
@@ -35,8 +35,8 @@ def backend_codec(tok: Any, plan: VocabPlan) -> TextCodec:
     cleanup = bool(getattr(tok, "clean_up_tokenization_spaces", False)) and not (
         type(raw.model).__name__ == "BPE" and not getattr(
             tok, "clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output", False))
-    return TextCodec(raw, _id_map(list(range(size)), plan, tok.convert_ids_to_tokens, special, strip=False,
-                                  cleanup=cleanup))
+    return TextCodec(raw, id_map(list(range(size)), plan, tok.convert_ids_to_tokens, special, strip=False,
+                                  replace=CLEANUP if cleanup else ()))
 
 
 def spm_codec(plan: VocabPlan, model: Path, piece_ids: Mapping[str, int], unk: int, id_token: IdToken,
@@ -47,7 +47,8 @@ def spm_codec(plan: VocabPlan, model: Path, piece_ids: Mapping[str, int], unk: i
     raw = spm_tokenizer(model)
     pieces = [raw.id_to_token(i) for i in range(raw.get_vocab_size(with_added_tokens=True))]
     originals = [piece_ids.get(p, unk) for p in pieces]
-    return TextCodec(raw, _id_map(originals, plan, id_token, special, strip=True, cleanup=cleanup, by_text=True))
+    return TextCodec(raw, id_map(originals, plan, id_token, special, strip=True, replace=CLEANUP if cleanup else (),
+                                  by_text=True))
 
 
 def spm_tokenizer(model: Path) -> Tokenizer:
@@ -80,14 +81,14 @@ def spm_tokenizer(model: Path) -> Tokenizer:
                               f"({str(err).splitlines()[0][:160] if str(err) else type(err).__name__})") from None
 
 
-def _id_map(originals: Sequence[int], plan: VocabPlan, id_token: IdToken, special: set[int], *, strip: bool,
-            cleanup: bool, by_text: bool = False) -> IdMap:
+def id_map(originals: Sequence[int], plan: VocabPlan, id_token: IdToken, special: set[int], *, strip: bool,
+           replace: tuple[tuple[str, str], ...] = (), by_text: bool = False) -> IdMap:
     """Tokenizer ids -> the model's, the model's tokens (specials renamed) and the ids decode() drops."""
     ids = tuple(plan.ours(o) if plan.has(o) else UNK_ID for o in originals)
     tokens = tuple(SPECIAL_TOKENS[i] if i < len(SPECIAL_TOKENS) else
                    (SPECIAL_TOKENS[UNK_ID] if old is None else str(id_token(old))) for i, old in enumerate(plan.order))
     hidden = frozenset(plan.ours(o) for o in special if plan.has(o))
-    return IdMap(ids, tokens, hidden, strip, cleanup, by_text)
+    return IdMap(ids, tokens, hidden, strip, replace, by_text)
 
 
 def framing(tok: Any, plan: VocabPlan) -> tuple[list[int], list[int]]:
