@@ -109,6 +109,10 @@ def read_bundle(path: str | os.PathLike[str]) -> tuple[Bundle, dict[str, tuple[i
     except (SafetensorError, OSError, ValueError) as err:
         raise CheckpointError(f"{path.name} is not a safetensors file ({str(err)[:120]})") from None
     if meta.get("format") != FORMAT:
+        if any(k.startswith(("model.encoder.", "encoder.layers.", "lm_head.")) for k in shapes):
+            raise CheckpointError(f"{path.name} holds a Hugging Face model's weights, not an attnscope checkpoint: import "
+                                  "its whole folder (with config.json and the tokenizer files) or a zip of it, e.g. "
+                                  "python -m attnscope import FOLDER --out model.safetensors")
         raise CheckpointError(f"{path.name} is a safetensors file but not an attnscope checkpoint "
                               "(its metadata has no 'format': 'attnscope-checkpoint')")
     if meta.get("format_version") != FORMAT_VERSION:

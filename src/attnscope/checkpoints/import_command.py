@@ -26,6 +26,7 @@ from typing import Any, Sequence
 from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.importers import import_any
+from attnscope.checkpoints.importers.precision import half_report
 from attnscope.checkpoints.importing import Example
 
 
@@ -113,4 +114,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(2) from None
     for line in imported.report.lines():
         print(line)
+    if args.half:
+        print(half_report(imported.model, imported.bundle))
     print(f"wrote {path}")

@@ -8,6 +8,7 @@ against the user's outputs. Other model types are refused with the route that wo
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from attnscope.checkpoints.checkpoint import Bundle, CheckpointError
@@ -56,7 +57,7 @@ def import_hf(source: str | os.PathLike[str], *, src_lang: str | None = None, tg
     family = f"Hugging Face {FAMILIES[kind]} ({type(tok).__name__})"
     settings = {k: getattr(config, k) for k in SETTINGS}
     report = ImportReport(family, settings, {k: "config.json" for k in settings})
-    label = name or folder.path.name
+    label = name or (folder.path.name if Path(source).exists() else str(source).rsplit("/", 1)[-1])  # a hub name's
     summary = {"data": f"imported {family} from {folder.path.name}", "name": label, "import": report.lines()}
     bundle = Bundle(config, found.src_codec, found.tgt_codec, *found.langs, summary)
     return Imported(model, bundle, report, found.src.order, found.tgt.order)
