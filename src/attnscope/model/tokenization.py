@@ -64,17 +64,18 @@ class IdMap:
     unknown_by_text: bool = False  # a piece read as <unk> is looked up by its text among `tokens` (transformers'
     #   SentencePiece tokenizers look pieces up in vocab.json by text, so a character the source model lacks
     #   may still have a target piece of a joint vocabulary)
+    codes: frozenset[int] = field(default_factory=frozenset)  # language codes: labelled as they are, like specials
 
     def __post_init__(self) -> None:
         if tuple(self.tokens[:4]) != SPECIAL_TOKENS:
             raise TokenizerError(f"an id map must start with {', '.join(SPECIAL_TOKENS)}, got {list(self.tokens[:4])}")
-        if any(not 0 <= i < len(self.tokens) for i in [*self.ids, *self.hidden]):
+        if any(not 0 <= i < len(self.tokens) for i in [*self.ids, *self.hidden, *self.codes]):
             raise TokenizerError(f"an id map points past the model's {len(self.tokens)} tokens")
 
     def to_json(self) -> str:
         return json.dumps({"ids": list(self.ids), "tokens": list(self.tokens), "hidden": sorted(self.hidden),
                            "strip": self.strip, "replace": [list(r) for r in self.replace],
-                           "unknown_by_text": self.unknown_by_text}, ensure_ascii=False)
+                           "unknown_by_text": self.unknown_by_text, "codes": sorted(self.codes)}, ensure_ascii=False)
 
     @classmethod
     def from_json(cls, text: str) -> "IdMap":
@@ -82,7 +83,8 @@ class IdMap:
             data: dict[str, Any] = json.loads(text)
             return cls(tuple(int(i) for i in data["ids"]), tuple(str(t) for t in data["tokens"]),
                        frozenset(int(i) for i in data.get("hidden", ())), bool(data.get("strip")),
-                       tuple((str(a), str(b)) for a, b in data.get("replace", ())), bool(data.get("unknown_by_text")))
+                       tuple((str(a), str(b)) for a, b in data.get("replace", ())), bool(data.get("unknown_by_text")),
+                       frozenset(int(i) for i in data.get("codes", ())))
         except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
             raise TokenizerError("the tokenizer's id map is not valid JSON with ids and tokens") from None
 
@@ -170,8 +172,8 @@ class TextCodec:
             readable = list(byte_level_pieces(tokens, self.tokenizer.decoder))
         else:
             readable = list(readable_pieces(tokens, self.marks_word_starts))
-        hidden = self.id_map.hidden if self.id_map else frozenset()
-        return [token if i in hidden else piece for i, token, piece in zip(ids, tokens, readable)]
+        raw = self.id_map.hidden | self.id_map.codes if self.id_map else frozenset()
+        return [token if i in raw else piece for i, token, piece in zip(ids, tokens, readable)]
 
     @cached_property
     def marks_word_starts(self) -> bool:

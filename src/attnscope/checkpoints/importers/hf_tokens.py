@@ -8,6 +8,7 @@ outputs (Marian's <pad>, the generation config's one-token bad_words_ids).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,25 @@ def tokens(folder: HFFolder, tok: Any, src_lang: str | None, tgt_lang: str | Non
     else:
         found = _shared(folder, tok, src_lang, tgt_lang)
     check_codecs(tok, found)
-    return found
+    codes = _codes(tok)
+    return dataclasses.replace(found, src_codec=_labelled(found.src_codec, found.src, codes),
+                               tgt_codec=_labelled(found.tgt_codec, found.tgt, codes))
+
+
+def _codes(tok: Any) -> set[int]:
+    """The original ids of the tokenizer's language codes (shown as they are in token labels)."""
+    table = getattr(tok, "lang_code_to_id", None) or getattr(tok, "lang_token_to_id", None) or {}
+    ids = set(table.values())
+    for code in [*(getattr(tok, "supported_language_codes", None) or []), *(getattr(tok, "extra_special_tokens", None) or [])]:
+        found = tok.convert_tokens_to_ids(str(code))
+        if isinstance(found, int) and found != tok.unk_token_id:
+            ids.add(found)
+    return ids
+
+
+def _labelled(codec: TextCodec, plan: VocabPlan, codes: set[int]) -> TextCodec:
+    ours = frozenset(plan.ours(i) for i in codes if plan.has(i))
+    return TextCodec(codec.tokenizer, dataclasses.replace(codec.id_map, codes=ours)) if ours else codec
 
 
 def _token(tok: Any, i: int) -> str:
