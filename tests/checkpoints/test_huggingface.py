@@ -105,9 +105,12 @@ def _batch(pair: Pair) -> tuple[torch.Tensor, torch.Tensor, list[list[int]]]:
     targets = [pair.ours.bundle.tgt_codec.encode(text) for text in DE[:4]]
     prefix = [BOS_ID] + ([] if pair.ours.model.config.forced_first is None else [pair.ours.model.config.forced_first])
     inputs = [prefix + t for t in targets]
-    pad = lambda rows: torch.tensor([r + [PAD_ID] * (max(map(len, rows)) - len(r)) for r in rows])  # noqa: E731
     theirs = [pair.start() + pair.to_hf(t) for t in targets]
-    return pad(sources), pad(inputs), theirs
+    return _padded(sources), _padded(inputs), theirs
+
+
+def _padded(rows: list[list[int]]) -> torch.Tensor:
+    return torch.tensor([r + [PAD_ID] * (max(map(len, rows)) - len(r)) for r in rows])
 
 
 def test_teacher_forced_logits_and_every_attention_weight(pair: Pair) -> None:
