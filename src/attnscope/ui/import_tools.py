@@ -78,8 +78,8 @@ def _framework_model() -> None:
                                       max_chars=20, placeholder="eng_Latn, en_XX, en")
         tgt_lang = cols[1].text_input("Target language code", "", key="import_hf_tgt_lang", max_chars=20,
                                       placeholder="deu_Latn, de_DE, de")
-        name = cols[2].text_input("Name", "", key="import_hf_name", max_chars=60, placeholder="from the model")
-        if not st.button("Import", key="import_hf_go", disabled=not files):
+        name = cols[2].text_input("Model name", "", key="import_hf_name", max_chars=60, placeholder="from the model")
+        if not st.button("Import model", key="import_hf_go", disabled=not files):
             return
         try:
             imported = import_uploaded([(f.name, f.getvalue()) for f in files], src_lang=src_lang.strip() or None,
