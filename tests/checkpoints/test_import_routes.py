@@ -131,3 +131,13 @@ def test_multilingual_models_need_their_language_codes(tmp_path: Path) -> None:
     assert (tr.bundle.src_lang, tr.bundle.tgt_lang) == ("eng_Latn", "deu_Latn")
     result = tr.translate("A man rides.", max_len=6)
     assert result.source_tokens[0] == "eng_Latn" and result.steps[0].token == "deu_Latn" and result.steps[0].prob == 1.0
+
+
+def test_pytorch_model_bin_is_read_without_running_code(marian: Path, tmp_path: Path) -> None:
+    """Older folders hold pytorch_model.bin: read with torch.load(weights_only=True), the same model results."""
+    from safetensors.torch import load_file
+    folder = tmp_path / "bin-folder"
+    shutil.copytree(marian, folder)
+    torch.save(load_file(str(folder / "model.safetensors")), folder / "pytorch_model.bin")
+    (folder / "model.safetensors").unlink()
+    assert _same(attnscope.import_model(folder), attnscope.import_model(marian))
