@@ -14,7 +14,8 @@ st.markdown(f"The model adds a {c.d_model}-dimensional vector per position to ea
             f"(scaled by √{c.d_model}). This checkpoint uses **{c.positional}** positional encodings.")
 n_pos = st.slider("Positions shown", 8, c.max_len, min(64, c.max_len), key="pe_positions")
 sinusoid = sinusoidal_table(n_pos, c.d_model).numpy()
-dims = st.multiselect("Dimensions to plot", list(range(c.d_model)), default=[0, 1, 4, 5, 16, min(64, c.d_model - 1)],
+dims = st.multiselect("Dimensions to plot", list(range(c.d_model)),
+                      default=sorted({d for d in (0, 1, 4, 5, 16, 64) if d < c.d_model} | {min(64, c.d_model - 1)}),
                       key="pe_dims")
 widgets.chart(encoding_curves(sinusoid, dims, title="Sinusoidal encoding: PE(pos, 2i) = sin(pos/10000^(2i/d)), "
                                                    "PE(pos, 2i+1) = cos(…)"), "pe-curves")

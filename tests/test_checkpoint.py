@@ -111,6 +111,7 @@ def test_save_failure_is_a_clear_message(saved, tmp_path: Path) -> None:
     {},
     {"positional": "learned", "norm": "pre", "share_embeddings": True, "src_vocab_size": 50},
     {"tie_embeddings": False, "final_norm": True, "n_encoder_layers": 2, "n_decoder_layers": 3},
+    {"positional": "learned", "position_offset": 2, "separate_positions": True, "embed_norm": True, "qkv_bias": False},
 ])
 def test_expected_shapes_match_a_built_model(variant: dict) -> None:
     config = ModelConfig(**{"src_vocab_size": 40, "tgt_vocab_size": 50, "d_model": 16, "n_heads": 2, "d_ff": 24,

@@ -138,7 +138,7 @@ def test_refusals_say_what_was_found_and_what_to_do(m1: Seq2SeqTransformer, tmp_
         import_weights(state, m1_vocab(WORDS)[:-1], m1_vocab(TGT_WORDS))
     with pytest.raises(CheckpointError, match="no pad token .*bracketed tokens are <unk>, <bos>, <eos>"):
         import_weights(state, ["<unk>", "<bos>", "<eos>", *WORDS, "x"], m1_vocab(TGT_WORDS))
-    with pytest.raises(CheckpointError, match="looks like a Hugging Face encoder-decoder"):
+    with pytest.raises(CheckpointError, match="looks like a Hugging Face or fairseq encoder-decoder .* attnscope import"):
         import_weights({"model.encoder.layers.0.self_attn.k_proj.weight": torch.zeros(2, 2),
                         "model.decoder.layers.0.encoder_attn.k_proj.weight": torch.zeros(2, 2)}, m1_vocab(WORDS))
     with pytest.raises(CheckpointError, match="encoder only"):

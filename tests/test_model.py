@@ -11,7 +11,14 @@ from attnscope.model.transformer import DecoderCache, Transformer, dropout, sinu
 from tests.engine_fixtures import atol
 
 VARIANTS = [dict(norm=n, positional=p, tie_embeddings=t, share_embeddings=s)
-            for n in ("post", "pre") for p in ("sinusoidal", "learned") for t, s in ((True, True), (False, False))]
+            for n in ("post", "pre") for p in ("sinusoidal", "learned") for t, s in ((True, True), (False, False))] + [
+    # the variants of models trained elsewhere (checkpoints/importers): BART-, Marian- and NLLB-like
+    dict(positional="learned", position_offset=2, separate_positions=True, embed_norm=True, activation="gelu",
+         embed_scale=False, decoder_start=2, share_embeddings=True),
+    dict(sinusoid="halves", activation="silu", decoder_start=0, suppressed=(1,), qkv_bias=False),
+    dict(sinusoid="fairseq", position_offset=2, norm="pre", final_norm=True, decoder_start=2, forced_first=7,
+         source_prefix=(5,)),
+]
 
 
 def make(device: torch.device | str = "cpu", **kw) -> Transformer:
@@ -83,7 +90,7 @@ def test_padding_changes_nothing(device: torch.device) -> None:
     assert torch.allclose(alone, padded, atol=atol(device))
 
 
-@pytest.mark.parametrize("kw", VARIANTS[:4])
+@pytest.mark.parametrize("kw", VARIANTS[:4] + VARIANTS[8:])
 def test_incremental_decoding_matches_full_forward(kw: dict, device: torch.device) -> None:
     model = make(device, **kw)
     src, tgt = ids(2, 6, device=device), ids(2, 5, device=device)

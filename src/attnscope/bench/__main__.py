@@ -299,7 +299,7 @@ def import_speed(megabytes: float, repeats: int) -> dict[str, Any]:
             "median_s": round(median_times({"import": run}, repeats)["import"], 3)}
 
 
-def inside_latency(tr: Translator, repeats: int) -> dict[str, Any]:
+def inside_latency(tr: Translator, repeats: int, max_len: int | None = None) -> dict[str, Any]:
     """Server-side seconds of the Inside-one-head page's work. The page traces a sentence once (cached);
     moving the step cuts that trace, slices a head, builds every panel and the logit lens (HTML);
     switching head does the same without the lens."""
@@ -309,7 +309,7 @@ def inside_latency(tr: Translator, repeats: int) -> dict[str, Any]:
     from attnscope.viz.inside import PANELS
     from attnscope.viz.lens import lens_table
 
-    result = tr.translate(SENTENCES[2])
+    result = tr.translate(SENTENCES[2], max_len=max_len)
     piece = lambda i: tr.bundle.tgt_codec.pieces([i])[0]  # noqa: E731
 
     def traced() -> Any:
@@ -334,6 +334,24 @@ def inside_latency(tr: Translator, repeats: int) -> dict[str, Any]:
             "trace the sentence ms (once)": round(timed["trace"] * 1e3, 1),
             "move the step ms": round(timed["move"] * 1e3, 1),
             "switch head ms": round(timed["head"] * 1e3, 1), "panels": len(PANELS) + 1}
+
+
+def imported_shape(name: str, repeats: int, app: bool) -> dict[str, Any]:
+    """A random model of an imported family's shape: checkpoint size and load time, what the pages ask of the
+    server, Inside one head, and (with `app`) issue 17's journeys in headless Chromium."""
+    import tempfile
+
+    from attnscope.bench.imported_shapes import TYPICAL, load_seconds, server_latency, shaped_checkpoint
+
+    words = " ".join(SENTENCES).replace(".", " .").split()
+    path = shaped_checkpoint(name, Path(tempfile.mkdtemp()), words)
+    tr = Translator(*checkpoint.load(path))
+    row = {"model": name, "load average": round(os.getloadavg()[0], 1), "threads": torch.get_num_threads(),
+           "fp16 file MB": round(path.stat().st_size / 1e6, 1), "load s": load_seconds(path),
+           **server_latency(tr, SENTENCES, repeats), **inside_latency(tr, repeats, TYPICAL)}
+    if app:
+        row |= app_latency(path, SENTENCES, 3 if name.startswith("tiny") else 8)
+    return row
 
 
 def print_table(title: str, rows: list[dict[str, Any]] | dict[str, Any]) -> None:
@@ -366,7 +384,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--checkpoint", type=Path, default=None, help="model for decoding/capture (default: shipped en->de)")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
     names = ["training", "decoding", "capture", "batch", "memory", "quality", "app", "import", "dataset", "toy", "inside",
-             "ig", "split"]
+             "ig", "split", "imported", "large"]
     parser.add_argument("--skip", action="append", default=[], choices=names, help="leave this section out")
     parser.add_argument("--only", action="append", default=[], choices=names, help="run only this section (repeatable)")
     args = parser.parse_args(argv)

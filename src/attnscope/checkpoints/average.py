@@ -16,6 +16,10 @@ from attnscope.checkpoints.checkpoint import Bundle, CheckpointError
 from attnscope.model.transformer import Transformer
 
 
+def _codecs(bundle: Bundle) -> list[tuple[str, object]]:
+    return [(c.to_json(), c.id_map) for c in (bundle.src_codec, bundle.tgt_codec)]
+
+
 def average(paths: Sequence[Path]) -> tuple[Transformer, Bundle]:
     """Mean of the weights of `paths`, which must share config and tokenizers."""
     if not paths:
@@ -24,8 +28,7 @@ def average(paths: Sequence[Path]) -> tuple[Transformer, Bundle]:
     total = {k: v.clone().double() for k, v in checkpoint.unique_state(model).items()}
     for path in paths[1:]:
         other, other_bundle = checkpoint.load(path)
-        if (other_bundle.config, other_bundle.src_codec.to_json(), other_bundle.tgt_codec.to_json()) != \
-                (bundle.config, bundle.src_codec.to_json(), bundle.tgt_codec.to_json()):
+        if (other_bundle.config, _codecs(other_bundle)) != (bundle.config, _codecs(bundle)):
             raise CheckpointError(f"{path.name} has a different config or tokenizer than {paths[0].name}")
         for k, v in checkpoint.unique_state(other).items():
             total[k] += v.double()

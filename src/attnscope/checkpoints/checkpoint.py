@@ -40,10 +40,14 @@ class Bundle:
     summary: dict[str, Any] = field(default_factory=dict)  # data, steps, epochs, BLEU, date, ...
 
     def metadata(self) -> dict[str, str]:
-        return {"format": FORMAT, "format_version": FORMAT_VERSION, "config": self.config.to_json(),
+        meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "config": self.config.to_json(),
                 "src_tokenizer": self.src_codec.to_json(), "tgt_tokenizer": self.tgt_codec.to_json(),
                 "src_lang": self.src_lang, "tgt_lang": self.tgt_lang,
                 "summary": json.dumps(self.summary, sort_keys=True)}
+        for side, codec in (("src", self.src_codec), ("tgt", self.tgt_codec)):
+            if codec.id_map is not None:  # an imported tokenizer's ids on the model's (absent in older files)
+                meta[f"{side}_id_map"] = codec.id_map.to_json()
+        return meta
 
 
 def unique_state_params(model: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -105,6 +109,10 @@ def read_bundle(path: str | os.PathLike[str]) -> tuple[Bundle, dict[str, tuple[i
     except (SafetensorError, OSError, ValueError) as err:
         raise CheckpointError(f"{path.name} is not a safetensors file ({str(err)[:120]})") from None
     if meta.get("format") != FORMAT:
+        if any(k.startswith(("model.encoder.", "encoder.layers.", "lm_head.")) for k in shapes):
+            raise CheckpointError(f"{path.name} holds a Hugging Face model's weights, not an attnscope checkpoint: import "
+                                  "its whole folder (with config.json and the tokenizer files) or a zip of it, e.g. "
+                                  "python -m attnscope import FOLDER --out model.safetensors")
         raise CheckpointError(f"{path.name} is a safetensors file but not an attnscope checkpoint "
                               "(its metadata has no 'format': 'attnscope-checkpoint')")
     if meta.get("format_version") != FORMAT_VERSION:
@@ -119,7 +127,8 @@ def _bundle_from_metadata(meta: dict[str, str], name: str) -> Bundle:
         raise CheckpointError(f"{name} lacks metadata fields: {', '.join(missing)}")
     try:
         config = ModelConfig.from_json(meta["config"])
-        src, tgt = TextCodec.from_json(meta["src_tokenizer"]), TextCodec.from_json(meta["tgt_tokenizer"])
+        src = TextCodec.from_json(meta["src_tokenizer"], meta.get("src_id_map"))
+        tgt = TextCodec.from_json(meta["tgt_tokenizer"], meta.get("tgt_id_map"))
         summary = json.loads(meta.get("summary", "{}"))
     except (ConfigError, TokenizerError) as err:
         raise CheckpointError(f"{name}: {err}") from None
@@ -145,7 +154,9 @@ def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
     norm = lambda name: {f"{name}.weight": (d,), f"{name}.bias": (d,)}  # noqa: E731
 
     def attention(name: str) -> dict[str, tuple[int, ...]]:
-        return {k: v for proj in ("q_proj", "k_proj", "v_proj", "out_proj") for k, v in linear(f"{name}.{proj}", d, d).items()}
+        shapes = {k: v for proj in ("q_proj", "k_proj", "v_proj", "out_proj") for k, v in linear(f"{name}.{proj}", d, d).items()}
+        return shapes if config.qkv_bias else {k: v for k, v in shapes.items() if not k.endswith(("q_proj.bias", "k_proj.bias",
+                                                                                                   "v_proj.bias"))}
 
     def ffn(name: str) -> dict[str, tuple[int, ...]]:
         return linear(f"{name}.up", f, d) | linear(f"{name}.down", d, f)
@@ -154,7 +165,11 @@ def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
     if not config.share_embeddings:
         shapes["src_embed.weight"] = (config.src_vocab_size, d)
     if config.positional == "learned":
-        shapes["positions.table.weight"] = (config.max_len, d)
+        shapes["positions.table.weight"] = (config.max_len + config.position_offset, d)
+        if config.separate_positions:
+            shapes["positions.decoder_table.weight"] = (config.max_len + config.position_offset, d)
+    if config.embed_norm:
+        shapes |= norm("src_embed_norm") | norm("tgt_embed_norm")
     for i in range(config.n_encoder_layers):
         shapes |= attention(f"encoder.{i}.self_attn") | ffn(f"encoder.{i}.ffn")
         shapes |= norm(f"encoder.{i}.attn_block.norm") | norm(f"encoder.{i}.ffn_block.norm")

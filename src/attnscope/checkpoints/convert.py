@@ -68,12 +68,20 @@ NOT_TORCH = ("{name} is not a PyTorch checkpoint (torch.save writes a zip archiv
 
 def read_state_dict(data: bytes, name: str) -> dict[str, Tensor]:
     """Tensors of a .pt/.pth file, loaded without executing code; nested dicts are unwrapped."""
+    if _is_safetensors(data):
+        raise CheckpointError(f"{name} is a safetensors file, not a PyTorch state_dict: a Hugging Face model imports as "
+                              "its whole folder (or a zip of it, or its hub name); an attnscope checkpoint opens as it is")
     if not is_torch_file(data):
         raise CheckpointError(NOT_TORCH.format(name=name))
     try:
         obj = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:
         found = re.search(r"GLOBAL ([\w.]+)", str(err))
+        if found and found[1] == "argparse.Namespace":
+            raise CheckpointError(f"{name} keeps its settings in an argparse.Namespace, as fairseq and OpenNMT-py "
+                                  "checkpoints do, but is neither of theirs: import it with python -m attnscope import "
+                                  "(it reads fairseq's args/cfg with model, and OpenNMT-py's model/generator/vocab/opt), "
+                                  "or save model.state_dict() alone") from None
         if found and (".nn.modules." in found[1] or found[1].rsplit(".", 1)[-1][:1].isupper()):
             stem = name.rsplit(".", 1)[0] or "model"
             raise CheckpointError(PICKLED_MODULE.format(name=name, stem=stem)) from None
@@ -88,6 +96,11 @@ def read_state_dict(data: bytes, name: str) -> dict[str, Tensor]:
     if not isinstance(obj, dict) or not obj or not all(isinstance(v, Tensor) for v in obj.values()):
         raise CheckpointError(f"{name} does not hold a state_dict (a mapping of names to tensors)")
     return {str(k): v for k, v in obj.items()}
+
+
+def _is_safetensors(data: bytes) -> bool:
+    """A safetensors file: an 8-byte little-endian header length, then a JSON header."""
+    return len(data) > 9 and data[8:9] == b"{" and int.from_bytes(data[:8], "little") < len(data)
 
 
 # --- finding the two stacks -------------------------------------------------------------
@@ -117,11 +130,13 @@ def describe(state: dict[str, Tensor]) -> str:
     if has("attention.self.query"):
         return "a BERT-style encoder (attention.self.query): it has no decoder to translate with"
     if has("self_attn.k_proj") and has("encoder_attn"):
-        return ("a Hugging Face encoder-decoder (BART/Marian: self_attn.k_proj, encoder_attn): turn its generate(..., "
-                "output_attentions=True, return_dict_in_generate=True) into a record with attnscope.from_generate instead")
+        return ("a Hugging Face or fairseq encoder-decoder (self_attn.k_proj, encoder_attn): import the Hugging Face "
+                "model's whole folder (config.json, tokenizer files), or the fairseq checkpoint with its args and "
+                "dict.*.txt, with python -m attnscope import SOURCE --out model.safetensors")
     if has("SelfAttention.q") or has("EncDecAttention"):
-        return ("a Hugging Face T5 model: turn its generate(..., output_attentions=True, return_dict_in_generate=True) "
-                "into a record with attnscope.from_generate instead")
+        return ("a Hugging Face T5 model, whose relative position buckets attnscope's model does not compute: turn its "
+                "generate(..., output_attentions=True, return_dict_in_generate=True) into a record with "
+                "attnscope.from_generate instead")
     if has("in_proj_weight") and not has("multihead_attn"):
         return ("torch.nn.MultiheadAttention layers but no nn.TransformerDecoder (no multihead_attn): an encoder only, "
                 "or your own layers; record them in your code with attnscope.record_attention(model)")

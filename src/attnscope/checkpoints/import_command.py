@@ -1,12 +1,19 @@
-"""`python -m attnscope import WEIGHTS --src-vocab FILE ... --out NAME.safetensors`: the importer from files.
+"""`python -m attnscope import SOURCE --out NAME.safetensors`: a model trained elsewhere as an attnscope checkpoint.
 
-Example (the PyTorch tutorial's model, torchtext vocabularies saved with json.dump(vocab.get_itos(), f)):
+SOURCE is a Hugging Face folder (MarianMT, BART, mBART, M2M100/NLLB), a zip of one, a hub name read from
+the local Hugging Face cache (downloaded when absent and online), a fairseq transformer checkpoint
+(dict.SRC.txt/dict.TGT.txt beside it), an OpenNMT-py v3 checkpoint, or a .pt/.pth state_dict with its
+vocabularies. Examples:
 
+    python -m attnscope import Helsinki-NLP/opus-mt-en-de --out opus-mt-en-de.safetensors
+    python -m attnscope import facebook/nllb-200-distilled-600M --src-lang eng_Latn --tgt-lang deu_Latn --half \\
+        --out nllb-en-de.safetensors
+    python -m attnscope import checkpoints/checkpoint_best.pt --out fairseq-en-de.safetensors
     python -m attnscope import model.pt --src-vocab de.json --tgt-vocab en.json --src-lang de --tgt-lang en \\
         --heads 8 --source-framing bos-eos --check examples.tsv --out tutorial.safetensors
 
-`--check` names a file of lines "source<TAB>your model's output", the output as text or as a JSON list of
-its ids; the import then proves the settings reproduce those outputs (or names the ones that do).
+For a state_dict, `--check` names a file of lines "source<TAB>your model's output", the output as text or as
+a JSON list of its ids; the import then proves the settings reproduce those outputs (or names the ones that do).
 """
 from __future__ import annotations
 
@@ -18,7 +25,9 @@ from typing import Any, Sequence
 
 from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.checkpoint import CheckpointError
-from attnscope.checkpoints.importing import Example, import_file
+from attnscope.checkpoints.importers import import_any
+from attnscope.checkpoints.importers.precision import half_report
+from attnscope.checkpoints.importing import Example
 
 
 def read_examples(path: Path) -> list[Example]:
@@ -63,12 +72,18 @@ def parse_specials(text: str | None, where: str = "--specials") -> dict[str, str
 def parse(argv: Sequence[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m attnscope import", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("weights", type=Path, help="a .pt/.pth state_dict (torch.save(model.state_dict(), ...))")
-    p.add_argument("--src-vocab", type=Path, required=True, help="tokenizer.json, JSON list of tokens, or one token a line")
+    p.add_argument("source", help="a Hugging Face folder, zip or hub name; a fairseq or OpenNMT-py checkpoint; or a "
+                                   ".pt/.pth state_dict (torch.save(model.state_dict(), ...))")
+    p.add_argument("--src-vocab", type=Path, default=None, help="a state_dict's vocabulary (tokenizer.json, JSON list of "
+                                                                   "tokens, or one token a line); fairseq: dict.SRC.txt")
     p.add_argument("--tgt-vocab", type=Path, default=None, help="the same for the target (omit for a joint vocabulary)")
     p.add_argument("--out", type=Path, required=True, help="the attnscope checkpoint to write (.safetensors)")
-    p.add_argument("--src-lang", default="src")
-    p.add_argument("--tgt-lang", default="tgt")
+    p.add_argument("--half", action="store_true", help="store the weights in fp16 (half the file; the import reports "
+                                                       "whether fp16 keeps the outputs)")
+    p.add_argument("--src-lang", default=None, help="source language: a code of a multilingual model (en_XX, eng_Latn, "
+                                                    "en) or a label")
+    p.add_argument("--tgt-lang", default=None, help="target language, likewise (Marian models into several languages "
+                                                    "need it too)")
     p.add_argument("--name", default=None, help="shown in the app (default: the --out file's name)")
     p.add_argument("--specials", default=None, help="special tokens by role when their names are unusual: pad=<blank>,bos=<s>")
     p.add_argument("--heads", type=int, default=None, help="attention heads (default 8)")
@@ -89,14 +104,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         n_heads=args.heads, norm_first=flag(args.norm_first), activation=args.activation, norm_eps=args.norm_eps,
         embed_scale=flag(args.embed_scale), source_framing=args.source_framing).items() if v is not None}
     try:
-        imported = import_file(args.weights, args.src_vocab, args.tgt_vocab, src_lang=args.src_lang,
-                               tgt_lang=args.tgt_lang, specials=parse_specials(args.specials), max_len=args.max_len,
-                               examples=read_examples(args.check) if args.check else (),
-                               name=args.name or args.out.stem, **settings)
-        path = checkpoint.save(imported.model, imported.bundle, args.out)
+        imported = import_any(args.source, src_vocab=args.src_vocab, tgt_vocab=args.tgt_vocab, src_lang=args.src_lang,
+                              tgt_lang=args.tgt_lang, name=args.name or args.out.stem,
+                              specials=parse_specials(args.specials), max_len=args.max_len,
+                              examples=read_examples(args.check) if args.check else (), **settings)
+        path = checkpoint.save(imported.model, imported.bundle, args.out, half=args.half)
     except CheckpointError as err:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
     for line in imported.report.lines():
         print(line)
+    if args.half:
+        print(half_report(imported.model, imported.bundle))
     print(f"wrote {path}")

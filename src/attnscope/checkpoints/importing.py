@@ -31,7 +31,8 @@ from attnscope.model.transformer import Transformer
 HIDDEN = ("n_heads", "norm_first", "activation", "norm_eps", "embed_scale", "source_framing")
 DEFAULTS: dict[str, Any] = {"n_heads": 8, "norm_first": False, "activation": "relu", "norm_eps": 1e-5,
                             "embed_scale": True, "source_framing": "bos-eos"}
-KNOWN = ("read from the model", "read from the weights", "the family's code")  # origins that need no check
+# origins that need no check
+KNOWN = ("read from the model", "read from the weights", "the family's code", "config.json", "the checkpoint's settings")
 Example = tuple[str, "str | Sequence[int]"]  # a source sentence and the user's model's output (text or its ids)
 VocabSource = "str | Path | bytes | Sequence[str] | Vocabulary"
 
@@ -74,6 +75,9 @@ class Imported:
     model: Transformer
     bundle: Bundle
     report: ImportReport
+    # for each of our ids, the original model's id (None: a row it lacks); compare logits as ours vs theirs[..., order]
+    src_order: tuple[int | None, ...] = ()
+    tgt_order: tuple[int | None, ...] = ()
 
 
 def import_weights(state: dict[str, Tensor], src_vocab: VocabSource, tgt_vocab: VocabSource | None = None, *,
@@ -240,15 +244,11 @@ def _example_ids(example: Example, src: Vocabulary, tgt: Vocabulary) -> tuple[li
     return src.codec.encode(text), [i for i in ids if i not in (PAD_ID, BOS_ID, EOS_ID)], complete
 
 
-def _framed(ids: list[int], framing: str) -> list[int]:
-    return ([BOS_ID] if framing == "bos-eos" else []) + ids + [EOS_ID]
-
-
 @torch.no_grad()
 def reproduces(model: Transformer, pairs: Iterable[tuple[list[int], list[int], bool]]) -> bool:
     """Whether greedy decoding gives exactly each output, then <eos> if it is complete (checked by teacher forcing)."""
     for src_ids, out_ids, complete in pairs:
-        src = torch.tensor([_framed(src_ids, model.config.source_framing)])
+        src = torch.tensor([model.config.frame_source(src_ids)])
         expected = [*out_ids, EOS_ID] if complete else out_ids
         tgt_in = torch.tensor([[BOS_ID, *expected[:-1]]])
         if not expected or src.shape[1] > model.config.max_len or tgt_in.shape[1] > model.config.max_len:

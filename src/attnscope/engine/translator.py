@@ -80,7 +80,7 @@ class Translator:
             yield
 
     def source(self, text: str) -> tuple[list[int], list[str]]:
-        """Source ids framed as the model was trained (config.source_framing), cut to fit, and notes for the user."""
+        """Source ids framed as the model was trained (config.frame_source), cut to fit, and notes for the user."""
         if not isinstance(text, str) or not text.strip():
             raise InputError("Type a sentence to translate: the text is empty.")
         notes = []
@@ -88,8 +88,8 @@ class Translator:
             text = text[:MAX_CHARS]
             notes.append(f"The text was cut to its first {MAX_CHARS:,} characters.")
         ids = self.bundle.src_codec.encode(text)
-        start = [BOS_ID] if self.model.config.source_framing == "bos-eos" else []
-        limit = self.model.config.max_len - 1 - len(start)
+        config = self.model.config
+        limit = config.max_len - config.source_overhead
         if len(ids) > limit:
             notes.append(f"The sentence has {len(ids)} tokens; this model reads at most {limit}, "
                          f"so only the first {limit} were translated.")
@@ -98,7 +98,7 @@ class Translator:
         if unknown:
             notes.append("The tokenizer does not know " + ", ".join(repr(u) for u in unknown[:10]) +
                          "; they were read as <unk>.")
-        return start + ids + [EOS_ID], notes
+        return config.frame_source(ids), notes
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write this model and its tokenizers as one attnscope checkpoint (`attnscope.load` and the app read it)."""

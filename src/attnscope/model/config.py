@@ -9,11 +9,18 @@ from typing import Any, Literal
 Positional = Literal["sinusoidal", "learned"]
 Norm = Literal["post", "pre"]
 LayerNormKind = Literal["torch", "annotated"]
-Activation = Literal["relu", "gelu"]
-Framing = Literal["eos", "bos-eos"]
+Activation = Literal["relu", "gelu", "silu"]
+Framing = Literal["eos", "bos-eos", "none"]
+Sinusoid = Literal["interleaved", "halves", "fairseq"]
 
-# Refuse configs whose parameter count would exhaust memory before anything is allocated.
-MAX_PARAMETERS = 500_000_000
+# Refuse configs whose parameter count would exhaust memory before anything is allocated
+# (NLLB-200-distilled-600M, the largest model family attnscope imports, has 615M).
+MAX_PARAMETERS = 1_000_000_000
+IDS = ("decoder_start", "forced_first", "suppressed", "source_prefix", "source_suffix")  # fields holding token ids
+
+# Ids of the special tokens every attnscope tokenizer reserves, in this order.
+PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
+SPECIAL_TOKENS = ("<pad>", "<bos>", "<eos>", "<unk>")
 
 
 class ConfigError(ValueError):
@@ -42,11 +49,28 @@ class ModelConfig:
     # Variants met in models trained elsewhere (checkpoints/importing.py); the defaults are attnscope's own.
     layer_norm: LayerNormKind = "torch"  # "annotated": unbiased std with eps added to the std (the Annotated Transformer)
     norm_eps: float = 1e-5  # LayerNorm epsilon (nn.LayerNorm's default; the Annotated Transformer uses 1e-6)
-    activation: Activation = "relu"  # of the FFN hidden layer
+    activation: Activation = "relu"  # of the FFN hidden layer ("silu" is Marian's "swish")
     embed_scale: bool = True  # token embeddings are multiplied by sqrt(d_model) (section 3.4)
-    source_framing: Framing = "eos"  # source ids are `x <eos>`, or `<bos> x <eos>` (the PyTorch tutorial's)
+    source_framing: Framing = "eos"  # source ids are `x <eos>`, `<bos> x <eos>` (the PyTorch tutorial's) or `x` (OpenNMT-py)
+    # Variants of Hugging Face's Marian, BART, mBART, M2M100/NLLB, fairseq and OpenNMT-py (checkpoints/importers/).
+    sinusoid: Sinusoid = "interleaved"  # sin/cos pairs side by side (the paper), or [sin | cos] halves with the
+    #   paper's frequencies (Marian, OpenNMT-py) or with 10000^(-i/(d/2-1)) (fairseq, M2M100, NLLB)
+    position_offset: int = 0  # position i reads table row i + offset (BART's learned tables, fairseq's padding_idx + 1)
+    separate_positions: bool = False  # the decoder has its own learned table (BART, mBART)
+    embed_norm: bool = False  # LayerNorm on the embedded input of each stack (BART's layernorm_embedding)
+    qkv_bias: bool = True  # the q/k/v projections have biases (the output projection always has one, maybe zero)
+    decoder_start: int | None = None  # token whose embedding the first decoder position reads; None: <bos>
+    forced_first: int | None = None  # the first output is always this token (a language code: NLLB, M2M100, mBART-50)
+    suppressed: tuple[int, ...] = ()  # tokens never output (logit -inf): rows the original lacks, or it bans
+    source_prefix: tuple[int, ...] = ()  # ids before the sentence (after <bos>): a language code
+    source_suffix: tuple[int, ...] = ()  # ids after the final <eos>: mBART's source language code
 
     def __post_init__(self) -> None:
+        for name in ("suppressed", "source_prefix", "source_suffix"):  # JSON gives lists
+            value = getattr(self, name)
+            if not isinstance(value, (list, tuple)) or not all(isinstance(i, int) and not isinstance(i, bool) for i in value):
+                raise ConfigError(f"config field {name} must be a list of token ids, got {value!r}")
+            object.__setattr__(self, name, tuple(value))
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             expected = {"int": int, "float": (int, float), "bool": bool}.get(str(f.type))
@@ -68,20 +92,44 @@ class ModelConfig:
             raise ConfigError(f"positional must be 'sinusoidal' or 'learned', got {self.positional!r}")
         if self.norm not in ("post", "pre"):
             raise ConfigError(f"norm must be 'post' or 'pre', got {self.norm!r}")
-        for name, allowed in (("layer_norm", ("torch", "annotated")), ("activation", ("relu", "gelu")),
-                              ("source_framing", ("eos", "bos-eos"))):
+        for name, allowed in (("layer_norm", ("torch", "annotated")), ("activation", ("relu", "gelu", "silu")),
+                              ("source_framing", ("eos", "bos-eos", "none")), ("sinusoid", ("interleaved", "halves", "fairseq"))):
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
         if not 0.0 < self.norm_eps < 1.0:
             raise ConfigError(f"config field norm_eps must be in (0, 1), got {self.norm_eps}")
         if self.final_norm is not None and not isinstance(self.final_norm, bool):
             raise ConfigError(f"config field final_norm must be true, false or null, got {self.final_norm!r}")
+        self._check_positions_and_ids()
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ConfigError("share_embeddings needs one joint vocabulary, but the sizes are "
                               f"{self.src_vocab_size} and {self.tgt_vocab_size}")
         if self.parameter_count() > MAX_PARAMETERS:
             raise ConfigError(f"this config would have {self.parameter_count():,} parameters, "
                               f"more than the limit of {MAX_PARAMETERS:,}")
+
+    def _check_positions_and_ids(self) -> None:
+        if not 0 <= self.position_offset <= 4096:
+            raise ConfigError(f"config field position_offset must be between 0 and 4096, got {self.position_offset}")
+        if self.separate_positions and self.positional != "learned":
+            raise ConfigError("separate_positions needs learned positions: sinusoidal tables are the same on both sides")
+        for name in IDS:
+            value = getattr(self, name)
+            size = self.src_vocab_size if name.startswith("source") else self.tgt_vocab_size
+            for token in value if isinstance(value, tuple) else () if value is None else (value,):
+                if isinstance(token, bool) or not isinstance(token, int) or not 0 <= token < size:
+                    raise ConfigError(f"config field {name} holds {token!r}, not a token id below {size}")
+
+    def frame_source(self, ids: list[int]) -> list[int]:
+        """Source ids as the model was trained to read them: [<bos>] prefix x [<eos>] suffix."""
+        start = [BOS_ID] if self.source_framing == "bos-eos" else []
+        end = [] if self.source_framing == "none" else [EOS_ID]
+        return [*start, *self.source_prefix, *ids, *end, *self.source_suffix]
+
+    @property
+    def source_overhead(self) -> int:
+        """Positions the framing adds around a sentence's own tokens."""
+        return len(self.frame_source([]))
 
     @property
     def has_final_norm(self) -> bool:
@@ -94,7 +142,7 @@ class ModelConfig:
     def parameter_count(self) -> int:
         """Number of parameters the model will have, computed without allocating it."""
         d, f = self.d_model, self.d_ff
-        attention = 4 * (d * d + d)
+        attention = 4 * (d * d + d) - (0 if self.qkv_bias else 3 * d)
         ffn = d * f + f + f * d + d
         norm = 2 * d
         encoder = self.n_encoder_layers * (attention + ffn + 2 * norm)
@@ -103,8 +151,10 @@ class ModelConfig:
         src_emb = 0 if self.share_embeddings else self.src_vocab_size * d
         tgt_emb = self.tgt_vocab_size * d
         output = self.tgt_vocab_size + (0 if self.tie_embeddings else self.tgt_vocab_size * d)
-        positions = self.max_len * d if self.positional == "learned" else 0
-        return encoder + decoder + finals + src_emb + tgt_emb + output + positions
+        tables = 2 if self.separate_positions else 1
+        positions = tables * (self.max_len + self.position_offset) * d if self.positional == "learned" else 0
+        embed_norms = 2 * norm if self.embed_norm else 0
+        return encoder + decoder + finals + src_emb + tgt_emb + output + positions + embed_norms
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
@@ -130,11 +180,6 @@ class ModelConfig:
         except json.JSONDecodeError as err:
             raise ConfigError(f"model config is not valid JSON ({err.msg})") from None
         return cls.from_dict(data)
-
-
-# Ids of the special tokens every attnscope tokenizer reserves, in this order.
-PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
-SPECIAL_TOKENS = ("<pad>", "<bos>", "<eos>", "<unk>")
 
 
 # Model sizes offered by the CLI and the Train page; every field can still be overridden.

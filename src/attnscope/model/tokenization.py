@@ -4,12 +4,18 @@ Multi30k models use one joint BPE vocabulary for both languages: with 29k traini
 sentences a shared vocabulary lets names, numbers and cognates map to the same pieces,
 and lets the model share one embedding matrix for source, target and output (fewer
 parameters on a small corpus). Toy tasks use a word-level vocabulary of their symbols.
+
+A model imported from Hugging Face keeps its own tokenizer (its pieces and ids, so text is cut
+exactly as the original cuts it) with an `IdMap` onto the model's ids, where the special tokens
+sit at 0-3 and pieces the model lacks read as <unk>; decoding then follows the original's
+`decode(ids, skip_special_tokens=True)`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
@@ -46,20 +52,64 @@ def train_word_level(texts: Iterable[str]) -> Tokenizer:
 
 
 @dataclass(frozen=True)
+class IdMap:
+    """A tokenizer made elsewhere (Hugging Face) on the model's ids, and how its decode() reads them back."""
+
+    ids: tuple[int, ...]  # the model's id of each tokenizer id (<unk> for pieces the model lacks)
+    tokens: tuple[str, ...]  # the token of each model id; <pad> <bos> <eos> <unk> first
+    hidden: frozenset[int] = field(default_factory=frozenset)  # model ids decode() drops: the original's specials
+    strip: bool = False  # decode() strips surrounding spaces (transformers' SentencePiece tokenizers do)
+    replace: tuple[tuple[str, str], ...] = ()  # decode()'s text replacements, in order: transformers'
+    #   clean_up_tokenization_spaces (CLEANUP), or subword-nmt's "@@ " joiner (fairseq, OpenNMT-py)
+    unknown_by_text: bool = False  # a piece read as <unk> is looked up by its text among `tokens` (transformers'
+    #   SentencePiece tokenizers look pieces up in vocab.json by text, so a character the source model lacks
+    #   may still have a target piece of a joint vocabulary)
+    codes: frozenset[int] = field(default_factory=frozenset)  # language codes: labelled as they are, like specials
+
+    def __post_init__(self) -> None:
+        if tuple(self.tokens[:4]) != SPECIAL_TOKENS:
+            raise TokenizerError(f"an id map must start with {', '.join(SPECIAL_TOKENS)}, got {list(self.tokens[:4])}")
+        if any(not 0 <= i < len(self.tokens) for i in [*self.ids, *self.hidden, *self.codes]):
+            raise TokenizerError(f"an id map points past the model's {len(self.tokens)} tokens")
+
+    def to_json(self) -> str:
+        return json.dumps({"ids": list(self.ids), "tokens": list(self.tokens), "hidden": sorted(self.hidden),
+                           "strip": self.strip, "replace": [list(r) for r in self.replace],
+                           "unknown_by_text": self.unknown_by_text, "codes": sorted(self.codes)}, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> "IdMap":
+        try:
+            data: dict[str, Any] = json.loads(text)
+            return cls(tuple(int(i) for i in data["ids"]), tuple(str(t) for t in data["tokens"]),
+                       frozenset(int(i) for i in data.get("hidden", ())), bool(data.get("strip")),
+                       tuple((str(a), str(b)) for a, b in data.get("replace", ())), bool(data.get("unknown_by_text")),
+                       frozenset(int(i) for i in data.get("codes", ())))
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+            raise TokenizerError("the tokenizer's id map is not valid JSON with ids and tokens") from None
+
+
+@dataclass(frozen=True)
 class TextCodec:
     """Text <-> ids for one side of a translation pair, with readable token pieces."""
 
     tokenizer: Tokenizer
+    id_map: IdMap | None = None  # a tokenizer made elsewhere, mapped onto the model's ids (Hugging Face imports)
 
     def __post_init__(self) -> None:
+        if self.id_map is not None:
+            if len(self.id_map.ids) != self.tokenizer.get_vocab_size(with_added_tokens=True):
+                raise TokenizerError(f"the id map covers {len(self.id_map.ids)} ids but the tokenizer has "
+                                     f"{self.tokenizer.get_vocab_size(with_added_tokens=True)}")
+            return
         for want, token in zip((PAD_ID, BOS_ID, EOS_ID, UNK_ID), SPECIAL_TOKENS):
             if self.tokenizer.token_to_id(token) != want:
                 raise TokenizerError(f"tokenizer must have {token} at id {want}")
 
     @classmethod
-    def from_json(cls, text: str) -> "TextCodec":
+    def from_json(cls, text: str, id_map: str | None = None) -> "TextCodec":
         try:
-            return cls(Tokenizer.from_str(text))
+            return cls(Tokenizer.from_str(text), None if id_map is None else IdMap.from_json(id_map))
         except TokenizerError:
             raise
         except Exception as err:  # tokenizers raises a bare Exception on bad JSON
@@ -70,35 +120,85 @@ class TextCodec:
 
     @property
     def vocab_size(self) -> int:
-        return self.tokenizer.get_vocab_size()
+        return len(self.id_map.tokens) if self.id_map else self.tokenizer.get_vocab_size()
+
+    def _encoding(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+        """The model's ids of `text` and each one's character span."""
+        enc = self.tokenizer.encode(text, add_special_tokens=False)
+        m = self.id_map
+        if m is None:
+            return enc.ids, enc.offsets
+        ids = [m.ids[i] for i in enc.ids]
+        if m.unknown_by_text:
+            ids = [self._by_text.get(piece, UNK_ID) if i == UNK_ID else i for i, piece in zip(ids, enc.tokens)]
+        return ids, enc.offsets
+
+    @cached_property
+    def _by_text(self) -> dict[str, int]:
+        """The model's ids by token text, specials excepted (first id of a repeated text)."""
+        tokens = self.id_map.tokens if self.id_map else ()
+        found: dict[str, int] = {}
+        for i in range(len(SPECIAL_TOKENS), len(tokens)):
+            found.setdefault(tokens[i], i)
+        return found
 
     def encode(self, text: str) -> list[int]:
         """Subword ids of `text`, without special tokens."""
-        return self.tokenizer.encode(text, add_special_tokens=False).ids
+        return self._encoding(text)[0]
 
     def decode(self, ids: Iterable[int]) -> str:
         """Text of `ids`, dropping special tokens and everything after the first <eos>."""
-        return self.tokenizer.decode(strip_specials(ids), skip_special_tokens=False).strip()
+        if self.id_map is None:
+            return self.tokenizer.decode(strip_specials(ids), skip_special_tokens=False).strip()
+        m = self.id_map
+        tokens = [m.tokens[i] for i in strip_specials(ids) if i not in m.hidden]
+        text = self.tokenizer.decoder.decode(tokens) if self.tokenizer.decoder is not None else " ".join(tokens)
+        for before, after in m.replace:
+            text = text.replace(before, after)
+        return text.strip() if m.strip else text
+
+    def token(self, i: int) -> str:
+        """The token of model id `i`."""
+        if self.id_map is not None:
+            return self.id_map.tokens[i] if 0 <= i < len(self.id_map.tokens) else SPECIAL_TOKENS[UNK_ID]
+        return self.tokenizer.id_to_token(i) or SPECIAL_TOKENS[UNK_ID]
 
     def pieces(self, ids: Iterable[int]) -> list[str]:
-        """Readable labels: word starts without the marker, continuations prefixed with ##."""
-        tokens = (self.tokenizer.id_to_token(i) or "<unk>" for i in ids)
-        return list(readable_pieces(tokens, self.marks_word_starts))
+        """Readable labels: word starts without the marker, continuations prefixed with ##; special tokens
+        (language codes too) as they are."""
+        ids = list(ids)
+        tokens = [self.token(i) for i in ids]
+        if self.byte_level:
+            readable = list(byte_level_pieces(tokens, self.tokenizer.decoder))
+        else:
+            readable = list(readable_pieces(tokens, self.marks_word_starts))
+        raw = self.id_map.hidden | self.id_map.codes if self.id_map else frozenset()
+        return [token if i in raw else piece for i, token, piece in zip(ids, tokens, readable)]
 
     @cached_property
     def marks_word_starts(self) -> bool:
         """Whether pieces carry word-start markers (subword vocabularies) or not (word level)."""
-        return any(t.startswith(WORD_START) for t in self.tokenizer.get_vocab())
+        vocab = self.id_map.tokens if self.id_map else self.tokenizer.get_vocab()
+        return any(t.startswith(WORD_START) for t in vocab)
+
+    @cached_property
+    def byte_level(self) -> bool:
+        """Whether tokens are GPT-2 byte-level strings ('Ġman'), as BART's are."""
+        return "ByteLevel" in type(self.tokenizer.decoder).__name__ if self.tokenizer.decoder is not None else False
 
     def unknown_characters(self, text: str) -> list[str]:
         """Characters of `text` that the tokenizer maps to <unk> (shown to users as a warning)."""
-        enc = self.tokenizer.encode(text, add_special_tokens=False)
         found: list[str] = []
-        for token_id, (start, end) in zip(enc.ids, enc.offsets):
+        for token_id, (start, end) in zip(*self._encoding(text)):
             piece = text[start:end].strip()
             if token_id == UNK_ID and piece and piece not in found:
                 found.append(piece)
         return found
+
+
+# transformers' clean_up_tokenization, in its order
+CLEANUP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"), (" 'm", "'m"),
+           (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
 
 
 def strip_specials(ids: Iterable[int]) -> list[int]:
@@ -123,3 +223,20 @@ def readable_pieces(tokens: Iterable[str], marks_word_starts: bool = True) -> It
             yield token
         else:
             yield CONTINUATION + token
+
+
+def byte_level_pieces(tokens: Iterable[str], decoder: Any) -> Iterator[str]:
+    """GPT-2 byte-level tokens as text: a leading space (or the first piece) marks a word start, others get ##."""
+    first = True
+    for token in tokens:
+        if token in SPECIAL_TOKENS or (token.startswith("<") and token.endswith(">")):
+            yield token
+            continue
+        text = decoder.decode([token])
+        if text.startswith(" ") or first:
+            yield text.removeprefix(" ") or WORD_START
+        elif all(not ch.isalnum() for ch in text):
+            yield text
+        else:
+            yield CONTINUATION + text
+        first = False

@@ -5,6 +5,11 @@ Every attention module has a kind (encoder / decoder / cross, see kinds.py) and 
 capture exactly what the model computed. When nothing is hooked, attention runs through
 `F.scaled_dot_product_attention` (except in CPU training with attention dropout, see `dropout`); both paths
 compute the same function.
+
+The variants that models trained elsewhere need (Hugging Face Marian, BART, mBART, M2M100/NLLB, fairseq,
+OpenNMT-py) are config fields whose defaults are the paper's model: other sinusoid layouts and position
+offsets, a separate decoder position table, LayerNorm on the embeddings, q/k/v without biases, a decoder
+start token other than <bos>, a forced first output (a language code) and tokens never output.
 """
 from __future__ import annotations
 
@@ -53,21 +58,23 @@ def split_heads(x: Tensor, n_heads: int) -> Tensor:
     return x.view(b, n, n_heads, d // n_heads).transpose(1, 2)  # (B, H, N, dh)
 
 
-def packed_linear(*layers: nn.Linear) -> tuple[Tensor, Tensor]:
+def packed_linear(*layers: nn.Linear) -> tuple[Tensor, Tensor | None]:
     """Several linear layers of one input as one weight and bias: a wide product uses the CPU's
-    threads far better than narrow ones (measured in BENCHMARKS.md, section 1)."""
-    return torch.cat([layer.weight for layer in layers]), torch.cat([layer.bias for layer in layers])
+    threads far better than narrow ones (measured in BENCHMARKS.md, section 1). Layers without
+    biases (config.qkv_bias False) pack to no bias."""
+    biases = [layer.bias for layer in layers]
+    return torch.cat([layer.weight for layer in layers]), None if biases[0] is None else torch.cat(biases)
 
 
 class MultiHeadAttention(nn.Module):
     """Scaled dot-product attention over several heads (section 3.2.2)."""
 
-    def __init__(self, *, d_model: int, n_heads: int, dropout: float, kind: Kind) -> None:
+    def __init__(self, *, d_model: int, n_heads: int, dropout: float, kind: Kind, qkv_bias: bool = True) -> None:
         super().__init__()
         self.kind, self.n_heads = kind, n_heads
-        self.q_proj = nn.Linear(d_model, d_model)
-        self.k_proj = nn.Linear(d_model, d_model)
-        self.v_proj = nn.Linear(d_model, d_model)
+        self.q_proj = nn.Linear(d_model, d_model, bias=qkv_bias)
+        self.k_proj = nn.Linear(d_model, d_model, bias=qkv_bias)
+        self.v_proj = nn.Linear(d_model, d_model, bias=qkv_bias)
         self.out_proj = nn.Linear(d_model, d_model)
         self.dropout = dropout
         self.hook_scores = HookPoint()  # scaled scores (B, H, Q, K) with -inf where masked, before the softmax
@@ -77,11 +84,11 @@ class MultiHeadAttention(nn.Module):
         """Split n projections computed side by side into heads, each (B, H, N, dh)."""
         return [split_heads(t, self.n_heads) for t in projected.chunk(n, -1)]
 
-    def qkv_weights(self) -> tuple[Tensor, Tensor]:
+    def qkv_weights(self) -> tuple[Tensor, Tensor | None]:
         """The q/k/v projections as one (3D, D) weight and its bias."""
         return packed_linear(self.q_proj, self.k_proj, self.v_proj)
 
-    def project_qkv(self, x: Tensor, weights: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor, Tensor]:
+    def project_qkv(self, x: Tensor, weights: tuple[Tensor, Tensor | None] | None = None) -> tuple[Tensor, Tensor, Tensor]:
         """Queries, keys and values of `x` for self-attention, each (B, H, N, dh). Incremental decoding
         passes `weights` (from qkv_weights()) packed once per sentence instead of once per step."""
         q, k, v = self._heads(F.linear(x, *(weights or self.qkv_weights())), 3)
@@ -111,13 +118,16 @@ class MultiHeadAttention(nn.Module):
         return self.out_proj(out.transpose(1, 2).reshape(b, n, h * dh))  # heads side by side (B, Q, H*dh) -> (B, Q, D)
 
 
+ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}
+
+
 class FeedForward(nn.Module):
-    """Position-wise two-layer network with ReLU (section 3.3) or GELU."""
+    """Position-wise two-layer network with ReLU (section 3.3), GELU or SiLU (swish)."""
 
     def __init__(self, d_model: int, d_ff: int, dropout: float, activation: str = "relu") -> None:
         super().__init__()
         self.up, self.down, self.dropout = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model), Dropout(dropout)
-        self.activation = F.gelu if activation == "gelu" else F.relu
+        self.activation = ACTIVATIONS[activation]
 
     def forward(self, x: Tensor) -> Tensor:
         return self.down(self.dropout(self.activation(self.up(x))))
@@ -188,8 +198,8 @@ class DecoderCache:
 class EncoderLayer(nn.Module):
     def __init__(self, c: ModelConfig) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model=c.d_model, n_heads=c.n_heads,
-                                            dropout=c.attention_dropout, kind="encoder")
+        self.self_attn = MultiHeadAttention(d_model=c.d_model, n_heads=c.n_heads, dropout=c.attention_dropout,
+                                            kind="encoder", qkv_bias=c.qkv_bias)
         self.ffn = FeedForward(c.d_model, c.d_ff, c.dropout, c.activation)
         self.attn_block, self.ffn_block = Residual(c), Residual(c)
 
@@ -201,7 +211,7 @@ class EncoderLayer(nn.Module):
 class DecoderLayer(nn.Module):
     def __init__(self, c: ModelConfig) -> None:
         super().__init__()
-        kw = dict(d_model=c.d_model, n_heads=c.n_heads, dropout=c.attention_dropout)
+        kw = dict(d_model=c.d_model, n_heads=c.n_heads, dropout=c.attention_dropout, qkv_bias=c.qkv_bias)
         self.self_attn = MultiHeadAttention(**kw, kind="decoder")
         self.cross_attn = MultiHeadAttention(**kw, kind="cross")
         self.ffn = FeedForward(c.d_model, c.d_ff, c.dropout, c.activation)
@@ -235,30 +245,44 @@ class DecoderLayer(nn.Module):
 
 
 class SinusoidalPositions(nn.Module):
-    """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...) (section 3.5)."""
+    """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...) (section 3.5), or a variant (config.sinusoid);
+    position i reads row i + config.position_offset."""
 
-    def __init__(self, max_len: int, d_model: int) -> None:
+    def __init__(self, c: ModelConfig) -> None:
         super().__init__()
-        self.register_buffer("table", sinusoidal_table(max_len, d_model), persistent=False)
+        self.start = c.position_offset
+        self.register_buffer("table", sinusoidal_table(c.max_len + c.position_offset, c.d_model, c.sinusoid),
+                             persistent=False)
 
-    def forward(self, length: int, offset: int = 0) -> Tensor:
-        return self.table[offset:offset + length]  # (N, D)
+    def forward(self, length: int, offset: int = 0, decoder: bool = False) -> Tensor:
+        start = self.start + offset
+        return self.table[start:start + length]  # (N, D)
 
 
 class LearnedPositions(nn.Module):
-    """One trained vector per position (as in BERT and the seed tutorial's en-fr model)."""
+    """One trained vector per position (as in BERT and the seed tutorial's en-fr model); with
+    config.separate_positions the decoder has its own table (BART)."""
 
-    def __init__(self, max_len: int, d_model: int) -> None:
+    def __init__(self, c: ModelConfig) -> None:
         super().__init__()
-        self.table = nn.Embedding(max_len, d_model)
+        self.start = c.position_offset
+        self.table = nn.Embedding(c.max_len + c.position_offset, c.d_model)
+        self.decoder_table = nn.Embedding(c.max_len + c.position_offset, c.d_model) if c.separate_positions else None
 
-    def forward(self, length: int, offset: int = 0) -> Tensor:
-        return self.table.weight[offset:offset + length]  # (N, D)
+    def forward(self, length: int, offset: int = 0, decoder: bool = False) -> Tensor:
+        table = self.decoder_table if decoder and self.decoder_table is not None else self.table
+        start = self.start + offset
+        return table.weight[start:start + length]  # (N, D)
 
 
-def sinusoidal_table(max_len: int, d_model: int) -> Tensor:
+def sinusoidal_table(max_len: int, d_model: int, layout: str = "interleaved") -> Tensor:
     """The fixed sinusoidal encodings, (max_len, d_model), always computed on the CPU: a model built on the
-    meta device (to check shapes) would otherwise pay seconds of first-use setup for these few ops."""
+    meta device (to check shapes) would otherwise pay seconds of first-use setup for these few ops.
+    Other layouts are computed the way their own code computes them, so the tables are the same to the bit."""
+    if layout == "halves":
+        return _halves_table(max_len, d_model)
+    if layout == "fairseq":
+        return _fairseq_table(max_len, d_model)
     position = torch.arange(max_len, dtype=torch.float32, device="cpu").unsqueeze(1)  # (N, 1)
     inv_freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32, device="cpu") * (-math.log(10000.0) / d_model))
     table = torch.zeros(max_len, d_model, device="cpu")
@@ -267,11 +291,47 @@ def sinusoidal_table(max_len: int, d_model: int) -> Tensor:
     return table
 
 
+def _halves_table(max_len: int, d_model: int) -> Tensor:
+    """[sin | cos] halves at the paper's frequencies, in float64 then rounded (Marian's, as Hugging Face builds it)."""
+    pos = torch.arange(max_len, dtype=torch.float64, device="cpu").unsqueeze(1)  # (N, 1)
+    exponent = 2 * (torch.arange(d_model, dtype=torch.float64, device="cpu") // 2) / d_model  # (D,)
+    angles = pos / torch.pow(torch.tensor(10000.0, dtype=torch.float64), exponent)  # (N, D)
+    half = (d_model + 1) // 2
+    table = torch.empty(max_len, d_model, dtype=torch.float32, device="cpu")
+    table[:, :half] = torch.sin(angles[:, 0::2]).float()
+    table[:, half:] = torch.cos(angles[:, 1::2]).float()
+    return table
+
+
+def _fairseq_table(max_len: int, d_model: int) -> Tensor:
+    """[sin | cos] halves with frequencies 10000^(-i/(d/2-1)) in float32 (tensor2tensor, fairseq, M2M100)."""
+    half = d_model // 2
+    step = math.log(10000) / (half - 1)
+    freq = torch.exp(torch.arange(half, dtype=torch.int64, device="cpu").float() * -step)  # (D/2,)
+    angles = torch.arange(max_len, dtype=torch.int64, device="cpu").float().unsqueeze(1) * freq.unsqueeze(0)  # (N, D/2)
+    table = torch.cat([torch.sin(angles), torch.cos(angles)], dim=1)
+    if d_model % 2:
+        table = torch.cat([table, torch.zeros(max_len, 1)], dim=1)
+    return table
+
+
 def causal_mask(n_queries: int, n_keys: int, device: torch.device) -> Tensor:
     """True where query i (the last `n_queries` of `n_keys` positions) may see key j <= i."""
     offset = n_keys - n_queries
     q = torch.arange(n_queries, device=device).unsqueeze(1) + offset
     return torch.arange(n_keys, device=device).unsqueeze(0) <= q  # (Q, K)
+
+
+class Generator(nn.Linear):
+    """The output layer; tokens in `suppressed` (rows the original model lacks, or that it bans) get logit -inf."""
+
+    def __init__(self, d_model: int, vocab_size: int, suppressed: tuple[int, ...] = ()) -> None:
+        super().__init__(d_model, vocab_size)
+        self.register_buffer("suppressed", torch.tensor(suppressed, dtype=torch.long), persistent=False)
+
+    def forward(self, x: Tensor) -> Tensor:
+        logits = super().forward(x)
+        return logits.index_fill(-1, self.suppressed, float("-inf")) if len(self.suppressed) else logits
 
 
 class Transformer(nn.Module):
@@ -283,19 +343,23 @@ class Transformer(nn.Module):
         self.tgt_embed = nn.Embedding(c.tgt_vocab_size, c.d_model, padding_idx=PAD_ID)
         self.src_embed = self.tgt_embed if c.share_embeddings else nn.Embedding(c.src_vocab_size, c.d_model, padding_idx=PAD_ID)
         positions = SinusoidalPositions if c.positional == "sinusoidal" else LearnedPositions
-        self.positions = positions(c.max_len, c.d_model)
+        self.positions = positions(c)
+        self.src_embed_norm = layer_norm(c) if c.embed_norm else nn.Identity()
+        self.tgt_embed_norm = layer_norm(c) if c.embed_norm else nn.Identity()
         self.embed_dropout = Dropout(c.dropout)
         self.encoder = nn.ModuleList(EncoderLayer(c) for _ in range(c.n_encoder_layers))
         self.decoder = nn.ModuleList(DecoderLayer(c) for _ in range(c.n_decoder_layers))
         self.encoder_norm = layer_norm(c) if c.has_final_norm else nn.Identity()
         self.decoder_norm = layer_norm(c) if c.has_final_norm else nn.Identity()
-        self.generator = nn.Linear(c.d_model, c.tgt_vocab_size)
+        self.generator = Generator(c.d_model, c.tgt_vocab_size, c.suppressed)
         self._init_weights()
         if c.tie_embeddings:
             self.generator.weight = self.tgt_embed.weight
 
     def _init_weights(self) -> None:
         for name, p in self.named_parameters():
+            if "embed_norm" in name:
+                continue  # LayerNorm: ones and zeros, as built
             if "embed" in name or name.startswith("positions"):
                 nn.init.normal_(p, 0.0, self.config.d_model ** -0.5)
             elif p.dim() > 1:
@@ -304,9 +368,13 @@ class Transformer(nn.Module):
             self.tgt_embed.weight[PAD_ID].zero_()
             self.src_embed.weight[PAD_ID].zero_()
 
-    def _embed(self, table: nn.Embedding, ids: Tensor, offset: int = 0) -> Tensor:
-        x = table(ids) * (math.sqrt(self.config.d_model) if self.config.embed_scale else 1.0)
-        x = x + self.positions(ids.shape[1], offset)
+    def _embed(self, table: nn.Embedding, ids: Tensor, offset: int = 0, decoder: bool = False) -> Tensor:
+        c = self.config
+        if decoder and offset == 0 and c.decoder_start is not None:  # the first position reads the start token
+            ids = torch.cat([torch.full_like(ids[:, :1], c.decoder_start), ids[:, 1:]], dim=1)
+        x = table(ids) * (math.sqrt(c.d_model) if c.embed_scale else 1.0)
+        x = x + self.positions(ids.shape[1], offset, decoder)
+        x = (self.tgt_embed_norm if decoder else self.src_embed_norm)(x)
         return self.embed_dropout(x)  # (B, N, D)
 
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor | None]:
@@ -334,12 +402,20 @@ class Transformer(nn.Module):
             self_mask = self_mask & (tgt != PAD_ID)[:, None, None, :]  # (B, 1, T, T)
         elif tgt.shape[1] == 1:
             self_mask = None  # one new position may see every cached one
-        x = self._embed(self.tgt_embed, tgt, offset)
+        x = self._embed(self.tgt_embed, tgt, offset, decoder=True)
         for i, layer in enumerate(self.decoder):
             x = layer(x, memory, self_mask, src_mask, None if cache is None else cache.layers[i])
         if cache is not None:
             cache.length = n_keys
-        return self.generator(self.decoder_norm(x[:, -1:] if last_only else x))
+        logits = self.generator(self.decoder_norm(x[:, -1:] if last_only else x))
+        first = n_keys - 1 if last_only else offset  # target position of the first row of logits
+        return self._forced(logits) if first == 0 and self.config.forced_first is not None else logits
+
+    def _forced(self, logits: Tensor) -> Tensor:
+        """Row 0 (target position 0) made certain of config.forced_first, as Hugging Face's forced BOS does."""
+        row = torch.full_like(logits[:, :1], float("-inf"))
+        row[..., self.config.forced_first] = 0.0
+        return torch.cat([row, logits[:, 1:]], dim=1)
 
     def next_logits(self, tgt: Tensor, memory: Tensor, src_mask: Tensor | None, cache: DecoderCache | None = None) -> Tensor:
         """Logits (B, V) of the token after `tgt`: one decoding step."""

@@ -11,6 +11,7 @@ from attnscope.checkpoints import checkpoint, registry
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.convert import read_state_dict
 from attnscope.checkpoints.import_command import parse_examples, parse_specials
+from attnscope.checkpoints.importers.uploads import import_uploaded
 from attnscope.checkpoints.importing import import_weights
 from attnscope.ui.checkpoint_tools import keep_for_session
 from attnscope.ui.text import plain
@@ -22,6 +23,12 @@ HELP = ("A `torch.nn.Transformer` model (the PyTorch tutorial's Seq2SeqTransform
         "one token per line. Word lists get a built-in splitter: whitespace, then every punctuation mark apart "
         "(lowercased when the vocabulary has no capitals). Special tokens are found by name in any order "
         "(<unk> <pad> <bos> <eos>, <sos>, <s> </s>, <blank>...).")
+FRAMEWORK_HELP = ("A Hugging Face MarianMT (opus-mt), BART, mBART or M2M100/NLLB model: its folder's files together "
+                  "(config.json, model.safetensors or pytorch_model.bin, the tokenizer files) or a zip of the folder; "
+                  "multilingual models need their language codes. A fairseq transformer checkpoint with its "
+                  "dict.SRC.txt and dict.TGT.txt, or an OpenNMT-py v3 checkpoint. Weights are read without running "
+                  "code; the model computes exactly what it computes in its own library. From the command line: "
+                  "`python -m attnscope import Helsinki-NLP/opus-mt-en-de --out opus-mt-en-de.safetensors`.")
 FRAMINGS = {"<bos> sentence <eos> (PyTorch tutorial, Annotated Transformer)": "bos-eos", "sentence <eos>": "eos"}
 
 
@@ -53,8 +60,40 @@ def _settings() -> dict[str, Any]:
 
 
 def import_model() -> None:
-    """Upload weights and vocabularies, say what the weights cannot show, check against a few outputs, import."""
+    """Upload weights and vocabularies, say what the weights cannot show, check against a few outputs, import;
+    or a Hugging Face folder, a fairseq or an OpenNMT-py checkpoint, which carry their own settings."""
     _report()
+    _state_dict()
+    _framework_model()
+
+
+def _framework_model() -> None:
+    """A Hugging Face folder (its files together, or a zip), or a fairseq / OpenNMT-py checkpoint with its files."""
+    with st.expander("Import a Hugging Face, fairseq or OpenNMT-py model"):
+        st.caption(FRAMEWORK_HELP)
+        files = st.file_uploader("The model's files (or one zip of its folder)", accept_multiple_files=True,
+                                 key="import_hf_files")
+        cols = st.columns(3)
+        src_lang = cols[0].text_input("Source language code (multilingual models)", "", key="import_hf_src_lang",
+                                      max_chars=20, placeholder="eng_Latn, en_XX, en")
+        tgt_lang = cols[1].text_input("Target language code", "", key="import_hf_tgt_lang", max_chars=20,
+                                      placeholder="deu_Latn, de_DE, de")
+        name = cols[2].text_input("Model name", "", key="import_hf_name", max_chars=60, placeholder="from the model")
+        if not st.button("Import model", key="import_hf_go", disabled=not files):
+            return
+        try:
+            imported = import_uploaded([(f.name, f.getvalue()) for f in files], src_lang=src_lang.strip() or None,
+                                       tgt_lang=tgt_lang.strip() or None, name=name.strip() or None)
+            tmp = Path(tempfile.mkdtemp()) / "imported.safetensors"
+            checkpoint.save(imported.model, imported.bundle, tmp)
+        except CheckpointError as err:
+            st.error(f"Import rejected: {plain(err)}")
+            return
+        st.session_state["_import_report"] = imported.report.lines()
+        keep_for_session(tmp, f"{imported.bundle.summary.get('name', 'imported')}.safetensors")
+
+
+def _state_dict() -> None:
     with st.expander("Import a model trained elsewhere (PyTorch state_dict .pt/.pth)"):
         st.caption(HELP)
         weights = st.file_uploader("state_dict (.pt / .pth)", key="import_weights")

@@ -1,0 +1,185 @@
+"""A Hugging Face model folder: where it is (a folder, a zip of one, or a hub name) and what it holds.
+
+Weights are read without running code: `model.safetensors` (also sharded), or `pytorch_model.bin`
+through `torch.load(weights_only=True)`. A hub name (`Helsinki-NLP/opus-mt-en-de`) is read from the
+local Hugging Face cache; it is downloaded only when it is not there and the machine is online
+(`HF_HUB_OFFLINE=1` forbids it).
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from safetensors import SafetensorError
+from safetensors.torch import load_file
+from torch import Tensor
+
+from attnscope.checkpoints.checkpoint import CheckpointError
+from attnscope.checkpoints.convert import read_state_dict
+
+HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+FOREIGN = ("tf_model.h5", "flax_model.msgpack")
+MAX_ZIP_BYTES = 8 * 2**30  # a zipped folder may unpack to at most this much
+
+
+@dataclass(frozen=True)
+class HFFolder:
+    """A model folder's settings; its weights are read on demand (`weights()`)."""
+
+    path: Path
+    config: dict[str, Any]
+    generation: dict[str, Any] = field(default_factory=dict)  # generation_config.json (empty when absent)
+
+    @property
+    def model_type(self) -> str:
+        return str(self.config.get("model_type", ""))
+
+    def setting(self, name: str) -> Any:
+        """A generation setting as transformers' generate() sees it: generation_config.json first, then config.json."""
+        return self.generation[name] if name in self.generation else self.config.get(name)
+
+    def weights(self) -> dict[str, Tensor]:
+        """Every tensor of the folder's weights, loaded without executing code."""
+        return read_weights(self.path)
+
+
+def is_hf_folder(path: Path) -> bool:
+    return path.is_dir() and (path / "config.json").is_file()
+
+
+def open_folder(path: Path) -> HFFolder:
+    """Read config.json (and generation_config.json) of a Hugging Face model folder."""
+    config = _json(path / "config.json")
+    generation = _json(path / "generation_config.json") if (path / "generation_config.json").is_file() else {}
+    return HFFolder(path, config, generation)
+
+
+def _json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise CheckpointError(f"cannot read {path}: {err.strerror or err}") from None
+    except json.JSONDecodeError as err:
+        raise CheckpointError(f"{path.name} is not valid JSON ({err.msg} at line {err.lineno})") from None
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{path.name} must hold a JSON object")
+    return data
+
+
+def read_weights(folder: Path) -> dict[str, Tensor]:
+    """The folder's tensors: safetensors first (one file or shards), else pytorch_model.bin (weights_only)."""
+    for name in WEIGHTS:
+        path = folder / name
+        if not path.is_file():
+            continue
+        files = _shards(path) if name.endswith(".index.json") else [path]
+        state: dict[str, Tensor] = {}
+        for file in files:
+            state.update(_safetensors(file) if file.suffix == ".safetensors" else _pickle(file))
+        return state
+    present = sorted(p.name for p in folder.iterdir())
+    if any(name in present for name in FOREIGN):
+        raise CheckpointError(f"{folder.name} has TensorFlow/Flax weights only: save PyTorch weights first with transformers "
+                              "(AutoModelForSeq2SeqLM.from_pretrained(folder, from_tf=True).save_pretrained(folder))")
+    raise CheckpointError(f"{folder.name} has no model.safetensors or pytorch_model.bin (it holds {', '.join(present[:8])})")
+
+
+def _shards(index: Path) -> list[Path]:
+    weight_map = _json(index).get("weight_map")
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise CheckpointError(f"{index.name} has no weight_map")
+    files = [index.parent / str(name) for name in dict.fromkeys(weight_map.values())]
+    missing = [f.name for f in files if not f.is_file()]
+    if missing:
+        raise CheckpointError(f"{index.name} lists {missing[0]}, which is not in the folder")
+    return files
+
+
+def _safetensors(path: Path) -> dict[str, Tensor]:
+    try:
+        return load_file(str(path))
+    except (SafetensorError, OSError, ValueError) as err:
+        raise CheckpointError(f"{path.name} is not a readable safetensors file ({str(err)[:120]})") from None
+
+
+def _pickle(path: Path) -> dict[str, Tensor]:
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise CheckpointError(f"cannot read {path}: {err.strerror or err}") from None
+    return read_state_dict(data, path.name)
+
+
+def resolve(source: str | os.PathLike[str], *, cache_dir: str | os.PathLike[str] | None = None) -> Path:
+    """The local folder of a path, a zip of a folder, or a hub name (the local cache first, then a download)."""
+    path = Path(source).expanduser()
+    if path.is_dir():
+        return _inner_folder(path)
+    if path.is_file() and zipfile.is_zipfile(path):
+        return unzip(path.read_bytes(), path.name)
+    if path.exists() or not HUB_NAME.match(str(source)):
+        raise CheckpointError(f"{source} is neither a model folder (with config.json), a zip of one, nor a hub name "
+                              "like Helsinki-NLP/opus-mt-en-de")
+    return from_hub(str(source), cache_dir)
+
+
+def _inner_folder(path: Path) -> Path:
+    """The folder itself, or its one sub-folder holding config.json (a zip of a folder unpacks into one)."""
+    if (path / "config.json").is_file():
+        return path
+    found = sorted({p.parent for p in path.rglob("config.json") if len(p.relative_to(path).parts) <= 3})
+    if len(found) != 1:
+        raise CheckpointError(f"{path.name} holds no config.json of a model" if not found else
+                              f"{path.name} holds several models ({', '.join(str(f.relative_to(path)) for f in found[:3])}): "
+                              "give one folder")
+    return found[0]
+
+
+def unzip(data: bytes, name: str) -> Path:
+    """Unpack a zip of a model folder into a temporary folder, refusing paths that leave it and oversized archives."""
+    target = Path(tempfile.mkdtemp(prefix="attnscope-import-"))
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            members = archive.infolist()
+            if sum(m.file_size for m in members) > MAX_ZIP_BYTES:
+                raise CheckpointError(f"{name} unpacks to more than {MAX_ZIP_BYTES // 2**30} GB")
+            for member in members:
+                dest = (target / member.filename).resolve()
+                if not dest.is_relative_to(target.resolve()):
+                    raise CheckpointError(f"{name} has a file outside its folder ({member.filename})")
+            archive.extractall(target)
+    except zipfile.BadZipFile:
+        raise CheckpointError(f"{name} is not a readable zip file") from None
+    return _inner_folder(target)
+
+
+def from_hub(name: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
+    """A hub model's folder from the local Hugging Face cache, downloaded when absent and the machine is online."""
+    try:
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import LocalEntryNotFoundError
+    except ImportError:
+        raise CheckpointError(f"{name} looks like a Hugging Face hub name, but reading the hub cache needs huggingface_hub: "
+                              "pip install transformers sentencepiece") from None
+    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+    patterns = ["*.json", "*.safetensors", "*.bin", "*.spm", "*.model", "*.txt"]
+    try:
+        return Path(snapshot_download(name, cache_dir=cache_dir, local_files_only=True, allow_patterns=patterns))
+    except LocalEntryNotFoundError:
+        if offline:
+            raise CheckpointError(f"{name} is not in the local Hugging Face cache and HF_HUB_OFFLINE is set: download it "
+                                  "once online, or give its folder") from None
+    try:
+        return Path(snapshot_download(name, cache_dir=cache_dir, allow_patterns=patterns))
+    except Exception as err:  # network errors, unknown repositories, gated models...
+        first = str(err).strip().splitlines()[0][:160] if str(err).strip() else type(err).__name__
+        raise CheckpointError(f"{name} could not be downloaded from the Hugging Face hub ({first}): check the name, "
+                              "or give the model's folder") from None

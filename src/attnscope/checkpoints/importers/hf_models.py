@@ -1,0 +1,126 @@
+"""Hugging Face's BART-derived translation models (Marian, BART, mBART, M2M100/NLLB) as attnscope tensors.
+
+All four share one layer layout (`model.encoder.layers.N.self_attn.q_proj`, `fc1`, `final_layer_norm`,
+`encoder_attn`...); they differ in what surrounds the stacks, fixed by each class's code:
+
+| model_type | positions                                      | norms                          | embeddings LayerNorm |
+|------------|------------------------------------------------|--------------------------------|----------------------|
+| marian     | sinusoid, [sin, cos] halves                    | post-LN, no final norms        | no                   |
+| bart       | learned, one table per side, offset 2          | post-LN, no final norms        | yes                  |
+| mbart      | learned, one table per side, offset 2          | pre-LN, final norms            | yes                  |
+| m2m_100    | sinusoid, fairseq frequencies, offset pad + 1  | pre-LN, final norms            | no                   |
+
+config.json gives the sizes, the activation, `scale_embedding` and the special tokens.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from attnscope.checkpoints.checkpoint import CheckpointError
+from attnscope.checkpoints.importers.vocab_plan import VocabPlan
+
+ARCHITECTURES: dict[str, dict[str, Any]] = {
+    "marian": dict(positional="sinusoidal", sinusoid="halves", norm="post", final_norm=False, embed_norm=False),
+    "bart": dict(positional="learned", separate_positions=True, norm="post", final_norm=False, embed_norm=True),
+    "mbart": dict(positional="learned", separate_positions=True, norm="pre", final_norm=True, embed_norm=True),
+    "m2m_100": dict(positional="sinusoidal", sinusoid="fairseq", norm="pre", final_norm=True, embed_norm=False),
+}
+ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "swish": "silu", "silu": "silu"}
+LEARNED_OFFSET = 2  # BartLearnedPositionalEmbedding's "hack": position i reads row i + 2
+
+
+def architecture(config: dict[str, Any]) -> dict[str, Any]:
+    """ModelConfig fields read from a Hugging Face config.json (vocabulary sizes and token ids aside)."""
+    kind = config["model_type"]
+    heads = {config.get("encoder_attention_heads"), config.get("decoder_attention_heads")}
+    ffn = {config.get("encoder_ffn_dim"), config.get("decoder_ffn_dim")}
+    if len(heads) != 1 or len(ffn) != 1:
+        raise CheckpointError("attnscope's model has one head count and one feed-forward size for both stacks, but this "
+                              f"config has heads {sorted(map(str, heads))} and ffn sizes {sorted(map(str, ffn))}")
+    activation = ACTIVATIONS.get(str(config.get("activation_function", "gelu")))
+    if activation is None:
+        raise CheckpointError(f"activation_function {config.get('activation_function')!r} is not one attnscope computes "
+                              f"({', '.join(ACTIVATIONS)})")
+    fields = dict(ARCHITECTURES[kind], d_model=int(config["d_model"]), n_heads=int(heads.pop()),
+                  n_encoder_layers=int(config["encoder_layers"]), n_decoder_layers=int(config["decoder_layers"]),
+                  d_ff=int(ffn.pop()), max_len=int(config.get("max_position_embeddings", 1024)), activation=activation,
+                  embed_scale=bool(config.get("scale_embedding", False)), dropout=0.0, attention_dropout=0.0)
+    if fields["positional"] == "learned":
+        fields["position_offset"] = LEARNED_OFFSET
+    elif fields["sinusoid"] == "fairseq":
+        fields["position_offset"] = int(config.get("pad_token_id", 1)) + 1  # fairseq's positions start at padding_idx + 1
+    return fields
+
+
+def _prefix(state: dict[str, Tensor]) -> str:
+    for prefix in ("model.", ""):
+        if f"{prefix}encoder.layers.0.self_attn.q_proj.weight" in state:
+            return prefix
+    raise CheckpointError("these weights have no model.encoder.layers.0.self_attn.q_proj.weight: not a Marian, BART, "
+                          "mBART or M2M100 model's state")
+
+
+ENCODER_BLOCKS = {"self_attn": "self_attn", "self_attn_layer_norm": "attn_block.norm", "fc1": "ffn.up",
+                  "fc2": "ffn.down", "final_layer_norm": "ffn_block.norm"}
+DECODER_BLOCKS = {"self_attn": "self_attn", "self_attn_layer_norm": "self_block.norm", "encoder_attn": "cross_attn",
+                  "encoder_attn_layer_norm": "cross_block.norm", "fc1": "ffn.up", "fc2": "ffn.down",
+                  "final_layer_norm": "ffn_block.norm"}
+PROJECTIONS = (".q_proj", ".k_proj", ".v_proj", ".out_proj")
+
+
+def layers(state: dict[str, Tensor], fields: dict[str, Any]) -> dict[str, Tensor]:
+    """The stacks, their norms and the positional tables under attnscope's names."""
+    p = _prefix(state)
+    out: dict[str, Tensor] = {}
+    for side, count, blocks in (("encoder", fields["n_encoder_layers"], ENCODER_BLOCKS),
+                                ("decoder", fields["n_decoder_layers"], DECODER_BLOCKS)):
+        for i in range(count):
+            for theirs, ours in blocks.items():
+                for part in PROJECTIONS if theirs.endswith("attn") else ("",):
+                    for kind in ("weight", "bias"):
+                        out[f"{side}.{i}.{ours}{part}.{kind}"] = _get(state, f"{p}{side}.layers.{i}.{theirs}{part}.{kind}")
+    sides = (("encoder", "src", "table"), ("decoder", "tgt", "decoder_table"))
+    for side, short, table in sides:
+        if fields["final_norm"]:
+            out[f"{side}_norm.weight"] = _get(state, f"{p}{side}.layer_norm.weight")
+            out[f"{side}_norm.bias"] = _get(state, f"{p}{side}.layer_norm.bias")
+        if fields["embed_norm"]:
+            out[f"{short}_embed_norm.weight"] = _get(state, f"{p}{side}.layernorm_embedding.weight")
+            out[f"{short}_embed_norm.bias"] = _get(state, f"{p}{side}.layernorm_embedding.bias")
+        if fields["positional"] == "learned":
+            out[f"positions.{table}.weight"] = _get(state, f"{p}{side}.embed_positions.weight")
+    return out
+
+
+def _get(state: dict[str, Tensor], key: str) -> Tensor:
+    if key not in state:
+        raise CheckpointError(f"the weights lack {key}: the folder's model.safetensors does not fit its config.json")
+    return state[key]
+
+
+def embeddings(state: dict[str, Tensor], config: dict[str, Any], src: VocabPlan, tgt: VocabPlan) -> tuple[
+        dict[str, Tensor], bool, bool]:
+    """Token embeddings, output layer and logits bias (final_logits_bias) of a Hugging Face state."""
+    p = _prefix(state)
+    shared = state.get(f"{p}shared.weight")
+    enc = state.get(f"{p}encoder.embed_tokens.weight", shared)
+    dec = state.get(f"{p}decoder.embed_tokens.weight", shared)
+    if enc is None or dec is None:
+        raise CheckpointError("the weights have no token embeddings (model.shared.weight or embed_tokens.weight)")
+    tied = bool(config.get("tie_word_embeddings", True)) or "lm_head.weight" not in state
+    return vocab_tensors(enc, dec, dec if tied else state["lm_head.weight"], state.get("final_logits_bias"), src, tgt)
+
+
+def vocab_tensors(enc: Tensor, dec: Tensor, head: Tensor, bias: Tensor | None, src: VocabPlan,
+                  tgt: VocabPlan) -> tuple[dict[str, Tensor], bool, bool]:
+    """Token embeddings, output layer and its bias in our vocabulary order (rows permuted by the plans), and
+    whether source and target share one table and the output layer is the target table (tied)."""
+    bias = torch.zeros(head.shape[0]) if bias is None else bias.reshape(-1).float()
+    out = {"src_embed.weight": src.rows(enc.float()), "tgt_embed.weight": tgt.rows(dec.float()),
+           "generator.weight": tgt.rows(head.float()), "generator.bias": tgt.rows(bias.unsqueeze(1))[:, 0]}
+    share = enc.shape == dec.shape and src.order == tgt.order and (enc is dec or bool(torch.equal(enc, dec)))
+    tied = head is dec or (head.shape == dec.shape and bool(torch.equal(head, dec)))
+    return out, share, tied

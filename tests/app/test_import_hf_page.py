@@ -1,0 +1,42 @@
+"""AppTest journey: a zip of a Hugging Face folder uploaded on the Checkpoints page becomes the active model,
+and the Translate page runs it; a bad upload is refused in one sentence."""
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from tests.checkpoints import hf_fixtures
+from tests.support import shown
+
+
+def _zip(folder: Path) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as z:
+        for file in folder.iterdir():
+            z.write(file, f"{folder.name}/{file.name}")
+    return buffer.getvalue()
+
+
+def test_a_zipped_hugging_face_folder_becomes_the_active_model(checkpoints_page: AppTest, tmp_path: Path) -> None:
+    folder = tmp_path / "opus-mt-en-de"
+    folder.mkdir()
+    hf_fixtures.marian(folder)
+    checkpoints_page.file_uploader(key="import_hf_files").upload("opus-mt-en-de.zip", _zip(folder)).run()
+    checkpoints_page.button(key="import_hf_go").click().run()
+    assert not checkpoints_page.exception
+    assert any("Loaded opus-mt-en-de" in shown(s) for s in checkpoints_page.success)
+    assert any("Hugging Face MarianMT" in shown(i) for i in checkpoints_page.info)
+    assert checkpoints_page.session_state["checkpoint"] == "opus-mt-en-de"
+    checkpoints_page.session_state["sentence"] = "A man rides a bike."
+    page = checkpoints_page.switch_page("pages/translate.py").run()
+    assert not page.exception
+
+
+def test_files_that_are_no_model_are_refused_in_one_sentence(checkpoints_page: AppTest) -> None:
+    checkpoints_page.file_uploader(key="import_hf_files").upload("notes.txt", b"hello").run()
+    checkpoints_page.button(key="import_hf_go").click().run()
+    assert not checkpoints_page.exception
+    assert any("Import rejected: upload a Hugging Face folder's files" in shown(e) for e in checkpoints_page.error)

@@ -1,0 +1,41 @@
+"""Every page runs on models imported from Hugging Face: Marian (an added <bos> row, [sin | cos] sinusoids),
+BART (learned positions with an offset, LayerNorm on embeddings, byte-level tokens) and NLLB (a forced
+language code, a source prefix, pre-LN)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from attnscope.checkpoints import checkpoint
+from attnscope.checkpoints.importers.huggingface import import_hf
+from tests.checkpoints import hf_fixtures
+from tests.support import CEILING, ROOT
+
+PAGES = ("pages/translate.py", "pages/step.py", "pages/heads.py", "pages/inside.py", "pages/attribution.py",
+         "pages/positional.py", "pages/anatomy.py")
+
+
+@pytest.fixture(scope="module", params=["marian", "bart", "nllb"])
+def imported_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp(request.param)
+    hf_fixtures.FAMILIES[request.param](folder)
+    imported = import_hf(folder, src_lang=hf_fixtures.LANGS[request.param][0], tgt_lang=hf_fixtures.LANGS[request.param][1])
+    out = tmp_path_factory.mktemp("checkpoints")
+    checkpoint.save(imported.model, imported.bundle, out / f"{request.param}.safetensors")
+    return out
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_runs_on_an_imported_model(imported_dir: Path, page: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATTNSCOPE_CHECKPOINTS", str(imported_dir))
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=CEILING)
+    app.session_state["sentence"] = "A man rides a red bike."
+    app.session_state["max_len"] = 8
+    app.run()
+    app.switch_page(page).run()
+    assert not app.exception, [e.value for e in app.exception]

@@ -1,0 +1,46 @@
+"""Browser journey: a zip of a Hugging Face opus-mt-style folder, imported on the Checkpoints page, translates on
+Translate and opens on Step and Inside one head (tiny random Marian model; nothing is downloaded)."""
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+from playwright.sync_api import Page, expect
+
+from tests.checkpoints import hf_fixtures
+from tests.e2e.conftest import settled
+
+
+def test_import_a_zipped_marian_folder_and_look_inside(server: str, page: Page, tmp_path: Path) -> None:
+    folder = tmp_path / "opus-mt-tiny"
+    folder.mkdir()
+    hf_fixtures.marian(folder)
+    archive = tmp_path / "opus-mt-tiny.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for file in folder.iterdir():
+            z.write(file, f"{folder.name}/{file.name}")
+
+    page.goto(server)
+    page.get_by_role("link", name="Checkpoints").click()
+    page.get_by_text("Import a Hugging Face, fairseq or OpenNMT-py model").click()
+    uploader = page.get_by_test_id("stFileUploader").filter(has_text="The model's files")
+    for _ in range(3):  # an upload landing while the page reruns is dropped with the remounted widget: upload it again
+        settled(page)
+        uploader.locator("input[type=file]").set_input_files(str(archive))
+        settled(page)
+        if archive.name in uploader.inner_text():
+            break
+    page.get_by_role("button", name="Import model", exact=True).click()
+    expect(page.get_by_text("Loaded opus-mt-tiny; it is now the active checkpoint on every page")).to_be_visible()
+    expect(page.get_by_text("Imported as Hugging Face MarianMT", exact=False)).to_be_visible()
+
+    page.get_by_role("link", name="Translate").click()
+    box = page.locator("textarea[aria-label=\"Sentence (en)\"]")
+    box.fill("A man rides a red bike.")
+    box.press("Control+Enter")
+    expect(page.locator(".js-plotly-plot").first).to_be_visible()
+    expect(page.locator(".js-plotly-plot text", has_text="<eos>").first).to_be_attached()  # the source axis: x </s>
+    for name in ("Step through decoding", "Inside one head"):
+        page.get_by_role("link", name=name).click()
+        settled(page)
+        expect(page.get_by_test_id("stException")).to_have_count(0)
