@@ -32,7 +32,9 @@ def test_import_a_zipped_marian_folder_and_look_inside(server: str, page: Page, 
             break
     page.get_by_role("button", name="Import model", exact=True).click()
     expect(page.get_by_text("Loaded opus-mt-tiny; it is now the active checkpoint on every page")).to_be_visible()
-    expect(page.get_by_text("Imported as Hugging Face MarianMT", exact=False)).to_be_visible()
+    # the import's own message (the Manage box's details of the now active model say it too)
+    alert = page.get_by_test_id("stAlertContentInfo")
+    expect(alert.get_by_text("Imported as Hugging Face MarianMT", exact=False)).to_be_visible()
 
     page.get_by_role("link", name="Translate").click()
     box = page.locator("textarea[aria-label=\"Sentence (en)\"]")
