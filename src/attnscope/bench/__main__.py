@@ -41,19 +41,31 @@ from attnscope.training.loop import label_smoothed_loss
 SENTENCES = ("A man in an orange hat starring at something.", "Two dogs are running through the snow.",
              "A little girl climbs into a wooden playhouse.", "A group of people standing in front of an igloo.",
              "The woman with the red hat is reading a book in the park.")
+# The longest sources of Multi30k's test sets (31-36 words): capture's cost grows with every decoding step.
+LONG_SENTENCES = (
+    "A man in a black jacket and checkered hat wearing black and white striped pants plays an electric guitar on a "
+    "stage with a singer and another guitar player in the background.",
+    "A man wearing a gray shirt, blue jeans and a neon green safety vest is standing on a railroad track with a white "
+    "truck and a white building in the background.",
+    "An man in his 50s with a striped button down shirt and blue jeans is sitting on the sidewalk, leaning against a "
+    "barrier wall with his hand resting on his head as if he is upset.",
+    "Behind a barb wired fence, there is a large ad on the side of the building above a row of cars, showing a red fox "
+    "running with two small red, white, and dark grey birds.")
 
 
-def median_times(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+def median_times(fns: dict[str, Callable[[], Any]], repeats: int,
+                 clock: Callable[[], float] = time.perf_counter) -> dict[str, float]:
     """Median seconds of each function, run in turn within every repetition, so that a change in
-    machine load (another process, CPU frequency) hits every contender alike."""
+    machine load (another process, CPU frequency) hits every contender alike. `clock`: wall time,
+    or time.process_time for the CPU seconds this process spent (less inflated by a busy machine)."""
     for fn in fns.values():
         fn()  # warm-up
     times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
-            start = time.perf_counter()
+            start = clock()
             fn()
-            times[name].append(time.perf_counter() - start)
+            times[name].append(clock() - start)
     return {name: statistics.median(t) for name, t in times.items()}
 
 
@@ -153,12 +165,26 @@ def decoding_speed(tr: Translator, lengths: Sequence[int], batches: Sequence[int
     return rows
 
 
-def capture_overhead(tr: Translator, repeats: int) -> dict[str, Any]:
-    timed = median_times({"plain": lambda: [tr.translate(s, capture=False) for s in SENTENCES],
-                          "captured": lambda: [tr.translate(s, capture=True) for s in SENTENCES]}, repeats)
-    plain, captured = timed["plain"], timed["captured"]
-    return {"plain ms/sentence": round(plain / len(SENTENCES) * 1e3, 1),
-            "captured ms/sentence": round(captured / len(SENTENCES) * 1e3, 1), "ratio": round(captured / plain, 3)}
+def capture_overhead(tr: Translator, repeats: int) -> list[dict[str, Any]]:
+    """Greedy translation with capture (every head, every step, the record) against without, for the bench's
+    short sentences and for long ones; medians of `repeats` in wall time and in this process's CPU time."""
+    rows = []
+    for label, texts in (("short (8-12 words)", SENTENCES), ("long (31-36 words)", LONG_SENTENCES)):
+        fns = {"plain": partial(_translate_all, tr, texts, False), "captured": partial(_translate_all, tr, texts, True)}
+        load = os.getloadavg()[0]
+        wall, cpu = median_times(fns, repeats), median_times(fns, repeats, time.process_time)
+        rows.append({"sentences": label, "target tokens": sum(len(tr.translate(s, capture=False).target_ids) for s in texts),
+                     "plain ms/sentence": round(wall["plain"] / len(texts) * 1e3, 1),
+                     "captured ms/sentence": round(wall["captured"] / len(texts) * 1e3, 1),
+                     "ratio": round(wall["captured"] / wall["plain"], 3),
+                     "CPU-time ratio": round(cpu["captured"] / cpu["plain"], 3), "repeats": repeats,
+                     "load average (1 min) before / after": [round(load, 2), round(os.getloadavg()[0], 2)]})
+    return rows
+
+
+def _translate_all(tr: Translator, texts: Sequence[str], capture: bool) -> None:
+    for text in texts:
+        tr.translate(text, capture=capture)
 
 
 def batch_throughput(tr: Translator, texts: list[str], one_by_one: int) -> list[dict[str, Any]]:
