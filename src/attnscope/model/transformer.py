@@ -59,6 +59,17 @@ def packed_linear(*layers: nn.Linear) -> tuple[Tensor, Tensor]:
     return torch.cat([layer.weight for layer in layers]), torch.cat([layer.bias for layer in layers])
 
 
+_ZEROS: dict[tuple[torch.dtype, torch.device], Tensor] = {}
+
+
+def _zero(like: Tensor) -> Tensor:
+    """A 0-d zero of `like`'s dtype and device (baddbmm's ignored addend), made once."""
+    zero = _ZEROS.get((like.dtype, like.device))
+    if zero is None:
+        zero = _ZEROS[(like.dtype, like.device)] = torch.zeros((), dtype=like.dtype, device=like.device)
+    return zero
+
+
 class MultiHeadAttention(nn.Module):
     """Scaled dot-product attention over several heads (section 3.2.2)."""
 
@@ -100,15 +111,30 @@ class MultiHeadAttention(nn.Module):
         Returns (B, Q, D)."""
         p = self.dropout if self.training else 0.0
         if self.hook_pattern.hooked or self.hook_scores.hooked or (p and q.device.type == "cpu"):
-            scores = q @ keys.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, Q, K)
-            if mask is not None:
-                scores = scores.masked_fill(~mask, float("-inf"))
-            weights = self.hook_pattern(self.hook_scores(scores).softmax(-1))
-            out = dropout(weights, p, True) @ values  # (B, H, Q, dh)
+            out = self._explicit(q, keys, values, mask, p)
         else:
             out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, dropout_p=p)
         b, h, n, dh = out.shape
         return self.out_proj(out.transpose(1, 2).reshape(b, n, h * dh))  # heads side by side (B, Q, H*dh) -> (B, Q, D)
+
+    def _explicit(self, q: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None, p: float) -> Tensor:
+        """softmax(q kᵀ / √d_k) v with the weights made, through the hook points: (B, H, Q, dh). Recording takes
+        this path for 8 calls a decoding step, and on a CPU each kernel launched costs about what these small
+        products do, so they are 3-D batched products with the scale applied inside the first."""
+        b, h, n, dh = q.shape
+        if keys.shape[:2] != (b, h):  # keys broadcast over batch or heads
+            return dropout(self._pattern(q @ keys.transpose(-2, -1) / math.sqrt(dh), mask), p, True) @ values
+        scores = torch.baddbmm(_zero(q), q.flatten(0, 1), keys.flatten(0, 1).mT, beta=0, alpha=1 / math.sqrt(dh))
+        weights = dropout(self._pattern(scores.view(b, h, n, -1), mask), p, True)  # (B, H, Q, K)
+        return torch.bmm(weights.flatten(0, 1), values.flatten(0, 1)).view(b, h, n, dh)
+
+    def _pattern(self, scores: Tensor, mask: Tensor | None) -> Tensor:
+        """Masked scores -> hook_scores -> softmax -> hook_pattern."""
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        if self.hook_scores.hooked:
+            scores = self.hook_scores(scores)
+        return self.hook_pattern(scores.softmax(-1))
 
 
 class FeedForward(nn.Module):
