@@ -198,8 +198,8 @@ def _hook_native(modules: dict[str, MultiHeadAttention], recording: Recording, g
         recording.kinds[name] = given[name]
 
         def keep(_m: nn.Module, _args: Any, weights: Tensor, name: str = name) -> None:
-            if threading.get_ident() == me:
-                recording.calls.setdefault(name, []).append(weights.detach())
+            if threading.get_ident() == me:  # detach only a tensor with a graph: a new tensor object costs, 8 a step
+                recording.calls.setdefault(name, []).append(weights.detach() if weights.requires_grad else weights)
         cleanup.callback(m.hook_pattern.register_forward_hook(keep).remove)
 
 
