@@ -25,6 +25,7 @@ import torch
 from torch import Tensor, nn
 
 from attnscope.bench.app_latency import app_latency
+from attnscope.bench.app_memory import app_memory
 from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.convert import read_state_dict
 from attnscope.checkpoints.importing import import_weights
@@ -389,7 +390,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--out", type=Path, default=Path("bench-report.json"))
     parser.add_argument("--checkpoint", type=Path, default=None, help="model for decoding/capture (default: shipped en->de)")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
-    names = ["training", "decoding", "capture", "batch", "memory", "quality", "app", "import", "dataset", "toy", "inside"]
+    names = ["training", "decoding", "capture", "batch", "memory", "quality", "app", "import", "dataset", "toy", "inside",
+             "app-memory"]
     parser.add_argument("--skip", action="append", default=[], choices=names, help="leave this section out")
     parser.add_argument("--only", action="append", default=[], choices=names, help="run only this section (repeatable)")
     args = parser.parse_args(argv)
@@ -425,6 +427,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
          lambda: toy_training(max_steps=20 if args.tiny else None)),
         ("inside", "11. Inside one head: server-side work of opening a head and moving the step",
          lambda: inside_latency(tr, reps)),
+        ("app-memory", "12. App server's resident memory (MB) after each page, one session (targets: 300 after the first "
+         "translation, 380 after Attribution)", lambda: app_memory(path, SENTENCES[1])),
     ]
     for key, title, run in sections:
         if key in args.skip or (args.only and key not in args.only):
