@@ -76,7 +76,7 @@ def step_rows(calls_per_layer: Sequence[Sequence[Tensor]]) -> Tensor:
     return out
 
 
-@torch.no_grad()
+@torch.inference_mode()  # not only no_grad: views and small ops skip autograd's bookkeeping (8 attention calls a step)
 def greedy(model: Transformer, src_ids: Sequence[int], *, max_len: int | None = None, use_cache: bool = True,
            capture: bool = True, prefix: Sequence[int] = (), top_k: int = 10) -> Decoded:
     """Decode one source greedily; the first len(prefix) tokens are forced (the "what if" branch)."""

@@ -66,7 +66,8 @@ def _zero(like: Tensor) -> Tensor:
     """A 0-d zero of `like`'s dtype and device (baddbmm's ignored addend), made once."""
     zero = _ZEROS.get((like.dtype, like.device))
     if zero is None:
-        zero = _ZEROS[(like.dtype, like.device)] = torch.zeros((), dtype=like.dtype, device=like.device)
+        with torch.inference_mode(False):  # a plain tensor, also when first made while decoding in inference mode
+            zero = _ZEROS[(like.dtype, like.device)] = torch.zeros((), dtype=like.dtype, device=like.device)
     return zero
 
 
