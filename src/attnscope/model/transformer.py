@@ -111,31 +111,30 @@ class MultiHeadAttention(nn.Module):
         """Attend from projected queries `q` (B, H, Q, dh) to keys/values; `mask` is True where allowed (None: all).
         Returns (B, Q, D)."""
         p = self.dropout if self.training else 0.0
-        if self.hook_pattern.hooked or self.hook_scores.hooked or (p and q.device.type == "cpu"):
-            out = self._explicit(q, keys, values, mask, p)
+        scores_hooked = self.hook_scores.hooked
+        if self.hook_pattern.hooked or scores_hooked or (p and q.device.type == "cpu"):
+            out = self._explicit(q, keys, values, mask, p, scores_hooked)
         else:
             out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, dropout_p=p)
         b, h, n, dh = out.shape
         return self.out_proj(out.transpose(1, 2).reshape(b, n, h * dh))  # heads side by side (B, Q, H*dh) -> (B, Q, D)
 
-    def _explicit(self, q: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None, p: float) -> Tensor:
+    def _explicit(self, q: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None, p: float,
+                  scores_hooked: bool) -> Tensor:
         """softmax(q kᵀ / √d_k) v with the weights made, through the hook points: (B, H, Q, dh). Recording takes
-        this path for 8 calls a decoding step, and on a CPU each kernel launched costs about what these small
-        products do, so they are 3-D batched products with the scale applied inside the first."""
+        this path for 8 calls a decoding step, where each kernel launch and Python step costs about what these
+        small products do: 3-D batched products, the scale applied inside the first, nothing else on the way."""
         b, h, n, dh = q.shape
-        if keys.shape[:2] != (b, h):  # keys broadcast over batch or heads
-            return dropout(self._pattern(q @ keys.transpose(-2, -1) / math.sqrt(dh), mask), p, True) @ values
-        scores = torch.baddbmm(_zero(q), q.flatten(0, 1), keys.flatten(0, 1).mT, beta=0, alpha=1 / math.sqrt(dh))
-        weights = dropout(self._pattern(scores.view(b, h, n, -1), mask), p, True)  # (B, H, Q, K)
-        return torch.bmm(weights.flatten(0, 1), values.flatten(0, 1)).view(b, h, n, dh)
-
-    def _pattern(self, scores: Tensor, mask: Tensor | None) -> Tensor:
-        """Masked scores -> hook_scores -> softmax -> hook_pattern."""
+        scores = torch.baddbmm(_zero(q), q.flatten(0, 1), keys.flatten(0, 1).mT, beta=0, alpha=dh ** -0.5)
+        scores = scores.view(b, h, n, -1)  # (B, H, Q, K)
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
-        if self.hook_scores.hooked:
+        if scores_hooked:
             scores = self.hook_scores(scores)
-        return self.hook_pattern(scores.softmax(-1))
+        weights = self.hook_pattern(scores.softmax(-1))
+        if p:
+            weights = dropout(weights, p, True)
+        return torch.bmm(weights.flatten(0, 1), values.flatten(0, 1)).view(b, h, n, dh)
 
 
 class FeedForward(nn.Module):
