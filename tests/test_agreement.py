@@ -3,9 +3,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.stats import spearmanr
+from scipy.stats import rankdata, spearmanr
 
-from attnscope.engine.agreement import agreement_matrix, best_layer, layer_agreement, spearman_rows, token_agreement, top1_rows
+from attnscope.engine.agreement import (
+    agreement_matrix,
+    average_ranks,
+    best_layer,
+    layer_agreement,
+    spearman_rows,
+    token_agreement,
+    top1_rows,
+)
 from attnscope.engine.attribution import ALTI, ATTENTION, INTEGRATED, METHODS, NORM, VALUE_ZEROING, attribute
 from attnscope.engine.quadrature import IGSettings
 from tests.engine_fixtures import tiny_translator
@@ -20,6 +28,17 @@ def test_spearman_rows_equal_scipy_with_ties_and_nan_for_constant_rows() -> None
         assert got[t] == pytest.approx(spearmanr(a[t], b[t]).statistic)
     assert np.isnan(got[5])
     np.testing.assert_array_equal(top1_rows(np.eye(3), np.eye(3)[[0, 2, 1]]), [1.0, 0.0, 0.0])
+
+
+def test_average_ranks_equal_scipy_rankdata_with_ties_and_nan() -> None:
+    rng = np.random.default_rng(2)
+    x = rng.integers(0, 5, (4, 3, 9)).astype(float)  # many ties
+    x[1, 2, 4] = np.nan
+    x[2, 0] = 7.0  # all tied
+    x[3, 1] = rng.random(9)  # none tied
+    np.testing.assert_array_equal(average_ranks(x), rankdata(x, axis=-1))
+    assert np.isnan(average_ranks(x)[1, 2]).all() and not np.isnan(average_ranks(x)[1, 1]).any()
+    np.testing.assert_array_equal(average_ranks(np.array([3.0, 1.0, 3.0, 2.0])), [3.5, 1.0, 3.5, 2.0])
 
 
 def test_agreement_table_and_matrix() -> None:

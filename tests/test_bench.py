@@ -10,7 +10,7 @@ from attnscope.bench.__main__ import main
 def test_bench_tiny_mode_writes_a_full_report(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("ATTNSCOPE_DATA", str(tmp_path / "no-data"))
     out = tmp_path / "report.json"
-    main(["--tiny", "--out", str(out), "--skip", "memory", "--skip", "app"])
+    main(["--tiny", "--out", str(out), "--skip", "memory", "--skip", "app", "--skip", "app-memory"])
     report = json.loads(out.read_text())
     assert {"machine", "training", "decoding", "capture", "batch", "quality", "inside"} <= set(report)
     assert all(row["identical output"] for row in report["decoding"])

@@ -36,6 +36,19 @@ def test_round_trip_is_exact_and_keeps_ties(saved) -> None:
     assert b.config == bundle.config and b.summary == {"steps": 3} and b.src_lang == "en"
 
 
+def test_one_codec_serves_both_sides_and_every_reader_of_a_file(saved, tmp_path: Path) -> None:
+    """A joint vocabulary is parsed once (~3 MB a codec in the app), while another vocabulary stays its own."""
+    path, model, bundle = saved
+    _, loaded = checkpoint.load(path)
+    listed, _ = checkpoint.read_bundle(path)
+    assert loaded.src_codec is loaded.tgt_codec is listed.src_codec is listed.tgt_codec
+    assert loaded.tgt_codec.encode("c a b") == bundle.tgt_codec.encode("c a b")
+    other = TextCodec(train_word_level(["h i j k l m n"]))  # as many tokens, other words
+    two = checkpoint.save(model, Bundle(bundle.config, bundle.src_codec, other, "en", "de"), tmp_path / "two.safetensors")
+    _, b = checkpoint.load(two)
+    assert b.src_codec is not b.tgt_codec and b.tgt_codec.to_json() == other.to_json()
+
+
 def test_half_precision_is_close(saved, tmp_path: Path) -> None:
     _, model, bundle = saved
     path = checkpoint.save(model, bundle, tmp_path / "half.safetensors", half=True)

@@ -25,6 +25,7 @@ import torch
 from torch import Tensor, nn
 
 from attnscope.bench.app_latency import app_latency
+from attnscope.bench.app_memory import app_memory
 from attnscope.bench.attribution import ig_completeness, split_by_position
 from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.convert import read_state_dict
@@ -42,20 +43,33 @@ from attnscope.training.loop import label_smoothed_loss
 SENTENCES = ("A man in an orange hat starring at something.", "Two dogs are running through the snow.",
              "A little girl climbs into a wooden playhouse.", "A group of people standing in front of an igloo.",
              "The woman with the red hat is reading a book in the park.")
+# The longest sources of Multi30k's test sets (31-36 words): capture's cost grows with every decoding step.
+LONG_SENTENCES = (
+    "A man in a black jacket and checkered hat wearing black and white striped pants plays an electric guitar on a "
+    "stage with a singer and another guitar player in the background.",
+    "A man wearing a gray shirt, blue jeans and a neon green safety vest is standing on a railroad track with a white "
+    "truck and a white building in the background.",
+    "An man in his 50s with a striped button down shirt and blue jeans is sitting on the sidewalk, leaning against a "
+    "barrier wall with his hand resting on his head as if he is upset.",
+    "Behind a barb wired fence, there is a large ad on the side of the building above a row of cars, showing a red fox "
+    "running with two small red, white, and dark grey birds.")
 
 
-def median_times(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+def median_times(fns: dict[str, Callable[[], Any]], repeats: int, clock: Callable[[], float] = time.perf_counter,
+                 statistic: Callable[[list[float]], float] = statistics.median) -> dict[str, float]:
     """Median seconds of each function, run in turn within every repetition, so that a change in
-    machine load (another process, CPU frequency) hits every contender alike."""
+    machine load (another process, CPU frequency) hits every contender alike. `clock`: wall time,
+    or time.process_time for the CPU seconds this process spent (less inflated by a busy machine);
+    `statistic`: min gives the runs least disturbed by other processes."""
     for fn in fns.values():
         fn()  # warm-up
     times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
-            start = time.perf_counter()
+            start = clock()
             fn()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t) for name, t in times.items()}
+            times[name].append(clock() - start)
+    return {name: statistic(t) for name, t in times.items()}
 
 
 def machine() -> dict[str, Any]:
@@ -154,12 +168,29 @@ def decoding_speed(tr: Translator, lengths: Sequence[int], batches: Sequence[int
     return rows
 
 
-def capture_overhead(tr: Translator, repeats: int) -> dict[str, Any]:
-    timed = median_times({"plain": lambda: [tr.translate(s, capture=False) for s in SENTENCES],
-                          "captured": lambda: [tr.translate(s, capture=True) for s in SENTENCES]}, repeats)
-    plain, captured = timed["plain"], timed["captured"]
-    return {"plain ms/sentence": round(plain / len(SENTENCES) * 1e3, 1),
-            "captured ms/sentence": round(captured / len(SENTENCES) * 1e3, 1), "ratio": round(captured / plain, 3)}
+def capture_overhead(tr: Translator, repeats: int) -> list[dict[str, Any]]:
+    """Greedy translation with capture (every head, every step, the record) against without, for the bench's
+    short sentences and for long ones: medians of `repeats` in wall time and in this process's CPU time, and
+    the fastest CPU times (on a shared machine, the runs that other processes disturbed least)."""
+    rows = []
+    for label, texts in (("short (8-12 words)", SENTENCES), ("long (31-36 words)", LONG_SENTENCES)):
+        fns = {"plain": partial(_translate_all, tr, texts, False), "captured": partial(_translate_all, tr, texts, True)}
+        load = os.getloadavg()[0]
+        wall, cpu = median_times(fns, repeats), median_times(fns, repeats, time.process_time)
+        fastest = median_times(fns, repeats, time.process_time, min)
+        rows.append({"sentences": label, "target tokens": sum(len(tr.translate(s, capture=False).target_ids) for s in texts),
+                     "plain ms/sentence": round(wall["plain"] / len(texts) * 1e3, 1),
+                     "captured ms/sentence": round(wall["captured"] / len(texts) * 1e3, 1),
+                     "ratio": round(wall["captured"] / wall["plain"], 3),
+                     "CPU-time ratio": round(cpu["captured"] / cpu["plain"], 3),
+                     "CPU-time ratio, fastest runs": round(fastest["captured"] / fastest["plain"], 3), "repeats": repeats,
+                     "load average (1 min) before / after": [round(load, 2), round(os.getloadavg()[0], 2)]})
+    return rows
+
+
+def _translate_all(tr: Translator, texts: Sequence[str], capture: bool) -> None:
+    for text in texts:
+        tr.translate(text, capture=capture)
 
 
 def batch_throughput(tr: Translator, texts: list[str], one_by_one: int) -> list[dict[str, Any]]:
@@ -384,7 +415,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--checkpoint", type=Path, default=None, help="model for decoding/capture (default: shipped en->de)")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
     names = ["training", "decoding", "capture", "batch", "memory", "quality", "app", "import", "dataset", "toy", "inside",
-             "ig", "split", "imported", "large"]
+             "ig", "split", "imported", "large",
+             "app-memory"]
     parser.add_argument("--skip", action="append", default=[], choices=names, help="leave this section out")
     parser.add_argument("--only", action="append", default=[], choices=names, help="run only this section (repeatable)")
     args = parser.parse_args(argv)
@@ -424,6 +456,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
          lambda: ig_completeness(tr, _sample(tr, 3 if args.tiny else 100))),
         ("split", "13. Source share by target position (mean over the sample): ALTI+ vs value zeroing's rollout",
          lambda: split_by_position(tr, _sample(tr, 10 if args.tiny else 1000))),
+        ("app-memory", "16. App server's resident memory (MB) after each page, one session (targets: 300 after the first "
+         "translation, 380 after Attribution)", lambda: app_memory(path, SENTENCES[1])),
     ]
     for key, title, run in sections:
         if key in args.skip or (args.only and key not in args.only):

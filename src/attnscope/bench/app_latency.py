@@ -22,8 +22,10 @@ import sys
 import tempfile
 import time
 import urllib.request
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 from urllib.parse import quote_plus
 
 TARGETS = {"cold start s": 8.0, "sentence to heatmaps s": 1.0, "step click server ms": 150, "step click browser ms": 300,
@@ -142,13 +144,22 @@ def _inside_changes(page: Any, url: str, sentence: str, changes: int, n_heads: i
     return out
 
 
-def app_latency(path: Path, sentences: Sequence[str], clicks: int = 8) -> dict[str, Any]:
-    """The three journeys on checkpoint `path` (served alone), medians with the targets."""
+@dataclass
+class Served:
+    """A browser page and `streamlit run app.py` serving one checkpoint."""
+
+    page: Any
+    url: str
+    server: subprocess.Popen
+    started: float  # time.perf_counter() when the server process was started
+
+
+@contextmanager
+def served(path: Path) -> Iterator[Served]:
+    """`streamlit run app.py` serving checkpoint `path` alone, healthy, and a headless Chromium page."""
     from playwright.sync_api import sync_playwright
 
-    from attnscope.checkpoints import checkpoint
     from attnscope.checkpoints.registry import checkout
-    from attnscope.engine.translator import Translator
 
     root = checkout()
     if not (root / "app.py").is_file():
@@ -157,42 +168,52 @@ def app_latency(path: Path, sentences: Sequence[str], clicks: int = 8) -> dict[s
     folder = Path(tempfile.mkdtemp())
     shutil.copy(path, folder / path.name)
     env = dict(os.environ, ATTNSCOPE_CHECKPOINTS=str(folder), ATTNSCOPE_USER_MODELS=tempfile.mkdtemp())
-    tr = Translator(*checkpoint.load(path))
-    expected = [tr.translate(s, max_len=100, capture=False).text for s in sentences]
     url = f"http://127.0.0.1:{_free_port()}"
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=os.environ.get("ATTNSCOPE_CHROMIUM", "/usr/bin/chromium"),
                                     args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.set_default_timeout(180_000)
-        load_before = os.getloadavg()[0]
-        start = time.perf_counter()
+        started = time.perf_counter()
         server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(root / "app.py"), "--server.port",
                                    url.rsplit(":", 1)[1], "--server.headless", "true", "--browser.gatherUsageStats", "false"],
                                   cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             _wait_healthy(url, server)
-            page.goto(url)
-            page.wait_for_function(HEATMAPS_DRAWN)
-            cold = time.perf_counter() - start
-            _settle(page)
-            box = page.locator(f"textarea[aria-label=\"Sentence ({tr.bundle.src_lang})\"]")
-            submit = []
-            for sentence, text in zip(sentences, expected):
-                start = time.perf_counter()
-                box.fill(sentence)
-                box.press("Control+Enter")
-                page.get_by_text(text, exact=False).first.wait_for()
-                page.wait_for_function(HEATMAPS_DRAWN)
-                _settle(page)
-                submit.append(time.perf_counter() - start)
-            steps = _step_clicks(page, url, sentences[-1], clicks, server.pid)
-            n_steps = len(tr.translate(sentences[-1], max_len=100).steps)
-            inside = _inside_changes(page, url, sentences[-1], clicks, tr.model.config.n_heads, n_steps)
+            yield Served(page, url, server, started)
         finally:
             browser.close()
             server.terminate()
             server.wait(timeout=30)
+
+
+def app_latency(path: Path, sentences: Sequence[str], clicks: int = 8) -> dict[str, Any]:
+    """The three journeys on checkpoint `path` (served alone), medians with the targets."""
+    from attnscope.checkpoints import checkpoint
+    from attnscope.engine.translator import Translator
+
+    tr = Translator(*checkpoint.load(path))
+    expected = [tr.translate(s, max_len=100, capture=False).text for s in sentences]
+    load_before = os.getloadavg()[0]
+    with served(path) as app:
+        page, url, server = app.page, app.url, app.server
+        page.goto(url)
+        page.wait_for_function(HEATMAPS_DRAWN)
+        cold = time.perf_counter() - app.started
+        _settle(page)
+        box = page.locator(f"textarea[aria-label=\"Sentence ({tr.bundle.src_lang})\"]")
+        submit = []
+        for sentence, text in zip(sentences, expected):
+            start = time.perf_counter()
+            box.fill(sentence)
+            box.press("Control+Enter")
+            page.get_by_text(text, exact=False).first.wait_for()
+            page.wait_for_function(HEATMAPS_DRAWN)
+            _settle(page)
+            submit.append(time.perf_counter() - start)
+        steps = _step_clicks(page, url, sentences[-1], clicks, server.pid)
+        n_steps = len(tr.translate(sentences[-1], max_len=100).steps)
+        inside = _inside_changes(page, url, sentences[-1], clicks, tr.model.config.n_heads, n_steps)
     ms = lambda xs: round(1e3 * statistics.median(xs))  # noqa: E731
     measured = {"cold start s": round(cold, 2), "sentence to heatmaps s": round(statistics.median(submit), 2),
                 "step click server ms": ms(steps["server"]), "step click browser ms": ms(steps["browser"]),

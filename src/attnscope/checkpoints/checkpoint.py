@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -121,14 +122,27 @@ def read_bundle(path: str | os.PathLike[str]) -> tuple[Bundle, dict[str, tuple[i
     return _bundle_from_metadata(meta, path.name), shapes
 
 
+# Codecs by tokenizer JSON, while anything uses them: a joint vocabulary serves both sides, and the app's
+# checkpoint listing and the loaded model read the same file; each codec holds ~3 MB.
+_CODECS: weakref.WeakValueDictionary[tuple[str, str | None], TextCodec] = weakref.WeakValueDictionary()
+
+
+def _codec(text: str, id_map: str | None) -> TextCodec:
+    """The codec of a tokenizer JSON (and an imported model's id map), shared while in use."""
+    codec = _CODECS.get((text, id_map))
+    if codec is None:
+        codec = _CODECS[(text, id_map)] = TextCodec.from_json(text, id_map)
+    return codec
+
+
 def _bundle_from_metadata(meta: dict[str, str], name: str) -> Bundle:
     missing = [k for k in ("config", "src_tokenizer", "tgt_tokenizer", "src_lang", "tgt_lang") if k not in meta]
     if missing:
         raise CheckpointError(f"{name} lacks metadata fields: {', '.join(missing)}")
     try:
         config = ModelConfig.from_json(meta["config"])
-        src = TextCodec.from_json(meta["src_tokenizer"], meta.get("src_id_map"))
-        tgt = TextCodec.from_json(meta["tgt_tokenizer"], meta.get("tgt_id_map"))
+        src = _codec(meta["src_tokenizer"], meta.get("src_id_map"))
+        tgt = _codec(meta["tgt_tokenizer"], meta.get("tgt_id_map"))
         summary = json.loads(meta.get("summary", "{}"))
     except (ConfigError, TokenizerError) as err:
         raise CheckpointError(f"{name}: {err}") from None

@@ -22,7 +22,7 @@ import threading
 import warnings
 import weakref
 from contextlib import ExitStack, contextmanager
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -56,11 +56,13 @@ def model_lock(module: nn.Module) -> threading.RLock:
         return lock
 
 
-def native_attention(module: nn.Module) -> dict[str, MultiHeadAttention] | None:
+def native_attention(module: nn.Module, modules: Sequence[tuple[str, nn.Module]] | None = None
+                     ) -> dict[str, MultiHeadAttention] | None:
     """attnscope's attention modules by name when they are all the attention `module` computes (their hooks
-    suffice), else None. One walk over the modules: this runs before every translation the app makes."""
+    suffice), else None. `modules`: module.named_modules() when the caller has walked them already (this runs
+    before every translation the app makes)."""
     found = {}
-    for name, m in module.named_modules():
+    for name, m in module.named_modules() if modules is None else modules:
         if isinstance(m, MultiHeadAttention):
             found[name] = m
         elif not (type(m) in PLAIN_BLOCKS or type(m).__module__.startswith("attnscope.")):
@@ -135,10 +137,11 @@ def _fastpath_disabled() -> Iterator[None]:
 
 
 @contextmanager
-def eval_mode(module: nn.Module) -> Iterator[bool]:
+def eval_mode(module: nn.Module, modules: Sequence[nn.Module] | None = None) -> Iterator[bool]:
     """Run with every submodule in eval mode, then give each its own mode back; yields whether
-    any was training. Touches only the modules that were training (cheap on every translation)."""
-    training = [m for m in module.modules() if m.training]
+    any was training. Touches only the modules that were training (cheap on every translation).
+    `modules`: module.modules() when the caller has walked them already."""
+    training = [m for m in (module.modules() if modules is None else modules) if m.training]
     for m in training:
         m.training = False
     try:
@@ -163,13 +166,14 @@ def record_attention(module: nn.Module, kinds: dict[str, Kind] | None = None) ->
     """
     recording = Recording()
     given: dict[str, Kind | None] = dict(kinds or {})
-    with model_lock(module), _fastpath_disabled(), eval_mode(module) as was_training, ExitStack() as cleanup:
-        if was_training:
+    with model_lock(module), _fastpath_disabled(), ExitStack() as cleanup:
+        modules = list(module.named_modules())  # one walk for both: it runs before every translation the app makes
+        if cleanup.enter_context(eval_mode(module, [m for _, m in modules])):
             note = "the model was in training mode; switched to eval mode while recording (dropout would distort the weights)"
             recording.notes.append(note)
             warnings.warn(note, stacklevel=3)
         cleanup.callback(recording.resolve_kinds, given)
-        native = native_attention(module)
+        native = native_attention(module, modules)
         if native is not None:
             _hook_native(native, recording, given, cleanup)
             yield recording
@@ -198,8 +202,8 @@ def _hook_native(modules: dict[str, MultiHeadAttention], recording: Recording, g
         recording.kinds[name] = given[name]
 
         def keep(_m: nn.Module, _args: Any, weights: Tensor, name: str = name) -> None:
-            if threading.get_ident() == me:
-                recording.calls.setdefault(name, []).append(weights.detach())
+            if threading.get_ident() == me:  # detach only a tensor with a graph: a new tensor object costs, 8 a step
+                recording.calls.setdefault(name, []).append(weights.detach() if weights.requires_grad else weights)
         cleanup.callback(m.hook_pattern.register_forward_hook(keep).remove)
 
 

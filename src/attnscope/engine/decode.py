@@ -12,7 +12,7 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-from attnscope.engine.capture import Recording, model_lock, record_attention
+from attnscope.engine.capture import model_lock, record_attention
 from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID
 from attnscope.model.tokenization import strip_specials
 from attnscope.model.transformer import DecoderCache, Transformer
@@ -58,12 +58,25 @@ def _step_stats(logits: Tensor, top_k: int) -> tuple[Tensor, list[int], list[flo
     return log_probs, top.indices.tolist(), top.values.tolist(), entropy
 
 
-def _last_rows(rec: Recording, names: list[str]) -> Tensor:
-    """Last query row of each module's latest call: (L, H, K), from batch item 0."""
-    return torch.stack([rec.calls[n][-1][0, :, -1, :] for n in names])
+def step_rows(calls_per_layer: Sequence[Sequence[Tensor]]) -> Tensor:
+    """(L, H, T, K) from the calls of each layer's module, one call per decoding step, each (1, H, Q, K_t):
+    row t is the last query of step t's call, the very tensor that step's forward pass computed; keys a
+    step did not have yet (the future, in masked self-attention) are 0.
+
+    Assembled once per sentence, after decoding: with a KV cache each call is one row, so a layer's rows
+    are one concatenation, written into the lower triangle (or the full width) by one boolean index."""
+    n_steps = len(calls_per_layer[0])
+    lengths = torch.tensor([c.shape[-1] for c in calls_per_layer[0]])
+    rows = [c if c.shape[2] == 1 else c[:, :, -1:] for calls in calls_per_layer for c in calls]
+    flat = torch.cat(rows, dim=-1)[0, :, 0]  # (H, L * sum K_t): layer 0's rows, then layer 1's...
+    n_layers, n_heads = len(calls_per_layer), flat.shape[0]
+    filled = torch.arange(int(lengths.max())) < lengths[:, None]  # (T, K): row t has keys 0..K_t-1
+    out = flat.new_zeros(n_layers, n_heads, n_steps, filled.shape[1])
+    out[:, :, filled.to(flat.device)] = flat.view(n_heads, n_layers, -1).transpose(0, 1)
+    return out
 
 
-@torch.no_grad()
+@torch.inference_mode()  # not only no_grad: views and small ops skip autograd's bookkeeping (8 attention calls a step)
 def greedy(model: Transformer, src_ids: Sequence[int], *, max_len: int | None = None, use_cache: bool = True,
            capture: bool = True, prefix: Sequence[int] = (), top_k: int = 10) -> Decoded:
     """Decode one source greedily; the first len(prefix) tokens are forced (the "what if" branch)."""
@@ -79,7 +92,6 @@ def greedy(model: Transformer, src_ids: Sequence[int], *, max_len: int | None = 
             rec.clear()
         cache = DecoderCache.empty(len(model.decoder)) if use_cache else None
         inputs = [BOS_ID]
-        cross_rows, self_rows = [], []  # per step: (L, H, S) and (L, H, t+1)
         while len(out.ids) < max_len and (not out.ids or out.ids[-1] != EOS_ID):
             feed = inputs[-1:] if use_cache else inputs
             logits = model.next_logits(torch.tensor([feed], device=src.device), memory, src_mask, cache)[0]
@@ -88,22 +100,13 @@ def greedy(model: Transformer, src_ids: Sequence[int], *, max_len: int | None = 
             forced = t < len(prefix)
             token = int(prefix[t]) if forced else top_ids[0]
             step = RawStep(token, float(log_probs[token]), top_ids, top_probs, entropy, forced)
-            if capture:
-                cross_rows.append(_last_rows(rec, names["cross"]))
-                self_rows.append(_last_rows(rec, names["decoder"]))
-                rec.clear()
             out.steps.append(step)
             out.ids.append(token)
             inputs.append(token)
-    if capture:
-        out.decoder, out.cross = _stack_rows(self_rows), torch.stack(cross_rows, dim=2)
+    if capture:  # each decoder module was called once per step, in order
+        out.decoder = step_rows([rec.calls[n] for n in names["decoder"]])
+        out.cross = step_rows([rec.calls[n] for n in names["cross"]])
     return out
-
-
-def _stack_rows(rows: list[Tensor]) -> Tensor:
-    """Full (L, H, T, T) masked self-attention from per-step (L, H, t+1) rows; future keys are 0."""
-    n = len(rows)
-    return torch.stack([torch.nn.functional.pad(row, (0, n - row.shape[-1])) for row in rows], dim=2)
 
 
 @torch.no_grad()

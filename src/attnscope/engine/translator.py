@@ -1,6 +1,7 @@
 """A loaded model with its tokenizers: text in, translation (and everything it attended to) out."""
 from __future__ import annotations
 
+import math
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,6 +28,10 @@ MAX_BEAM = 16
 
 class InputError(ValueError):
     """The user's text or options cannot be translated; the message says what to change."""
+
+
+def _array(weights: torch.Tensor) -> np.ndarray:
+    return weights.float().cpu().numpy()
 
 
 @dataclass(frozen=True)
@@ -157,10 +162,12 @@ class Translator:
         target_tokens = tuple(codec_tgt.pieces([BOS_ID, *decoded.ids[:-1]])) if decoded.ids else ()
         record, steps = None, None
         if decoded.encoder is not None and decoded.ids:
-            np_ = lambda t: t.float().cpu().numpy()  # noqa: E731
-            record = AttentionRecord(source_tokens, target_tokens, np_(decoded.encoder), np_(decoded.decoder), np_(decoded.cross))
-            steps = [DecodeStep(t, s.token_id, codec_tgt.pieces([s.token_id])[0], float(np.exp(s.log_prob)),
-                                tuple(zip(codec_tgt.pieces(s.top_ids), s.top_probs)), s.entropy, tuple(s.top_ids))
+            record = AttentionRecord(source_tokens, target_tokens, _array(decoded.encoder), _array(decoded.decoder),
+                                     _array(decoded.cross))
+            ids = list({i for s in decoded.steps for i in (s.token_id, *s.top_ids)})
+            piece = dict(zip(ids, codec_tgt.pieces(ids)))  # one tokenizer call, not two a step
+            steps = [DecodeStep(t, s.token_id, piece[s.token_id], math.exp(s.log_prob),
+                                tuple(zip([piece[i] for i in s.top_ids], s.top_probs)), s.entropy, tuple(s.top_ids))
                      for t, s in enumerate(decoded.steps)]
         return Translation(codec_tgt.decode(decoded.ids), source_tokens, target_tokens, tuple(src_ids),
                            tuple(decoded.ids), record, steps, notes, beam, decoded.log_prob)

@@ -1,0 +1,73 @@
+"""Resident memory of the app server (section 12 of `python -m attnscope.bench`), along one user's journey.
+
+A real `streamlit run app.py` serves the checkpoint alone; headless Chromium opens the app on a sentence (its
+first translation), then clicks through Step, Heads, Inside and Attribution in the sidebar, in one session, as
+a user would. When a page has finished drawing, the server's resident set is read from /proc/<pid>/status
+(VmRSS, with its anonymous and file-backed parts). Targets from issue 24: 300 MB after the first translation,
+380 MB after the four pages.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote_plus
+
+from attnscope.bench.app_latency import HEATMAPS_DRAWN, NOT_STALE, served
+
+# (sidebar link, a text the page shows)
+JOURNEY = (("Step through decoding", "Step 0: chose"), ("Heads & layers", "Head statistics"),
+           ("Inside one head", "Query and keys of head 0"), ("Attribution", "Integrated gradients with"))
+
+
+def resident_mb(pid: int) -> dict[str, float]:
+    """VmRSS and its anonymous and file-backed parts of process `pid`, in MB (Linux)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return {key: round(int(re.search(rf"{key}:\s*(\d+)", status).group(1)) / 1024, 1)  # type: ignore[union-attr]
+            for key in ("VmRSS", "RssAnon", "RssFile")}
+
+
+class Runs:
+    """Counts the app's finished script runs, read from the websocket (a page is drawn when its run has finished)."""
+
+    def __init__(self, page: Any) -> None:
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        self.finished = 0
+
+        def received(payload: Any) -> None:
+            if isinstance(payload, (bytes, bytearray)):
+                msg = ForwardMsg.FromString(bytes(payload))
+                if msg.WhichOneof("type") == "script_finished" and msg.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY:
+                    self.finished += 1
+
+        page.on("websocket", lambda ws: ws.on("framereceived", received))
+
+    def wait(self, page: Any, seen: int, text: str) -> None:
+        """Until a run that started after `seen` runs has finished and `text` shows, nothing stale."""
+        page.get_by_text(text, exact=False).first.wait_for()
+        while self.finished <= seen:
+            page.wait_for_timeout(20)
+        page.wait_for_function(NOT_STALE)
+
+
+def app_memory(path: Path, sentence: str) -> list[dict[str, Any]]:
+    """The server's resident set after it started, after the first translation and after each page."""
+    rows: list[dict[str, Any]] = []
+    with served(path) as app:
+        page, server, runs = app.page, app.server, Runs(app.page)
+        rows.append({"after": "server started (no session yet)", **resident_mb(server.pid)})
+        page.goto(f"{app.url}/?sentence={quote_plus(sentence)}")
+        runs.wait(page, 0, "Translation (")
+        page.wait_for_function(HEATMAPS_DRAWN)
+        rows.append({"after": "the first translation (Translate page)", **resident_mb(server.pid)})
+        for link, text in JOURNEY:
+            seen = runs.finished
+            page.get_by_role("link", name=link).click()
+            runs.wait(page, seen, text)
+            rows.append({"after": f"+ {link}", **resident_mb(server.pid)})
+    for before, row in zip(rows, rows[1:]):
+        row["grew"] = round(row["VmRSS"] - before["VmRSS"], 1)
+    load = round(os.getloadavg()[0], 2)
+    return [row | {"load average (1 min)": load} for row in rows]
