@@ -1,7 +1,7 @@
 """attnscope: router and shared sidebar (the pages by section, active checkpoint, attention kind, layer, head)."""
 import streamlit as st
 
-from attnscope.engine.record import KIND_LABELS, KINDS
+from attnscope.engine.recording.record import KIND_LABELS, KINDS
 from attnscope.ui import models, navigation, selection, url
 from attnscope.ui.persist import keep
 

@@ -4,7 +4,7 @@ import dataclasses
 import pandas as pd
 import streamlit as st
 
-from attnscope.engine.anatomy import parameter_table, shape_walkthrough
+from attnscope.engine.inside.anatomy import parameter_table, shape_walkthrough
 from attnscope.ui import results, widgets
 from attnscope.ui.checkpoint_tools import training_facts
 from attnscope.ui.navigation import open_page

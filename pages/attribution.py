@@ -1,8 +1,8 @@
 """Attribution: what each source token and the target prefix actually contributed to each generated token."""
 import streamlit as st
 
-from attnscope.engine.agreement import agreement_matrix, token_agreement
-from attnscope.engine.attribution import ATTENTION, VALUE_ZEROING
+from attnscope.engine.attribution.agreement import agreement_matrix, token_agreement
+from attnscope.engine.attribution.sentence import ATTENTION, VALUE_ZEROING
 from attnscope.ui import attribution_tools as tools
 from attnscope.ui import widgets
 from attnscope.ui.navigation import open_page

@@ -1,8 +1,8 @@
 """Heads & layers: all heads at once, head statistics, comparisons, ablation, rollout."""
 import streamlit as st
 
-from attnscope.engine.analysis import head_stats
-from attnscope.engine.record import KIND_LABELS
+from attnscope.engine.analysis.heads import head_stats
+from attnscope.engine.recording.record import KIND_LABELS
 from attnscope.ui import heads_tools, record_views, tables, widgets
 from attnscope.ui.navigation import open_page
 from attnscope.ui.translation_view import show_translation

@@ -2,7 +2,7 @@
 import numpy as np
 import streamlit as st
 
-from attnscope.engine.anatomy import embedding_norms, model_positions
+from attnscope.engine.inside.anatomy import embedding_norms, model_positions
 from attnscope.model.transformer import sinusoidal_table
 from attnscope.ui import widgets
 from attnscope.ui.navigation import open_page

@@ -1,7 +1,7 @@
 """Translate a sentence and see every kind of attention, one head large and all heads at once."""
 import streamlit as st
 
-from attnscope.engine.record import KIND_LABELS, KINDS
+from attnscope.engine.recording.record import KIND_LABELS, KINDS
 from attnscope.ui import figures, results, selection, widgets
 from attnscope.ui.cache import result_key
 from attnscope.ui.compare import reference_comparison

@@ -11,7 +11,7 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-from attnscope.engine.internals import decoder_inputs
+from attnscope.engine.recording.internals import decoder_inputs
 from attnscope.model.config import EOS_ID, ModelConfig
 from attnscope.model.transformer import Transformer
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from attnscope.checkpoints.checkpoint import Bundle, save
-from attnscope.engine.translator import Translator
+from attnscope.engine.decoding.translator import Translator
 from attnscope.model.config import EOS_ID, ModelConfig
 from attnscope.model.tokenization import TextCodec, train_word_level
 from attnscope.model.transformer import Transformer

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnscope.engine.record import AttentionRecord
+from attnscope.engine.recording.record import AttentionRecord
 
 SRC = ("a", "b", "a", ".", "<eos>")
 TGT = ("<bos>", "x", "y", "x")

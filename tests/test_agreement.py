@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy.stats import rankdata, spearmanr
 
-from attnscope.engine.agreement import (
+from attnscope.engine.attribution.agreement import (
     agreement_matrix,
     average_ranks,
     best_layer,
@@ -14,8 +14,8 @@ from attnscope.engine.agreement import (
     token_agreement,
     top1_rows,
 )
-from attnscope.engine.attribution import ALTI, ATTENTION, INTEGRATED, METHODS, NORM, VALUE_ZEROING, attribute
-from attnscope.engine.quadrature import IGSettings
+from attnscope.engine.attribution.quadrature import IGSettings
+from attnscope.engine.attribution.sentence import ALTI, ATTENTION, INTEGRATED, METHODS, NORM, VALUE_ZEROING, attribute
 from tests.engine_fixtures import tiny_translator
 
 

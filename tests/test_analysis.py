@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from attnscope.engine.analysis import head_stats, head_stats_delta, rollout, source_alignment
+from attnscope.engine.analysis.heads import head_stats, head_stats_delta, rollout, source_alignment
 from tests.record_fixtures import SRC, pattern_record
 
 

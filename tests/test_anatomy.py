@@ -1,7 +1,7 @@
 """Model anatomy: parameter counts per part (tied matrices once) and the shape walk-through."""
 from __future__ import annotations
 
-from attnscope.engine.anatomy import parameter_table, shape_walkthrough
+from attnscope.engine.inside.anatomy import parameter_table, shape_walkthrough
 from tests.engine_fixtures import tiny_model
 
 

@@ -25,8 +25,9 @@ FORBIDDEN = {
     "training": ({"viz", "ui"}, "one training loop, no UI inside"),
 }
 # Modules of plain data (no torch) that figure builders may draw from.
-ENGINE_DATA_TYPES = {"attnscope.engine.record", "attnscope.engine.beam_result", "attnscope.engine.alignment",
-                     "attnscope.engine.trace_data", "attnscope.engine.head_view", "attnscope.engine.offsets"}
+ENGINE_DATA_TYPES = {"attnscope.engine.recording.record", "attnscope.engine.decoding.beam_result",
+                     "attnscope.engine.analysis.alignment", "attnscope.engine.inside.trace_data",
+                     "attnscope.engine.inside.head_view", "attnscope.engine.inside.offsets"}
 # What those may import in turn (torch-free too): the attention vocabulary, token conventions, the config.
 PLAIN_DATA = ENGINE_DATA_TYPES | {"attnscope.model.kinds", "attnscope.model.tokenization", "attnscope.model.config"}
 SCREEN = {"streamlit"}
@@ -208,44 +209,46 @@ def test_streamlit_only_in_the_app_and_its_ui() -> None:
 
 
 @pytest.mark.parametrize("module, source, rule", [
-    ("attnscope.model.transformer", "from attnscope.engine.capture import record_attention", "knows nothing of recording"),
+    ("attnscope.model.transformer", "from attnscope.engine.recording.capture import record_attention",
+     "knows nothing of recording"),
     ("attnscope.model.transformer", "def f():\n    import attnscope.ui.results", "knows nothing of recording"),
     ("attnscope.checkpoints.checkpoint", "from attnscope.engine import capture", "know only the model"),
-    ("attnscope.engine.decode", "from attnscope.training.loop import Trainer", "no training loop"),
+    ("attnscope.engine.decoding.decode", "from attnscope.training.loop import Trainer", "no training loop"),
     ("attnscope.training.loop", "import streamlit as st", "knows no screen"),
     ("attnscope.training.loop", "from attnscope.ui import results", "no UI inside"),
     ("attnscope.viz.heatmap", "import torch", "figures are pure"),
-    ("attnscope.viz.heatmap", "from attnscope.engine.beam import beam_search", "engine data types only"),
+    ("attnscope.viz.heatmap", "from attnscope.engine.decoding.beam import beam_search", "engine data types only"),
     ("attnscope.viz.heatmap", "from attnscope.engine import translator", "engine data types only"),
-    ("attnscope.engine.record", "import torch", "figures are pure"),
+    ("attnscope.engine.recording.record", "import torch", "figures are pure"),
     ("attnscope.model.kinds", "import torch", "figures are pure"),
-    ("attnscope.engine.record", "from attnscope.model.transformer import Kind", "engine data types only"),
+    ("attnscope.engine.recording.record", "from attnscope.model.transformer import Kind", "engine data types only"),
     ("attnscope.viz.grid", "from attnscope.model.kinds import KINDS", "engine data types only"),
-    ("attnscope.engine.decode", "from ..ui import results", "no screen"),
+    ("attnscope.engine.decoding.decode", "from ...ui import results", "no screen"),
     ("attnscope.ui.results", "from attnscope.bench.app_latency import app_latency", "nothing in it needs them"),
     ("attnscope.bench.app_latency", "import streamlit as st", "the benchmarks draw no screen"),
 ])
 def test_a_broken_rule_is_reported(module: str, source: str, rule: str) -> None:
-    others = ("attnscope.engine.capture", "attnscope.engine.beam", "attnscope.training.loop", "attnscope.ui.results")
+    others = ("attnscope.engine.recording.capture", "attnscope.engine.decoding.beam", "attnscope.training.loop",
+              "attnscope.ui.results")
     sources = {**dict.fromkeys(others, ""), module: source}
     assert any(rule in v for v in violations(sources)), violations(sources)
 
 
 def test_an_import_cycle_between_packages_is_reported() -> None:
-    sources = {"attnscope.engine.translator": "from attnscope.checkpoints.checkpoint import Bundle",
-               "attnscope.checkpoints.checkpoint": "from attnscope.engine.record import AttentionRecord",
-               "attnscope.engine.record": ""}
+    sources = {"attnscope.engine.decoding.translator": "from attnscope.checkpoints.checkpoint import Bundle",
+               "attnscope.checkpoints.checkpoint": "from attnscope.engine.recording.record import AttentionRecord",
+               "attnscope.engine.recording.record": ""}
     assert "import cycle between packages: checkpoints -> engine -> checkpoints" in violations(sources)
     assert not cycles({"engine": {"model"}, "model": set(), "ui": {"engine", "model"}})
 
 
 def test_allowed_imports_pass() -> None:
-    sources = {"attnscope.viz.grid": "import numpy\nfrom attnscope.engine.record import AttentionRecord\n"
+    sources = {"attnscope.viz.grid": "import numpy\nfrom attnscope.engine.recording.record import AttentionRecord\n"
                                      "from attnscope.viz.heatmap import COLORSCALE",
-               "attnscope.viz.heatmap": "", "attnscope.engine.record": "import numpy",
-               "attnscope.ui.results": "import streamlit\nfrom attnscope.engine.translator import Translator",
-               "attnscope.engine.translator": "import torch\nfrom attnscope.model.config import BOS_ID",
+               "attnscope.viz.heatmap": "", "attnscope.engine.recording.record": "import numpy",
+               "attnscope.ui.results": "import streamlit\nfrom attnscope.engine.decoding.translator import Translator",
+               "attnscope.engine.decoding.translator": "import torch\nfrom attnscope.model.config import BOS_ID",
                "attnscope.model.config": "",
                "attnscope.bench.app_latency": "from streamlit.proto.ForwardMsg_pb2 import ForwardMsg\n"
-                                              "from attnscope.engine.translator import Translator"}
+                                              "from attnscope.engine.decoding.translator import Translator"}
     assert violations(sources) == []

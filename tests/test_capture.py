@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch import nn
 
-from attnscope.engine.capture import record_attention
-from attnscope.engine.record import RecordError
+from attnscope.engine.recording.capture import record_attention
+from attnscope.engine.recording.record import RecordError
 from attnscope.model.config import BOS_ID, PAD_ID
 from attnscope.model.transformer import DecoderCache, split_heads
 from tests.engine_fixtures import SEEDS, atol, no_hooks_left, tiny_model

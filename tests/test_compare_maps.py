@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnscope.engine.compare import map_difference
+from attnscope.engine.analysis.compare import map_difference
 
 
 def test_same_tokens_give_the_plain_difference() -> None:

@@ -13,7 +13,7 @@ from torch import nn
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.convert import is_torch_file, read_state_dict
 from attnscope.checkpoints.importing import import_weights
-from attnscope.engine.capture import record_attention
+from attnscope.engine.recording.capture import record_attention
 from attnscope.model.transformer import sinusoidal_table
 
 

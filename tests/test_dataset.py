@@ -5,11 +5,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnscope.engine.alti import alti_plus
-from attnscope.engine.analysis import head_stats_over
-from attnscope.engine.dataset import batched_records, head_stats_batched, layer_comparison, shares_by_position
-from attnscope.engine.quadrature import IGSettings
-from attnscope.engine.value_zeroing import value_zeroing
+from attnscope.engine.analysis.dataset import batched_records, head_stats_batched, layer_comparison, shares_by_position
+from attnscope.engine.analysis.heads import head_stats_over
+from attnscope.engine.attribution.alti import alti_plus
+from attnscope.engine.attribution.quadrature import IGSettings
+from attnscope.engine.attribution.value_zeroing import value_zeroing
 from tests.engine_fixtures import tiny_translator
 
 SENTENCES = ["a b c d", "e f", "", "g h i j k l a", "b", "c c d d e"]

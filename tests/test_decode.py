@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from attnscope.engine.decode import Decoded, default_max_len, greedy, greedy_batch, teacher_force
+from attnscope.engine.decoding.decode import Decoded, default_max_len, greedy, greedy_batch, teacher_force
 from attnscope.model.batch import pad
 from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID
 from attnscope.model.tokenization import strip_specials

@@ -1,7 +1,7 @@
 """Warnings about input far from training and output cut short."""
 from __future__ import annotations
 
-from attnscope.engine.domain import input_notes, output_notes, target_language_note, trained_length, words
+from attnscope.engine.decoding.domain import input_notes, output_notes, target_language_note, trained_length, words
 from attnscope.model.config import EOS_ID, UNK_ID
 
 

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from attnscope.checkpoints.checkpoint import Bundle
-from attnscope.engine.translator import MAX_CHARS, InputError, Translator
+from attnscope.engine.decoding.translator import MAX_CHARS, InputError, Translator
 from attnscope.model.config import ModelConfig
 from attnscope.model.tokenization import TextCodec, train_bpe
 from attnscope.model.transformer import Transformer

@@ -7,7 +7,7 @@ import threading
 import pytest
 import torch
 
-from attnscope.engine.head_gate import HeadKey, gate_heads
+from attnscope.engine.analysis.head_gate import HeadKey, gate_heads
 from attnscope.model.transformer import Transformer
 from tests.engine_fixtures import no_hooks_left, tiny_model
 

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from attnscope.engine.capture import record_attention
-from attnscope.engine.hf_generate import from_generate, generate_with_attention
-from attnscope.engine.record import AttentionRecord, RecordError
+from attnscope.engine.recording.capture import record_attention
+from attnscope.engine.recording.hf_generate import from_generate, generate_with_attention
+from attnscope.engine.recording.record import AttentionRecord, RecordError
 
 transformers = pytest.importorskip("transformers")
 

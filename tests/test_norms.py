@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from attnscope.engine.capture import record_attention
-from attnscope.engine.internals import decoder_inputs, trace_pair
-from attnscope.engine.norms import layer_norms, norm_arrays, weighted_value_norms
+from attnscope.engine.attribution.norms import layer_norms, norm_arrays, weighted_value_norms
+from attnscope.engine.recording.capture import record_attention
+from attnscope.engine.recording.internals import decoder_inputs, trace_pair
 from attnscope.model.transformer import MultiHeadAttention
 from tests.attribution_fixtures import pair, run, tiny
 from tests.engine_fixtures import tiny_translator
@@ -89,7 +89,7 @@ def test_trace_leaves_no_hooks_and_capture_unchanged() -> None:
 
 
 def test_a_gated_head_passes_on_nothing() -> None:
-    from attnscope.engine.head_gate import gate_heads
+    from attnscope.engine.analysis.head_gate import gate_heads
 
     model = tiny(3)
     src, tgt = pair(3)

@@ -9,8 +9,8 @@ import torch
 from torch import nn
 
 import attnscope
-from attnscope.engine.capture import record_attention
-from attnscope.engine.record import RecordError
+from attnscope.engine.recording.capture import record_attention
+from attnscope.engine.recording.record import RecordError
 from attnscope.viz.heatmap import record_heatmap
 from tests.byom_models import (
     M2_SPECIALS,

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from attnscope.engine.internals import decoder_inputs
-from attnscope.engine.quadrature import IGSettings
-from attnscope.engine.saliency import saliency, translation_saliency
+from attnscope.engine.attribution.quadrature import IGSettings
+from attnscope.engine.attribution.saliency import saliency, translation_saliency
+from attnscope.engine.recording.internals import decoder_inputs
 from tests.attribution_fixtures import pair, tiny
 from tests.engine_fixtures import tiny_translator
 

@@ -14,9 +14,10 @@ from tests.support import ROOT
 # Modules on the way to every page and step (recording, translating, the step fragment's figures), and the
 # modules that build tables only on request: none may import pandas (~70 MB, ~0.5 s) when imported.
 # Streamlit itself imports pandas only when a table is drawn, so the ui modules are checked too.
-NO_PANDAS = ("attnscope", "attnscope.engine.record", "attnscope.engine.translator", "attnscope.engine.capture",
-             "attnscope.engine.analysis", "attnscope.engine.anatomy", "attnscope.engine.agreement",
-             "attnscope.engine.dataset", "attnscope.viz.attribution", "attnscope.ui.query", "attnscope.ui.cache",
+NO_PANDAS = ("attnscope", "attnscope.engine.recording.record", "attnscope.engine.decoding.translator",
+             "attnscope.engine.recording.capture", "attnscope.engine.analysis.heads",
+             "attnscope.engine.inside.anatomy", "attnscope.engine.attribution.agreement",
+             "attnscope.engine.analysis.dataset", "attnscope.viz.attribution", "attnscope.ui.query", "attnscope.ui.cache",
              "attnscope.ui.models", "attnscope.ui.results", "attnscope.ui.persist", "attnscope.ui.url",
              "attnscope.ui.values_switch", "attnscope.ui.widgets", "attnscope.ui.compare", "attnscope.ui.figures",
              "attnscope.ui.stepping", "attnscope.ui.attribution_tools", "attnscope.ui.heads_tools",

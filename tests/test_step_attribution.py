@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from attnscope.engine.attribution import ALTI, ATTENTION, GRAD_X_INPUT, INTEGRATED, NORM, VALUE_ZEROING, attribute
-from attnscope.engine.step_attribution import step_attributions
+from attnscope.engine.attribution.sentence import ALTI, ATTENTION, GRAD_X_INPUT, INTEGRATED, NORM, VALUE_ZEROING, attribute
+from attnscope.engine.attribution.step_attribution import step_attributions
 from tests.engine_fixtures import tiny_translator
 
 

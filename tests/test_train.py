@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from safetensors.torch import save_file
 
 from attnscope.checkpoints import checkpoint
-from attnscope.engine.translator import Translator
+from attnscope.engine.decoding.translator import Translator
 from attnscope.model.config import PAD_ID
 from attnscope.training.config import TrainConfig, parse_args
 from attnscope.training.data import toy_pairs

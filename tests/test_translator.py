@@ -10,9 +10,9 @@ import pytest
 import torch
 
 import attnscope
-from attnscope.engine.beam_result import BeamResult
-from attnscope.engine.record import AttentionRecord
-from attnscope.engine.translator import MAX_BEAM, MAX_CHARS, InputError, Translator
+from attnscope.engine.decoding.beam_result import BeamResult
+from attnscope.engine.decoding.translator import MAX_BEAM, MAX_CHARS, InputError, Translator
+from attnscope.engine.recording.record import AttentionRecord
 from attnscope.model.config import BOS_ID, EOS_ID, UNK_ID
 from tests.engine_fixtures import MAX_LEN, SEEDS, atol, tiny_checkpoint, tiny_translator  # noqa: F401 (fixture)
 

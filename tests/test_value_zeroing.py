@@ -10,8 +10,8 @@ import torch
 
 import attnscope
 from attnscope.checkpoints.registry import shipped_dir
-from attnscope.engine.internals import trace_pair
-from attnscope.engine.value_zeroing import from_trace, value_zeroing
+from attnscope.engine.attribution.value_zeroing import from_trace, value_zeroing
+from attnscope.engine.recording.internals import trace_pair
 from tests.attribution_fixtures import pair, run, tiny
 from tests.engine_fixtures import tiny_translator
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Sequence
 
 from attnscope.checkpoints.checkpoint import CheckpointError
-from attnscope.engine.loading import load
-from attnscope.engine.translator import InputError, Translation
+from attnscope.engine.decoding.loading import load
+from attnscope.engine.decoding.translator import InputError, Translation
 
 # Commands whose arguments the named module's main(argv) parses.
 DELEGATED = {"train": "attnscope.training.loop", "evaluate": "attnscope.training.evaluate",

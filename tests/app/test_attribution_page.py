@@ -37,14 +37,14 @@ def open_page(app: AppTest, sentence: str = "a b c d") -> AppTest:
 
 def toy_translation(toy_checkpoint_dir, sentence: str = "a b c d"):
     from attnscope.checkpoints import checkpoint
-    from attnscope.engine.translator import Translator
+    from attnscope.engine.decoding.translator import Translator
 
     tr = Translator(*checkpoint.load(next(toy_checkpoint_dir.glob("*.safetensors"))))
     return tr, tr.translate(sentence)
 
 
 def test_page_shows_every_measure_for_the_translation(app: AppTest, toy_checkpoint_dir) -> None:
-    from attnscope.engine.alti import alti_plus
+    from attnscope.engine.attribution.alti import alti_plus
 
     open_page(app)
     assert not app.exception
@@ -64,8 +64,8 @@ def test_page_shows_every_measure_for_the_translation(app: AppTest, toy_checkpoi
 
 
 def test_the_page_says_how_complete_integrated_gradients_are(app: AppTest, toy_checkpoint_dir) -> None:
-    from attnscope.engine.quadrature import IGSettings
-    from attnscope.engine.saliency import saliency
+    from attnscope.engine.attribution.quadrature import IGSettings
+    from attnscope.engine.attribution.saliency import saliency
 
     open_page(app)
     tr, result = toy_translation(toy_checkpoint_dir)
@@ -88,8 +88,8 @@ def test_the_page_says_how_complete_integrated_gradients_are(app: AppTest, toy_c
 
 
 def test_the_default_budget_meets_the_tolerance_and_a_small_one_is_a_warning(app: AppTest, toy_checkpoint_dir) -> None:
-    from attnscope.engine.quadrature import IGSettings
-    from attnscope.engine.saliency import saliency
+    from attnscope.engine.attribution.quadrature import IGSettings
+    from attnscope.engine.attribution.saliency import saliency
 
     tr, result = toy_translation(toy_checkpoint_dir)
     with tr.inference():
@@ -109,7 +109,7 @@ def test_the_default_budget_meets_the_tolerance_and_a_small_one_is_a_warning(app
 
 
 def test_source_share_by_position_over_the_sample(app: AppTest, toy_checkpoint_dir) -> None:
-    from attnscope.engine.dataset import shares_by_position
+    from attnscope.engine.analysis.dataset import shares_by_position
     from attnscope.training.data import sample_pairs
 
     open_page(app)
@@ -174,8 +174,8 @@ def test_dataset_comparison_on_a_split_outside_the_sample_says_what_is_missing(a
 
 def test_translate_heatmaps_switch_to_weighted_value_norms(app: AppTest, toy_checkpoint_dir) -> None:
     from attnscope.checkpoints import checkpoint
-    from attnscope.engine.norms import weighted_value_norms
-    from attnscope.engine.translator import Translator
+    from attnscope.engine.attribution.norms import weighted_value_norms
+    from attnscope.engine.decoding.translator import Translator
 
     app.session_state["sentence"] = "a b c d"
     app.run()
@@ -195,8 +195,8 @@ def test_translate_heatmaps_switch_to_weighted_value_norms(app: AppTest, toy_che
 
 def test_step_rows_switch_to_weighted_value_norms(app: AppTest, toy_checkpoint_dir) -> None:
     from attnscope.checkpoints import checkpoint
-    from attnscope.engine.norms import weighted_value_norms
-    from attnscope.engine.translator import Translator
+    from attnscope.engine.attribution.norms import weighted_value_norms
+    from attnscope.engine.decoding.translator import Translator
 
     app.session_state["sentence"] = "a b c d"
     app.run()

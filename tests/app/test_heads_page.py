@@ -106,7 +106,7 @@ def test_checkpoints_of_another_language_pair_are_not_compared(app: AppTest, toy
 
 
 def test_head_statistics_columns_are_readable_and_explained(app: AppTest) -> None:
-    from attnscope.engine.analysis import STAT_DEFINITIONS
+    from attnscope.engine.analysis.heads import STAT_DEFINITIONS
     open_page(app, "pages/heads.py")
     (stats,) = readable_tables(app)
     assert list(stats) == ["attention", "layer", "head", "entropy (nats)", "largest weight", "weight on itself",

@@ -8,9 +8,9 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from attnscope.engine.analysis import head_stats
-from attnscope.engine.capture import record_attention
-from attnscope.engine.record_files import read_record
+from attnscope.engine.analysis.heads import head_stats
+from attnscope.engine.recording.capture import record_attention
+from attnscope.engine.recording.record_files import read_record
 from tests.byom_models import M3Seq2Seq, m3_greedy
 from tests.support import html_views, readable_tables, shown
 

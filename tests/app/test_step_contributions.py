@@ -63,13 +63,13 @@ def step(toy_checkpoint_dir: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
 def expected(toy_checkpoint_dir: Path) -> dict:
     """The engine's measures of the toy translation, each from its own function."""
     from attnscope.checkpoints import checkpoint
-    from attnscope.engine.alti import alti_plus
-    from attnscope.engine.internals import trace_pair
-    from attnscope.engine.norms import layer_norms
-    from attnscope.engine.quadrature import IGSettings
-    from attnscope.engine.saliency import saliency
-    from attnscope.engine.translator import Translator
-    from attnscope.engine.value_zeroing import value_zeroing
+    from attnscope.engine.attribution.alti import alti_plus
+    from attnscope.engine.attribution.norms import layer_norms
+    from attnscope.engine.attribution.quadrature import IGSettings
+    from attnscope.engine.attribution.saliency import saliency
+    from attnscope.engine.attribution.value_zeroing import value_zeroing
+    from attnscope.engine.decoding.translator import Translator
+    from attnscope.engine.recording.internals import trace_pair
 
     tr = Translator(*checkpoint.load(next(toy_checkpoint_dir.glob("*.safetensors"))))
     result = tr.translate(SENTENCE, max_len=tr.model.config.max_len)

@@ -18,8 +18,8 @@ import torch
 import attnscope
 from attnscope.checkpoints.importers.huggingface import import_hf
 from attnscope.checkpoints.importing import Imported
-from attnscope.engine.capture import record_attention
-from attnscope.engine.translator import Translator
+from attnscope.engine.decoding.translator import Translator
+from attnscope.engine.recording.capture import record_attention
 from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID, SPECIAL_TOKENS
 from tests.checkpoints import hf_fixtures
 from tests.checkpoints.hf_fixtures import DE, EN, LANGS, SENTENCES, transformers

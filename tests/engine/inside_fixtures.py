@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from attnscope.engine.decode import Decoded, greedy
-from attnscope.engine.intermediates import trace
-from attnscope.engine.trace_data import ForwardTrace
+from attnscope.engine.decoding.decode import Decoded, greedy
+from attnscope.engine.inside.trace_data import ForwardTrace
+from attnscope.engine.recording.intermediates import trace
 from attnscope.model.config import BOS_ID
 from attnscope.model.transformer import Transformer
 from tests.engine_fixtures import random_source, tiny_model

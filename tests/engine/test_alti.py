@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from attnscope.engine import alti
-from attnscope.engine.internals import trace_pair
+from attnscope.engine.attribution import alti
+from attnscope.engine.recording.internals import trace_pair
 from tests.attribution_fixtures import pair, run, tiny
 from tests.engine_fixtures import tiny_translator
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from attnscope.engine.contributions import float64_model
+from attnscope.engine.attribution.contributions import float64_model
 from tests.engine_fixtures import random_source, tiny_model
 
 

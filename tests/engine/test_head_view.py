@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnscope.engine.head_view import head_view
+from attnscope.engine.inside.head_view import head_view
 from tests.engine.inside_fixtures import Case
 
 

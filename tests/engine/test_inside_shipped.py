@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 import attnscope
-from attnscope.engine.head_view import head_view
-from attnscope.engine.intermediates import trace
-from attnscope.engine.lens import logit_lens
+from attnscope.engine.inside.head_view import head_view
+from attnscope.engine.inside.lens import logit_lens
+from attnscope.engine.recording.intermediates import trace
 from attnscope.model.config import BOS_ID
 
 
@@ -40,8 +40,8 @@ def test_logit_lens_at_step_2_ends_on_the_chosen_word(girl) -> None:
 
 def test_the_french_models_learned_positions_are_not_rotations() -> None:
     from attnscope.checkpoints.registry import shipped_dir
-    from attnscope.engine.anatomy import model_positions
-    from attnscope.engine.offsets import offset_errors, rotation_check
+    from attnscope.engine.inside.anatomy import model_positions
+    from attnscope.engine.inside.offsets import offset_errors, rotation_check
 
     tr = attnscope.load(shipped_dir() / "multi30k-en-fr.safetensors")
     errors = offset_errors(model_positions(tr.model, 64), [1, 3, 8])

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnscope.engine.intermediates import trace
+from attnscope.engine.recording.intermediates import trace
 from attnscope.model.transformer import split_heads
 from tests.engine.inside_fixtures import Case
 from tests.engine_fixtures import no_hooks_left

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnscope.engine.lens import layer_logits, logit_lens
+from attnscope.engine.inside.lens import layer_logits, logit_lens
 from tests.engine.inside_fixtures import Case
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnscope.engine.loop_calls import analyse
-from attnscope.engine.record import RecordError
+from attnscope.engine.recording.loop_calls import analyse
+from attnscope.engine.recording.record import RecordError
 
 
 def causal(b: int = 3, h: int = 2, t: int = 5, seed: int = 0) -> torch.Tensor:

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnscope.engine.anatomy import model_positions
-from attnscope.engine.offsets import fit_offset_map, offset_errors, rotation_check
+from attnscope.engine.inside.anatomy import model_positions
+from attnscope.engine.inside.offsets import fit_offset_map, offset_errors, rotation_check
 from attnscope.model.transformer import sinusoidal_table
 from tests.engine_fixtures import tiny_model
 

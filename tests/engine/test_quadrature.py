@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnscope.engine.quadrature import IGSettings, integrate
+from attnscope.engine.attribution.quadrature import IGSettings, integrate
 
 CENTRES = np.array([0.23, 0.5, 0.91])  # where each row's value jumps
 STEEPNESS = np.array([300.0, 40.0, 150.0])

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 import attnscope
-from attnscope.engine.alti import METHOD as ALTI
-from attnscope.engine.dataset import shares_by_position
-from attnscope.engine.value_zeroing import METHOD as VALUE_ZEROING
+from attnscope.engine.analysis.dataset import shares_by_position
+from attnscope.engine.attribution.alti import METHOD as ALTI
+from attnscope.engine.attribution.value_zeroing import METHOD as VALUE_ZEROING
 from attnscope.training.data import sample_pairs
 
 

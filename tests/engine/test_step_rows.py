@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnscope.engine.decode import greedy, step_rows
+from attnscope.engine.decoding.decode import greedy, step_rows
 from tests.engine_fixtures import random_source, tiny_model
 
 

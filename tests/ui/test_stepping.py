@@ -1,7 +1,7 @@
 """Pure helpers of the step-through page."""
 from __future__ import annotations
 
-from attnscope.engine.beam_result import BeamResult
+from attnscope.engine.decoding.beam_result import BeamResult
 from attnscope.ui.stepping import hypothesis_labels
 
 

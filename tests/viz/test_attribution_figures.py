@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnscope.engine.alignment import align
+from attnscope.engine.analysis.alignment import align
 from attnscope.viz.attribution import (
     alignment_figure,
     layer_agreement_figure,

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnscope.engine.beam_result import BeamNode, BeamResult
-from attnscope.engine.record import DecodeStep, StepAttention
+from attnscope.engine.decoding.beam_result import BeamNode, BeamResult
+from attnscope.engine.recording.record import DecodeStep, StepAttention
 from attnscope.model.transformer import sinusoidal_table
 from attnscope.viz.beam_tree import beam_tree, hypothesis_nodes
 from attnscope.viz.grid import MAX_CELL_SIDE, heads_grid, pooled
@@ -166,7 +166,7 @@ def test_step_source_shows_the_selected_head_or_the_mean() -> None:
 def test_colour_bars_and_log_axes_speak_plain_words() -> None:
     """Scales are named in words ("share of its head's maximum", not "÷ head max"); log axes write 1e-06,
     not SI prefixes ("1µ", "100n")."""
-    from attnscope.engine.offsets import rotation_check
+    from attnscope.engine.inside.offsets import rotation_check
     from attnscope.viz.attribution import methods_side_by_side
     from attnscope.viz.offsets import offset_fit_curves, rotation_errors
 

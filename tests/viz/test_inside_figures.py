@@ -6,9 +6,9 @@ import re
 import numpy as np
 import pytest
 
-from attnscope.engine.head_view import head_view
-from attnscope.engine.lens import logit_lens
-from attnscope.engine.offsets import fit_offset_map, rotation_check
+from attnscope.engine.inside.head_view import head_view
+from attnscope.engine.inside.lens import logit_lens
+from attnscope.engine.inside.offsets import fit_offset_map, rotation_check
 from attnscope.model.transformer import sinusoidal_table
 from attnscope.viz import inside
 from attnscope.viz.html import diverging_colours

@@ -31,8 +31,8 @@ from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.convert import read_state_dict
 from attnscope.checkpoints.importing import import_weights
 from attnscope.checkpoints.registry import default_checkpoint, shipped_dir
-from attnscope.engine.bleu import scores
-from attnscope.engine.translator import Translator
+from attnscope.engine.analysis.bleu import scores
+from attnscope.engine.decoding.translator import Translator
 from attnscope.model.batch import pad
 from attnscope.model.config import BOS_ID, ModelConfig
 from attnscope.model.device import autocast, autocast_dtype, cpu_has_fast_bf16, pick_device
@@ -212,10 +212,10 @@ def batch_throughput(tr: Translator, texts: list[str], one_by_one: int) -> list[
 def dataset_scale(tr: Translator, texts: Sequence[str], one_by_one: int, attributed: int) -> dict[str, Any]:
     """Head statistics over `texts` from batched capture (wall and CPU seconds), against translating
     `one_by_one` of them singly; and every attribution of a sentence (IG at its default completeness)."""
-    from attnscope.engine.analysis import head_stats_over
-    from attnscope.engine.attribution import attribute
-    from attnscope.engine.dataset import head_stats_batched
-    from attnscope.engine.quadrature import IGSettings
+    from attnscope.engine.analysis.dataset import head_stats_batched
+    from attnscope.engine.analysis.heads import head_stats_over
+    from attnscope.engine.attribution.quadrature import IGSettings
+    from attnscope.engine.attribution.sentence import attribute
 
     wall, cpu = time.perf_counter(), time.process_time()
     head_stats_batched(tr, texts)
@@ -334,9 +334,9 @@ def inside_latency(tr: Translator, repeats: int, max_len: int | None = None) -> 
     """Server-side seconds of the Inside-one-head page's work. The page traces a sentence once (cached);
     moving the step cuts that trace, slices a head, builds every panel and the logit lens (HTML);
     switching head does the same without the lens."""
-    from attnscope.engine.head_view import head_view
-    from attnscope.engine.intermediates import trace
-    from attnscope.engine.lens import logit_lens
+    from attnscope.engine.inside.head_view import head_view
+    from attnscope.engine.inside.lens import logit_lens
+    from attnscope.engine.recording.intermediates import trace
     from attnscope.viz.inside import PANELS
     from attnscope.viz.lens import lens_table
 

@@ -190,7 +190,7 @@ def served(path: Path) -> Iterator[Served]:
 def app_latency(path: Path, sentences: Sequence[str], clicks: int = 8) -> dict[str, Any]:
     """The three journeys on checkpoint `path` (served alone), medians with the targets."""
     from attnscope.checkpoints import checkpoint
-    from attnscope.engine.translator import Translator
+    from attnscope.engine.decoding.translator import Translator
 
     tr = Translator(*checkpoint.load(path))
     expected = [tr.translate(s, max_len=100, capture=False).text for s in sentences]

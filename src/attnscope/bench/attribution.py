@@ -8,10 +8,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from attnscope.engine.dataset import shares_by_position
-from attnscope.engine.quadrature import IGSettings
-from attnscope.engine.saliency import translation_saliency
-from attnscope.engine.translator import Translator
+from attnscope.engine.analysis.dataset import shares_by_position
+from attnscope.engine.attribution.quadrature import IGSettings
+from attnscope.engine.attribution.saliency import translation_saliency
+from attnscope.engine.decoding.translator import Translator
 
 SPLIT_POSITIONS = (0, 1, 2, 4, 6, 8, 10, 12, 14, 16, 18)  # target positions reported (0 = first generated token)
 

@@ -17,7 +17,7 @@ import torch
 from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.checkpoint import Bundle
 from attnscope.checkpoints.vocab import word_level
-from attnscope.engine.translator import Translator
+from attnscope.engine.decoding.translator import Translator
 from attnscope.model.config import SPECIAL_TOKENS, ModelConfig
 from attnscope.model.tokenization import TextCodec
 from attnscope.model.transformer import Transformer

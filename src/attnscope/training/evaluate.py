@@ -7,8 +7,8 @@ import time
 from typing import Any, Sequence
 
 from attnscope.checkpoints import checkpoint
-from attnscope.engine.bleu import scores
-from attnscope.engine.translator import Translator
+from attnscope.engine.analysis.bleu import scores
+from attnscope.engine.decoding.translator import Translator
 from attnscope.model.device import pick_device
 from attnscope.training.data import data_dir, load_pairs
 

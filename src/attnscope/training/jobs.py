@@ -18,7 +18,7 @@ from pathlib import Path
 
 from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.checkpoint import CheckpointError
-from attnscope.engine.translator import Translator
+from attnscope.engine.decoding.translator import Translator
 from attnscope.model.config import EOS_ID
 from attnscope.training.config import TrainConfig
 from attnscope.training.history import Snapshot, Validation, read_snapshots, read_validations, save_snapshot

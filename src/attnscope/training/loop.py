@@ -24,8 +24,8 @@ from tqdm import tqdm
 
 from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.checkpoint import Bundle
-from attnscope.engine.bleu import scores
-from attnscope.engine.translator import Translator
+from attnscope.engine.analysis.bleu import scores
+from attnscope.engine.decoding.translator import Translator
 from attnscope.model.config import PAD_ID, PRESETS, ModelConfig
 from attnscope.model.device import autocast, autocast_dtype, pick_device
 from attnscope.model.tokenization import TextCodec, train_bpe, train_word_level

@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import streamlit as st
 
-from attnscope.engine.agreement import best_layer, layer_agreement
-from attnscope.engine.alignment import align, cross_map
-from attnscope.engine.attribution import ALTI, ATTENTION, INTEGRATED, NORM, VALUE_ZEROING, SentenceAttribution, attribute
-from attnscope.engine.dataset import SharesByPosition, attributions_over, head_stats_batched, shares_by_position
-from attnscope.engine.quadrature import IGSettings
-from attnscope.engine.saliency import Saliency
-from attnscope.engine.step_attribution import StepAttributions, step_attributions
-from attnscope.engine.translator import Translation, Translator
+from attnscope.engine.analysis.alignment import align, cross_map
+from attnscope.engine.analysis.dataset import SharesByPosition, attributions_over, head_stats_batched, shares_by_position
+from attnscope.engine.attribution.agreement import best_layer, layer_agreement
+from attnscope.engine.attribution.quadrature import IGSettings
+from attnscope.engine.attribution.saliency import Saliency
+from attnscope.engine.attribution.sentence import ALTI, ATTENTION, INTEGRATED, NORM, VALUE_ZEROING, SentenceAttribution, attribute
+from attnscope.engine.attribution.step_attribution import StepAttributions, step_attributions
+from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.training.data import DataError, sample_pairs
 from attnscope.ui import selection, tables, widgets
 from attnscope.ui.query import Query, QueryKey

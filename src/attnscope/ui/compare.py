@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attnscope.engine.translator import Translation
+from attnscope.engine.decoding.translator import Translation
 from attnscope.ui import tables, widgets
 from attnscope.ui.text import plain
 from attnscope.viz.heatmap import record_heatmap

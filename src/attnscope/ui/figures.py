@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 import streamlit as st
 
-from attnscope.engine.record import AttentionRecord, Kind
-from attnscope.engine.translator import Translation
+from attnscope.engine.decoding.translator import Translation
+from attnscope.engine.recording.record import AttentionRecord, Kind
 from attnscope.ui.cache import ResultKey
 from attnscope.ui.values_switch import NORM_LABEL, relabel
 from attnscope.viz.grid import heads_grid

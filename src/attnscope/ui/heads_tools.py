@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attnscope.engine.analysis import (
+from attnscope.engine.analysis.compare import map_difference
+from attnscope.engine.analysis.dataset import head_stats_batched
+from attnscope.engine.analysis.head_gate import HeadKey
+from attnscope.engine.analysis.heads import (
     AblationResult,
     ablate_sentence,
     ablation_bleu,
@@ -11,11 +14,8 @@ from attnscope.engine.analysis import (
     rollout,
     source_alignment,
 )
-from attnscope.engine.compare import map_difference
-from attnscope.engine.dataset import head_stats_batched
-from attnscope.engine.head_gate import HeadKey
-from attnscope.engine.record import KINDS
-from attnscope.engine.translator import Translation, Translator
+from attnscope.engine.decoding.translator import Translation, Translator
+from attnscope.engine.recording.record import KINDS
 from attnscope.training.data import DataError, sample_pairs
 from attnscope.ui import models, results, tables, widgets
 from attnscope.ui.attribution_tools import MAX_STATS_SAMPLE

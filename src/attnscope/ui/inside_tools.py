@@ -6,13 +6,13 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from attnscope.engine.anatomy import model_positions
-from attnscope.engine.head_view import HeadView, head_view
-from attnscope.engine.intermediates import trace
-from attnscope.engine.lens import logit_lens
-from attnscope.engine.offsets import RotationCheck, offset_errors, rotation_check
-from attnscope.engine.trace_data import ForwardTrace, LogitLens
-from attnscope.engine.translator import Translation, Translator
+from attnscope.engine.decoding.translator import Translation, Translator
+from attnscope.engine.inside.anatomy import model_positions
+from attnscope.engine.inside.head_view import HeadView, head_view
+from attnscope.engine.inside.lens import logit_lens
+from attnscope.engine.inside.offsets import RotationCheck, offset_errors, rotation_check
+from attnscope.engine.inside.trace_data import ForwardTrace, LogitLens
+from attnscope.engine.recording.intermediates import trace
 from attnscope.model.config import BOS_ID
 from attnscope.model.kinds import KIND_LABELS, KINDS, Kind
 from attnscope.model.transformer import sinusoidal_table

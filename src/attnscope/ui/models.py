@@ -9,7 +9,7 @@ import streamlit as st
 from attnscope.checkpoints import checkpoint, registry
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.registry import default_checkpoint, shipped_dir
-from attnscope.engine.translator import Translator
+from attnscope.engine.decoding.translator import Translator
 from attnscope.ui.text import plain
 
 __all__ = ["available_checkpoints", "entries", "fit_checkpoint", "shipped_dir", "translator"]

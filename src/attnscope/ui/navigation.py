@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable
 
 import streamlit as st
 
-from attnscope.engine.translator import Translator
+from attnscope.engine.decoding.translator import Translator
 from attnscope.ui import models
 from attnscope.ui.record_tools import note_needs_model
 

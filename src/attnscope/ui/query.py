@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 import streamlit as st
 
-from attnscope.engine.translator import Translator
+from attnscope.engine.decoding.translator import Translator
 
 QueryKey = tuple[str, str, int, "int | None"]  # (checkpoint, sentence, beam, max_len)
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attnscope.engine.record import KIND_LABELS, KINDS, RecordError
-from attnscope.engine.record_files import read_record, record_meta
+from attnscope.engine.recording.record import KIND_LABELS, KINDS, RecordError
+from attnscope.engine.recording.record_files import read_record, record_meta
 from attnscope.ui import widgets
 from attnscope.ui.text import plain
 from attnscope.viz.grid import heads_grid

@@ -6,7 +6,7 @@ from typing import Callable, Hashable
 
 import streamlit as st
 
-from attnscope.engine.translator import InputError, Translation, Translator
+from attnscope.engine.decoding.translator import InputError, Translation, Translator
 from attnscope.ui.cache import cached
 from attnscope.ui.query import Query
 from attnscope.ui.text import plain

@@ -11,8 +11,8 @@ from typing import Callable
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from attnscope.engine.beam_result import BeamResult
-from attnscope.engine.translator import Translation, Translator
+from attnscope.engine.decoding.beam_result import BeamResult
+from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.model.config import BOS_ID, PAD_ID
 from attnscope.ui import figures, results, selection, widgets
 from attnscope.ui.attribution_tools import step_contributions

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import streamlit as st
 
-from attnscope.engine.analysis import STAT_DEFINITIONS
+from attnscope.engine.analysis.heads import STAT_DEFINITIONS
 
 if TYPE_CHECKING:  # pandas (~70 MB, ~0.5 s) is imported only when a table is drawn
     import pandas as pd

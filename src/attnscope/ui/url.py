@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attnscope.engine.record import KINDS
+from attnscope.engine.recording.record import KINDS
 
 URL_KEYS = ("sentence", "checkpoint", "kind", "layer", "head", "step")
 

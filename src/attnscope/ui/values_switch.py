@@ -5,9 +5,9 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from attnscope.engine.norms import weighted_value_norms
-from attnscope.engine.record import AttentionRecord
-from attnscope.engine.translator import Translation, Translator
+from attnscope.engine.attribution.norms import weighted_value_norms
+from attnscope.engine.decoding.translator import Translation, Translator
+from attnscope.engine.recording.record import AttentionRecord
 from attnscope.ui.cache import cached
 from attnscope.ui.query import Query
 

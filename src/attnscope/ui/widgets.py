@@ -8,8 +8,8 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from attnscope.engine.domain import input_notes, output_notes, target_language_note, words
-from attnscope.engine.translator import MAX_BEAM, MAX_CHARS, Translation, Translator
+from attnscope.engine.decoding.domain import input_notes, output_notes, target_language_note, words
+from attnscope.engine.decoding.translator import MAX_BEAM, MAX_CHARS, Translation, Translator
 from attnscope.training.data import SAMPLE_LANGUAGES, SAMPLE_SPLITS, sample_pairs
 from attnscope.ui import results
 from attnscope.ui.persist import keep

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from attnscope.engine.alignment import WordAlignment
+from attnscope.engine.analysis.alignment import WordAlignment
 
 if TYPE_CHECKING:  # the builders only read the frames they are given
     import pandas as pd

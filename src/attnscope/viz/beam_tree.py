@@ -5,7 +5,7 @@ from typing import Callable
 
 import plotly.graph_objects as go
 
-from attnscope.engine.beam_result import BeamResult
+from attnscope.engine.decoding.beam_result import BeamResult
 from attnscope.viz.heatmap import TITLE_PX, title_layout
 
 STATUS_COLORS = {"extended": "steelblue", "pruned": "#bbbbbb", "finished": "seagreen"}

@@ -1,6 +1,6 @@
 """Inside one head: each step of scaled dot-product and multi-head attention as a small HTML view.
 
-Every builder takes a HeadView (captured numbers, see engine/head_view.py) and returns an HTML view
+Every builder takes a HeadView (captured numbers, see engine/inside/head_view.py) and returns an HTML view
 whose title names the equation or section of "Attention Is All You Need" it shows. Vectors are heat
 strips, one row per vector, blue below 0 and red above: a head's vectors (d_k values) have a cell per
 dimension with its exact value on hover, on one colour scale; a d_model vector is one band painted stripe
@@ -15,7 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
-from attnscope.engine.head_view import HeadView
+from attnscope.engine.inside.head_view import HeadView
 from attnscope.viz.heatmap import MASKED_COLOR
 from attnscope.viz.html import (
     band_legend,

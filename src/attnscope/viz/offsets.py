@@ -6,7 +6,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from attnscope.engine.offsets import RotationCheck
+from attnscope.engine.inside.offsets import RotationCheck
 from attnscope.viz.titles import HALF, wrap
 
 MARGIN = dict(l=10, r=10, t=70, b=10)

@@ -1,0 +1,171 @@
+"""Dataset scale: attention records, head statistics, attribution agreement and the source/prefix
+split by target position over many sentences.
+
+Records come from batches: sources of similar length are decoded together (greedy, KV cache,
+no capture), then the batch is teacher-forced once on its own outputs with every head
+recorded, and each sentence's block is cut out of the padded arrays. Padding never leaks in:
+padded keys get exactly zero weight and padded rows are cut away.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+
+import numpy as np
+import torch
+
+from attnscope.engine.analysis.heads import STAT_COLUMNS, head_stats
+from attnscope.engine.attribution import alti, value_zeroing
+from attnscope.engine.attribution.agreement import layer_agreement
+from attnscope.engine.attribution.contributions import float64_model
+from attnscope.engine.attribution.quadrature import IGSettings
+from attnscope.engine.attribution.sentence import SentenceAttribution, attribute
+from attnscope.engine.decoding.decode import greedy_batch
+from attnscope.engine.decoding.translator import InputError, Translator
+from attnscope.engine.recording.capture import record_attention
+from attnscope.engine.recording.internals import decoder_inputs, trace_pair
+from attnscope.engine.recording.record import AttentionRecord
+from attnscope.model.batch import pad
+from attnscope.model.config import EOS_ID
+
+if TYPE_CHECKING:  # pandas (~70 MB, ~0.5 s) is imported only when a table is asked for
+    import pandas as pd
+
+Progress = Callable[[int, int], None]
+
+
+def _sources(translator: Translator, sentences: Sequence[str]) -> dict[int, list[int]]:
+    """Source ids of every sentence that can be translated (blank ones are left out)."""
+    out = {}
+    for i, text in enumerate(sentences):
+        try:
+            out[i] = translator.source(text)[0]
+        except InputError:
+            continue
+    return out
+
+
+def _targets(translator: Translator, sources: list[list[int]], max_len: int) -> list[list[int]]:
+    """Greedy outputs of one batch of sources, each with its <eos> when it stopped within `max_len`."""
+    src = pad(sources).to(translator.device)
+    return [ids + [EOS_ID] if len(ids) < max_len else ids for ids in greedy_batch(translator.model, src, max_len)]
+
+
+def _records(translator: Translator, sources: list[list[int]], max_len: int) -> list[AttentionRecord]:
+    """Greedy-decode one batch, then record every head in one teacher-forced pass over its outputs."""
+    model, device = translator.model, translator.device
+    src = pad(sources).to(device)
+    targets = _targets(translator, sources, max_len)
+    tgt_in = pad([decoder_inputs(t) for t in targets]).to(device)
+    with record_attention(model) as rec, torch.no_grad():
+        model(src, tgt_in)
+    weights = rec.weights
+    stacked = {kind: torch.stack([weights[n] for n in names], dim=1).float().cpu().numpy()  # (B, L, H, Q, K)
+               for kind, names in model.attention_by_kind().items()}
+    src_codec, tgt_codec = translator.bundle.src_codec, translator.bundle.tgt_codec
+    out = []
+    for b, (s_ids, t_ids) in enumerate(zip(sources, targets)):
+        s, t = len(s_ids), len(t_ids)
+        out.append(AttentionRecord(tuple(src_codec.pieces(s_ids)), tuple(tgt_codec.pieces(decoder_inputs(t_ids))),
+                                   stacked["encoder"][b, :, :, :s, :s], stacked["decoder"][b, :, :, :t, :t],
+                                   stacked["cross"][b, :, :, :t, :s]))
+    return out
+
+
+def batched_records(translator: Translator, sentences: Sequence[str], batch_size: int = 64,
+                    progress: Progress | None = None) -> Iterator[tuple[int, AttentionRecord]]:
+    """(sentence index, record) for every translatable sentence, decoded in length-sorted batches."""
+    sources = _sources(translator, sentences)
+    order = sorted(sources, key=lambda i: len(sources[i]))
+    max_len = translator.model.config.max_len
+    done = 0
+    with translator.inference():
+        for start in range(0, len(order), batch_size):
+            idx = order[start:start + batch_size]
+            yield from zip(idx, _records(translator, [sources[i] for i in idx], max_len))
+            done += len(idx)
+            if progress:
+                progress(done, len(order))
+
+
+def head_stats_batched(translator: Translator, sentences: Sequence[str], batch_size: int = 64,
+                       progress: Progress | None = None) -> pd.DataFrame:
+    """Head statistics averaged over sentences (the columns of analysis.head_stats), from batched capture."""
+    import pandas as pd
+
+    frames = [head_stats(record) for _, record in batched_records(translator, sentences, batch_size, progress)]
+    if not frames:
+        raise ValueError("no sentences to analyse: every one was empty")
+    return pd.concat(frames).groupby(["kind", "layer", "head"], as_index=False, sort=False)[list(STAT_COLUMNS)].mean()
+
+
+def greedy_pairs(translator: Translator, sentences: Sequence[str], batch_size: int = 64,
+                 progress: Progress | None = None) -> Iterator[tuple[int, list[int], list[int]]]:
+    """(sentence index, source ids, greedy output ids) for every translatable sentence, decoded in
+    length-sorted batches (the outputs `Translator.translate` gives, a tested parity)."""
+    sources = _sources(translator, sentences)
+    order = sorted(sources, key=lambda i: len(sources[i]))
+    max_len = translator.model.config.max_len
+    for start in range(0, len(order), batch_size):
+        idx = order[start:start + batch_size]
+        with translator.inference():
+            targets = _targets(translator, [sources[i] for i in idx], max_len)
+        yield from ((i, sources[i], t) for i, t in zip(idx, targets))
+        if progress:
+            progress(min(start + batch_size, len(order)), len(order))
+
+
+@dataclass(frozen=True)
+class SharesByPosition:
+    """How much generated tokens drew on the source, by target position, averaged over a sample."""
+
+    sentences: int
+    counts: np.ndarray  # [P] generated tokens at position t (sentences at least t + 1 tokens long)
+    mean: dict[str, np.ndarray]  # measure -> [P] mean source share at each position
+    std: dict[str, np.ndarray]  # measure -> [P] its standard deviation over those tokens
+
+    def overall(self, measure: str) -> float:
+        """The mean source share over every generated token of the sample."""
+        return float((self.mean[measure] * self.counts).sum() / self.counts.sum())
+
+
+def shares_by_position(translator: Translator, sentences: Sequence[str], batch_size: int = 64,
+                       progress: Progress | None = None) -> SharesByPosition:
+    """Source share of each greedy output token by position, ALTI+ and value zeroing, over `sentences`."""
+    measures = (alti.METHOD, value_zeroing.METHOD)
+    rows: dict[str, list[np.ndarray]] = {m: [] for m in measures}
+    with float64_model(translator.model) as exact:
+        for _, src, tgt in greedy_pairs(translator, sentences, batch_size, progress):
+            traced = trace_pair(exact, src, tgt)
+            rows[alti.METHOD].append(alti.from_trace(traced).source_share)
+            rows[value_zeroing.METHOD].append(value_zeroing.from_trace(traced).source_share)
+    if not rows[alti.METHOD]:
+        raise ValueError("no sentences to analyse: every one was empty")
+    longest = max(len(r) for r in rows[alti.METHOD])
+    padded = {m: np.array([np.pad(r, (0, longest - len(r)), constant_values=np.nan) for r in rows[m]]) for m in measures}
+    counts = np.sum(~np.isnan(padded[alti.METHOD]), axis=0)
+    return SharesByPosition(len(rows[alti.METHOD]), counts, {m: np.nanmean(p, axis=0) for m, p in padded.items()},
+                            {m: np.nanstd(p, axis=0) for m, p in padded.items()})
+
+
+def attributions_over(translator: Translator, sentences: Sequence[str], ig: IGSettings | None = None,
+                      progress: Progress | None = None) -> list[SentenceAttribution]:
+    """Every attribution of each sentence's greedy translation (one by one: value zeroing and
+    gradients work per sentence)."""
+    out = []
+    for i, text in enumerate(sentences):
+        try:
+            result = translator.translate(text)
+        except InputError:
+            continue
+        if result.steps:
+            out.append(attribute(translator, result, ig))
+        if progress:
+            progress(i + 1, len(sentences))
+    return out
+
+
+def layer_comparison(translator: Translator, sentences: Sequence[str], ig: IGSettings | None = None,
+                     progress: Progress | None = None) -> pd.DataFrame:
+    """Layer × method agreement (see agreement.layer_agreement) over a sample of sentences."""
+    return layer_agreement(attributions_over(translator, sentences, ig, progress))

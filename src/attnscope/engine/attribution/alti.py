@@ -1,0 +1,122 @@
+"""ALTI+ (Ferrando et al., "Towards Opening the Black Box of Neural Machine Translation: Source and
+Target Interpretations of the Transformer", EMNLP 2022), built on ALTI (Ferrando et al., "Measuring
+the Mixing of Contextual Information in the Transformer", EMNLP 2022).
+
+An attention block's output for query i is a sum of one vector per input, the residual included:
+y_i = sum_j T_i(x_j) (+ constant biases), where T_i(x_j) = sum_h a^h_ij f_h(x_j) (the head-mixed
+value of token j through W_O), plus x_i itself for j = i in self-attention; in cross-attention the
+residual x_i (the decoder token's own state) is one more input beside the source tokens. With
+post-LN blocks the LayerNorm is applied to each vector with the output's own scale, so the sum is
+still exact. Token j's contribution is how close its vector is to the output in Manhattan
+distance, c_ij = max(0, ||y_i||_1 - ||y_i - T_i(x_j)||_1), rows normalised to sum to one.
+
+The encoder's layers are rolled out; in decoder layer l the cross-attention row splits token t
+between the source tokens and its residual, and the residual's share scales the self-attention
+row (prefix positions, again with the residual); layers are rolled out with the encoder's rollout
+under the source columns (the reference implementation's `get_contribution_rollout`). The
+feed-forward blocks act on each position alone and are left out, as in the paper.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from attnscope.engine.attribution.contributions import Contributions, float64_model, rolled_out
+from attnscope.engine.decoding.translator import Translation, Translator
+from attnscope.engine.recording.internals import AttentionCall, LayerTrace, Trace, mixed_vectors, trace_pair
+from attnscope.model.transformer import Residual
+
+METHOD = "ALTI+"
+
+
+@dataclass(frozen=True)
+class AltiLayers:
+    """ALTI contributions of every attention block, rows normalised to sum to one."""
+
+    encoder: np.ndarray  # [L, S, S] encoder self-attention blocks, residual on the diagonal
+    decoder_self: np.ndarray  # [L, T, T] masked self-attention blocks, residual on the diagonal
+    cross: np.ndarray  # [L, T, S + 1] cross-attention blocks: source tokens, then the residual
+
+
+def _layer_norm_scale(norm: torch.nn.Module, z: Tensor) -> Tensor:
+    """s_i with norm(z_i) = gamma * (z_i - mean z_i) * s_i + beta, (N, 1): read off the module's own output
+    (a projection, so it works for every LayerNorm variant without dividing by gamma's entries)."""
+    shape = norm.weight * (z - z.mean(-1, keepdim=True))  # (N, D)
+    return ((norm(z) - norm.bias) * shape).sum(-1, keepdim=True) / (shape * shape).sum(-1, keepdim=True)
+
+
+def _through_block(block: Residual, residual: Tensor, call: AttentionCall, vectors: Tensor) -> tuple[Tensor, Tensor]:
+    """The block's real output y (Q, D), and each input's vector T_i(x_j) (Q, K, D) carried to it."""
+    y = block(residual.unsqueeze(0), lambda _h: call.output[:1])[0]  # the layer's own Residual module
+    if block.pre:
+        return y, vectors  # y = sum_j T_i(x_j) + b_O
+    z = residual + call.output[0]  # the LayerNorm's input
+    centred = vectors - vectors.mean(-1, keepdim=True)
+    return y, block.norm.weight * centred * _layer_norm_scale(block.norm, z).unsqueeze(1)
+
+
+def _alti(y: Tensor, vectors: Tensor) -> Tensor:
+    """c_ij = max(0, ||y_i||_1 - ||y_i - T_i(x_j)||_1), rows normalised, (Q, K)."""
+    closeness = (y.abs().sum(-1, keepdim=True) - (y.unsqueeze(1) - vectors).abs().sum(-1)).clamp(min=0)
+    total = closeness.sum(-1, keepdim=True)
+    return closeness / torch.where(total > 0, total, torch.ones_like(total))
+
+
+def self_block(block: Residual, x: Tensor, call: AttentionCall) -> tuple[Tensor, Tensor]:
+    """Contributions (Q, Q) of a self-attention block on input x (Q, D), and its output (Q, D)."""
+    eye = torch.eye(x.shape[0], dtype=x.dtype, device=x.device).unsqueeze(-1)  # (Q, Q, 1)
+    vectors = mixed_vectors(call) + eye * x.unsqueeze(1)  # the residual x_i joins T_i(x_i): (Q, Q, D)
+    y, carried = _through_block(block, x, call, vectors)
+    return _alti(y, carried), y
+
+
+def cross_block(block: Residual, x: Tensor, call: AttentionCall) -> tuple[Tensor, Tensor]:
+    """Contributions (Q, S + 1) of a cross-attention block (source tokens, then the residual x_i), and its output."""
+    vectors = torch.cat([mixed_vectors(call), x.unsqueeze(1)], dim=1)  # (Q, S + 1, D)
+    y, carried = _through_block(block, x, call, vectors)
+    return _alti(y, carried), y
+
+
+def encoder_layer(lt: LayerTrace) -> Tensor:
+    """[S, S] ALTI of one encoder layer's self-attention block (the feed-forward block mixes no tokens)."""
+    return self_block(lt.layer.attn_block, lt.inputs[0], lt.self_attn)[0]
+
+
+def decoder_layer(lt: LayerTrace) -> tuple[Tensor, Tensor]:
+    """([T, T] self-attention block, [T, S + 1] cross-attention block) of one decoder layer."""
+    prefix, h = self_block(lt.layer.self_block, lt.inputs[0], lt.self_attn)
+    return prefix, cross_block(lt.layer.cross_block, h, lt.cross_attn)[0]
+
+
+def _stacked(matrices: list[Tensor]) -> np.ndarray:
+    return np.stack([m.double().cpu().numpy() for m in matrices])
+
+
+def layers(tr: Trace) -> AltiLayers:
+    """ALTI of every attention block of a traced single-sentence pass."""
+    with torch.no_grad():
+        enc = [encoder_layer(lt) for lt in tr.encoder]
+        dec = [decoder_layer(lt) for lt in tr.decoder]
+    return AltiLayers(_stacked(enc), _stacked([p for p, _ in dec]), _stacked([c for _, c in dec]))
+
+
+def joint_decoder_layers(al: AltiLayers) -> np.ndarray:
+    """[L, T, S + T] per decoder layer: the cross block's source shares, then its residual share spread
+    over the prefix by the self-attention block (ALTI+'s composition of the two blocks)."""
+    residual = al.cross[:, :, -1:]  # [L, T, 1]
+    return np.concatenate([al.cross[:, :, :-1], residual * al.decoder_self], axis=-1)
+
+
+def from_trace(tr: Trace) -> Contributions:
+    """ALTI+ per layer and rolled out, from a traced single-sentence pass."""
+    al = layers(tr)
+    return rolled_out(METHOD, list(al.encoder), list(joint_decoder_layers(al)))
+
+
+def alti_plus(translator: Translator, translation: Translation) -> Contributions:
+    """ALTI+ contributions of a translation's output (teacher-forced on its own ids), computed in float64."""
+    with float64_model(translator.model) as exact:
+        return from_trace(trace_pair(exact, translation.source_ids, translation.target_ids))

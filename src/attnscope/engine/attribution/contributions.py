@@ -1,0 +1,107 @@
+"""Token-to-token contributions of an encoder-decoder, per layer and composed over layers (rollout):
+the common shape of ALTI+ (engine/attribution/alti.py) and value zeroing (engine/attribution/value_zeroing.py).
+
+Each encoder layer mixes source positions ([S, S]); each decoder layer mixes, for generated
+token t, the source tokens (through cross-attention) and the decoder's own positions
+<bos> y1 .. (through masked self-attention and the residual stream) ([T, S + T]). Rollout
+multiplies the layers out: a decoder position carries what earlier layers mixed into it, a
+source position what the encoder mixed into it, so with rows summing to one each generated
+token's shares over the source tokens plus the target prefix sum to one.
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+import numpy as np
+import torch
+
+from attnscope.engine.recording.capture import model_lock
+from attnscope.model.transformer import Transformer
+
+
+@dataclass(frozen=True)
+class Contributions:
+    """Context mixing of one sentence pair by one method; every row sums to one."""
+
+    method: str  # "ALTI+" or "value zeroing"
+    encoder_layers: np.ndarray  # [L, S, S] per encoder layer
+    decoder_layers: np.ndarray  # [L, T, S + T] per decoder layer: source columns, then decoder-input columns
+    encoder_rollout: np.ndarray  # [S, S] encoder output over source tokens
+    decoder_rollout: np.ndarray  # [T, S + T] whole model: generated token t over source and prefix
+
+    @property
+    def n_source(self) -> int:
+        return self.encoder_rollout.shape[0]
+
+    @property
+    def source(self) -> np.ndarray:
+        """[T, S] share of each source token in each generated token."""
+        return self.decoder_rollout[:, : self.n_source]
+
+    @property
+    def prefix(self) -> np.ndarray:
+        """[T, T] share of each decoder input (<bos> y1 ..) in each generated token (zero after t)."""
+        return self.decoder_rollout[:, self.n_source:]
+
+    @property
+    def source_share(self) -> np.ndarray:
+        """[T] how much each generated token relied on the source (the rest is the prefix)."""
+        return self.source.sum(-1)
+
+
+def rolled_out(method: str, encoder_layers: Sequence[np.ndarray], decoder_layers: Sequence[np.ndarray]) -> Contributions:
+    """Compose per-layer mixing matrices (encoder [S, S], decoder [T, S + T]) over the whole model."""
+    s, t = encoder_layers[0].shape[0], decoder_layers[0].shape[0]
+    memory = np.eye(s)
+    for mixing in encoder_layers:
+        memory = mixing @ memory  # encoder output over source tokens
+    memory_rows = np.hstack([memory, np.zeros((s, t))])  # source positions as rows over [source | prefix]
+    rolled = np.hstack([np.zeros((t, s)), np.eye(t)])  # decoder input t is token t of the prefix
+    for mixing in decoder_layers:
+        rolled = mixing[:, s:] @ rolled + mixing[:, :s] @ memory_rows
+    return Contributions(method, np.stack(encoder_layers), np.stack(decoder_layers), memory, rolled)
+
+
+_COPIES: weakref.WeakKeyDictionary[Transformer, tuple[tuple[tuple[int, int], ...], Transformer]] = weakref.WeakKeyDictionary()
+_COPIES_GUARD = threading.Lock()
+
+
+def _parameters_version(model: Transformer) -> tuple[tuple[int, int], ...]:
+    """Changes whenever a parameter is replaced or written in place (a training step, a load): torch
+    counts in-place writes of every tensor in `_version`."""
+    return tuple((id(p), p._version) for p in model.parameters())
+
+
+def _float64_copy(model: Transformer) -> Transformer:
+    """The same network in float64 on the CPU, built from the config and the state dict (so no hook on
+    the shared model, such as a head gate, comes along; the throwaway initialisation leaves the global
+    random state as it was)."""
+    with torch.random.fork_rng(devices=[]):
+        exact = Transformer(model.config)
+    exact.load_state_dict({name: t.detach().cpu() for name, t in model.state_dict().items()})
+    return exact.to(dtype=torch.float64).eval()
+
+
+@contextmanager
+def float64_model(model: Transformer) -> Iterator[Transformer]:
+    """A float64 copy of `model` on the CPU in eval mode, held under its own lock while the block runs.
+
+    Value zeroing compares outputs that differ by ~1e-5 of their size, which float32 cannot resolve
+    (shares off by up to 1e-2, some negative); the copy computes the same function of the same
+    weights (every float32 is exactly a float64) without that rounding. It is made once per model
+    (~0.2 s) and made again when the model's parameters change.
+    """
+    with model_lock(model):
+        version = _parameters_version(model)
+        with _COPIES_GUARD:
+            kept = _COPIES.get(model)
+        if kept is None or kept[0] != version:
+            kept = (version, _float64_copy(model))
+            with _COPIES_GUARD:
+                _COPIES[model] = kept
+    with model_lock(kept[1]):
+        yield kept[1]

@@ -1,0 +1,74 @@
+"""Every attribution of one translation in one place: raw cross-attention, norm-based attention,
+ALTI+, value zeroing and gradient saliency, each as a [generated token, source token] map, and the
+source/prefix split of every generated token (ALTI+, the one that accounts for the residual path)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from attnscope.engine.attribution import alti, value_zeroing
+from attnscope.engine.attribution.contributions import Contributions, float64_model
+from attnscope.engine.attribution.norms import layer_norms, norm_record
+from attnscope.engine.attribution.quadrature import IGSettings
+from attnscope.engine.attribution.saliency import Saliency, saliency
+from attnscope.engine.decoding.translator import Translation, Translator
+from attnscope.engine.recording.internals import trace_pair
+from attnscope.engine.recording.record import AttentionRecord
+
+ATTENTION, NORM, ALTI, VALUE_ZEROING, GRAD_X_INPUT, INTEGRATED = (
+    "attention", "norm-based", alti.METHOD, value_zeroing.METHOD, "gradient × input", "integrated gradients")
+METHODS = (ATTENTION, NORM, ALTI, VALUE_ZEROING, GRAD_X_INPUT, INTEGRATED)
+REFERENCES = (ALTI, VALUE_ZEROING, GRAD_X_INPUT, INTEGRATED)  # what attention is compared against
+
+
+@dataclass(frozen=True)
+class SentenceAttribution:
+    """The attributions of one translation's output tokens (rows) over its source tokens (columns)."""
+
+    source_tokens: tuple[str, ...]
+    output_tokens: tuple[str, ...]  # what each step produced
+    weights: AttentionRecord  # raw attention, [L, H, Q, K] per kind
+    norms: AttentionRecord  # norm-based attention, same shapes
+    cross_layer_norms: np.ndarray  # [L, T, S] ||sum_h a^h f_h(x_j)|| per decoder layer
+    alti_plus: Contributions  # ALTI+: the source/prefix split
+    value_zeroing: Contributions
+    gradient_x_input: Saliency
+    integrated_gradients: Saliency | None
+
+    @property
+    def split(self) -> Contributions:
+        """The contributions behind the source/prefix split: ALTI+ (value zeroing's rollout leaves the
+        residual path out and puts nearly everything on the source; see README, "which measure")."""
+        return self.alti_plus
+
+    def source_maps(self, layer: int) -> dict[str, np.ndarray]:
+        """Nonnegative [T, S] scores per method; attention and norms from decoder layer `layer`
+        (mean of heads; the layer-level norm of the summed heads), saliency as magnitudes."""
+        maps = {ATTENTION: self.weights.mean_over_heads("cross", layer).astype(np.float64),
+                NORM: self.cross_layer_norms[layer].astype(np.float64),
+                ALTI: self.alti_plus.source,
+                VALUE_ZEROING: self.value_zeroing.source,
+                GRAD_X_INPUT: np.abs(self.gradient_x_input.source)}
+        if self.integrated_gradients is not None:
+            maps[INTEGRATED] = np.abs(self.integrated_gradients.source)
+        return maps
+
+
+def attribute(translator: Translator, translation: Translation, ig: IGSettings | None = None) -> SentenceAttribution:
+    """All attributions of a translation, teacher-forced on its own output ids: one traced pass for the
+    norms, one on a float64 copy for ALTI+ and value zeroing, gradients for saliency; `ig` None skips
+    integrated gradients."""
+    if translation.attention is None or not translation.steps:
+        raise ValueError("the translation carries no attention; translate with capture=True")
+    model, src, tgt = translator.model, translation.source_ids, translation.target_ids
+    with float64_model(model) as exact_model:
+        exact = trace_pair(exact_model, src, tgt)
+        split, vz = alti.from_trace(exact), value_zeroing.from_trace(exact)
+    with translator.inference():
+        traced = trace_pair(model, src, tgt)
+        gxi = saliency(model, src, tgt)
+        integrated = saliency(model, src, tgt, ig) if ig is not None else None
+    return SentenceAttribution(translation.source_tokens, translation.output_tokens, translation.attention,
+                               norm_record(traced, translation.attention), layer_norms(traced, "cross"),
+                               split, vz, gxi, integrated)

@@ -1,0 +1,92 @@
+"""Value zeroing (Mohebbi et al., "Quantifying Context Mixing in Transformers", EACL 2023),
+extended to the encoder-decoder: how much each generated token drew on the source and on the
+target prefix, and on which source tokens.
+
+Per layer, token j's share in query i's representation is the cosine distance between the
+layer's real output for i and its output when j's value vector is zeroed in every head of one
+attention module, rows normalised to sum to one. In a decoder layer the candidates are the
+prefix (zeroed in self-attention) and the source (zeroed in cross-attention), normalised
+together. Layers are composed by rollout (as the paper does for the whole model): a prefix
+position carries what earlier layers mixed into it, a source position what the encoder mixed
+into it, so every generated token's shares over source tokens plus target prefix sum to one.
+
+Zeroing j's values changes query i's attention output by exactly -sum_h a^h_ij f_h(x_j) (the
+weights do not change: keys are untouched), so each variant is the traced output minus that
+vector, sent through the rest of the layer by the layer's own modules, all variants at once.
+
+The distances are ~1e-5, so the variants run on a float64 copy of the model (float32 rounding
+moved shares by up to 1e-3 and made some negative), and the cosine distance is computed as
+||a/|a| - b/|b|||^2 / 2, which is never negative. The rollout attributes nothing to a token's own
+path through the residual stream, so its source/prefix split leans to the source at every layer
+(see README, "which measure"); ALTI+ (engine/attribution/alti.py) accounts for that path and gives the split.
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from attnscope.engine.attribution.contributions import Contributions, float64_model, rolled_out
+from attnscope.engine.decoding.translator import Translation, Translator
+from attnscope.engine.recording.internals import LayerTrace, Trace, mixed_vectors, trace_pair
+
+METHOD = "value zeroing"
+
+
+def _distance(reference: Tensor, variants: Tensor) -> Tensor:
+    """Cosine distance between each query's output (Q, D) and its variants (Q, K, D): (Q, K), as half the
+    squared distance of the unit vectors (equal to 1 - cos, without its cancellation; never negative)."""
+    unit = torch.nn.functional.normalize
+    return 0.5 * (unit(variants, dim=-1) - unit(reference, dim=-1).unsqueeze(1)).pow(2).sum(-1)
+
+
+def _normalise(scores: Tensor) -> Tensor:
+    total = scores.sum(-1, keepdim=True)
+    return scores / torch.where(total > 0, total, torch.ones_like(total))
+
+
+def _variants(base: Tensor, attn_out: Tensor, g: Tensor) -> tuple[Tensor, Tensor]:
+    """Block inputs repeated per zeroed key and the attention outputs without that key, each (1, Q*K, D)."""
+    q, k, d = g.shape
+    return base.unsqueeze(1).expand(q, k, d).reshape(1, q * k, d), (attn_out.unsqueeze(1) - g).reshape(1, q * k, d)
+
+
+def encoder_layer_mixing(lt: LayerTrace) -> Tensor:
+    """[S, S] value-zeroing scores of one encoder layer (unnormalised cosine distances)."""
+    layer, x, call = lt.layer, lt.inputs[0], lt.self_attn
+    s, d = x.shape
+    base, attn = _variants(x, call.output[0], mixed_vectors(call))
+    y = layer.ffn_block(layer.attn_block(base, lambda _h: attn), layer.ffn)  # (1, S*S, D)
+    return _distance(lt.output[0], y.view(s, s, d))
+
+
+def decoder_layer_mixing(lt: LayerTrace) -> tuple[Tensor, Tensor]:
+    """Unnormalised scores of one decoder layer: ([T, S] source via cross-attention, [T, T] prefix via self-attention)."""
+    layer, x, sa, ca = lt.layer, lt.inputs[0], lt.self_attn, lt.cross_attn
+    t, d = x.shape
+    s = ca.values.shape[2]
+
+    def cross(h: Tensor) -> Tensor:  # the traced keys and values of the source, queried from h
+        return ca.module(ca.module.project_q(h), ca.keys[:1], ca.values[:1], ca.mask)
+
+    base, attn = _variants(x, sa.output[0], mixed_vectors(sa))
+    y_self = layer.ffn_block(layer.cross_block(layer.self_block(base, lambda _h: attn), cross), layer.ffn)
+    prefix = _distance(lt.output[0], y_self.view(t, t, d)).tril()  # a query never sees later positions
+    x1 = layer.self_block(x.unsqueeze(0), lambda _h: sa.output[:1])[0]  # (T, D) input of the cross block
+    base, attn = _variants(x1, ca.output[0], mixed_vectors(ca))
+    y_cross = layer.ffn_block(layer.cross_block(base, lambda _h: attn), layer.ffn)
+    return _distance(lt.output[0], y_cross.view(t, s, d)), prefix
+
+
+def from_trace(tr: Trace) -> Contributions:
+    """Value zeroing per layer and rolled out, from a traced single-sentence pass; the variants run the
+    traced model's modules, so hold its lock (`contributions.float64_model` does, and resolves the distances)."""
+    with torch.no_grad():
+        enc = [_normalise(encoder_layer_mixing(lt)) for lt in tr.encoder]
+        dec = [_normalise(torch.cat(decoder_layer_mixing(lt), dim=-1)) for lt in tr.decoder]
+    return rolled_out(METHOD, [m.double().cpu().numpy() for m in enc], [m.double().cpu().numpy() for m in dec])
+
+
+def value_zeroing(translator: Translator, translation: Translation) -> Contributions:
+    """Value-zeroing contributions of a translation's output (teacher-forced on its own ids), in float64."""
+    with float64_model(translator.model) as exact:
+        return from_trace(trace_pair(exact, translation.source_ids, translation.target_ids))

@@ -1,0 +1,194 @@
+"""A loaded model with its tokenizers: text in, translation (and everything it attended to) out."""
+from __future__ import annotations
+
+import math
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import numpy as np
+import torch
+
+from attnscope.checkpoints import checkpoint
+from attnscope.checkpoints.checkpoint import Bundle
+from attnscope.engine.decoding.beam import beam_search, beam_search_batch
+from attnscope.engine.decoding.beam_result import BeamResult
+from attnscope.engine.decoding.decode import Decoded, greedy, greedy_batch, teacher_force
+from attnscope.engine.recording.capture import eval_mode, model_lock
+from attnscope.engine.recording.record import AttentionRecord, DecodeStep
+from attnscope.model.batch import pad
+from attnscope.model.config import BOS_ID, EOS_ID
+from attnscope.model.transformer import Transformer
+
+MAX_CHARS = 2000  # longer input is cut before tokenizing (the model reads at most max_len tokens anyway)
+MAX_BEAM = 16
+
+
+class InputError(ValueError):
+    """The user's text or options cannot be translated; the message says what to change."""
+
+
+def _array(weights: torch.Tensor) -> np.ndarray:
+    return weights.float().cpu().numpy()
+
+
+@dataclass(frozen=True)
+class Translation:
+    """One translated sentence with its tokens, decoding steps and captured attention."""
+
+    text: str
+    source_tokens: tuple[str, ...]  # pieces of the source ids, framed as the model was trained (`x <eos>` or `<bos> x <eos>`)
+    target_tokens: tuple[str, ...]  # decoder inputs: <bos> y1 .. y_{n-1}; row t chose steps[t]
+    source_ids: tuple[int, ...]
+    target_ids: tuple[int, ...]  # generated ids, ending with <eos> when the model produced it
+    attention: AttentionRecord | None
+    steps: list[DecodeStep] | None
+    notes: tuple[str, ...] = ()  # truncation, unknown characters, ...
+    beam: BeamResult | None = None
+    log_prob: float = 0.0
+
+    @property
+    def output_tokens(self) -> tuple[str, ...]:
+        """What each step produced (target_tokens shifted by one, ending with <eos>)."""
+        return tuple(s.token for s in self.steps) if self.steps else ()
+
+
+@dataclass
+class Translator:
+    """Public entry point for translating with a checkpoint (see `attnscope.load`)."""
+
+    model: Transformer
+    bundle: Bundle
+    device: torch.device | None = None  # where inputs go; None: wherever the model's weights are
+    label: str = ""  # the checkpoint's file name; distinguishes copies of one run
+    revision: float = 0.0  # modification time of that file: a re-published checkpoint is another model
+
+    def __post_init__(self) -> None:
+        if self.device is None:  # a model moved to a GPU gets its inputs there without being told twice
+            self.device = next(self.model.parameters()).device
+
+    @property
+    def name(self) -> str:
+        return self.label or str(self.bundle.summary.get("name", f"{self.bundle.src_lang}-{self.bundle.tgt_lang}"))
+
+    @property
+    def cache_key(self) -> str:
+        """Names these exact weights, so cached results never outlive the file they came from."""
+        return f"{self.name}@{self.revision!r}"
+
+    @contextmanager
+    def inference(self) -> Iterator[None]:
+        """Hold the model's lock and run it in eval mode (a training job may share the model)."""
+        with model_lock(self.model), eval_mode(self.model):
+            yield
+
+    def source(self, text: str) -> tuple[list[int], list[str]]:
+        """Source ids framed as the model was trained (config.frame_source), cut to fit, and notes for the user."""
+        if not isinstance(text, str) or not text.strip():
+            raise InputError("Type a sentence to translate: the text is empty.")
+        notes = []
+        if len(text) > MAX_CHARS:
+            text = text[:MAX_CHARS]
+            notes.append(f"The text was cut to its first {MAX_CHARS:,} characters.")
+        ids = self.bundle.src_codec.encode(text)
+        config = self.model.config
+        limit = config.max_len - config.source_overhead
+        if len(ids) > limit:
+            notes.append(f"The sentence has {len(ids)} tokens; this model reads at most {limit}, "
+                         f"so only the first {limit} were translated.")
+            ids = ids[:limit]
+        unknown = self.bundle.src_codec.unknown_characters(text)
+        if unknown:
+            notes.append("The tokenizer does not know " + ", ".join(repr(u) for u in unknown[:10]) +
+                         "; they were read as <unk>.")
+        return config.frame_source(ids), notes
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write this model and its tokenizers as one attnscope checkpoint (`attnscope.load` and the app read it)."""
+        return checkpoint.save(self.model, self.bundle, path)
+
+    def translate(self, text: str, beam_size: int = 1, max_len: int | None = None, use_cache: bool = True,
+                  capture: bool = True, prefix: Sequence[int] = (), length_penalty: float = 1.0) -> Translation:
+        """Translate one sentence; with `capture`, record every head and every step.
+
+        `prefix` forces the first tokens (ids) and lets the model continue (greedy only).
+        With beam search, steps and attention are those of the best hypothesis, from one
+        teacher-forced pass over it (exactly what the model computes for that prefix).
+        """
+        if not 1 <= beam_size <= MAX_BEAM:
+            raise InputError(f"Beam size must be between 1 and {MAX_BEAM}, got {beam_size}.")
+        src_ids, notes = self.source(text)
+        max_len = self._max_len(max_len)
+        beam = None
+        with self.inference():
+            if beam_size == 1:
+                decoded = greedy(self.model, src_ids, max_len=max_len, use_cache=use_cache, capture=capture, prefix=prefix)
+            else:
+                src = torch.tensor([src_ids], device=self.device)
+                beam = beam_search(self.model, src, beam_size, max_len=max_len, length_penalty=length_penalty,
+                                   use_cache=use_cache)[0]
+                best = beam.hypotheses[0][0]
+                decoded = teacher_force(self.model, src_ids, best) if capture else Decoded(best)
+        return self._result(src_ids, decoded, tuple(notes), beam)
+
+    def score(self, text: str, reference: str) -> Translation:
+        """Teacher-force a reference translation: its probabilities and attention."""
+        src_ids, notes = self.source(text)
+        if not reference.strip():
+            raise InputError("The reference translation is empty.")
+        tgt = self.bundle.tgt_codec.encode(reference)[: self.model.config.max_len - 1] + [EOS_ID]
+        with self.inference():
+            decoded = teacher_force(self.model, src_ids, tgt)
+        return self._result(src_ids, decoded, tuple(notes), None)
+
+    def hypothesis(self, text: str, ids: Sequence[int]) -> Translation:
+        """Record of any given output (e.g. a beam hypothesis), by teacher forcing."""
+        src_ids, notes = self.source(text)
+        with self.inference():
+            decoded = teacher_force(self.model, src_ids, list(ids))
+        return self._result(src_ids, decoded, tuple(notes), None)
+
+    def _max_len(self, max_len: int | None) -> int:
+        limit = self.model.config.max_len
+        if max_len is not None and not 1 <= max_len <= limit:
+            raise InputError(f"Maximum output length must be between 1 and {limit}, got {max_len}.")
+        return max_len or limit
+
+    def _result(self, src_ids: list[int], decoded: Decoded, notes: tuple[str, ...], beam: BeamResult | None) -> Translation:
+        codec_src, codec_tgt = self.bundle.src_codec, self.bundle.tgt_codec
+        source_tokens = tuple(codec_src.pieces(src_ids))
+        target_tokens = tuple(codec_tgt.pieces([BOS_ID, *decoded.ids[:-1]])) if decoded.ids else ()
+        record, steps = None, None
+        if decoded.encoder is not None and decoded.ids:
+            record = AttentionRecord(source_tokens, target_tokens, _array(decoded.encoder), _array(decoded.decoder),
+                                     _array(decoded.cross))
+            ids = list({i for s in decoded.steps for i in (s.token_id, *s.top_ids)})
+            piece = dict(zip(ids, codec_tgt.pieces(ids)))  # one tokenizer call, not two a step
+            steps = [DecodeStep(t, s.token_id, piece[s.token_id], math.exp(s.log_prob),
+                                tuple(zip([piece[i] for i in s.top_ids], s.top_probs)), s.entropy, tuple(s.top_ids))
+                     for t, s in enumerate(decoded.steps)]
+        return Translation(codec_tgt.decode(decoded.ids), source_tokens, target_tokens, tuple(src_ids),
+                           tuple(decoded.ids), record, steps, notes, beam, decoded.log_prob)
+
+    @torch.no_grad()
+    def translate_batch(self, texts: Sequence[str], beam_size: int = 1, max_len: int | None = None,
+                        batch_size: int = 64, use_cache: bool = True) -> list[str]:
+        """Translate many sentences, batching sources of similar length together."""
+        if not 1 <= beam_size <= MAX_BEAM:
+            raise InputError(f"Beam size must be between 1 and {MAX_BEAM}, got {beam_size}.")
+        max_len = self._max_len(max_len)  # the budget translate() uses, not one from the batch's padded width
+        kept = [i for i, t in enumerate(texts) if isinstance(t, str) and t.strip()]  # blank input -> ""
+        sources = {i: self.source(texts[i])[0] for i in kept}
+        order = sorted(kept, key=lambda i: len(sources[i]))
+        out: list[str] = [""] * len(texts)
+        with self.inference():
+            for start in range(0, len(order), batch_size):
+                idx = order[start:start + batch_size]
+                src = pad([sources[i] for i in idx]).to(self.device)
+                ids = (greedy_batch(self.model, src, max_len, use_cache) if beam_size == 1
+                       else beam_search_batch(self.model, src, beam_size, max_len))
+                for i, row in zip(idx, ids):
+                    out[i] = self.bundle.tgt_codec.decode(row)
+        return out

@@ -1,0 +1,33 @@
+"""Logit lens: what each decoder layer's output would predict if it were the last one.
+
+Each captured decoder-layer output goes through the model's own final norm (if it has one) and
+output layer; for the last layer that is exactly the model's prediction.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from attnscope.engine.inside.trace_data import ForwardTrace, LogitLens
+from attnscope.engine.recording.capture import eval_mode, model_lock
+from attnscope.model.transformer import Transformer
+
+
+@torch.no_grad()
+def layer_logits(model: Transformer, trace: ForwardTrace, position: int) -> np.ndarray:
+    """(L, V) logits of every decoder layer's output at `position`, through the final norm and output layer."""
+    if not 0 <= position < trace.decoder_layers.shape[1]:
+        raise ValueError(f"the target prefix has positions 0..{trace.decoder_layers.shape[1] - 1}; asked for {position}")
+    hidden = torch.from_numpy(trace.decoder_layers[:, position]).to(next(model.parameters()).device)  # (L, D)
+    with model_lock(model), eval_mode(model):
+        return model.generator(model.decoder_norm(hidden)).float().cpu().numpy()
+
+
+def logit_lens(model: Transformer, trace: ForwardTrace, position: int, chosen_id: int, k: int = 5) -> LogitLens:
+    """Top-k per layer at `position` and where `chosen_id` (the token the model chose there) ranks."""
+    logits = layer_logits(model, trace, position)
+    shifted = logits - logits.max(-1, keepdims=True)
+    probs = np.exp(shifted) / np.exp(shifted).sum(-1, keepdims=True)  # (L, V)
+    top = np.argsort(-probs, axis=-1, kind="stable")[:, :k]
+    rank = 1 + (probs > probs[:, [chosen_id]]).sum(-1)
+    return LogitLens(position, chosen_id, top, np.take_along_axis(probs, top, -1), rank, probs[:, chosen_id])

@@ -1,0 +1,9 @@
+"""Recording: what every attention head computed, from any model, into one `AttentionRecord`."""
+from attnscope.engine.lazy import exports
+
+__all__, __getattr__, __dir__ = exports(__name__, {
+    "capture": ["record_attention", "Recording", "eval_mode", "model_lock"],
+    "record": ["AttentionRecord", "DecodeStep", "StepAttention", "RecordError", "KINDS", "KIND_LABELS", "Kind"],
+    "record_files": ["read_record", "record_meta"],
+    "hf_generate": ["generate_with_attention"],
+})
