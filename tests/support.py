@@ -7,7 +7,7 @@ Regenerate it after a change to the checkpoint format or the model (about a minu
 
     PYTHONPATH=src python -m tests.support
 
-tests/test_toy_checkpoint.py checks that the committed file still loads and reverses.
+tests/checkpoints/test_toy_checkpoint.py checks that the committed file still loads and reverses.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The config fields that models trained elsewhere need, each against an independent computation.
 
-Defaults are attnscope's own behaviour (tests/test_model.py covers them); here every variant is
+Defaults are attnscope's own behaviour (tests/model/test_model.py covers them); here every variant is
 checked on its own: the sinusoid layouts against the formulas as their original code writes them
 (numpy, float64), position offsets and separate decoder tables, LayerNorm on the embeddings, the
 decoder start token, a forced first output, suppressed tokens, q/k/v without biases and source framing.

@@ -14,7 +14,7 @@ from attnscope.viz import inside
 from attnscope.viz.html import diverging_colours
 from attnscope.viz.lens import lens_table
 from attnscope.viz.offsets import offset_fit_curves, rotation_circle, rotation_errors
-from tests.engine.inside_fixtures import make_case
+from tests.engine.inside.inside_fixtures import make_case
 from tests.support import HtmlView
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.engine.inside_fixtures import VARIANTS, Case, make_case
+from tests.engine.inside.inside_fixtures import VARIANTS, Case, make_case
 
 
 @pytest.fixture(scope="module", params=list(VARIANTS))

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from attnscope.engine.inside.head_view import head_view
-from tests.engine.inside_fixtures import Case
+from tests.engine.inside.inside_fixtures import Case
 
 
 def tokens(case: Case) -> tuple[tuple[str, ...], tuple[str, ...]]:

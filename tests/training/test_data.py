@@ -19,6 +19,7 @@ from attnscope.training.data import (
     toy_split,
 )
 from attnscope.training.evaluate import exact_match
+from tests.support import ROOT
 
 
 def write(folder: Path, name: str, lines: list[str]) -> None:
@@ -122,7 +123,7 @@ def test_the_sample_is_package_data_of_a_built_wheel(tmp_path: Path) -> None:
     import subprocess
     import sys
     import zipfile
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(root / name, tmp_path / name)
     shutil.copytree(root / "src", tmp_path / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))

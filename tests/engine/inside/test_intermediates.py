@@ -10,7 +10,7 @@ import torch
 
 from attnscope.engine.recording.intermediates import trace
 from attnscope.model.transformer import split_heads
-from tests.engine.inside_fixtures import Case
+from tests.engine.inside.inside_fixtures import Case
 from tests.engine_fixtures import no_hooks_left
 
 KINDS_LAYERS = lambda c: sorted(c.full.sublayers)  # noqa: E731

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from attnscope.engine.inside.lens import layer_logits, logit_lens
-from tests.engine.inside_fixtures import Case
+from tests.engine.inside.inside_fixtures import Case
 
 
 @pytest.mark.parametrize("which", ["cached", "full"])
