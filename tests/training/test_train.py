@@ -19,9 +19,10 @@ import torch.nn.functional as F
 from safetensors.torch import save_file
 
 from attnscope.checkpoints import checkpoint
+from attnscope.cli.train import parse_args
 from attnscope.engine.decoding.translator import Translator
 from attnscope.model.config import PAD_ID
-from attnscope.training.config import TrainConfig, parse_args
+from attnscope.training.config import TrainConfig
 from attnscope.training.data import toy_pairs
 from attnscope.training.loop import Trainer, label_smoothed_loss, lr_at, train
 from attnscope.training.state import TrainState, load_training_state, save_training_state

@@ -185,14 +185,3 @@ def token_batches(examples: Sequence[Example], max_tokens: int, *, shuffle: bool
     if shuffle:
         rng.shuffle(batches)
     return batches
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """`python -m attnscope data download [--data-dir D]`: fetch Multi30k for users with internet."""
-    import argparse
-    parser = argparse.ArgumentParser(prog="python -m attnscope data")
-    parser.add_argument("command", choices=["download"])
-    parser.add_argument("--data-dir", default=None)
-    args = parser.parse_args(argv)
-    for path in download(data_dir(args.data_dir)):
-        print(f"fetched {path}")

@@ -10,7 +10,7 @@ import streamlit as st
 from attnscope.checkpoints import checkpoint, registry
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.convert import read_state_dict
-from attnscope.checkpoints.import_command import parse_examples, parse_specials
+from attnscope.checkpoints.import_inputs import parse_examples, parse_specials
 from attnscope.checkpoints.importers.uploads import import_uploaded
 from attnscope.checkpoints.importing import import_weights
 from attnscope.ui.checkpoint_tools import keep_for_session
