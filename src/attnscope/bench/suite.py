@@ -95,10 +95,12 @@ class TorchBaseline(nn.Module):
         self.out = nn.Linear(c.d_model, c.tgt_vocab_size)
         self.out.weight = self.embed.weight
 
+    def _embed(self, x: Tensor) -> Tensor:
+        return self.embed(x) * math.sqrt(self.d) + self.pe[: x.shape[1]]
+
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
-        emb = lambda x: self.embed(x) * math.sqrt(self.d) + self.pe[: x.shape[1]]  # noqa: E731
         causal = torch.ones(tgt.shape[1], tgt.shape[1], dtype=torch.bool, device=tgt.device).triu(1)  # True = masked
-        h = self.core(emb(src), emb(tgt), tgt_mask=causal, src_key_padding_mask=src == 0,
+        h = self.core(self._embed(src), self._embed(tgt), tgt_mask=causal, src_key_padding_mask=src == 0,
                       tgt_key_padding_mask=tgt == 0, memory_key_padding_mask=src == 0, tgt_is_causal=True)
         return self.out(h)
 
@@ -321,7 +323,10 @@ def import_speed(megabytes: float, repeats: int) -> dict[str, Any]:
     torch.save(state, buffer)
     data = buffer.getvalue()
     itos = ["<unk>", "<pad>", "<bos>", "<eos>"] + [f"w{i}" for i in range(vocab - 4)]
-    run = lambda: import_weights(read_state_dict(data, "model.pt"), itos, itos, n_heads=8)  # noqa: E731
+
+    def run() -> Any:
+        return import_weights(read_state_dict(data, "model.pt"), itos, itos, n_heads=8)
+
     start = time.perf_counter()
     run()
     first = time.perf_counter() - start
@@ -340,7 +345,7 @@ def inside_latency(tr: Translator, repeats: int, max_len: int | None = None) -> 
     from attnscope.viz.lens import lens_table
 
     result = tr.translate(SENTENCES[2], max_len=max_len)
-    piece = lambda i: tr.bundle.tgt_codec.pieces([i])[0]  # noqa: E731
+    piece = tr.bundle.tgt_codec.piece
 
     def traced() -> Any:
         with tr.inference():

@@ -167,7 +167,10 @@ def token_batches(examples: Sequence[Example], max_tokens: int, *, shuffle: bool
     rng = random.Random(seed)
     if shuffle:
         rng.shuffle(order)
-    size = lambda i: max(len(examples[i].src), len(examples[i].tgt))  # noqa: E731
+
+    def size(i: int) -> int:
+        return max(len(examples[i].src), len(examples[i].tgt))
+
     batches: list[list[int]] = []
     bucket_len = max(1, bucket_factor * max(1, max_tokens // 30))
     for start in range(0, len(order), bucket_len):

@@ -44,11 +44,7 @@ def head_steps(tr: Translator, result: Translation, choice: Choice, picked: Head
     st.html(inside.contribution_strips(v))
     st.html(inside.residual_strips(v))
     st.subheader(f"5 · Logit lens at step {choice.step}")
-
-    def piece(token_id: int) -> str:
-        return tr.bundle.tgt_codec.pieces([token_id])[0]
-
-    st.html(lens_table(inside_tools.lens(tr, result, choice.step), piece))
+    st.html(lens_table(inside_tools.lens(tr, result, choice.step), tr.bundle.tgt_codec.piece))
 
 
 def positional_panels(tr: Translator) -> None:
