@@ -1,9 +1,9 @@
 """attnscope: router and shared sidebar (the pages by section, active checkpoint, attention kind, layer, head)."""
 import streamlit as st
 
-from attnscope.engine.recording.record import KIND_LABELS, KINDS
 from attnscope.ui import models, navigation, selection, url
 from attnscope.ui.persist import keep
+from attnscope.ui.selection import KIND_LABELS, KINDS
 
 st.set_page_config(page_title="attnscope", page_icon=":material/visibility:", layout="wide")
 page, sections = navigation.route()

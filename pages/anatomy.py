@@ -4,8 +4,7 @@ import dataclasses
 import pandas as pd
 import streamlit as st
 
-from attnscope.engine.inside.anatomy import parameter_table, shape_walkthrough
-from attnscope.ui import results, widgets
+from attnscope.ui import anatomy_tools, results, widgets
 from attnscope.ui.checkpoint_tools import training_facts
 from attnscope.ui.navigation import open_page
 from attnscope.ui.query import Query
@@ -20,9 +19,7 @@ with left:
                  hide_index=True, width="stretch")
 with right:
     st.subheader("Parameters")
-    table = parameter_table(tr.model)
-    st.metric("Total parameters", f"{int(table['parameters'].sum()):,}")
-    st.dataframe(table, hide_index=True, width="stretch")
+    anatomy_tools.parameters(tr)
     st.caption(" · ".join(training_facts(tr.bundle.summary)))
 
 st.subheader("Tensor shapes for the current sentence")
@@ -33,4 +30,4 @@ if result is not None:
     s, t = len(result.source_tokens), len(result.target_tokens)
     st.markdown(f"S = {s} source tokens, T = {t} decoder positions, D = {c.d_model}, H = {c.n_heads}, "
                 f"d_head = D / H = {c.head_dim}, V = {c.tgt_vocab_size}.")
-    st.dataframe(shape_walkthrough(tr.model, s, t), hide_index=True, width="stretch")
+    anatomy_tools.shapes(tr, s, t)

@@ -1,40 +1,13 @@
 """Positional encodings: the sinusoids of the paper next to the loaded model's own encodings."""
-import numpy as np
 import streamlit as st
 
-from attnscope.engine.inside.anatomy import embedding_norms, model_positions
-from attnscope.model.transformer import sinusoidal_table
-from attnscope.ui import widgets
+from attnscope.ui import positional_tools
 from attnscope.ui.navigation import open_page
-from attnscope.viz.positional import encoding_curves, encoding_heatmap, norms_histogram, offset_profile, similarity_heatmap
 
 tr = open_page("Positional encoding")
 c = tr.model.config
 st.markdown(f"The model adds a {c.d_model}-dimensional vector per position to each token embedding "
             f"(scaled by √{c.d_model}). This checkpoint uses **{c.positional}** positional encodings.")
-n_pos = st.slider("Positions shown", 8, c.max_len, min(64, c.max_len), key="pe_positions")
-sinusoid = sinusoidal_table(n_pos, c.d_model).numpy()
-dims = st.multiselect("Dimensions to plot", list(range(c.d_model)),
-                      default=sorted({d for d in (0, 1, 4, 5, 16, 64) if d < c.d_model} | {min(64, c.d_model - 1)}),
-                      key="pe_dims")
-widgets.chart(encoding_curves(sinusoid, dims, title="Sinusoidal encoding: PE(pos, 2i) = sin(pos/10000^(2i/d)), "
-                                                   "PE(pos, 2i+1) = cos(…)"), "pe-curves")
-left, right = st.columns(2)
-with left:
-    widgets.chart(encoding_heatmap(sinusoid, title="Sinusoidal: position × dimension"), "pe-heatmap")
-with right:
-    widgets.chart(similarity_heatmap(sinusoid, title="Sinusoidal: PE(p) · PE(q) depends only on |p − q|"), "pe-similarity")
-widgets.chart(offset_profile(sinusoid, [0, n_pos // 4, n_pos // 2], title="Same offset, same dot product, wherever you start"),
-              "pe-offsets")
-
+n_pos, sinusoid = positional_tools.paper_sinusoids(c)
 st.subheader(f"This model's own encodings ({c.positional})")
-own = model_positions(tr.model, n_pos)
-if c.positional == "sinusoidal":
-    st.caption(f"Identical to the table above (max difference {float(np.abs(own - sinusoid).max()):.1e}).")
-left, right = st.columns(2)
-with left:
-    widgets.chart(encoding_heatmap(own, title=f"{c.positional.capitalize()}: position × dimension"), "own-heatmap")
-with right:
-    widgets.chart(similarity_heatmap(own, title=f"{c.positional.capitalize()}: position similarity"), "own-similarity")
-tokens, positions = embedding_norms(tr.model, n_pos)
-widgets.chart(norms_histogram(tokens, positions, title="Norms of scaled token embeddings vs positional encodings"), "pe-norms")
+positional_tools.model_encodings(tr, n_pos, sinusoid)

@@ -1,15 +1,14 @@
 """Translate a sentence and see every kind of attention, one head large and all heads at once."""
 import streamlit as st
 
-from attnscope.engine.recording.record import KIND_LABELS, KINDS
 from attnscope.ui import figures, results, selection, widgets
 from attnscope.ui.cache import result_key
 from attnscope.ui.compare import reference_comparison
 from attnscope.ui.navigation import open_page
 from attnscope.ui.record_tools import show_opened
+from attnscope.ui.selection import KIND_LABELS, KINDS
 from attnscope.ui.translation_view import show_translation
 from attnscope.ui.values_switch import values_switch
-from attnscope.viz.heatmap import LONG_INPUT, is_long
 
 tr = open_page("Translate", record_view=show_opened)  # a record opened on the Checkpoints page: shown without a model
 query, result = widgets.translated_sentence(tr)
@@ -17,15 +16,13 @@ show_translation(query.sentence, result.text, tr.bundle.tgt_lang)
 
 head = selection.head()
 record = result.attention
-n_tokens = max(len(record.source_tokens), len(record.target_tokens))
-long = is_long(n_tokens)
+n_tokens, long = figures.longest_side(record)
 per_head = st.toggle("Scale colours per head (instead of a fixed 0–1 scale)", value=long,
                      key="per_head_scale_long" if long else "per_head_scale")
 shown, norms = values_switch(tr, query, result)  # weights, or weighted value norms
 per_head = per_head or norms
 if long:
-    st.caption(f"{n_tokens} tokens: attention spread over more than {LONG_INPUT} tokens is pale on a 0–1 scale, "
-               "so each map is scaled to its own maximum here; tick labels show every few tokens (hover for all).")
+    st.caption(figures.long_caption(n_tokens))
 key = result_key("translate", query)
 tabs = selection.kind_tabs()  # the sidebar's "Attention" and this page's tabs are one choice
 for tab, kind in zip(tabs, KINDS):

@@ -91,7 +91,10 @@ def m1_logits(model: Seq2SeqTransformer, src: Tensor, tgt: Tensor) -> Tensor:
     """Logits [T, V] for one sequence-first source [S, 1] and decoder input [T, 1], as the tutorial's training does."""
     s, t = src.shape[0], tgt.shape[0]
     src_mask = torch.zeros((s, s)).type(torch.bool)
-    pad = lambda x: (x == PAD_IDX).transpose(0, 1)  # noqa: E731
+
+    def pad(x: torch.Tensor) -> torch.Tensor:
+        return (x == PAD_IDX).transpose(0, 1)
+
     return model(src, tgt, src_mask, square_subsequent_mask(t), pad(src), pad(tgt), pad(src))[:, 0]
 
 

@@ -22,5 +22,8 @@ def pattern_record(kind: str = "identity", layers: int = 2, heads: int = 3) -> A
     else:  # uniform over allowed keys
         enc = np.full((s, s), 1 / s)
         dec = np.tril(np.ones((t, t))) / np.arange(1, t + 1)[:, None]
-    tile = lambda m: np.tile(m, (layers, heads, 1, 1)).astype(np.float32)  # noqa: E731
+
+    def tile(m: np.ndarray) -> np.ndarray:
+        return np.tile(m, (layers, heads, 1, 1)).astype(np.float32)
+
     return AttentionRecord(SRC, TGT, tile(enc), tile(dec), tile(np.full((t, s), 1 / s)))

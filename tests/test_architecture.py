@@ -1,10 +1,12 @@
 """The design's import rules, checked from the source text (ast): which part may import which.
 
 model < checkpoints < engine < training; viz draws engine data types only; only ui/, pages/ and
-app.py know Streamlit; bench measures everything and nothing imports it; no two packages import
-each other, directly or around a loop. The app (app.py, pages/, ui/) uses only Streamlit's public API:
-no private names (`st._x`, `from streamlit import _x`) and no runtime/server internals, so an
-upgrade cannot break it silently.
+app.py know Streamlit; bench measures everything and nothing imports it but the command line; cli (one
+module per command) may use every part but the app's ui/, and only the entry points (attnscope/__main__.py,
+attnscope/bench/__main__.py) import it; no two packages import each other, directly or around a loop. Pages
+and app.py are thin: from attnscope they import only attnscope.ui, which does the work behind their widgets.
+The app (app.py, pages/, ui/) uses only Streamlit's public API: no private names (`st._x`, `from streamlit
+import _x`) and no runtime/server internals, so an upgrade cannot break it silently.
 """
 from __future__ import annotations
 
@@ -16,13 +18,16 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "attnscope"
 
-PARTS = ("model", "checkpoints", "engine", "training", "viz", "ui", "bench")
+PARTS = ("model", "checkpoints", "engine", "training", "viz", "ui", "bench", "cli")
+# Run as programs (`python -m ...`), never imported: they may import the command line, and close no loop.
+ENTRY_POINTS = {"attnscope.__main__", "attnscope.bench.__main__"}
 # part -> (parts of attnscope it must not import, the rule in words)
 FORBIDDEN = {
     "model": ({"checkpoints", "engine", "training", "viz", "ui"}, "the model knows nothing of recording"),
     "checkpoints": ({"engine", "training", "viz", "ui"}, "checkpoints know only the model"),
     "engine": ({"training", "viz", "ui"}, "the engine knows no training loop and no screen"),
     "training": ({"viz", "ui"}, "one training loop, no UI inside"),
+    "cli": ({"ui"}, "the command line runs the library, not the app"),
 }
 # Modules of plain data (no torch) that figure builders may draw from.
 ENGINE_DATA_TYPES = {"attnscope.engine.recording.record", "attnscope.engine.decoding.beam_result",
@@ -69,12 +74,16 @@ def violations(sources: dict[str, str]) -> list[str]:
         names = imports(source, module, set(sources))
         ours = {n for n in names if top(n) == "attnscope"}
         part = part_of(module)
-        graph.setdefault(part, set()).update(part_of(n) for n in ours if part_of(n) != part)
+        if module not in ENTRY_POINTS:
+            graph.setdefault(part, set()).update(part_of(n) for n in ours if part_of(n) != part)
         banned, rule = FORBIDDEN.get(part, (set(), ""))
         found += [f"{module} imports {n}: {rule}" for n in sorted(ours) if part_of(n) in banned]
-        if part != "bench":
+        if part not in ("bench", "cli"):
             found += [f"{module} imports {n}: the benchmarks measure the package, nothing in it needs them"
                       for n in sorted(ours) if part_of(n) == "bench"]
+        if part != "cli" and module not in ENTRY_POINTS:
+            found += [f"{module} imports {n}: only the entry points run the command line"
+                      for n in sorted(ours) if part_of(n) == "cli"]
         if part == "bench":  # it reads the app's websocket messages (streamlit.proto) but draws nothing
             found += [f"{module} imports {n}: the benchmarks draw no screen" for n in sorted(names)
                       if top(n) in SCREEN and not n.startswith("streamlit.proto")]
@@ -159,6 +168,19 @@ def private_streamlit(source: str) -> list[str]:
     return found
 
 
+def page_sources() -> dict[Path, str]:
+    """The Streamlit scripts: app.py and every page."""
+    paths = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"))]
+    return {p.relative_to(ROOT): p.read_text() for p in paths}
+
+
+def fat_page(source: str) -> list[str]:
+    """What a page (or app.py) imports from attnscope outside attnscope.ui: work that belongs behind a ui module,
+    so that a page only wires widgets."""
+    return [f"imports {n}" for n in sorted(imports(source, "pages.page"))
+            if top(n) == "attnscope" and n != "attnscope.ui" and not n.startswith("attnscope.ui.")]
+
+
 def app_sources() -> dict[Path, str]:
     """The files that draw the app: app.py, pages/ and the package's ui/."""
     paths = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")), *sorted((SRC / "ui").rglob("*.py"))]
@@ -167,7 +189,7 @@ def app_sources() -> dict[Path, str]:
 
 def test_the_app_uses_only_public_streamlit_api() -> None:
     sources = app_sources()
-    assert len(sources) > 10 and Path("pages/translate.py") in sources
+    assert set(page_sources()) <= set(sources) and Path("src/attnscope/ui/widgets.py") in sources
     found = [f"{path}: {use}" for path, source in sources.items() for use in private_streamlit(source)]
     assert not found, "private Streamlit API (it can change in any release):\n" + "\n".join(found)
 
@@ -193,6 +215,32 @@ def test_public_streamlit_api_passes() -> None:
               "st.Page('pages/x.py').url_path\nst.column_config.NumberColumn('x')\n"
               "if TYPE_CHECKING:\n    from streamlit.runtime.uploaded_file_manager import UploadedFile\n")
     assert private_streamlit(source) == []
+
+
+def test_pages_are_thin() -> None:
+    sources = page_sources()
+    assert Path("app.py") in sources and Path("pages/translate.py") in sources
+    found = [f"{path}: {use}" for path, source in sources.items() for use in fat_page(source)]
+    assert not found, "pages import from attnscope only attnscope.ui:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("source", [
+    "from attnscope.engine.analysis.heads import head_stats",
+    "from attnscope.viz.grid import heads_grid",
+    "import attnscope.model.kinds",
+    "from attnscope import load",
+    "def show():\n    from attnscope.checkpoints import registry",
+    "from attnscope.ui import widgets\nimport streamlit as st\nst._main.markdown('x')",
+    "from streamlit.runtime.scriptrunner import get_script_run_ctx",
+])
+def test_a_fat_or_private_page_is_reported(source: str) -> None:
+    assert fat_page(source) + private_streamlit(source), source
+
+
+def test_a_thin_page_passes() -> None:
+    source = ("import streamlit as st\nfrom attnscope.ui import results, widgets\nfrom attnscope.ui.navigation import open_page\n"
+              "import attnscope.ui.tables\nopen_page('Heads')\nst.plotly_chart(widgets.figure())")
+    assert fat_page(source) + private_streamlit(source) == []
 
 
 def test_the_package_keeps_its_import_rules() -> None:
@@ -226,10 +274,16 @@ def test_streamlit_only_in_the_app_and_its_ui() -> None:
     ("attnscope.engine.decoding.decode", "from ...ui import results", "no screen"),
     ("attnscope.ui.results", "from attnscope.bench.app_latency import app_latency", "nothing in it needs them"),
     ("attnscope.bench.app_latency", "import streamlit as st", "the benchmarks draw no screen"),
+    ("attnscope.cli.translate", "from attnscope.ui.results import translation", "runs the library, not the app"),
+    ("attnscope.cli.train", "def main():\n    import streamlit", "knows no screen"),
+    ("attnscope.training.loop", "from attnscope.cli.train import parse_args", "only the entry points"),
+    ("attnscope.checkpoints.checkpoint", "from attnscope.cli import import_model", "only the entry points"),
+    ("attnscope.bench.suite", "from attnscope.cli.bench import SECTIONS", "only the entry points"),
+    ("attnscope", "from attnscope.cli.translate import main", "only the entry points"),
 ])
 def test_a_broken_rule_is_reported(module: str, source: str, rule: str) -> None:
     others = ("attnscope.engine.recording.capture", "attnscope.engine.decoding.beam", "attnscope.training.loop",
-              "attnscope.ui.results")
+              "attnscope.ui.results", "attnscope.cli.train", "attnscope.cli.import_model", "attnscope.cli.bench")
     sources = {**dict.fromkeys(others, ""), module: source}
     assert any(rule in v for v in violations(sources)), violations(sources)
 
@@ -250,5 +304,11 @@ def test_allowed_imports_pass() -> None:
                "attnscope.engine.decoding.translator": "import torch\nfrom attnscope.model.config import BOS_ID",
                "attnscope.model.config": "",
                "attnscope.bench.app_latency": "from streamlit.proto.ForwardMsg_pb2 import ForwardMsg\n"
-                                              "from attnscope.engine.decoding.translator import Translator"}
+                                              "from attnscope.engine.decoding.translator import Translator",
+               "attnscope.cli.bench": "def main():\n    from attnscope.bench.app_latency import app_latency",
+               "attnscope.cli.train": "from attnscope.training.loop import train\nfrom attnscope.engine import capture",
+               "attnscope.training.loop": "", "attnscope.engine": "",
+               "attnscope.__main__": "from attnscope.cli import bench, train",
+               "attnscope.bench.__main__": "from attnscope.cli.bench import main",
+               "attnscope.cli": ""}
     assert violations(sources) == []

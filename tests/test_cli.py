@@ -1,4 +1,5 @@
-"""`python -m attnscope translate`: prints the translation, writes JSON and NPZ, fails in one line."""
+"""`python -m attnscope`: translate prints the translation, writes JSON and NPZ, fails in one line; every command
+answers --help, and translating imports no training code."""
 from __future__ import annotations
 
 import json
@@ -98,3 +99,34 @@ def test_python_dash_m_entry_point(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr.strip().startswith("error: bad.safetensors") and done.stderr.count("\n") == 1
+
+
+def test_translate_imports_no_training_code(tmp_path: Path) -> None:
+    """Each command imports its library code when it runs, so translating pays for no training (or bench) imports."""
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(b"garbage")
+    code = ("import sys\nfrom attnscope.__main__ import main\n"
+            f"code = main(['translate', 'a b', '--checkpoint', {str(bad)!r}])\n"
+            "print(code, sorted(m for m in sys.modules if m.startswith(('attnscope.training', 'attnscope.bench'))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=CEILING)
+    assert done.stdout.strip() == "2 []", done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("command", ["translate", "train", "evaluate", "average", "data", "import", "bench"])
+def test_every_command_has_its_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main([command, "--help"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: python -m attnscope{' ' if command != 'bench' else '.'}")
+
+
+def test_no_command_lists_them_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main([])
+    assert exit_.value.code == 2 and "COMMAND" in capsys.readouterr().err
+
+
+def test_python_dash_m_attnscope_bench_still_runs() -> None:
+    done = subprocess.run([sys.executable, "-m", "attnscope.bench", "--help"], capture_output=True, text=True,
+                          timeout=CEILING)
+    assert done.returncode == 0 and done.stdout.startswith("usage: python -m attnscope.bench")

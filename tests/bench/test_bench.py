@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from attnscope.bench.__main__ import main
+from attnscope.cli.bench import main
 
 
 def test_bench_tiny_mode_writes_a_full_report(tmp_path: Path, monkeypatch) -> None:

@@ -37,10 +37,12 @@ class TutorialSeq2Seq(nn.Module):
         table = self.pos_embedding.weight if isinstance(self.pos_embedding, nn.Embedding) else self.pos_embedding[:, 0]
         return table[:n]
 
+    def _embed(self, table: nn.Embedding, x: torch.Tensor) -> torch.Tensor:
+        return table(x) * math.sqrt(self.d) + self.positions(x.shape[1])
+
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
-        emb = lambda table, x: table(x) * math.sqrt(self.d) + self.positions(x.shape[1])  # noqa: E731
         causal = torch.ones(tgt.shape[1], tgt.shape[1], dtype=torch.bool).triu(1)
-        h = self.transformer(emb(self.src_tok_emb, src), emb(self.tgt_tok_emb, tgt), tgt_mask=causal)
+        h = self.transformer(self._embed(self.src_tok_emb, src), self._embed(self.tgt_tok_emb, tgt), tgt_mask=causal)
         return self.generator(h)
 
 

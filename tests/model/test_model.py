@@ -107,7 +107,10 @@ def test_incremental_decoding_matches_full_forward(kw: dict, device: torch.devic
 def test_packed_projections_equal_the_separate_ones() -> None:
     attn = make().encoder[0].self_attn
     x = torch.randn(2, 5, 16)
-    heads = lambda t: t.view(2, 5, 4, 4).transpose(1, 2)  # noqa: E731
+
+    def heads(t: torch.Tensor) -> torch.Tensor:
+        return t.view(2, 5, 4, 4).transpose(1, 2)
+
     q, k, v = attn.project_qkv(x)
     assert torch.allclose(q, heads(attn.q_proj(x)), atol=1e-6)
     assert torch.allclose(attn.project_q(x), q, atol=1e-6)

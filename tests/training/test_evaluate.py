@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from attnscope.training.evaluate import main
+from attnscope.cli.evaluate import main
 from tests.support import TOY_CHECKPOINT
 
 

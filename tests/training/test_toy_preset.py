@@ -4,8 +4,8 @@ from __future__ import annotations
 import re
 import shlex
 
+from attnscope.cli.train import parse_args
 from attnscope.model.config import PRESETS
-from attnscope.training.config import parse_args
 from attnscope.training.toy import TOY_MODEL, TOY_SCHEDULE
 from tests.support import ROOT
 

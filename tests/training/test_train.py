@@ -19,11 +19,12 @@ import torch.nn.functional as F
 from safetensors.torch import save_file
 
 from attnscope.checkpoints import checkpoint
+from attnscope.cli.train import parse_args
 from attnscope.engine.decoding.translator import Translator
 from attnscope.model.config import PAD_ID
-from attnscope.training.config import TrainConfig, parse_args
+from attnscope.training.config import TrainConfig
 from attnscope.training.data import toy_pairs
-from attnscope.training.loop import Trainer, label_smoothed_loss, lr_at, train
+from attnscope.training.loop import Trainer, TrainEvent, label_smoothed_loss, lr_at, train
 from attnscope.training.state import TrainState, load_training_state, save_training_state
 from tests.support import CEILING, wait_for
 
@@ -91,7 +92,11 @@ def test_a_stopped_run_resumes_to_the_same_weights(tmp_path: Path) -> None:
     total = checkpoint.read_bundle(straight)[0].summary["steps"]
     stop_at = total // 2 + 1  # inside the second half, so the resumed run crosses no fewer than one batch
     stop = threading.Event()
-    stop_after = lambda e: stop.set() if e.kind == "step" and e.step == stop_at else None  # noqa: E731
+
+    def stop_after(event: TrainEvent) -> None:
+        if event.kind == "step" and event.step == stop_at:
+            stop.set()
+
     train(TrainConfig(out_dir=str(tmp_path / "b"), epochs=2, **MECHANICS), progress=stop_after, stop=stop)
     assert checkpoint.read_bundle(tmp_path / "b" / "last.safetensors")[0].summary["steps"] == stop_at < total
     resumed = train(TrainConfig(out_dir=str(tmp_path / "b"), epochs=2, **MECHANICS))
@@ -151,7 +156,10 @@ def test_every_rank_stops_early_together(tmp_path: Path) -> None:
 
 
 def test_validations_since_best_counts_from_the_first_best() -> None:
-    history = lambda *bleus: [{"step": i, "val_loss": 1.0, "bleu": b} for i, b in enumerate(bleus)]  # noqa: E731
+
+    def history(*bleus: float) -> list[dict[str, float]]:
+        return [{"step": i, "val_loss": 1.0, "bleu": b} for i, b in enumerate(bleus)]
+
     assert TrainState().validations_since_best() == 0
     assert TrainState(history=history(1.0, 3.0, 2.0, 3.0)).validations_since_best() == 2
     assert TrainState(history=history(1.0, 2.0)).validations_since_best() == 0

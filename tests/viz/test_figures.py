@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 
 from attnscope.engine.decoding.beam_result import BeamNode, BeamResult
@@ -111,7 +112,10 @@ def wide_beam() -> BeamResult:
 def test_beam_tree_collapses_to_the_best_paths_and_expands() -> None:
     beam = wide_beam()
     assert hypothesis_nodes(beam) == [5, 6, 7]
-    drawn = lambda fig: sorted(i for t in fig.data if t.mode == "markers+text" for i, *_ in t.customdata)  # noqa: E731
+
+    def drawn(fig: go.Figure) -> list[int]:
+        return sorted(i for t in fig.data if t.mode == "markers+text" for i, *_ in t.customdata)
+
     top = beam_tree(beam, str, highlight=5, top=1, show_pruned=False)
     assert drawn(top) == [0, 1, 5] and "5 of 8 nodes collapsed" in top.layout.title.text
     assert drawn(beam_tree(beam, str, highlight=7, top=1, show_pruned=False)) == [0, 1, 3, 5, 7]  # the chosen path too
@@ -157,7 +161,10 @@ def step_attention() -> StepAttention:
 
 def test_step_source_shows_the_selected_head_or_the_mean() -> None:
     rows = step_attention()
-    shown = lambda view: [float(h.rsplit(" ", 1)[1]) for h in view.hovers]  # noqa: E731
+
+    def shown(view: HtmlView) -> list[float]:
+        return [float(h.rsplit(" ", 1)[1]) for h in view.hovers]
+
     assert np.allclose(shown(HtmlView(step_source(rows, 1, None))), rows.cross[1].mean(0), atol=5e-4)
     view = HtmlView(step_source(rows, 0, 2))
     assert np.allclose(shown(view), rows.cross[0, 2], atol=5e-4) and "step 2" in view.title

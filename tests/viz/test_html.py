@@ -13,7 +13,10 @@ from tests.support import HtmlView
 def test_colours_follow_the_heatmaps_scale_and_clip() -> None:
     stops = get_colorscale(COLORSCALE)
     first, last = (tuple(int(v) for v in c[4:-1].split(",")) for c in (stops[0][1], stops[-1][1]))
-    hexed = lambda rgb: "#" + "".join(f"{v:02x}" for v in rgb)  # noqa: E731
+
+    def hexed(rgb: tuple[int, ...]) -> str:
+        return "#" + "".join(f"{v:02x}" for v in rgb)
+
     got = colours(np.array([0.0, 0.5, 2.0, -1.0, np.nan]), zmax=0.5)
     assert list(got) == [hexed(first), hexed(last), hexed(last), hexed(first), hexed(first)]
 

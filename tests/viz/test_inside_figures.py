@@ -50,7 +50,10 @@ def painted_like(markup: str, want: np.ndarray) -> bool:
 @pytest.mark.parametrize("kind", ["encoder", "decoder", "cross"])
 def test_strips_draw_the_captured_vectors(case, kind: str) -> None:
     v = view_of(case, kind)
-    exact = lambda markup, want: np.allclose(shown(markup).matrix(), want, atol=5e-5)  # noqa: E731  (4 decimals)
+
+    def exact(markup: str, want: np.ndarray) -> bool:
+        return np.allclose(shown(markup).matrix(), want, atol=5e-5)  # the strips show 4 decimals
+
     # d_k-wide strips: one cell per dimension, its value on hover
     assert exact(inside.qk_strips(v), np.vstack([v.q, v.k]))
     assert exact(inside.product_strips(v), v.products)

@@ -214,7 +214,10 @@ def app_latency(path: Path, sentences: Sequence[str], clicks: int = 8) -> dict[s
         steps = _step_clicks(page, url, sentences[-1], clicks, server.pid)
         n_steps = len(tr.translate(sentences[-1], max_len=100).steps)
         inside = _inside_changes(page, url, sentences[-1], clicks, tr.model.config.n_heads, n_steps)
-    ms = lambda xs: round(1e3 * statistics.median(xs))  # noqa: E731
+
+    def ms(seconds: list[float]) -> int:
+        return round(1e3 * statistics.median(seconds))
+
     measured = {"cold start s": round(cold, 2), "sentence to heatmaps s": round(statistics.median(submit), 2),
                 "step click server ms": ms(steps["server"]), "step click browser ms": ms(steps["browser"]),
                 "inside head switch browser ms": ms(inside["head"]), "inside step move browser ms": ms(inside["step"])}

@@ -5,7 +5,6 @@ and usually gains BLEU on small corpora; with `--half` it also writes the fp16 f
 """
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Sequence
 
@@ -40,17 +39,9 @@ def average(paths: Sequence[Path]) -> tuple[Transformer, Bundle]:
     return model, Bundle(bundle.config, bundle.src_codec, bundle.tgt_codec, bundle.src_lang, bundle.tgt_lang, summary)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m attnscope average", description=__doc__)
-    parser.add_argument("checkpoints", nargs="+", type=Path)
-    parser.add_argument("--out", required=True, type=Path)
-    parser.add_argument("--half", action="store_true", help="store in fp16 (for shipping)")
-    parser.add_argument("--set-summary", action="append", default=[], metavar="KEY=VALUE",
-                        help="add a field to the training summary (e.g. test BLEU)")
-    args = parser.parse_args(argv)
-    model, bundle = average(args.checkpoints)
-    extra = dict(item.split("=", 1) for item in args.set_summary)
+def save_average(paths: Sequence[Path], out: Path, half: bool = False, summary: dict[str, str] | None = None) -> Path:
+    """Write the mean of `paths` to `out` (fp16 with `half`), its training summary extended by `summary`."""
+    model, bundle = average(paths)
     bundle = Bundle(bundle.config, bundle.src_codec, bundle.tgt_codec, bundle.src_lang, bundle.tgt_lang,
-                    {**bundle.summary, **extra})
-    checkpoint.save(model, bundle, args.out, half=args.half)
-    print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.1f} MB) from {len(args.checkpoints)} checkpoints")
+                    {**bundle.summary, **(summary or {})})
+    return checkpoint.save(model, bundle, out, half=half)

@@ -126,7 +126,10 @@ def _stacks(state: dict[str, Tensor], pattern: re.Pattern[str], cross: str) -> t
 def describe(state: dict[str, Tensor]) -> str:
     """What a state_dict that fits no family looks like, in a few words for the refusal."""
     keys = list(state)
-    has = lambda *parts: any(all(p in k for p in parts) for k in keys)  # noqa: E731
+
+    def has(*parts: str) -> bool:
+        return any(all(p in k for p in parts) for k in keys)
+
     if has("attention.self.query"):
         return "a BERT-style encoder (attention.self.query): it has no decoder to translate with"
     if has("self_attn.k_proj") and has("encoder_attn"):
@@ -161,7 +164,10 @@ def _around(state: dict[str, Tensor], stack_prefixes: tuple[str, str], d: int) -
     """Keys of the output weight, its bias (None: no bias), the source and the target embedding."""
     rest = {k: v for k, v in state.items() if not any(k.startswith(p + "layers.") or k.startswith(p + "norm.")
                                                       for p in stack_prefixes)}
-    is_pos = lambda k: "pos" in k.lower() or k.endswith(".pe")  # noqa: E731
+
+    def is_pos(k: str) -> bool:
+        return "pos" in k.lower() or k.endswith(".pe")
+
     matrices = [k for k, v in rest.items() if v.dim() == 2 and v.shape[1] == d and k.endswith("weight") and not is_pos(k)]
     biased = [k for k in matrices if k[: -len("weight")] + "bias" in rest]
     outputs = biased if len(biased) == 1 else _name_hint(biased or matrices, ("generator", "proj", "out", "fc", "head"))

@@ -266,7 +266,10 @@ def _candidates(d_model: int, chosen: dict[str, Any], source: dict[str, str]) ->
     fixed = ("read from the model", "the family's code")
     free = {k: [chosen[k]] if source[k] in fixed else options[k] for k in HIDDEN}
     found = [dict(zip(HIDDEN, values)) for values in itertools.product(*(free[k] for k in HIDDEN))]
-    changes = lambda c: sum(c[k] != chosen[k] for k in HIDDEN)  # noqa: E731
+
+    def changes(candidate: dict[str, Any]) -> int:
+        return sum(candidate[k] != chosen[k] for k in HIDDEN)
+
     return sorted((c for c in found if changes(c)), key=changes)
 
 

@@ -175,6 +175,10 @@ class TextCodec:
         raw = self.id_map.hidden | self.id_map.codes if self.id_map else frozenset()
         return [token if i in raw else piece for i, token, piece in zip(ids, tokens, readable)]
 
+    def piece(self, i: int) -> str:
+        """The readable label of model id `i` on its own (`pieces` of one id): a figure's label for one token."""
+        return self.pieces([i])[0]
+
     @cached_property
     def marks_word_starts(self) -> bool:
         """Whether pieces carry word-start markers (subword vocabularies) or not (word level)."""

@@ -1,17 +1,13 @@
-"""TrainConfig: what to train on, how big, how long and where to write; and the `train` CLI built from it.
+"""TrainConfig: what to train on, how big, how long and where to write.
 
-Every field is a command-line flag (`max_tokens` -> `--max-tokens`; a few keep shorter historical
-spellings, given in the field's metadata), so a new setting needs one line here and nothing else.
+Every field is a flag of `python -m attnscope train` (attnscope.cli.train builds them: `max_tokens` ->
+`--max-tokens`; a few keep shorter historical spellings, given in the field's metadata), so a new setting
+needs one line here and nothing else.
 """
 from __future__ import annotations
 
-import argparse
-import dataclasses
-import json
-import types
-import typing
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from attnscope.model.config import PRESETS
 from attnscope.training.data import TOY_TASKS
@@ -70,45 +66,3 @@ class TrainConfig:
     def run_name(self) -> str:
         pair = f"{self.src_lang}-{self.tgt_lang}"
         return self.name or (f"multi30k-{pair}" if self.task == "multi30k" else f"toy-{self.task}")
-
-
-def model_override(item: str) -> tuple[str, Any]:
-    """`FIELD=VALUE` of --set: numbers and true/false as JSON, anything else as text."""
-    key, _, value = item.partition("=")
-    return key, json.loads(value) if value[:1].isdigit() or value in ("true", "false") else value
-
-
-def _value_type(hint: Any) -> type:
-    """int for `int | None`, and so on: the one non-None type of a field."""
-    kinds = [t for t in typing.get_args(hint) if t is not type(None)] if isinstance(hint, types.UnionType) else [hint]
-    return typing.get_origin(kinds[0]) or kinds[0]
-
-
-def parser() -> argparse.ArgumentParser:
-    """`python -m attnscope train` flags, one per TrainConfig field; unset flags keep the field's default."""
-    p = argparse.ArgumentParser(prog="python -m attnscope train", argument_default=argparse.SUPPRESS,
-                                description="Train (or resume) an encoder-decoder Transformer.")
-    hints = typing.get_type_hints(TrainConfig)
-    for f in dataclasses.fields(TrainConfig):
-        meta = dict(f.metadata)
-        flag = meta.pop("flag", "--" + f.name.replace("_", "-"))
-        kind = _value_type(hints[f.name])
-        if kind is bool:
-            p.add_argument(flag, dest=f.name, action="store_true", **meta)
-        elif kind is dict:
-            p.add_argument(flag, dest=f.name, action="append", type=model_override, metavar="FIELD=VALUE", **meta)
-        else:
-            p.add_argument(flag, dest=f.name, type=kind, metavar=flag[2:].upper().replace("-", "_"), **meta)
-    return p
-
-
-def parse_args(argv: Sequence[str] | None = None) -> TrainConfig:
-    """The TrainConfig the command line asks for; a bad value exits with one line saying what to change."""
-    p = parser()
-    given = vars(p.parse_args(argv))
-    if "model" in given:
-        given["model"] = dict(given["model"])
-    try:
-        return TrainConfig(**given)
-    except ValueError as err:
-        p.error(str(err))

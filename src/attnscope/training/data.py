@@ -167,7 +167,10 @@ def token_batches(examples: Sequence[Example], max_tokens: int, *, shuffle: bool
     rng = random.Random(seed)
     if shuffle:
         rng.shuffle(order)
-    size = lambda i: max(len(examples[i].src), len(examples[i].tgt))  # noqa: E731
+
+    def size(i: int) -> int:
+        return max(len(examples[i].src), len(examples[i].tgt))
+
     batches: list[list[int]] = []
     bucket_len = max(1, bucket_factor * max(1, max_tokens // 30))
     for start in range(0, len(order), bucket_len):
@@ -185,14 +188,3 @@ def token_batches(examples: Sequence[Example], max_tokens: int, *, shuffle: bool
     if shuffle:
         rng.shuffle(batches)
     return batches
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """`python -m attnscope data download [--data-dir D]`: fetch Multi30k for users with internet."""
-    import argparse
-    parser = argparse.ArgumentParser(prog="python -m attnscope data")
-    parser.add_argument("command", choices=["download"])
-    parser.add_argument("--data-dir", default=None)
-    args = parser.parse_args(argv)
-    for path in download(data_dir(args.data_dir)):
-        print(f"fetched {path}")

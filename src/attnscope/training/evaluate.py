@@ -1,10 +1,8 @@
-"""Corpus BLEU and chrF of a checkpoint on a Multi30k split (`python -m attnscope evaluate`)."""
+"""Corpus BLEU and chrF of a checkpoint on a Multi30k split (for `python -m attnscope evaluate`)."""
 from __future__ import annotations
 
-import argparse
-import json
 import time
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from attnscope.checkpoints import checkpoint
 from attnscope.engine.analysis.bleu import scores
@@ -31,7 +29,7 @@ def evaluate(translator: Translator, sources: Sequence[str], references: Sequenc
 
 
 def markdown_table(results: Sequence[dict[str, Any]]) -> str:
-    """Results of `main` as one Markdown table, a row per split and beam (as checkpoints/README.md reports them)."""
+    """Results of `evaluate_splits` as one Markdown table, a row per split and beam (as checkpoints/README.md reports them)."""
     rows = ["| split | beam | BLEU | BLEU lowercased | chrF | sentences | seconds |",
             "|---|---:|---:|---:|---:|---:|---:|"]
     rows += [f"| {r['split']} | {r['beam']} | {r['bleu']:.2f} | {r['bleu_lc']:.2f} | {r['chrf']:.2f} | {r['sentences']} "
@@ -39,27 +37,17 @@ def markdown_table(results: Sequence[dict[str, Any]]) -> str:
     return "\n".join(rows)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m attnscope evaluate", description=__doc__)
-    parser.add_argument("--checkpoint", required=True)
-    parser.add_argument("--split", action="append", help="split name (repeatable); default test_2016_flickr")
-    parser.add_argument("--beam", type=int, action="append", help="beam size (repeatable); default 1")
-    parser.add_argument("--data-dir", default=None, help="Multi30k directory (default $ATTNSCOPE_DATA)")
-    parser.add_argument("--device", default="auto")
-    parser.add_argument("--markdown", action="store_true", help="also print the results as one Markdown table")
-    args = parser.parse_args(argv)
-    device = pick_device(args.device)
-    model, bundle = checkpoint.load(args.checkpoint, device)
-    translator = Translator(model, bundle, device)
-    results = []
-    for split in args.split or ["test_2016_flickr"]:
-        pairs = load_pairs(data_dir(args.data_dir), split, bundle.src_lang, bundle.tgt_lang)
-        for beam in args.beam or [1]:
+def evaluate_splits(checkpoint_path: str, splits: Sequence[str], beams: Sequence[int], data: str | None = None,
+                    device: str = "auto") -> Iterator[dict[str, Any]]:
+    """Scores of the checkpoint on every split at every beam size, each with its split, beam, sentences and
+    seconds; yielded one at a time, so a caller can show each as soon as it is known."""
+    where = pick_device(device)
+    model, bundle = checkpoint.load(checkpoint_path, where)
+    translator = Translator(model, bundle, where)
+    for split in splits:
+        pairs = load_pairs(data_dir(data), split, bundle.src_lang, bundle.tgt_lang)
+        for beam in beams:
             start = time.perf_counter()
-            result = evaluate(translator, [s for s, _ in pairs], [t for _, t in pairs], beam)
-            result.update(split=split, beam=beam, sentences=len(pairs),
-                          seconds=round(time.perf_counter() - start, 1))
-            print(json.dumps(result), flush=True)
-            results.append(result)
-    if args.markdown:
-        print(markdown_table(results))
+            result: dict[str, Any] = evaluate(translator, [s for s, _ in pairs], [t for _, t in pairs], beam)
+            result.update(split=split, beam=beam, sentences=len(pairs), seconds=round(time.perf_counter() - start, 1))
+            yield result

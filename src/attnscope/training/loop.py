@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import torch
 import torch.distributed as dist
@@ -30,7 +30,7 @@ from attnscope.model.config import PAD_ID, PRESETS, ModelConfig
 from attnscope.model.device import autocast, autocast_dtype, pick_device
 from attnscope.model.tokenization import TextCodec, train_bpe, train_word_level
 from attnscope.model.transformer import Transformer
-from attnscope.training.config import TrainConfig, parse_args
+from attnscope.training.config import TrainConfig
 from attnscope.training.data import Example, collate, data_dir, load_pairs, make_example, token_batches, toy_split
 from attnscope.training.evaluate import exact_match
 from attnscope.training.state import TrainState, load_training_state, save_training_state
@@ -360,9 +360,3 @@ def train(cfg: TrainConfig, progress: Callable[[TrainEvent], None] | None = None
           stop: threading.Event | None = None) -> Path:
     """Train (or resume) a model as `cfg` says; returns the best checkpoint's path."""
     return Trainer(cfg, progress, stop).run()
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    train(parse_args(argv))
-    if dist.is_initialized():
-        dist.destroy_process_group()

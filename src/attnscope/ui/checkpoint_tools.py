@@ -91,6 +91,13 @@ def manage(entries: dict[str, registry.Entry]) -> None:
             st.error(plain(err))
 
 
+def skipped_files() -> None:
+    """A warning for each file in the user's folder that is not a usable checkpoint, saying why."""
+    folder = registry.user_dir()
+    for problem in registry.scan(folder, "user")[1]:
+        st.warning(plain(f"Skipped a file in {folder}: {problem}"))
+
+
 def upload() -> None:
     """Upload an attnscope .safetensors bundle; it is private to this session until shared."""
     st.subheader("Upload")

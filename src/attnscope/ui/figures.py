@@ -18,7 +18,7 @@ from attnscope.engine.recording.record import AttentionRecord, Kind
 from attnscope.ui.cache import ResultKey
 from attnscope.ui.values_switch import NORM_LABEL, relabel
 from attnscope.viz.grid import heads_grid
-from attnscope.viz.heatmap import record_heatmap
+from attnscope.viz.heatmap import LONG_INPUT, is_long, record_heatmap
 from attnscope.viz.steps import WEIGHT, step_rows, step_source, top_k_bars
 
 
@@ -65,3 +65,15 @@ def grid(_result: Translation, _record: AttentionRecord, key: ResultKey, kind: K
     rows = _result.output_tokens if kind == "cross" else None
     return relabel(heads_grid(_record, kind, per_head_scale=per_head_scale, row_labels=rows, selected=(layer, head)),
                    norms)
+
+
+def longest_side(record: AttentionRecord) -> tuple[int, bool]:
+    """The record's longer token sequence, and whether it is long enough to look pale on a 0–1 colour scale."""
+    n_tokens = max(len(record.source_tokens), len(record.target_tokens))
+    return n_tokens, is_long(n_tokens)
+
+
+def long_caption(n_tokens: int) -> str:
+    """Why a long sentence's maps are scaled per head."""
+    return (f"{n_tokens} tokens: attention spread over more than {LONG_INPUT} tokens is pale on a 0–1 scale, "
+            "so each map is scaled to its own maximum here; tick labels show every few tokens (hover for all).")

@@ -1,4 +1,4 @@
-"""Widgets of the Heads & layers page: split statistics, comparisons, ablation, rollout."""
+"""Widgets of the Heads & layers page: the grid of heads, statistics, comparisons, ablation, rollout."""
 from __future__ import annotations
 
 import streamlit as st
@@ -10,21 +10,35 @@ from attnscope.engine.analysis.heads import (
     AblationResult,
     ablate_sentence,
     ablation_bleu,
+    head_stats,
     head_stats_delta,
     rollout,
     source_alignment,
 )
 from attnscope.engine.decoding.translator import Translation, Translator
-from attnscope.engine.recording.record import KINDS
+from attnscope.engine.recording.record import KINDS, Kind
 from attnscope.training.data import DataError, sample_pairs
 from attnscope.ui import models, results, tables, widgets
 from attnscope.ui.attribution_tools import MAX_STATS_SAMPLE
 from attnscope.ui.query import Query
 from attnscope.ui.text import plain
+from attnscope.viz.grid import heads_grid
 from attnscope.viz.heatmap import DIFFERENCE_CAPTION, attention_heatmap, difference_heatmap, head_weights
 
 MAX_SAMPLE = 200  # sentences for the ablation BLEU: translated twice, keeps a CPU-only run under a minute or two
 SPLITS = ("val", "test_2016_flickr", "test_2017_flickr")
+
+
+def all_heads(result: Translation, kind: Kind, layer: int, head: int | None) -> None:
+    """Every layer and head of `kind` at once, the sidebar's choice outlined (`head` None: the mean of heads)."""
+    rows = result.output_tokens if kind == "cross" else None
+    widgets.chart(heads_grid(result.attention, kind, per_head_scale=st.session_state.get("per_head_scale", False),
+                             row_labels=rows, selected=(layer, head)), "heads-grid")
+
+
+def statistics(result: Translation) -> None:
+    """Head statistics of this sentence, a row per head of every kind."""
+    tables.table(head_stats(result.attention).round(3), tables.HEAD_STATS)
 
 
 def _pairs(tr: Translator, split: str, n: int) -> list[tuple[str, str]] | None:

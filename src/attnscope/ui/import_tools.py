@@ -3,16 +3,16 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import streamlit as st
 
 from attnscope.checkpoints import checkpoint, registry
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.convert import read_state_dict
-from attnscope.checkpoints.import_command import parse_examples, parse_specials
+from attnscope.checkpoints.import_inputs import parse_examples, parse_specials
 from attnscope.checkpoints.importers.uploads import import_uploaded
-from attnscope.checkpoints.importing import import_weights
+from attnscope.checkpoints.importing import Imported, import_weights
 from attnscope.ui.checkpoint_tools import keep_for_session
 from attnscope.ui.text import plain
 
@@ -81,16 +81,8 @@ def _framework_model() -> None:
         name = cols[2].text_input("Model name", "", key="import_hf_name", max_chars=60, placeholder="from the model")
         if not st.button("Import model", key="import_hf_go", disabled=not files):
             return
-        try:
-            imported = import_uploaded([(f.name, f.getvalue()) for f in files], src_lang=src_lang.strip() or None,
-                                       tgt_lang=tgt_lang.strip() or None, name=name.strip() or None)
-            tmp = Path(tempfile.mkdtemp()) / "imported.safetensors"
-            checkpoint.save(imported.model, imported.bundle, tmp)
-        except CheckpointError as err:
-            st.error(f"Import rejected: {plain(err)}")
-            return
-        st.session_state["_import_report"] = imported.report.lines()
-        keep_for_session(tmp, f"{imported.bundle.summary.get('name', 'imported')}.safetensors")
+        _import_and_keep(lambda: import_uploaded([(f.name, f.getvalue()) for f in files], src_lang=src_lang.strip() or None,
+                                                 tgt_lang=tgt_lang.strip() or None, name=name.strip() or None))
 
 
 def _state_dict() -> None:
@@ -118,18 +110,29 @@ def _state_dict() -> None:
         name = st.text_input("Name", "imported-transformer", key="import_name", max_chars=60)
         if not st.button("Import", key="import_go", disabled=weights is None or src_vocab is None):
             return
-        try:
+
+        def imported() -> Imported:
             if weights.size > registry.MAX_UPLOAD_BYTES:
                 raise CheckpointError(f"{weights.name} is larger than {registry.MAX_UPLOAD_BYTES // 2**20} MB")
-            imported = import_weights(
+            return import_weights(
                 read_state_dict(weights.getvalue(), weights.name), src_vocab.getvalue(),
                 tgt_vocab.getvalue() if tgt_vocab is not None else None, src_lang=src_lang, tgt_lang=tgt_lang,
                 specials=parse_specials(specials, "Special tokens"), examples=parse_examples(check.splitlines(), "the check box"),
                 max_len=int(max_len), name=name, **settings)
-            tmp = Path(tempfile.mkdtemp()) / "imported.safetensors"
-            checkpoint.save(imported.model, imported.bundle, tmp)
-        except CheckpointError as err:
-            st.error(f"Import rejected: {plain(err)}")
-            return
-        st.session_state["_import_report"] = imported.report.lines()
-        keep_for_session(tmp, f"{name}.safetensors")
+
+        _import_and_keep(imported, name)
+
+
+def _import_and_keep(run: Callable[[], Imported], name: str | None = None) -> None:
+    """Run an import and offer its checkpoint for this session as NAME.safetensors (default: the model's own name),
+    its report shown above the forms; a rejected import says why instead."""
+    try:
+        imported = run()
+        tmp = Path(tempfile.mkdtemp()) / "imported.safetensors"
+        checkpoint.save(imported.model, imported.bundle, tmp)
+    except CheckpointError as err:
+        st.error(f"Import rejected: {plain(err)}")
+        return
+    st.session_state["_import_report"] = imported.report.lines()
+    filename = imported.bundle.summary.get("name", "imported") if name is None else name
+    keep_for_session(tmp, f"{filename}.safetensors")

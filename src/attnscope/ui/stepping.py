@@ -158,8 +158,7 @@ def beam_view(tr: Translator, query: Query, result: Translation) -> None:
     top = cols[0].slider("Hypotheses whose paths are drawn", 1, len(labels), min(3, len(labels)),
                      key=f"beam_top-{len(labels)}")
     pruned = cols[1].toggle("Show pruned branches", key="beam_pruned")
-    piece = lambda i: codec.pieces([i])[0]  # noqa: E731
-    widgets.chart(beam_tree(beam, piece, highlight=hypothesis_nodes(beam)[pick], top=top, show_pruned=pruned), "beam-tree")
+    widgets.chart(beam_tree(beam, codec.piece, highlight=hypothesis_nodes(beam)[pick], top=top, show_pruned=pruned), "beam-tree")
     chosen = results.hypothesis(tr, query, tuple(ids))
     layer = selection.layer(chosen.attention, "cross")
     key = result_key("hypothesis", query, tuple(ids))

@@ -13,7 +13,6 @@ from attnscope.model.transformer import split_heads
 from tests.engine.inside.inside_fixtures import Case
 from tests.engine_fixtures import no_hooks_left
 
-KINDS_LAYERS = lambda c: sorted(c.full.sublayers)  # noqa: E731
 FIELDS = ("q", "k", "v", "scores", "weights", "concat", "output", "residual", "norm_input", "norm_output", "block_output")
 
 
@@ -62,7 +61,7 @@ def test_projections_scores_and_softmax(case: Case, which: str) -> None:
     q·k/√dh with -inf exactly on future keys; the weights are their softmax."""
     tr, model = getattr(case, which), case.model
     n_heads = model.config.n_heads
-    for kind, layer in KINDS_LAYERS(case):
+    for kind, layer in sorted(case.full.sublayers):
         s = tr.sublayer(kind, layer)
         attn, _ = attn_and_block(model, kind, layer)
         h = t(s.norm_output if model.config.norm == "pre" else s.residual)[None]  # (1, Q, D)
@@ -85,7 +84,7 @@ def test_heads_concat_w_o_and_residual_block(case: Case, which: str) -> None:
     """concat = weights·V with heads side by side; output = out_proj(concat); the block's LayerNorm
     sits where the config says; and each block's output is what the next sublayer reads."""
     tr, model = getattr(case, which), case.model
-    for kind, layer in KINDS_LAYERS(case):
+    for kind, layer in sorted(case.full.sublayers):
         s = tr.sublayer(kind, layer)
         attn, block = attn_and_block(model, kind, layer)
         z = s.weights @ s.v  # (H, Q, dh)

@@ -118,7 +118,10 @@ def teacher_force(model: Transformer, src_ids: Sequence[int], tgt_ids: Sequence[
     with record_attention(model) as rec:
         logits = model(src, tgt_in)[0]  # (T, V)
     weights = rec.weights
-    stack = lambda kind: torch.stack([weights[n][0] for n in names[kind]])  # noqa: E731
+
+    def stack(kind: str) -> torch.Tensor:
+        return torch.stack([weights[n][0] for n in names[kind]])
+
     out = Decoded(list(tgt_ids), encoder=stack("encoder"), decoder=stack("decoder"), cross=stack("cross"))
     for t, token in enumerate(tgt_ids):
         log_probs, top_ids, top_probs, entropy = _step_stats(logits[t], top_k)

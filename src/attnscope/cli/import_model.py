@@ -18,58 +18,12 @@ a JSON list of its ids; the import then proves the settings reproduce those outp
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from attnscope.checkpoints import checkpoint
-from attnscope.checkpoints.checkpoint import CheckpointError
-from attnscope.checkpoints.importers import import_any
-from attnscope.checkpoints.importers.precision import half_report
-from attnscope.checkpoints.importing import Example
 
-
-def read_examples(path: Path) -> list[Example]:
-    """(source, output) pairs from a file of 'source<TAB>output' lines (see parse_examples)."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as err:
-        raise CheckpointError(f"cannot read {path}: {err.strerror or err}") from None
-    return parse_examples(lines, path.name)
-
-
-def parse_examples(lines: Sequence[str], where: str) -> list[Example]:
-    """Lines 'source<TAB>output' or 'source ||| output'; an output like [2, 14, 3] is read as ids."""
-    examples: list[Example] = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        sep = "\t" if "\t" in line else " ||| " if " ||| " in line else None
-        if sep is None:
-            raise CheckpointError(f"{where} line {number} has no tab or ' ||| ': write 'source<TAB>your model's output'")
-        source, output = (part.strip() for part in line.split(sep, 1))
-        if output.startswith("[") and output.endswith("]"):
-            try:
-                examples.append((source, [int(i) for i in json.loads(output)]))
-                continue
-            except (json.JSONDecodeError, TypeError, ValueError):
-                pass
-        examples.append((source, output))
-    return examples
-
-
-def parse_specials(text: str | None, where: str = "--specials") -> dict[str, str] | None:
-    """'pad=<blank>,bos=<s>' -> {'pad': '<blank>', 'bos': '<s>'}; `where` names the field in the error."""
-    if not text:
-        return None
-    pairs = [part.split("=", 1) for part in text.split(",") if part.strip()]
-    if any(len(p) != 2 for p in pairs):
-        raise CheckpointError(f"{where} must look like pad=<blank>,bos=<s> (role=token, commas between), got {text}")
-    return {role.strip(): token.strip() for role, token in pairs}
-
-
-def parse(argv: Sequence[str]) -> argparse.Namespace:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m attnscope import", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("source", help="a Hugging Face folder, zip or hub name; a fairseq or OpenNMT-py checkpoint; or a "
@@ -94,15 +48,26 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--source-framing", choices=("bos-eos", "eos"), default=None, help="'<bos> x <eos>' (default) or 'x <eos>'")
     p.add_argument("--max-len", type=int, default=None, help="longest sequence, for sinusoidal positions (default 256)")
     p.add_argument("--check", type=Path, default=None, help="lines 'source<TAB>your model's output' to verify the import")
-    return p.parse_args(list(argv))
+    return p
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    args = parse(sys.argv[1:] if argv is None else argv)
-    flag = lambda v: None if v is None else v == "true"  # noqa: E731
+def _flag(value: str | None) -> bool | None:
+    """A 'true'/'false' option as a bool; None (unset) keeps the model's own setting."""
+    return None if value is None else value == "true"
+
+
+def main(argv: Sequence[str]) -> int:
+    """Exit code 2 with one line on stderr when the import is rejected."""
+    from attnscope.checkpoints import checkpoint
+    from attnscope.checkpoints.checkpoint import CheckpointError
+    from attnscope.checkpoints.import_inputs import parse_specials, read_examples
+    from attnscope.checkpoints.importers import import_any
+    from attnscope.checkpoints.importers.precision import half_report
+
+    args = parser().parse_args(argv)
     settings: dict[str, Any] = {k: v for k, v in dict(
-        n_heads=args.heads, norm_first=flag(args.norm_first), activation=args.activation, norm_eps=args.norm_eps,
-        embed_scale=flag(args.embed_scale), source_framing=args.source_framing).items() if v is not None}
+        n_heads=args.heads, norm_first=_flag(args.norm_first), activation=args.activation, norm_eps=args.norm_eps,
+        embed_scale=_flag(args.embed_scale), source_framing=args.source_framing).items() if v is not None}
     try:
         imported = import_any(args.source, src_vocab=args.src_vocab, tgt_vocab=args.tgt_vocab, src_lang=args.src_lang,
                               tgt_lang=args.tgt_lang, name=args.name or args.out.stem,
@@ -111,9 +76,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         path = checkpoint.save(imported.model, imported.bundle, args.out, half=args.half)
     except CheckpointError as err:
         print(f"error: {err}", file=sys.stderr)
-        raise SystemExit(2) from None
+        return 2
     for line in imported.report.lines():
         print(line)
     if args.half:
         print(half_report(imported.model, imported.bundle))
     print(f"wrote {path}")
+    return 0

@@ -1,0 +1,491 @@
+"""The benchmark sections (`python -m attnscope.bench`): speed, memory and quality, measured side by side.
+
+Every figure is a median over repetitions in one process, reported with the machine. Ratios
+compare against an honest baseline run in the same process (nn.Transformer for training,
+uncached decoding, capture off). `--tiny` runs everything on a tiny random model in seconds
+(the test suite's smoke test); it proves the code runs, its numbers mean nothing.
+"""
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from attnscope.bench.app_latency import app_latency
+from attnscope.bench.app_memory import app_memory
+from attnscope.bench.attribution import ig_completeness, split_by_position
+from attnscope.checkpoints import checkpoint
+from attnscope.checkpoints.convert import read_state_dict
+from attnscope.checkpoints.importing import import_weights
+from attnscope.checkpoints.registry import default_checkpoint, shipped_dir
+from attnscope.engine.analysis.bleu import scores
+from attnscope.engine.decoding.translator import Translator
+from attnscope.model.batch import pad
+from attnscope.model.config import BOS_ID, ModelConfig
+from attnscope.model.device import autocast, autocast_dtype, cpu_has_fast_bf16, pick_device
+from attnscope.model.transformer import DecoderCache, Transformer, sinusoidal_table
+from attnscope.training.data import DataError, data_dir, load_pairs, sample_pairs
+from attnscope.training.loop import label_smoothed_loss
+
+SENTENCES = ("A man in an orange hat starring at something.", "Two dogs are running through the snow.",
+             "A little girl climbs into a wooden playhouse.", "A group of people standing in front of an igloo.",
+             "The woman with the red hat is reading a book in the park.")
+# The longest sources of Multi30k's test sets (31-36 words): capture's cost grows with every decoding step.
+LONG_SENTENCES = (
+    "A man in a black jacket and checkered hat wearing black and white striped pants plays an electric guitar on a "
+    "stage with a singer and another guitar player in the background.",
+    "A man wearing a gray shirt, blue jeans and a neon green safety vest is standing on a railroad track with a white "
+    "truck and a white building in the background.",
+    "An man in his 50s with a striped button down shirt and blue jeans is sitting on the sidewalk, leaning against a "
+    "barrier wall with his hand resting on his head as if he is upset.",
+    "Behind a barb wired fence, there is a large ad on the side of the building above a row of cars, showing a red fox "
+    "running with two small red, white, and dark grey birds.")
+
+
+def median_times(fns: dict[str, Callable[[], Any]], repeats: int, clock: Callable[[], float] = time.perf_counter,
+                 statistic: Callable[[list[float]], float] = statistics.median) -> dict[str, float]:
+    """Median seconds of each function, run in turn within every repetition, so that a change in
+    machine load (another process, CPU frequency) hits every contender alike. `clock`: wall time,
+    or time.process_time for the CPU seconds this process spent (less inflated by a busy machine);
+    `statistic`: min gives the runs least disturbed by other processes."""
+    for fn in fns.values():
+        fn()  # warm-up
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = clock()
+            fn()
+            times[name].append(clock() - start)
+    return {name: statistic(t) for name, t in times.items()}
+
+
+def machine() -> dict[str, Any]:
+    cpu = platform.processor()
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+        cpu = next(line.split(":", 1)[1].strip() for line in lines if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return {"cpu": cpu, "threads": torch.get_num_threads(), "torch": torch.__version__, "python": platform.python_version(),
+            "device": str(pick_device()), "fast_bf16": cpu_has_fast_bf16()}
+
+
+class TorchBaseline(nn.Module):
+    """nn.Transformer with our embeddings, positions and tied output layer: the training baseline."""
+
+    def __init__(self, c: ModelConfig) -> None:
+        super().__init__()
+        self.d = c.d_model
+        self.embed = nn.Embedding(c.tgt_vocab_size, c.d_model)
+        self.register_buffer("pe", sinusoidal_table(c.max_len, c.d_model), persistent=False)
+        self.core = nn.Transformer(c.d_model, c.n_heads, c.n_encoder_layers, c.n_decoder_layers, c.d_ff, c.dropout,
+                                   batch_first=True, norm_first=c.norm == "pre")
+        self.out = nn.Linear(c.d_model, c.tgt_vocab_size)
+        self.out.weight = self.embed.weight
+
+    def _embed(self, x: Tensor) -> Tensor:
+        return self.embed(x) * math.sqrt(self.d) + self.pe[: x.shape[1]]
+
+    def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
+        causal = torch.ones(tgt.shape[1], tgt.shape[1], dtype=torch.bool, device=tgt.device).triu(1)  # True = masked
+        h = self.core(self._embed(src), self._embed(tgt), tgt_mask=causal, src_key_padding_mask=src == 0,
+                      tgt_key_padding_mask=tgt == 0, memory_key_padding_mask=src == 0, tgt_is_causal=True)
+        return self.out(h)
+
+
+def training_throughput(c: ModelConfig, batch: int, length: int, steps: int, repeats: int) -> list[dict[str, Any]]:
+    """Target tokens per second of a training step, ours vs nn.Transformer, same sizes and optimizer."""
+    device = pick_device()
+    g = torch.Generator().manual_seed(0)
+    src = torch.randint(4, c.src_vocab_size, (batch, length), generator=g).to(device)
+    tgt = torch.randint(4, c.tgt_vocab_size, (batch, length + 1), generator=g).to(device)
+    precisions = [None] + ([torch.bfloat16] if autocast_dtype(device) is not None else [])
+    rows = []
+    for dtype in precisions:
+        result: dict[str, Any] = {"precision": "fp32" if dtype is None else "bf16"}
+        runs = {name: training_steps(model, src, tgt, steps, device, dtype)
+                for name, model in (("attnscope", Transformer(c)), ("nn.Transformer", TorchBaseline(c)))}
+        for name, seconds in median_times(runs, repeats).items():
+            result[f"{name} tokens/s"] = round(batch * length * steps / seconds)
+        result["ratio"] = round(result["attnscope tokens/s"] / result["nn.Transformer tokens/s"], 3)
+        rows.append(result)
+    return rows
+
+
+def training_steps(model: nn.Module, src: Tensor, tgt: Tensor, steps: int, device: torch.device,
+                   dtype: torch.dtype | None) -> Callable[[], None]:
+    """`steps` optimizer steps of `model` on one fixed batch, as a function to time."""
+    model.to(device).train()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+
+    def run() -> None:
+        for _ in range(steps):
+            with autocast(device, dtype):
+                logits = model(src, tgt[:, :-1])
+            loss, n = label_smoothed_loss(logits, tgt[:, 1:], 0.1)
+            opt.zero_grad()
+            (loss / n).backward()
+            opt.step()
+    return run
+
+
+@torch.no_grad()
+def decode_n(model: Transformer, src: Tensor, n: int, use_cache: bool) -> Tensor:
+    """Greedy decoding of exactly n tokens (no early stop), to time a fixed amount of work."""
+    memory, mask = model.encode(src)
+    cache = DecoderCache.empty(len(model.decoder)) if use_cache else None
+    out = torch.full((src.shape[0], 1), BOS_ID, dtype=torch.long, device=src.device)
+    for _ in range(n):
+        logits = model.next_logits(out[:, -1:] if use_cache else out, memory, mask, cache)
+        out = torch.cat([out, logits.argmax(-1, keepdim=True)], 1)
+    return out
+
+
+def decoding_speed(tr: Translator, lengths: Sequence[int], batches: Sequence[int], repeats: int) -> list[dict[str, Any]]:
+    rows = []
+    for b in batches:
+        texts = [SENTENCES[i % len(SENTENCES)] for i in range(b)]
+        src = pad([tr.source(t)[0] for t in texts]).to(tr.device)
+        for n in lengths:
+            n = min(n, tr.model.config.max_len - 1)
+            timed = median_times({"cached": partial(decode_n, tr.model, src, n, True),
+                                  "full": partial(decode_n, tr.model, src, n, False)}, repeats)
+            cached, full = timed["cached"], timed["full"]
+            same = torch.equal(decode_n(tr.model, src, n, True), decode_n(tr.model, src, n, False))
+            rows.append({"batch": b, "tokens": n, "cached ms": round(cached * 1e3, 1), "uncached ms": round(full * 1e3, 1),
+                         "speed-up": round(full / cached, 2), "identical output": same})
+    return rows
+
+
+def capture_overhead(tr: Translator, repeats: int) -> list[dict[str, Any]]:
+    """Greedy translation with capture (every head, every step, the record) against without, for the bench's
+    short sentences and for long ones: medians of `repeats` in wall time and in this process's CPU time, and
+    the fastest CPU times (on a shared machine, the runs that other processes disturbed least)."""
+    rows = []
+    for label, texts in (("short (8-12 words)", SENTENCES), ("long (31-36 words)", LONG_SENTENCES)):
+        fns = {"plain": partial(_translate_all, tr, texts, False), "captured": partial(_translate_all, tr, texts, True)}
+        load = os.getloadavg()[0]
+        wall, cpu = median_times(fns, repeats), median_times(fns, repeats, time.process_time)
+        fastest = median_times(fns, repeats, time.process_time, min)
+        rows.append({"sentences": label, "target tokens": sum(len(tr.translate(s, capture=False).target_ids) for s in texts),
+                     "plain ms/sentence": round(wall["plain"] / len(texts) * 1e3, 1),
+                     "captured ms/sentence": round(wall["captured"] / len(texts) * 1e3, 1),
+                     "ratio": round(wall["captured"] / wall["plain"], 3),
+                     "CPU-time ratio": round(cpu["captured"] / cpu["plain"], 3),
+                     "CPU-time ratio, fastest runs": round(fastest["captured"] / fastest["plain"], 3), "repeats": repeats,
+                     "load average (1 min) before / after": [round(load, 2), round(os.getloadavg()[0], 2)]})
+    return rows
+
+
+def _translate_all(tr: Translator, texts: Sequence[str], capture: bool) -> None:
+    for text in texts:
+        tr.translate(text, capture=capture)
+
+
+def batch_throughput(tr: Translator, texts: list[str], one_by_one: int) -> list[dict[str, Any]]:
+    rows = []
+    for beam in (1, 4):
+        start = time.perf_counter()
+        tr.translate_batch(texts, beam_size=beam)
+        batched = len(texts) / (time.perf_counter() - start)
+        subset = texts[:one_by_one]
+        start = time.perf_counter()
+        for t in subset:
+            tr.translate_batch([t], beam_size=beam)
+        single = len(subset) / (time.perf_counter() - start)
+        rows.append({"beam": beam, "batched sent/s": round(batched, 1), "one-by-one sent/s": round(single, 1),
+                     "speed-up": round(batched / single, 2), "sentences": len(texts)})
+    return rows
+
+
+def dataset_scale(tr: Translator, texts: Sequence[str], one_by_one: int, attributed: int) -> dict[str, Any]:
+    """Head statistics over `texts` from batched capture (wall and CPU seconds), against translating
+    `one_by_one` of them singly; and every attribution of a sentence (IG at its default completeness)."""
+    from attnscope.engine.analysis.dataset import head_stats_batched
+    from attnscope.engine.analysis.heads import head_stats_over
+    from attnscope.engine.attribution.quadrature import IGSettings
+    from attnscope.engine.attribution.sentence import attribute
+
+    wall, cpu = time.perf_counter(), time.process_time()
+    head_stats_batched(tr, texts)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    single = time.perf_counter()
+    head_stats_over(tr, texts[:one_by_one])
+    single = (time.perf_counter() - single) / one_by_one
+    times = []
+    for text in texts[:attributed]:
+        result = tr.translate(text)
+        start = time.perf_counter()
+        attribute(tr, result, IGSettings())
+        times.append(time.perf_counter() - start)
+    return {"sentences": len(texts), "head_stats_batched_s": round(wall, 2), "cpu_s": round(cpu, 2),
+            "sentences_per_s": round(len(texts) / wall, 1), "one_by_one_s_per_sentence": round(single, 4),
+            "speedup": round(single * len(texts) / wall, 2),
+            "attribution_ms_per_sentence (all methods, IG to 5%)": round(1000 * statistics.median(times), 1)}
+
+
+def memory(path: Path) -> dict[str, Any]:
+    """Peak RSS of a fresh process that loads the model and translates; size of one record."""
+    # VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec, so it would report the (large)
+    # benchmark process that forked the child rather than the child itself
+    code = ("import resource, re, attnscope; tr = attnscope.load(%r); tr.translate(%r)\n"
+            "try: print(re.search(r'VmHWM:\\s*(\\d+)', open('/proc/self/status').read()).group(1))\n"
+            "except OSError: print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)") % (str(path), SENTENCES[0])
+    rss_kb = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()[-1])
+    tr = Translator(*checkpoint.load(path))
+    record = tr.translate("A man in a blue shirt is playing the guitar on the street while two dogs watch him closely.").attention
+    n = sum(record.array(k).nbytes for k in ("encoder", "decoder", "cross"))
+    return {"peak RSS MB (load + translate)": round(rss_kb / 1024, 1),
+            "record tokens (source x target)": f"{len(record.source_tokens)} x {len(record.target_tokens)}",
+            "record KB float32": round(n / 1024, 1), "record KB float16": round(n / 2048, 1)}
+
+
+def quality(paths: Sequence[Path], splits: Sequence[str], beams: Sequence[int], limit: int | None) -> list[dict[str, Any]]:
+    rows = []
+    for path in paths:
+        tr = Translator(*checkpoint.load(path))
+        for split in splits:
+            try:
+                pairs = load_pairs(data_dir(), split, tr.bundle.src_lang, tr.bundle.tgt_lang)[:limit]
+            except DataError as err:
+                rows.append({"checkpoint": path.stem, "split": split, "error": str(err)})
+                continue
+            for beam in beams:
+                hyps = tr.translate_batch([s for s, _ in pairs], beam_size=beam)
+                rows.append({"checkpoint": path.stem, "split": split, "beam": beam, **scores(hyps, [t for _, t in pairs])})
+    return rows
+
+
+def other_load() -> dict[str, Any]:
+    """What else is running: load average and the busiest other processes (the machine may be shared)."""
+    top = subprocess.run(["ps", "-eo", "pid,pcpu,args", "--sort=-pcpu", "--no-headers"], capture_output=True, text=True).stdout
+    rows = [line.split(None, 2) for line in top.splitlines() if len(line.split(None, 2)) == 3]
+    others = [(cpu, args) for pid, cpu, args in rows if int(pid) != os.getpid() and not args.startswith("ps ")]
+    busy = [f"{cpu} {args[:80]}" for cpu, args in others if float(cpu) >= 20][:4]
+    return {"load average (1 min)": round(os.getloadavg()[0], 2), "busy processes (lifetime %CPU, command)": busy}
+
+
+def toy_training(task: str = "reverse", target: float = 0.95, limit_s: float = 300.0,
+                 max_steps: int | None = None) -> dict[str, Any]:
+    """Toy training: seconds to 95% exact reversals of held-out sequences, with the Train page's toy preset
+    (training/toy.py), counted from creating the trainer (data, tokenizer, model) to the validation that
+    first reaches `target`; validations are every TOY_SCHEDULE["eval_every"] steps and are included."""
+    import tempfile
+    import threading
+
+    from attnscope.training.config import TrainConfig
+    from attnscope.training.loop import Trainer
+    from attnscope.training.toy import TOY_MODEL, TOY_SCHEDULE
+
+    before = other_load()
+    stop, curve = threading.Event(), []
+    start = time.perf_counter()
+
+    def watch(event: Any) -> None:
+        if event.kind == "eval":
+            curve.append((event.step, round(time.perf_counter() - start, 1), round(100 * event.exact, 1)))
+            if event.exact >= target:
+                stop.set()
+        if time.perf_counter() - start > limit_s:
+            stop.set()
+    config = TrainConfig(out_dir=tempfile.mkdtemp(), task=task, preset="toy", model=dict(TOY_MODEL), src_lang="en",
+                         tgt_lang="en", save_minutes=1e9, **TOY_SCHEDULE | ({"max_steps": max_steps} if max_steps else {}))
+    Trainer(config, watch, stop).run()
+    reached = next((c for c in curve if c[2] >= 100 * target), None)
+    return {"task": task, "target exact %": 100 * target, "seconds to target": reached[1] if reached else None,
+            "steps to target": reached[0] if reached else None, "threads": TOY_SCHEDULE["threads"],
+            "validations (step, s, exact %)": curve, "while it ran": before, "after": other_load()}
+
+
+def import_speed(megabytes: float, repeats: int) -> dict[str, Any]:
+    """Seconds to import a PyTorch-tutorial-style state_dict (nn.Transformer 3+3 layers, d 256) of about
+    `megabytes` MB with torchtext-style vocabularies: read, recognise, permute rows, build."""
+    d = 256
+    core = {f"transformer.{k}": v for k, v in nn.Transformer(d, 8, 3, 3, 1024).state_dict().items()}
+    vocab = max(10, int((megabytes * 1e6 / 4 - sum(v.numel() for v in core.values())) / (3 * d)))
+    state = {**core, "src_tok_emb.embedding.weight": torch.randn(vocab, d),
+             "tgt_tok_emb.embedding.weight": torch.randn(vocab, d),
+             "generator.weight": torch.randn(vocab, d), "generator.bias": torch.zeros(vocab),
+             "positional_encoding.pos_embedding": sinusoidal_table(5000, d).unsqueeze(1)}
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    data = buffer.getvalue()
+    itos = ["<unk>", "<pad>", "<bos>", "<eos>"] + [f"w{i}" for i in range(vocab - 4)]
+
+    def run() -> Any:
+        return import_weights(read_state_dict(data, "model.pt"), itos, itos, n_heads=8)
+
+    start = time.perf_counter()
+    run()
+    first = time.perf_counter() - start
+    return {"file_mb": round(len(data) / 1e6, 1), "vocab": vocab, "first_s": round(first, 3),
+            "median_s": round(median_times({"import": run}, repeats)["import"], 3)}
+
+
+def inside_latency(tr: Translator, repeats: int, max_len: int | None = None) -> dict[str, Any]:
+    """Server-side seconds of the Inside-one-head page's work. The page traces a sentence once (cached);
+    moving the step cuts that trace, slices a head, builds every panel and the logit lens (HTML);
+    switching head does the same without the lens."""
+    from attnscope.engine.inside.head_view import head_view
+    from attnscope.engine.inside.lens import logit_lens
+    from attnscope.engine.recording.intermediates import trace
+    from attnscope.viz.inside import PANELS
+    from attnscope.viz.lens import lens_table
+
+    result = tr.translate(SENTENCES[2], max_len=max_len)
+    piece = tr.bundle.tgt_codec.piece
+
+    def traced() -> Any:
+        with tr.inference():
+            return trace(tr.model, result.source_ids, (BOS_ID, *result.target_ids[:-1]))
+
+    whole = traced()
+    state = {"step": 0}
+
+    def draw(t: int, head: int, with_lens: bool) -> None:
+        view = head_view(whole.until(t), "decoder", 0, head, t, result.source_tokens, result.target_tokens[: t + 1])
+        views = [build(view) for build in PANELS]
+        if with_lens:
+            views.append(lens_table(logit_lens(tr.model, whole, t, result.steps[t].token_id), piece))
+
+    def move_step() -> None:
+        state["step"] = (state["step"] + 1) % len(result.steps)
+        draw(state["step"], 0, True)
+
+    timed = median_times({"trace": traced, "move": move_step, "head": lambda: draw(len(result.steps) - 1, 1, False)}, repeats)
+    return {"tokens (source x target)": f"{len(result.source_ids)} x {len(result.steps)}",
+            "trace the sentence ms (once)": round(timed["trace"] * 1e3, 1),
+            "move the step ms": round(timed["move"] * 1e3, 1),
+            "switch head ms": round(timed["head"] * 1e3, 1), "panels": len(PANELS) + 1}
+
+
+def imported_shape(name: str, repeats: int, app: bool) -> dict[str, Any]:
+    """A random model of an imported family's shape: checkpoint size and load time, what the pages ask of the
+    server, Inside one head, and (with `app`) issue 17's journeys in headless Chromium."""
+    import tempfile
+
+    from attnscope.bench.imported_shapes import TYPICAL, load_seconds, server_latency, shaped_checkpoint
+
+    words = " ".join(SENTENCES).replace(".", " .").split()
+    path = shaped_checkpoint(name, Path(tempfile.mkdtemp()), words)
+    tr = Translator(*checkpoint.load(path))
+    row = {"model": name, "load average": round(os.getloadavg()[0], 1), "threads": torch.get_num_threads(),
+           "fp16 file MB": round(path.stat().st_size / 1e6, 1), "load s": load_seconds(path),
+           **server_latency(tr, SENTENCES, repeats), **inside_latency(tr, repeats, TYPICAL)}
+    if app:
+        row |= app_latency(path, SENTENCES, 3 if name.startswith("tiny") else 8)
+    return row
+
+
+def print_table(title: str, rows: list[dict[str, Any]] | dict[str, Any]) -> None:
+    rows = [rows] if isinstance(rows, dict) else rows
+    print(f"\n## {title}")
+    if not rows:
+        return
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    print("| " + " | ".join(keys) + " |\n|" + "---|" * len(keys))
+    for r in rows:
+        print("| " + " | ".join(str(r.get(k, "")) for k in keys) + " |")
+
+
+def tiny_checkpoint(folder: Path) -> Path:
+    """A random tiny model saved as a checkpoint (for --tiny)."""
+    from attnscope.checkpoints.checkpoint import Bundle
+    from attnscope.model.tokenization import TextCodec, train_word_level
+    codec = TextCodec(train_word_level([" ".join(SENTENCES)]))
+    c = ModelConfig(src_vocab_size=codec.vocab_size, tgt_vocab_size=codec.vocab_size, d_model=32, n_heads=4, d_ff=64,
+                    n_encoder_layers=2, n_decoder_layers=2, max_len=64, share_embeddings=True)
+    torch.manual_seed(0)
+    bundle = Bundle(c, codec, codec, "en", "de", {"name": "tiny"})
+    return checkpoint.save(Transformer(c).eval(), bundle, folder / "tiny.safetensors")
+
+
+def run(out: Path, tiny: bool = False, checkpoint_path: Path | None = None, threads: int | None = None,
+        skip: Sequence[str] = (), only: Sequence[str] = ()) -> dict[str, Any]:
+    """Run the sections (all, or those in `only`) less those in `skip`, print a table for each and write the
+    report (JSON) to `out`; returns the report."""
+    if threads:
+        torch.set_num_threads(threads)
+    if tiny:
+        import tempfile
+        path = tiny_checkpoint(Path(tempfile.mkdtemp()))
+        reps, lengths, batches, train_steps, train_reps, quality_limit, one_by_one = 2, (5, 10), (1, 4), 2, 2, 20, 5
+    else:
+        path = checkpoint_path or default_checkpoint()
+        reps, lengths, batches, train_steps, train_reps, quality_limit, one_by_one = 11, (10, 30, 60), (1, 32), 3, 11, None, 100
+    tr = Translator(*checkpoint.load(path))
+    c = tr.model.config
+    report: dict[str, Any] = {"machine": machine(), "checkpoint": path.name, "tiny": tiny}
+    sections: list[tuple[str, str, Callable[[], Any]]] = [
+        ("training", "1. Training throughput (target tokens/s), ours vs nn.Transformer",
+         lambda: training_throughput(c, 32 if tiny else 64, 12 if tiny else 24, train_steps, train_reps)),
+        ("decoding", "2. Greedy decoding, KV cache vs full recomputation", lambda: decoding_speed(tr, lengths, batches, reps)),
+        ("capture", "3. Capture overhead (every head + steps) vs plain translation", lambda: capture_overhead(tr, reps)),
+        ("batch", "4. Batch translation throughput", lambda: _batch(tr, tiny, one_by_one)),
+        ("memory", "5. Memory", lambda: memory(path)),
+        ("quality", "6. Quality (sacreBLEU cased, lowercased, chrF)",
+         lambda: quality([path] if tiny else sorted(shipped_dir().glob("*.safetensors")),
+                         ["val", "test_2016_flickr", "test_2017_flickr"], (1, 4), quality_limit)),
+        ("app", "7. App latency (headless Chromium against streamlit run), against issue 17's targets",
+         lambda: app_latency(path, SENTENCES, 3 if tiny else 8)),
+        ("import", "8. Import of a 30 MB PyTorch-tutorial state_dict (python -m attnscope import)",
+         lambda: import_speed(2 if tiny else 30, 2 if tiny else 5)),
+        ("dataset", "9. Dataset scale: head statistics from batched capture; attribution per sentence",
+         lambda: dataset_scale(tr, _sentences(tr, 20 if tiny else 1000), *((3, 1) if tiny else (50, 10)))),
+        ("toy", "10. Toy training: seconds to 95% exact reversals (Train page's toy preset)",
+         lambda: toy_training(max_steps=20 if tiny else None)),
+        ("inside", "11. Inside one head: server-side work of opening a head and moving the step",
+         lambda: inside_latency(tr, reps)),
+        ("ig", "12. Integrated gradients at the defaults (5%, at most 256 path points): completeness per token",
+         lambda: ig_completeness(tr, _sample(tr, 3 if tiny else 100))),
+        ("split", "13. Source share by target position (mean over the sample): ALTI+ vs value zeroing's rollout",
+         lambda: split_by_position(tr, _sample(tr, 10 if tiny else 1000))),
+        ("app-memory", "16. App server's resident memory (MB) after each page, one session (targets: 300 after the first "
+         "translation, 380 after Attribution)", lambda: app_memory(path, SENTENCES[1])),
+    ]
+    for key, title, measure in sections:
+        if key in skip or (only and key not in only):
+            continue
+        report[key] = measure()
+        print_table(title, report[key])
+    out.write_text(json.dumps(report, indent=2))
+    print(f"\nwrote {out}")
+    return report
+
+
+def _sentences(tr: Translator, n: int) -> list[str]:
+    """The first n source sentences of test_2016_flickr (ATTNSCOPE_DATA), or the bench's examples repeated."""
+    try:
+        texts = [s for s, _ in load_pairs(data_dir(), "test_2016_flickr", tr.bundle.src_lang, tr.bundle.tgt_lang)]
+    except DataError:
+        texts = list(SENTENCES) * (n // len(SENTENCES) + 1)
+    return texts[:n]
+
+
+def _sample(tr: Translator, n: int) -> list[str]:
+    """The first n source sentences of the embedded evaluation sample (test_2016_flickr), or the bench's examples."""
+    try:
+        return [s for s, _ in sample_pairs(tr.bundle.src_lang, tr.bundle.tgt_lang, "test_2016_flickr", n)]
+    except DataError:
+        return (list(SENTENCES) * (n // len(SENTENCES) + 1))[:n]
+
+
+def _batch(tr: Translator, tiny: bool, one_by_one: int) -> list[dict[str, Any]]:
+    try:
+        texts = [s for s, _ in load_pairs(data_dir(), "test_2016_flickr", tr.bundle.src_lang, tr.bundle.tgt_lang)]
+    except DataError:
+        texts = list(SENTENCES) * 20
+    return batch_throughput(tr, texts[:40] if tiny else texts, one_by_one)
+

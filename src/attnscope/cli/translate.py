@@ -1,0 +1,43 @@
+"""`python -m attnscope translate TEXT`: print the translation; --json / --npz write the attention it was made with."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m attnscope translate", description=__doc__)
+    p.add_argument("text")
+    p.add_argument("--checkpoint", default=None, help="checkpoint file (default: shipped en->de)")
+    p.add_argument("--beam", type=int, default=1)
+    p.add_argument("--max-len", type=int, default=None)
+    p.add_argument("--json", type=Path, default=None, help="write tokens, steps and attention as JSON")
+    p.add_argument("--npz", type=Path, default=None, help="write the attention record as NPZ")
+    return p
+
+
+def main(argv: Sequence[str]) -> int:
+    """Exit code 2 with one line on stderr when the checkpoint or the text is unusable."""
+    from attnscope.checkpoints.checkpoint import CheckpointError
+    from attnscope.engine.decoding.loading import load
+    from attnscope.engine.decoding.translation_files import translation_json
+    from attnscope.engine.decoding.translator import InputError
+
+    args = parser().parse_args(argv)
+    try:
+        translator = load(args.checkpoint)
+        result = translator.translate(args.text, beam_size=args.beam, max_len=args.max_len)
+    except (CheckpointError, InputError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
+    print(result.text)
+    settings = {"checkpoint": translator.name, "sentence": args.text, "beam": args.beam, "max_len": args.max_len}
+    if args.json and result.attention is not None:
+        args.json.write_text(translation_json(result, settings))
+    if args.npz and result.attention is not None:
+        args.npz.write_bytes(result.attention.to_npz(settings))
+    return 0
