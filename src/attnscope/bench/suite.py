@@ -452,6 +452,10 @@ def run(out: Path, tiny: bool = False, checkpoint_path: Path | None = None, thre
          lambda: ig_completeness(tr, _sample(tr, 3 if tiny else 100))),
         ("split", "13. Source share by target position (mean over the sample): ALTI+ vs value zeroing's rollout",
          lambda: split_by_position(tr, _sample(tr, 10 if tiny else 1000))),
+        ("imported", "14. A model of opus-mt-en-de's shape (random weights): server side, Inside one head, the app",
+         lambda: imported_shape("tiny-marian" if tiny else "opus-mt-en-de", reps, app="app" not in skip)),
+        ("large", "15. A model of NLLB-200-distilled-600M's shape (random weights): server side",
+         lambda: imported_shape("tiny-marian" if tiny else "nllb-200-distilled-600M", 3, app=False)),
         ("app-memory", "16. App server's resident memory (MB) after each page, one session (targets: 300 after the first "
          "translation, 380 after Attribution)", lambda: app_memory(path, SENTENCES[1])),
     ]
