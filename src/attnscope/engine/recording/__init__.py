@@ -4,7 +4,7 @@ from attnscope.engine.lazy import exports
 
 __all__, __getattr__, __dir__ = exports(__name__, {
     "capture": ["record_attention", "Recording"],
-    "tracer": ["trace", "tracing", "Trace", "Keep", "WEIGHTS", "EVERYTHING", "Calls", "Sublayer", "Layer", "Internals",
+    "tracer": ["trace", "tracing", "install", "Trace", "Keep", "WEIGHTS", "EVERYTHING", "Calls", "Sublayer", "Layer", "Internals",
                "BlockStream", "Embedded", "decoder_inputs", "kept", "eval_mode", "model_lock"],
     "record": ["AttentionRecord", "DecodeStep", "StepAttention", "RecordError", "KINDS", "KIND_LABELS", "Kind"],
     "record_files": ["read_record", "record_meta"],

@@ -29,7 +29,7 @@ from torch import Tensor, nn
 from attnscope.engine.recording.attention_mode import AttentionMode
 from attnscope.engine.recording.recorded import Recording, Structure, infer_kind
 from attnscope.engine.recording.streams import Streams
-from attnscope.engine.recording.tracer import WEIGHTS, Calls, eval_mode, model_lock, tracing
+from attnscope.engine.recording.tracer import WEIGHTS, Calls, eval_mode, install, model_lock
 from attnscope.model.kinds import Kind
 from attnscope.model.transformer import MultiHeadAttention
 
@@ -149,7 +149,7 @@ def record_attention(module: nn.Module, kinds: dict[str, Kind] | None = None) ->
         cleanup.callback(recording.resolve_kinds, given)
         native = native_attention(module, modules)
         if native is not None:
-            _hook_native(native, recording, given, cleanup, modules, module)
+            _hook_native(module, native, recording, given, cleanup)
             yield recording
         else:
             mode = _hook_any(module, recording, given, cleanup)
@@ -167,14 +167,14 @@ def _report(mode: AttentionMode, recording: Recording) -> None:
         warnings.warn(note, stacklevel=4)
 
 
-def _hook_native(modules: dict[str, MultiHeadAttention], recording: Recording, given: dict[str, Kind | None],
-                 cleanup: ExitStack, walked: Sequence[tuple[str, nn.Module]], root: nn.Module) -> None:
-    """attnscope's own model: the tracer's weights-only mode (one hook on each attention module's softmaxed
-    weights, appending to the recording's calls; nothing else)."""
+def _hook_native(module: nn.Module, modules: dict[str, MultiHeadAttention], recording: Recording,
+                 given: dict[str, Kind | None], cleanup: ExitStack) -> None:
+    """attnscope's own model: the tracer's weights-only mode, one hook on each attention module's softmaxed
+    weights appending to the recording's calls, nothing else."""
     for name, m in modules.items():
         given.setdefault(name, m.kind)
         recording.kinds[name] = given[name]
-    cleanup.enter_context(tracing(root, WEIGHTS, Calls(recording.calls), walked))
+    install(cleanup, module, WEIGHTS, Calls(recording.calls), modules)
 
 
 def _hook_any(module: nn.Module, recording: Recording, given: dict[str, Kind | None], cleanup: ExitStack) -> AttentionMode:

@@ -3,7 +3,8 @@
 `Keep` says what to keep: the softmaxed weights of every head; the internals of each attention call (q, k, v,
 scores, mask, the heads side by side, the output); the residual stream (embeddings, positions, each layer's
 input and output, each residual block and its LayerNorm). `tracing()` installs exactly those hooks, under the
-model's lock and in eval mode, and collects every call made from the thread that installed them into `Calls`.
+model's lock and in eval mode, and collects every call made from the thread that installed them into `Calls`
+(`install` alone puts them on a model whose caller holds the lock already).
 Nothing is recomputed: the values are the tensors the model's own modules received and returned.
 
 - capture (recording/capture.py) runs the weights-only mode over a whole decoding loop: one hook per attention
@@ -100,27 +101,29 @@ class Calls:
 
 
 @contextmanager
-def tracing(model: nn.Module, keep: Keep = WEIGHTS, calls: Calls | None = None,
-            modules: Sequence[tuple[str, nn.Module]] | None = None) -> Iterator[Calls]:
+def tracing(model: nn.Module, keep: Keep = WEIGHTS) -> Iterator[Calls]:
     """Hooks for what `keep` asks, under the model's lock and in eval mode; yields the `Calls` they fill and
-    removes them on leaving (also after an error). Weights and internals work on any module built of
-    attnscope's attention (capture's native path); the stream needs a `Transformer`. `modules`:
-    model.named_modules() when the caller has walked them already (capture does, before every translation)."""
-    modules = list(model.named_modules()) if modules is None else modules
-    calls = Calls() if calls is None else calls
-    attention = {name: m for name, m in modules if isinstance(m, MultiHeadAttention)}
+    removes the hooks on leaving (also after an error)."""
+    calls = Calls()
+    with model_lock(model), eval_mode(model), ExitStack() as hooks:
+        install(hooks, model, keep, calls, {name: m for name, m in model.named_modules() if isinstance(m, MultiHeadAttention)})
+        yield calls
+
+
+def install(hooks: ExitStack, model: nn.Module, keep: Keep, calls: Calls, attention: dict[str, MultiHeadAttention]) -> None:
+    """The hooks of `tracing`, each removed by `hooks`, for a caller that holds the model's lock and runs it in
+    eval mode already (capture, before every translation, with its attention modules found). Weights and
+    internals work on any module built of attnscope's attention; the stream needs a `Transformer`."""
     if keep.stream and not isinstance(model, Transformer):
         raise TypeError(f"the residual stream is traced on attnscope's Transformer, not {type(model).__name__}")
-    with model_lock(model), eval_mode(model, [m for _, m in modules]), ExitStack() as hooks:
-        if keep.weights:
-            for name, m in attention.items():
-                hooks.callback(m.hook_pattern.register_forward_hook(_weights_hook(name, calls.weights, calls.thread)).remove)
-        if keep.internals:
-            for name, m in attention.items():
-                _hook_internals(hooks, calls, name, m)
-        if keep.stream:
-            _hook_stream(hooks, calls, model)
-        yield calls
+    if keep.weights:
+        for name, m in attention.items():
+            hooks.callback(m.hook_pattern.register_forward_hook(_weights_hook(name, calls.weights, calls.thread)).remove)
+    if keep.internals:
+        for name, m in attention.items():
+            _hook_internals(hooks, calls, name, m)
+    if keep.stream:
+        _hook_stream(hooks, calls, model)
 
 
 def _weights_hook(name: str, sink: dict[str, list[Tensor]], thread: int) -> Callable[[nn.Module, Any, Tensor], None]:
@@ -152,10 +155,22 @@ def _hook_stream(hooks: ExitStack, calls: Calls, model: Transformer) -> None:
     _on_output(hooks, calls, model.embed_dropout, "embedded")
     _on_output(hooks, calls, model.encoder_norm, "memory")
     for name, m in model.named_modules():
-        if isinstance(m, (EncoderLayer, DecoderLayer, Residual)):
-            _on_output(hooks, calls, m, f"{name}.io", lambda args, out: (args[0], out))
-        if isinstance(m, Residual):
-            _on_output(hooks, calls, m.norm, f"{name}.norm", lambda args, out: (args[0], out))
+        if isinstance(m, (EncoderLayer, DecoderLayer)):
+            _on_output(hooks, calls, m, f"{name}.io", _in_out)
+            for block_name, block in _attention_blocks(m).items():
+                _on_output(hooks, calls, block, f"{name}.{block_name}.io", _in_out)
+                _on_output(hooks, calls, block.norm, f"{name}.{block_name}.norm", _in_out)
+
+
+def _attention_blocks(layer: EncoderLayer | DecoderLayer) -> dict[str, Residual]:
+    """The residual blocks around a layer's attention (not its feed-forward block), by attribute name."""
+    if isinstance(layer, EncoderLayer):
+        return {"attn_block": layer.attn_block}
+    return {"self_block": layer.self_block, "cross_block": layer.cross_block}
+
+
+def _in_out(args: tuple[Any, ...], out: Tensor) -> tuple[Tensor, Tensor]:
+    return args[0], out
 
 
 @dataclass(frozen=True)
