@@ -295,6 +295,9 @@ def test_the_joined_mask_of_cached_steps_is_the_full_pass_mask(case: Case) -> No
             allowed = _allowed(kept(b.internals).mask, shape)
             assert torch.equal(_allowed(kept(a.internals).mask, shape), allowed), kind
             assert torch.all(kept(b.weights)[~allowed] == 0)
+    assert all(kept(s.internals).mask is None for s in cached.sublayers("cross"))  # the source has no padding
+    n = len(case.prefix)
+    assert torch.equal(kept(cached.sublayer("decoder", 0).internals).mask[0, 0], torch.ones(n, n, dtype=torch.bool).tril())
 
 
 def test_the_stream_needs_attnscopes_transformer() -> None:

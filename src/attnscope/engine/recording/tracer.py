@@ -337,10 +337,11 @@ def _square(calls: list[Tensor], fill: float) -> Tensor:
 
 
 def _mask(calls: list[tuple[Tensor, ...]]) -> Tensor | None:
-    """The masks of every call as one (B, 1, Q, K) mask of the joined rows; a call's None allows each key it had."""
-    if len(calls) == 1:
-        return calls[0][3]
+    """The masks of every call as one (B, 1, Q, K) mask of the joined rows; a call's None allows each key it had.
+    None when every call allowed every key (cross-attention to an unpadded source)."""
     n_keys = calls[-1][1].shape[2]
+    if len(calls) == 1 or all(mask is None and keys.shape[2] == n_keys for _q, keys, _v, mask, _out in calls):
+        return calls[-1][3]
     rows = []
     for q, keys, _v, mask, _out in calls:
         shape = (q.shape[0], 1, q.shape[2], keys.shape[2])
