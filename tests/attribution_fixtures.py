@@ -1,7 +1,7 @@
 """Tiny models and an independent teacher-forced runner for the attribution tests.
 
 Import explicitly; nothing here is collected as tests. The runner uses only its own hooks,
-never engine.internals, so the attribution code is checked against a separate path.
+never the tracer (engine/recording/tracer.py), so the attribution code is checked against a separate path.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-from attnscope.engine.recording.internals import decoder_inputs
+from attnscope.engine.recording.tracer import decoder_inputs
 from attnscope.model.config import EOS_ID, ModelConfig
 from attnscope.model.transformer import Transformer
 

@@ -69,14 +69,14 @@ def expected(toy_checkpoint_dir: Path) -> dict:
     from attnscope.engine.attribution.saliency import saliency
     from attnscope.engine.attribution.value_zeroing import value_zeroing
     from attnscope.engine.decoding.translator import Translator
-    from attnscope.engine.recording.internals import trace_pair
+    from attnscope.engine.recording.tracer import decoder_inputs, trace
 
     tr = Translator(*checkpoint.load(next(toy_checkpoint_dir.glob("*.safetensors"))))
     result = tr.translate(SENTENCE, max_len=tr.model.config.max_len)
     src, tgt = result.source_ids, result.target_ids
     vz, split = value_zeroing(tr, result), alti_plus(tr, result)
     with tr.inference():
-        norms = layer_norms(trace_pair(tr.model, src, tgt), "cross")[1]
+        norms = layer_norms(trace(tr.model, src, decoder_inputs(tgt)), "cross")[1]
         gxi, ig = saliency(tr.model, src, tgt), saliency(tr.model, src, tgt, IGSettings(max_points=16))
     return {"result": result, "split": split.source_share, "prefix": split.prefix, "value zeroing": vz.source,
             "ALTI+": split.source, "attention (layer 1)": result.attention.mean_over_heads("cross", 1),

@@ -1,4 +1,4 @@
-"""Inside one head: cached intermediates and the page's selectors (kind, layer, head, step, query token)."""
+"""Inside one head: the cached trace of a sentence and the page's selectors (kind, layer, head, step, query token)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -12,7 +12,8 @@ from attnscope.engine.inside.head_view import HeadView, head_view
 from attnscope.engine.inside.lens import logit_lens
 from attnscope.engine.inside.offsets import RotationCheck, offset_errors, rotation_check
 from attnscope.engine.inside.trace_data import ForwardTrace, LogitLens
-from attnscope.engine.recording.intermediates import trace
+from attnscope.engine.inside.traced import forward_trace
+from attnscope.engine.recording.tracer import trace
 from attnscope.model.config import BOS_ID
 from attnscope.model.kinds import KIND_LABELS, KINDS, Kind
 from attnscope.model.transformer import sinusoidal_table
@@ -39,7 +40,7 @@ def decoder_inputs(result: Translation) -> tuple[int, ...]:
 @st.cache_data(max_entries=32, show_spinner="Tracing the forward pass…")
 def _trace(_tr: Translator, checkpoint_key: str, source_ids: tuple[int, ...], target_ids: tuple[int, ...]) -> ForwardTrace:
     with _tr.inference():
-        return trace(_tr.model, source_ids, target_ids, use_cache=True)
+        return forward_trace(trace(_tr.model, source_ids, target_ids, use_cache=True))
 
 
 def sentence_trace(tr: Translator, result: Translation) -> ForwardTrace:

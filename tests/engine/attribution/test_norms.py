@@ -7,7 +7,7 @@ import torch
 
 from attnscope.engine.attribution.norms import layer_norms, norm_arrays, weighted_value_norms
 from attnscope.engine.recording.capture import record_attention
-from attnscope.engine.recording.internals import decoder_inputs, trace_pair
+from attnscope.engine.recording.tracer import decoder_inputs, trace
 from attnscope.model.transformer import MultiHeadAttention
 from tests.attribution_fixtures import pair, run, tiny
 from tests.engine_fixtures import tiny_translator
@@ -35,7 +35,7 @@ def test_norms_match_a_direct_computation_from_the_weights(seed: int, norm: str)
     with record_attention(model) as rec:
         model(torch.tensor([src]), torch.tensor([decoder_inputs(tgt)]))
     weights = {name: w[0] for name, w in rec.weights.items()}
-    traced = trace_pair(model, src, tgt)
+    traced = trace(model, src, decoder_inputs(tgt))
     memory = model.encode(torch.tensor([src]))[0][0].detach()
     got = {kind: norm_arrays(traced, kind)[0] for kind in ("encoder", "decoder", "cross")}
     for i, layer in enumerate(model.encoder):
@@ -55,9 +55,9 @@ def test_norms_match_a_direct_computation_from_the_weights(seed: int, norm: str)
 def test_layer_norm_is_the_norm_of_the_summed_head_vectors() -> None:
     model = tiny(2)
     src, tgt = pair(2)
-    traced = trace_pair(model, src, tgt)
+    traced = trace(model, src, decoder_inputs(tgt))
     call = traced.decoder[1].cross_attn
-    v = call.values[0]  # (H, K, dh)
+    v = call.internals.values[0]  # (H, K, dh)
     h, k, dh = v.shape
     summed = sum(call.weights[0, head, :, :, None] * (v[head] @ call.module.out_proj.weight[:, head * dh:(head + 1) * dh].T)
                  for head in range(h))  # (Q, K, D)
@@ -94,7 +94,7 @@ def test_a_gated_head_passes_on_nothing() -> None:
     model = tiny(3)
     src, tgt = pair(3)
     with gate_heads(model, [("cross", 1, 2), ("encoder", 0, 0)]):
-        traced = trace_pair(model, src, tgt)
+        traced = trace(model, src, decoder_inputs(tgt))
         cross, encoder = norm_arrays(traced, "cross")[0], norm_arrays(traced, "encoder")[0]
     assert np.all(cross[1, 2] == 0) and np.all(encoder[0, 0] == 0)
     assert np.all(cross[1, [0, 1, 3]].sum(-1) > 0) and np.all(cross[0].sum(-1) > 0)

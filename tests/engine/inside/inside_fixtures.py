@@ -5,7 +5,8 @@ from dataclasses import dataclass
 
 from attnscope.engine.decoding.decode import Decoded, greedy
 from attnscope.engine.inside.trace_data import ForwardTrace
-from attnscope.engine.recording.intermediates import trace
+from attnscope.engine.inside.traced import forward_trace
+from attnscope.engine.recording.tracer import trace
 from attnscope.model.config import BOS_ID
 from attnscope.model.transformer import Transformer
 from tests.engine_fixtures import random_source, tiny_model
@@ -18,6 +19,11 @@ VARIANTS = {
     "post-learned-final-norm": dict(norm="post", positional="learned", final_norm=True),
     "post-annotated-norm-unscaled": dict(norm="post", layer_norm="annotated", embed_scale=False),
 }
+
+
+def inside_trace(model: Transformer, source: list[int], prefix: list[int], use_cache: bool) -> ForwardTrace:
+    """What the inside view draws: the tracer's pass with everything kept, as numpy."""
+    return forward_trace(trace(model, source, prefix, use_cache=use_cache))
 
 
 @dataclass
@@ -35,5 +41,5 @@ def make_case(name: str, seed: int = 0) -> Case:
     source = random_source(seed, n=7)
     decoded = greedy(model, source, max_len=6)
     prefix = [BOS_ID, *decoded.ids[:-1]]
-    return Case(model, source, decoded, prefix, trace(model, source, prefix, use_cache=True),
-                trace(model, source, prefix, use_cache=False))
+    return Case(model, source, decoded, prefix, inside_trace(model, source, prefix, True),
+                inside_trace(model, source, prefix, False))

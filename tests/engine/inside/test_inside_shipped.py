@@ -7,7 +7,8 @@ import pytest
 import attnscope
 from attnscope.engine.inside.head_view import head_view
 from attnscope.engine.inside.lens import logit_lens
-from attnscope.engine.recording.intermediates import trace
+from attnscope.engine.inside.traced import forward_trace
+from attnscope.engine.recording.tracer import trace
 from attnscope.model.config import BOS_ID
 
 
@@ -16,7 +17,7 @@ def girl():
     tr = attnscope.load()
     result = tr.translate("A girl is playing in the park.")
     assert result.target_tokens[:3] == ("<bos>", "Ein", "Mädchen"), result.target_tokens
-    return tr, result, trace(tr.model, result.source_ids, (BOS_ID, *result.target_ids[:2]))
+    return tr, result, forward_trace(trace(tr.model, result.source_ids, (BOS_ID, *result.target_ids[:2]), use_cache=True))
 
 
 @pytest.mark.parametrize("kind", ["encoder", "decoder", "cross"])

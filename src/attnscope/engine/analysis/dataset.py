@@ -23,8 +23,8 @@ from attnscope.engine.attribution.sentence import SentenceAttribution, attribute
 from attnscope.engine.decoding.decode import greedy_batch
 from attnscope.engine.decoding.translator import InputError, Translator
 from attnscope.engine.recording.capture import record_attention
-from attnscope.engine.recording.internals import decoder_inputs, trace_pair
 from attnscope.engine.recording.record import AttentionRecord
+from attnscope.engine.recording.tracer import decoder_inputs, trace
 from attnscope.model.batch import pad
 from attnscope.model.config import EOS_ID
 
@@ -136,7 +136,7 @@ def shares_by_position(translator: Translator, sentences: Sequence[str], batch_s
     rows: dict[str, list[np.ndarray]] = {m: [] for m in measures}
     with float64_model(translator.model) as exact:
         for _, src, tgt in greedy_pairs(translator, sentences, batch_size, progress):
-            traced = trace_pair(exact, src, tgt)
+            traced = trace(exact, src, decoder_inputs(tgt))
             rows[alti.METHOD].append(alti.from_trace(traced).source_share)
             rows[value_zeroing.METHOD].append(value_zeroing.from_trace(traced).source_share)
     if not rows[alti.METHOD]:

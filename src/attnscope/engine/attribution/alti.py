@@ -25,8 +25,9 @@ import torch
 from torch import Tensor
 
 from attnscope.engine.attribution.contributions import Contributions, float64_model, rolled_out
+from attnscope.engine.attribution.norms import mixed_vectors
 from attnscope.engine.decoding.translator import Translation, Translator
-from attnscope.engine.recording.internals import AttentionCall, LayerTrace, Trace, mixed_vectors, trace_pair
+from attnscope.engine.recording.tracer import EVERYTHING, Layer, Sublayer, Trace, decoder_inputs, kept, trace
 from attnscope.model.transformer import Residual
 
 METHOD = "ALTI+"
@@ -48,12 +49,13 @@ def _layer_norm_scale(norm: torch.nn.Module, z: Tensor) -> Tensor:
     return ((norm(z) - norm.bias) * shape).sum(-1, keepdim=True) / (shape * shape).sum(-1, keepdim=True)
 
 
-def _through_block(block: Residual, residual: Tensor, call: AttentionCall, vectors: Tensor) -> tuple[Tensor, Tensor]:
+def _through_block(block: Residual, residual: Tensor, call: Sublayer, vectors: Tensor) -> tuple[Tensor, Tensor]:
     """The block's real output y (Q, D), and each input's vector T_i(x_j) (Q, K, D) carried to it."""
-    y = block(residual.unsqueeze(0), lambda _h: call.output[:1])[0]  # the layer's own Residual module
+    output = kept(call.internals).output
+    y = block(residual.unsqueeze(0), lambda _h: output[:1])[0]  # the layer's own Residual module
     if block.pre:
         return y, vectors  # y = sum_j T_i(x_j) + b_O
-    z = residual + call.output[0]  # the LayerNorm's input
+    z = residual + output[0]  # the LayerNorm's input
     centred = vectors - vectors.mean(-1, keepdim=True)
     return y, block.norm.weight * centred * _layer_norm_scale(block.norm, z).unsqueeze(1)
 
@@ -65,7 +67,7 @@ def _alti(y: Tensor, vectors: Tensor) -> Tensor:
     return closeness / torch.where(total > 0, total, torch.ones_like(total))
 
 
-def self_block(block: Residual, x: Tensor, call: AttentionCall) -> tuple[Tensor, Tensor]:
+def self_block(block: Residual, x: Tensor, call: Sublayer) -> tuple[Tensor, Tensor]:
     """Contributions (Q, Q) of a self-attention block on input x (Q, D), and its output (Q, D)."""
     eye = torch.eye(x.shape[0], dtype=x.dtype, device=x.device).unsqueeze(-1)  # (Q, Q, 1)
     vectors = mixed_vectors(call) + eye * x.unsqueeze(1)  # the residual x_i joins T_i(x_i): (Q, Q, D)
@@ -73,22 +75,23 @@ def self_block(block: Residual, x: Tensor, call: AttentionCall) -> tuple[Tensor,
     return _alti(y, carried), y
 
 
-def cross_block(block: Residual, x: Tensor, call: AttentionCall) -> tuple[Tensor, Tensor]:
+def cross_block(block: Residual, x: Tensor, call: Sublayer) -> tuple[Tensor, Tensor]:
     """Contributions (Q, S + 1) of a cross-attention block (source tokens, then the residual x_i), and its output."""
     vectors = torch.cat([mixed_vectors(call), x.unsqueeze(1)], dim=1)  # (Q, S + 1, D)
     y, carried = _through_block(block, x, call, vectors)
     return _alti(y, carried), y
 
 
-def encoder_layer(lt: LayerTrace) -> Tensor:
+def encoder_layer(lt: Layer) -> Tensor:
     """[S, S] ALTI of one encoder layer's self-attention block (the feed-forward block mixes no tokens)."""
-    return self_block(lt.layer.attn_block, lt.inputs[0], lt.self_attn)[0]
+    return self_block(lt.self_attn.block, kept(lt.inputs)[0], lt.self_attn)[0]
 
 
-def decoder_layer(lt: LayerTrace) -> tuple[Tensor, Tensor]:
+def decoder_layer(lt: Layer) -> tuple[Tensor, Tensor]:
     """([T, T] self-attention block, [T, S + 1] cross-attention block) of one decoder layer."""
-    prefix, h = self_block(lt.layer.self_block, lt.inputs[0], lt.self_attn)
-    return prefix, cross_block(lt.layer.cross_block, h, lt.cross_attn)[0]
+    prefix, h = self_block(lt.self_attn.block, kept(lt.inputs)[0], lt.self_attn)
+    cross = kept(lt.cross_attn)
+    return prefix, cross_block(cross.block, h, cross)[0]
 
 
 def _stacked(matrices: list[Tensor]) -> np.ndarray:
@@ -96,7 +99,8 @@ def _stacked(matrices: list[Tensor]) -> np.ndarray:
 
 
 def layers(tr: Trace) -> AltiLayers:
-    """ALTI of every attention block of a traced single-sentence pass."""
+    """ALTI of every attention block of a traced single-sentence pass (traced with everything kept)."""
+    tr.require(EVERYTHING)
     with torch.no_grad():
         enc = [encoder_layer(lt) for lt in tr.encoder]
         dec = [decoder_layer(lt) for lt in tr.decoder]
@@ -119,4 +123,4 @@ def from_trace(tr: Trace) -> Contributions:
 def alti_plus(translator: Translator, translation: Translation) -> Contributions:
     """ALTI+ contributions of a translation's output (teacher-forced on its own ids), computed in float64."""
     with float64_model(translator.model) as exact:
-        return from_trace(trace_pair(exact, translation.source_ids, translation.target_ids))
+        return from_trace(trace(exact, translation.source_ids, decoder_inputs(translation.target_ids)))

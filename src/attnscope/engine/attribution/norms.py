@@ -3,39 +3,58 @@
 A weight a_ij says where a head looks; ||a_ij f(x_j)|| says how much it actually moves: f is
 the value projection followed by the head's slice of the output projection W_O. A head that
 puts 0.9 on a token whose transformed value is nearly zero passes on almost nothing.
-Everything here is computed from a traced forward pass (engine.internals), not re-implemented.
+Everything here is computed from a traced forward pass (recording/tracer.py), not re-implemented.
 """
 from __future__ import annotations
 
 import numpy as np
 import torch
+from torch import Tensor
 
 from attnscope.engine.decoding.translator import Translation, Translator
-from attnscope.engine.recording.internals import AttentionCall, Trace, head_vectors, mixed_vectors, trace_pair
 from attnscope.engine.recording.record import AttentionRecord, Kind
+from attnscope.engine.recording.tracer import Keep, Sublayer, Trace, decoder_inputs, kept, trace
+
+# What the norms read: the weights and each call's values (W_O comes from the module itself).
+NEEDS = Keep(weights=True, internals=True)
 
 
-def head_norms(call: AttentionCall) -> torch.Tensor:
+def head_vectors(call: Sublayer) -> Tensor:
+    """f_h(x_j): each key's value pushed through its head's slice of W_O, (B, H, K, D).
+
+    The attention output is sum_h sum_j a^h_ij f_h(x_j) + b_O, so these are the vectors the
+    weights actually mix (Kobayashi et al. 2020, eq. 6). They come from the module's own output
+    projection (each head's values alone in its slot, minus the bias), so a head switched off by
+    `head_gate.gate_heads` contributes zero vectors here too.
+    """
+    m, values = call.module, kept(call.internals).values
+    b, h, k, dh = values.shape
+    eye = torch.eye(h, dtype=values.dtype, device=values.device)
+    alone = torch.einsum("bhkd,hg->bhkgd", values, eye).reshape(b, h, k, h * dh)  # head h's values in slot h
+    with torch.no_grad():
+        return m.out_proj(alone) - m.out_proj.bias  # (B, H, K, D)
+
+
+def mixed_vectors(call: Sublayer, batch: int = 0) -> Tensor:
+    """g_ij = sum_h a^h_ij f_h(x_j): what key j adds to query i's attention output, (Q, K, D)."""
+    return torch.einsum("hqk,hkd->qkd", kept(call.weights)[batch], head_vectors(call)[batch])
+
+
+def head_norms(call: Sublayer) -> Tensor:
     """||a^h_ij f_h(x_j)|| per head, (B, H, Q, K): the weights scaled by each value's transformed norm."""
-    return call.weights * head_vectors(call).norm(dim=-1).unsqueeze(2)  # (B, H, Q, K)
-
-
-def _calls(trace: Trace, kind: Kind) -> list[AttentionCall]:
-    if kind == "encoder":
-        return [layer.self_attn for layer in trace.encoder]
-    if kind == "decoder":
-        return [layer.self_attn for layer in trace.decoder]
-    return [layer.cross_attn for layer in trace.decoder]  # type: ignore[misc]
+    return kept(call.weights) * head_vectors(call).norm(dim=-1).unsqueeze(2)  # (B, H, Q, K)
 
 
 def norm_arrays(trace: Trace, kind: Kind) -> np.ndarray:
     """Per-head weighted value norms of one kind, [B, L, H, Q, K] (shaped like the weights)."""
-    return torch.stack([head_norms(c) for c in _calls(trace, kind)], dim=1).float().cpu().numpy()
+    calls = trace.require(NEEDS).sublayers(kind)
+    return torch.stack([head_norms(c) for c in calls], dim=1).float().cpu().numpy()
 
 
 def layer_norms(trace: Trace, kind: Kind, batch: int = 0) -> np.ndarray:
     """||sum_h a^h_ij f_h(x_j)||, the whole layer's norm-based attention, [L, Q, K] (Kobayashi et al., sec. 5)."""
-    return torch.stack([mixed_vectors(c, batch).norm(dim=-1) for c in _calls(trace, kind)]).float().cpu().numpy()
+    calls = trace.require(NEEDS).sublayers(kind)
+    return torch.stack([mixed_vectors(c, batch).norm(dim=-1) for c in calls]).float().cpu().numpy()
 
 
 def norm_record(trace: Trace, like: AttentionRecord, batch: int = 0) -> AttentionRecord:
@@ -53,5 +72,5 @@ def weighted_value_norms(translator: Translator, translation: Translation) -> At
     if translation.attention is None:
         raise ValueError("the translation carries no attention; translate with capture=True")
     with translator.inference():  # the norms read W_O too: same weights as the traced pass
-        t = trace_pair(translator.model, translation.source_ids, translation.target_ids)
+        t = trace(translator.model, translation.source_ids, decoder_inputs(translation.target_ids), keep=NEEDS)
         return norm_record(t, translation.attention)

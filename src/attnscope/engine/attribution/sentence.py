@@ -13,8 +13,8 @@ from attnscope.engine.attribution.norms import layer_norms, norm_record
 from attnscope.engine.attribution.quadrature import IGSettings
 from attnscope.engine.attribution.saliency import Saliency, saliency
 from attnscope.engine.decoding.translator import Translation, Translator
-from attnscope.engine.recording.internals import trace_pair
 from attnscope.engine.recording.record import AttentionRecord
+from attnscope.engine.recording.tracer import decoder_inputs, trace
 
 ATTENTION, NORM, ALTI, VALUE_ZEROING, GRAD_X_INPUT, INTEGRATED = (
     "attention", "norm-based", alti.METHOD, value_zeroing.METHOD, "gradient × input", "integrated gradients")
@@ -63,10 +63,10 @@ def attribute(translator: Translator, translation: Translation, ig: IGSettings |
         raise ValueError("the translation carries no attention; translate with capture=True")
     model, src, tgt = translator.model, translation.source_ids, translation.target_ids
     with float64_model(model) as exact_model:
-        exact = trace_pair(exact_model, src, tgt)
+        exact = trace(exact_model, src, decoder_inputs(tgt))
         split, vz = alti.from_trace(exact), value_zeroing.from_trace(exact)
     with translator.inference():
-        traced = trace_pair(model, src, tgt)
+        traced = trace(model, src, decoder_inputs(tgt))
         gxi = saliency(model, src, tgt)
         integrated = saliency(model, src, tgt, ig) if ig is not None else None
     return SentenceAttribution(translation.source_tokens, translation.output_tokens, translation.attention,

@@ -26,8 +26,9 @@ import torch
 from torch import Tensor
 
 from attnscope.engine.attribution.contributions import Contributions, float64_model, rolled_out
+from attnscope.engine.attribution.norms import mixed_vectors
 from attnscope.engine.decoding.translator import Translation, Translator
-from attnscope.engine.recording.internals import LayerTrace, Trace, mixed_vectors, trace_pair
+from attnscope.engine.recording.tracer import EVERYTHING, Layer, Trace, decoder_inputs, kept, trace
 
 METHOD = "value zeroing"
 
@@ -50,36 +51,38 @@ def _variants(base: Tensor, attn_out: Tensor, g: Tensor) -> tuple[Tensor, Tensor
     return base.unsqueeze(1).expand(q, k, d).reshape(1, q * k, d), (attn_out.unsqueeze(1) - g).reshape(1, q * k, d)
 
 
-def encoder_layer_mixing(lt: LayerTrace) -> Tensor:
+def encoder_layer_mixing(lt: Layer) -> Tensor:
     """[S, S] value-zeroing scores of one encoder layer (unnormalised cosine distances)."""
-    layer, x, call = lt.layer, lt.inputs[0], lt.self_attn
+    layer, x, out, call = lt.module, kept(lt.inputs)[0], kept(lt.output)[0], lt.self_attn
     s, d = x.shape
-    base, attn = _variants(x, call.output[0], mixed_vectors(call))
+    base, attn = _variants(x, kept(call.internals).output[0], mixed_vectors(call))
     y = layer.ffn_block(layer.attn_block(base, lambda _h: attn), layer.ffn)  # (1, S*S, D)
-    return _distance(lt.output[0], y.view(s, s, d))
+    return _distance(out, y.view(s, s, d))
 
 
-def decoder_layer_mixing(lt: LayerTrace) -> tuple[Tensor, Tensor]:
+def decoder_layer_mixing(lt: Layer) -> tuple[Tensor, Tensor]:
     """Unnormalised scores of one decoder layer: ([T, S] source via cross-attention, [T, T] prefix via self-attention)."""
-    layer, x, sa, ca = lt.layer, lt.inputs[0], lt.self_attn, lt.cross_attn
+    layer, x, out, sa, ca = lt.module, kept(lt.inputs)[0], kept(lt.output)[0], lt.self_attn, kept(lt.cross_attn)
+    sa_out, ci = kept(sa.internals).output, kept(ca.internals)
     t, d = x.shape
-    s = ca.values.shape[2]
+    s = ci.values.shape[2]
 
     def cross(h: Tensor) -> Tensor:  # the traced keys and values of the source, queried from h
-        return ca.module(ca.module.project_q(h), ca.keys[:1], ca.values[:1], ca.mask)
+        return ca.module(ca.module.project_q(h), ci.keys[:1], ci.values[:1], ci.mask)
 
-    base, attn = _variants(x, sa.output[0], mixed_vectors(sa))
+    base, attn = _variants(x, sa_out[0], mixed_vectors(sa))
     y_self = layer.ffn_block(layer.cross_block(layer.self_block(base, lambda _h: attn), cross), layer.ffn)
-    prefix = _distance(lt.output[0], y_self.view(t, t, d)).tril()  # a query never sees later positions
-    x1 = layer.self_block(x.unsqueeze(0), lambda _h: sa.output[:1])[0]  # (T, D) input of the cross block
-    base, attn = _variants(x1, ca.output[0], mixed_vectors(ca))
+    prefix = _distance(out, y_self.view(t, t, d)).tril()  # a query never sees later positions
+    x1 = layer.self_block(x.unsqueeze(0), lambda _h: sa_out[:1])[0]  # (T, D) input of the cross block
+    base, attn = _variants(x1, ci.output[0], mixed_vectors(ca))
     y_cross = layer.ffn_block(layer.cross_block(base, lambda _h: attn), layer.ffn)
-    return _distance(lt.output[0], y_cross.view(t, s, d)), prefix
+    return _distance(out, y_cross.view(t, s, d)), prefix
 
 
 def from_trace(tr: Trace) -> Contributions:
     """Value zeroing per layer and rolled out, from a traced single-sentence pass; the variants run the
     traced model's modules, so hold its lock (`contributions.float64_model` does, and resolves the distances)."""
+    tr.require(EVERYTHING)
     with torch.no_grad():
         enc = [_normalise(encoder_layer_mixing(lt)) for lt in tr.encoder]
         dec = [_normalise(torch.cat(decoder_layer_mixing(lt), dim=-1)) for lt in tr.decoder]
@@ -89,4 +92,4 @@ def from_trace(tr: Trace) -> Contributions:
 def value_zeroing(translator: Translator, translation: Translation) -> Contributions:
     """Value-zeroing contributions of a translation's output (teacher-forced on its own ids), in float64."""
     with float64_model(translator.model) as exact:
-        return from_trace(trace_pair(exact, translation.source_ids, translation.target_ids))
+        return from_trace(trace(exact, translation.source_ids, decoder_inputs(translation.target_ids)))

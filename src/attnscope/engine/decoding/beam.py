@@ -6,7 +6,7 @@ from torch import Tensor
 
 from attnscope.engine.decoding.beam_result import BeamNode, BeamResult
 from attnscope.engine.decoding.decode import default_max_len
-from attnscope.engine.recording.capture import model_lock
+from attnscope.engine.recording.tracer import model_lock
 from attnscope.model.config import BOS_ID, EOS_ID
 from attnscope.model.tokenization import strip_specials
 from attnscope.model.transformer import DecoderCache, Transformer

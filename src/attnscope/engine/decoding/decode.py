@@ -12,7 +12,8 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-from attnscope.engine.recording.capture import model_lock, record_attention
+from attnscope.engine.recording.capture import record_attention
+from attnscope.engine.recording.tracer import model_lock
 from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID
 from attnscope.model.tokenization import strip_specials
 from attnscope.model.transformer import DecoderCache, Transformer

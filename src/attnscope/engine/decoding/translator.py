@@ -16,8 +16,8 @@ from attnscope.checkpoints.checkpoint import Bundle
 from attnscope.engine.decoding.beam import beam_search, beam_search_batch
 from attnscope.engine.decoding.beam_result import BeamResult
 from attnscope.engine.decoding.decode import Decoded, greedy, greedy_batch, teacher_force
-from attnscope.engine.recording.capture import eval_mode, model_lock
 from attnscope.engine.recording.record import AttentionRecord, DecodeStep
+from attnscope.engine.recording.tracer import eval_mode, model_lock
 from attnscope.model.batch import pad
 from attnscope.model.config import BOS_ID, EOS_ID
 from attnscope.model.transformer import Transformer

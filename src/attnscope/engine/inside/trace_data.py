@@ -1,7 +1,7 @@
 """Plain data of the inside view (numpy only, no torch): one traced forward pass and the logit lens.
 
-`engine/recording/intermediates.py` fills a ForwardTrace from the model's own modules; `engine/inside/lens.py` makes a
-LogitLens; figure builders draw them. Arrays are float32 of batch item 0.
+`engine/inside/traced.py` makes a ForwardTrace of the tracer's Trace (engine/recording/tracer.py);
+`engine/inside/lens.py` makes a LogitLens; figure builders draw them. Arrays are float32 of batch item 0.
 """
 from __future__ import annotations
 

@@ -1,8 +1,11 @@
-"""Recording: what every attention head computed, from any model, into one `AttentionRecord`."""
+"""Recording: what every attention head computed, from any model, into one `AttentionRecord`; and the tracer of
+attnscope's own model, which keeps what one forward pass computed (weights, internals, residual stream)."""
 from attnscope.engine.lazy import exports
 
 __all__, __getattr__, __dir__ = exports(__name__, {
-    "capture": ["record_attention", "Recording", "eval_mode", "model_lock"],
+    "capture": ["record_attention", "Recording"],
+    "tracer": ["trace", "tracing", "install", "Trace", "Keep", "WEIGHTS", "EVERYTHING", "Calls", "Sublayer", "Layer", "Internals",
+               "BlockStream", "Embedded", "decoder_inputs", "kept", "eval_mode", "model_lock"],
     "record": ["AttentionRecord", "DecodeStep", "StepAttention", "RecordError", "KINDS", "KIND_LABELS", "Kind"],
     "record_files": ["read_record", "record_meta"],
     "hf_generate": ["generate_with_attention"],

@@ -1,8 +1,8 @@
 """The recorder: capture every attention head of one forward pass (or of a decoding loop).
 
 Works on any model, with no glue in the user's code:
-- attnscope's own model: hooks on each attention module's `hook_pattern` (the fast path: nothing else
-  runs, so recording the shipped model costs what it always did);
+- attnscope's own model: the tracer's weights-only mode (tracer.py), one hook on each attention module's
+  `hook_pattern` (the fast path: nothing else runs, so recording the shipped model costs what it always did);
 - modules built from `torch.nn.MultiheadAttention` (nn.Transformer, hand-written encoder-decoders): a
   pre-hook asks for per-head weights and a forward hook reads them, then hands the caller exactly
   what it asked for (None, head-averaged or per-head);
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import threading
 import warnings
-import weakref
 from contextlib import ExitStack, contextmanager
 from typing import Any, Iterator, Sequence
 
@@ -30,30 +29,20 @@ from torch import Tensor, nn
 from attnscope.engine.recording.attention_mode import AttentionMode
 from attnscope.engine.recording.recorded import Recording, Structure, infer_kind
 from attnscope.engine.recording.streams import Streams
+from attnscope.engine.recording.tracer import WEIGHTS, Calls, eval_mode, install, model_lock
 from attnscope.model.kinds import Kind
 from attnscope.model.transformer import MultiHeadAttention
 
-__all__ = ["Recording", "eval_mode", "infer_kind", "model_lock", "record_attention"]
+__all__ = ["Recording", "infer_kind", "record_attention"]
 
 # torch.nn building blocks that compute no attention of their own: a model made of these and attnscope's
 # attention needs no TorchFunctionMode.
 PLAIN_BLOCKS = (nn.Linear, nn.Embedding, nn.LayerNorm, nn.Dropout, nn.ModuleList, nn.ModuleDict, nn.Sequential,
                 nn.Identity, nn.ReLU, nn.GELU)
 
-_LOCKS: "weakref.WeakKeyDictionary[nn.Module, threading.RLock]" = weakref.WeakKeyDictionary()
-_LOCKS_GUARD = threading.Lock()
 _FASTPATH_GUARD = threading.Lock()
 _fastpath_users = 0
 _fastpath_before = True  # the setting found when the first recording started, restored by the last
-
-
-def model_lock(module: nn.Module) -> threading.RLock:
-    """The lock every user of a shared model holds while running or hooking it."""
-    with _LOCKS_GUARD:
-        lock = _LOCKS.get(module)
-        if lock is None:
-            lock = _LOCKS[module] = threading.RLock()
-        return lock
 
 
 def native_attention(module: nn.Module, modules: Sequence[tuple[str, nn.Module]] | None = None
@@ -137,21 +126,6 @@ def _fastpath_disabled() -> Iterator[None]:
 
 
 @contextmanager
-def eval_mode(module: nn.Module, modules: Sequence[nn.Module] | None = None) -> Iterator[bool]:
-    """Run with every submodule in eval mode, then give each its own mode back; yields whether
-    any was training. Touches only the modules that were training (cheap on every translation).
-    `modules`: module.modules() when the caller has walked them already."""
-    training = [m for m in (module.modules() if modules is None else modules) if m.training]
-    for m in training:
-        m.training = False
-    try:
-        yield bool(training)
-    finally:
-        for m in training:
-            m.training = True
-
-
-@contextmanager
 def record_attention(module: nn.Module, kinds: dict[str, Kind] | None = None) -> Iterator[Recording]:
     """Record the attention weights of every head while the block runs.
 
@@ -175,7 +149,7 @@ def record_attention(module: nn.Module, kinds: dict[str, Kind] | None = None) ->
         cleanup.callback(recording.resolve_kinds, given)
         native = native_attention(module, modules)
         if native is not None:
-            _hook_native(native, recording, given, cleanup)
+            _hook_native(module, native, recording, given, cleanup)
             yield recording
         else:
             mode = _hook_any(module, recording, given, cleanup)
@@ -193,18 +167,14 @@ def _report(mode: AttentionMode, recording: Recording) -> None:
         warnings.warn(note, stacklevel=4)
 
 
-def _hook_native(modules: dict[str, MultiHeadAttention], recording: Recording, given: dict[str, Kind | None],
-                 cleanup: ExitStack) -> None:
-    """attnscope's own model: one hook on each attention module's softmaxed weights, nothing else."""
-    me = threading.get_ident()
+def _hook_native(module: nn.Module, modules: dict[str, MultiHeadAttention], recording: Recording,
+                 given: dict[str, Kind | None], cleanup: ExitStack) -> None:
+    """attnscope's own model: the tracer's weights-only mode, one hook on each attention module's softmaxed
+    weights appending to the recording's calls, nothing else."""
     for name, m in modules.items():
         given.setdefault(name, m.kind)
         recording.kinds[name] = given[name]
-
-        def keep(_m: nn.Module, _args: Any, weights: Tensor, name: str = name) -> None:
-            if threading.get_ident() == me:  # detach only a tensor with a graph: a new tensor object costs, 8 a step
-                recording.calls.setdefault(name, []).append(weights.detach() if weights.requires_grad else weights)
-        cleanup.callback(m.hook_pattern.register_forward_hook(keep).remove)
+    install(cleanup, module, WEIGHTS, Calls(recording.calls), modules)
 
 
 def _hook_any(module: nn.Module, recording: Recording, given: dict[str, Kind | None], cleanup: ExitStack) -> AttentionMode:

@@ -19,8 +19,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from attnscope.engine.recording.capture import model_lock
 from attnscope.engine.recording.record import AttentionRecord, RecordError
+from attnscope.engine.recording.tracer import model_lock
 
 
 def generate_with_attention(model: Any, **generate_kwargs: Any) -> Any:

@@ -1,5 +1,6 @@
-"""trace(): each captured intermediate is what the model computed, checked against the model's own
-modules called directly (not the packed projections the forward pass uses), cached and not."""
+"""The tracer: each flag keeps what it says and nothing more; every kept value is what the model computed,
+checked against the model's own modules called directly (not the packed projections the forward pass uses),
+cached and not; capture's native path is its weights-only mode."""
 from __future__ import annotations
 
 import math
@@ -8,12 +9,18 @@ import numpy as np
 import pytest
 import torch
 
-from attnscope.engine.recording.intermediates import trace
+from attnscope.engine.recording.capture import record_attention
+from attnscope.engine.recording.tracer import EVERYTHING, WEIGHTS, Keep, Trace, kept, trace, tracing
 from attnscope.model.transformer import split_heads
-from tests.engine.inside.inside_fixtures import Case
-from tests.engine_fixtures import no_hooks_left
+from tests.engine.inside.inside_fixtures import VARIANTS, Case, inside_trace, make_case
+from tests.engine_fixtures import no_hooks_left, tiny_model
 
 FIELDS = ("q", "k", "v", "scores", "weights", "concat", "output", "residual", "norm_input", "norm_output", "block_output")
+
+
+@pytest.fixture(scope="module", params=list(VARIANTS))
+def case(request: pytest.FixtureRequest) -> Case:
+    return make_case(request.param)
 
 
 def t(a: np.ndarray) -> torch.Tensor:
@@ -127,7 +134,7 @@ def test_inputs_memory_and_logits(case: Case) -> None:
 def test_hooks_are_removed_even_after_an_error(case: Case) -> None:
     assert no_hooks_left(case.model)
     with pytest.raises(ValueError, match="handles at most"):
-        trace(case.model, case.source, [1] * (case.model.config.max_len + 1), use_cache=False)
+        trace(case.model, case.source, [1] * (case.model.config.max_len + 1))
     assert no_hooks_left(case.model)
 
 
@@ -137,7 +144,7 @@ def test_a_step_of_the_whole_trace_is_the_trace_of_that_prefix(case: Case, which
     (bit for bit with the KV cache: the same calls; within float error for one full pass)."""
     whole = getattr(case, which)
     for t in range(len(case.prefix)):
-        alone = trace(case.model, case.source, case.prefix[: t + 1], use_cache=which == "cached")
+        alone = inside_trace(case.model, case.source, case.prefix[: t + 1], which == "cached")
         cut = whole.until(t)
         assert cut.target_ids == alone.target_ids and cut.sublayers.keys() == alone.sublayers.keys()
         pairs = [(getattr(cut, n), getattr(alone, n)) for n in ("decoder_layers", "logits", "memory")]
@@ -170,9 +177,133 @@ def test_calls_from_another_thread_are_not_kept(case: Case) -> None:
 
     handle = case.model.positions.register_forward_hook(meddle)
     try:
-        traced = trace(case.model, case.source, case.prefix, use_cache=True)
+        traced = inside_trace(case.model, case.source, case.prefix, True)
     finally:
         handle.remove()
     for key in case.cached.sublayers:
         assert np.array_equal(traced.sublayer(*key).weights, case.cached.sublayer(*key).weights)
     assert np.array_equal(traced.source.total, case.cached.source.total)
+
+
+FLAGS = [Keep(w, i, s) for w in (False, True) for i in (False, True) for s in (False, True)]
+ALL_KINDS = ("encoder", "decoder", "cross")
+
+
+def _sublayers(tr: Trace) -> list:
+    return [s for kind in ALL_KINDS for s in tr.sublayers(kind)]
+
+
+def _parts(tr: Trace) -> dict[str, list]:
+    """Every part of a trace by the flag that keeps it."""
+    layers = [*tr.encoder, *tr.decoder]
+    return {"weights": [s.weights for s in _sublayers(tr)],
+            "internals": [s.internals for s in _sublayers(tr)],
+            "stream": [s.stream for s in _sublayers(tr)] + [x for lt in layers for x in (lt.inputs, lt.output)]
+            + [tr.source, tr.target, tr.memory]}
+
+
+def _tensors(value) -> list[torch.Tensor]:
+    """The tensors of a kept part (a tensor, or a dataclass of tensors and a scale)."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    return [v for v in vars(value).values() if isinstance(v, torch.Tensor)]
+
+
+@pytest.mark.parametrize("keep", FLAGS, ids=str)
+@pytest.mark.parametrize("use_cache", [False, True])
+def test_each_flag_keeps_what_it_says_and_nothing_else(keep: Keep, use_cache: bool) -> None:
+    """A part is there exactly when its flag is set, and holds the numbers the full trace holds (bit for bit
+    while the weights or internals are hooked: the same explicit path; within float error when only the stream
+    is, since attention then runs through the fused kernel)."""
+    model, source, prefix = tiny_model(3, norm="pre"), [5, 6, 7, 8, 3], [2, 9, 10, 11]
+    full, got = trace(model, source, prefix, use_cache=use_cache), trace(model, source, prefix, keep=keep, use_cache=use_cache)
+    assert got.keep == keep and no_hooks_left(model)
+    same_path = keep.weights or keep.internals
+    for flag, parts in _parts(got).items():
+        want = _parts(full)[flag]
+        if not getattr(keep, flag):
+            assert all(p is None for p in parts), flag
+            continue
+        for part, reference in zip(parts, want):
+            for x, y in zip(_tensors(part), _tensors(reference)):
+                assert torch.equal(x, y) if same_path else torch.allclose(x, y, atol=1e-5), flag
+    assert torch.allclose(got.logits, full.logits, atol=1e-5)
+
+
+def test_weights_only_keeps_no_q_k_v_and_no_stream() -> None:
+    model = tiny_model(1)
+    tr = trace(model, [5, 6, 7, 3], [2, 8, 9], keep=WEIGHTS)
+    assert all(s.internals is None and s.stream is None and s.weights is not None for s in _sublayers(tr))
+    assert tr.source is None and tr.memory is None and all(lt.inputs is None for lt in tr.decoder)
+    with pytest.raises(ValueError, match="not kept"):
+        kept(tr.sublayer("cross", 0).internals)
+    with pytest.raises(ValueError, match="needs"):
+        tr.require(Keep(internals=True))
+    assert tr.require(WEIGHTS) is tr
+
+
+def test_capture_is_the_weights_only_mode() -> None:
+    """While recording attnscope's model, the only hooks are the tracer's weights-only ones: one on each
+    attention module's softmax, none on q/k/v, scores, outputs or the stream."""
+    model = tiny_model(2)
+    attention = model.attention_modules()
+    with record_attention(model):
+        hooked = {name for name, m in model.named_modules() if m._forward_hooks or m._forward_pre_hooks}
+    assert hooked == {f"{name}.hook_pattern" for name in attention}
+    with tracing(model, WEIGHTS):
+        assert {name for name, m in model.named_modules() if m._forward_hooks or m._forward_pre_hooks} == hooked
+    assert no_hooks_left(model)
+
+
+def test_layer_inputs_and_outputs_are_the_layers_run_by_hand() -> None:
+    """The stream against an independent pass: the model's layers called one after another, no hooks."""
+    model = tiny_model(4, norm="post", final_norm=True)
+    source, prefix = [5, 6, 7, 8, 9, 3], [2, 10, 11, 12, 13]
+    tr = trace(model, source, prefix, keep=Keep(weights=False, stream=True))
+    src, tgt = torch.tensor([source]), torch.tensor([prefix])
+    with torch.no_grad():
+        x = model._embed(model.src_embed, src)
+        assert torch.allclose(kept(tr.source).total, x, atol=1e-6)
+        for lt, layer in zip(tr.encoder, model.encoder):
+            assert torch.allclose(kept(lt.inputs), x, atol=1e-5)
+            x = layer(x, None)
+            assert torch.allclose(kept(lt.output), x, atol=1e-5)
+        memory = model.encoder_norm(x)
+        assert torch.allclose(kept(tr.memory), memory, atol=1e-5)
+        y = model._embed(model.tgt_embed, tgt, decoder=True)
+        mask = torch.ones(len(prefix), len(prefix), dtype=torch.bool).tril()[None, None]
+        for lt, layer in zip(tr.decoder, model.decoder):
+            assert torch.allclose(kept(lt.inputs), y, atol=1e-5)
+            y = layer(y, memory, mask, None)
+            assert torch.allclose(kept(lt.output), y, atol=1e-5)
+        assert torch.allclose(tr.logits, model.generator(model.decoder_norm(y)), atol=1e-5)
+
+
+def _allowed(mask: torch.Tensor | None, shape: torch.Size) -> torch.Tensor:
+    return torch.ones(shape, dtype=torch.bool) if mask is None else mask.expand(shape)
+
+
+def test_the_joined_mask_of_cached_steps_is_the_full_pass_mask(case: Case) -> None:
+    """With the cache every step has its own mask (None: every cached key); joined, they are the causal mask
+    of the one-pass trace, and every weight they forbid is 0."""
+    full = trace(case.model, case.source, case.prefix)
+    cached = trace(case.model, case.source, case.prefix, use_cache=True)
+    for kind in ("decoder", "cross"):
+        for a, b in zip(full.sublayers(kind), cached.sublayers(kind)):
+            shape = kept(a.weights).shape
+            allowed = _allowed(kept(b.internals).mask, shape)
+            assert torch.equal(_allowed(kept(a.internals).mask, shape), allowed), kind
+            assert torch.all(kept(b.weights)[~allowed] == 0)
+    assert all(kept(s.internals).mask is None for s in cached.sublayers("cross"))  # the source has no padding
+    n = len(case.prefix)
+    assert torch.equal(kept(cached.sublayer("decoder", 0).internals).mask[0, 0], torch.ones(n, n, dtype=torch.bool).tril())
+
+
+def test_the_stream_needs_attnscopes_transformer() -> None:
+    from attnscope.model.transformer import MultiHeadAttention
+
+    attn = MultiHeadAttention(d_model=8, n_heads=2, dropout=0.0, kind="encoder")
+    with pytest.raises(TypeError, match="Transformer"):
+        with tracing(attn, EVERYTHING):
+            pass
+    assert no_hooks_left(attn)

@@ -1,0 +1,37 @@
+"""The inside view's plain data from a trace: `forward_trace` turns the tracer's `Trace` (torch tensors, batch first)
+into the numpy `ForwardTrace` that figure builders draw (batch item 0, float32). A pure function: it computes
+nothing the model did not, it only picks and converts."""
+from __future__ import annotations
+
+import numpy as np
+from torch import Tensor
+
+from attnscope.engine.inside.trace_data import ForwardTrace, StreamInputs, SublayerTrace
+from attnscope.engine.recording.tracer import EVERYTHING, Embedded, Sublayer, Trace, kept
+
+
+def _np(t: Tensor) -> np.ndarray:
+    return t.detach().float().cpu().numpy()
+
+
+def forward_trace(trace: Trace) -> ForwardTrace:
+    """Batch item 0 of a trace that kept everything, as numpy arrays."""
+    trace.require(EVERYTHING)
+    sublayers = {(s.kind, s.layer): _sublayer(s) for kind in ("encoder", "decoder", "cross") for s in trace.sublayers(kind)}
+    norm = "pre" if trace.encoder[0].self_attn.block.pre else "post"
+    return ForwardTrace(trace.source_ids, trace.target_ids, norm, trace.use_cache, _inputs(kept(trace.source)),
+                        _inputs(kept(trace.target)), _np(kept(trace.memory)[0]), sublayers,
+                        np.stack([_np(kept(layer.output)[0]) for layer in trace.decoder]), _np(trace.logits[0]))
+
+
+def _inputs(e: Embedded) -> StreamInputs:
+    return StreamInputs(_np(e.token_embedding[0]), e.scale, _np(e.position), _np(e.total[0]))
+
+
+def _sublayer(s: Sublayer) -> SublayerTrace:
+    i, b = kept(s.internals), kept(s.stream)
+    return SublayerTrace(q=_np(i.queries[0]), k=_np(i.keys[0]), v=_np(i.values[0]), scores=_np(i.scores[0]),
+                         weights=_np(kept(s.weights)[0]), concat=_np(i.concat[0]), output=_np(i.output[0]),
+                         w_o=_np(s.module.out_proj.weight), b_o=_np(s.module.out_proj.bias),
+                         residual=_np(b.residual[0]), norm_input=_np(b.norm_input[0]),
+                         norm_output=_np(b.norm_output[0]), block_output=_np(b.output[0]))
