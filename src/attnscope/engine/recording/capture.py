@@ -1,7 +1,7 @@
 """The recorder: capture every attention head of one forward pass (or of a decoding loop).
 
 Works on any model, with no glue in the user's code:
-- attnscope's own model: hooks on each attention module's `hook_pattern` (the fast path: nothing else
+- attnscope's own model: each attention module's `sink` (the fast path: nothing else
   runs, so recording the shipped model costs what it always did);
 - modules built from `torch.nn.MultiheadAttention` (nn.Transformer, hand-written encoder-decoders): a
   pre-hook asks for per-head weights and a forward hook reads them, then hands the caller exactly
@@ -31,7 +31,7 @@ from attnscope.engine.recording.attention_mode import AttentionMode
 from attnscope.engine.recording.recorded import Recording, Structure, infer_kind
 from attnscope.engine.recording.streams import Streams
 from attnscope.model.kinds import Kind
-from attnscope.model.transformer import MultiHeadAttention
+from attnscope.model.transformer import MultiHeadAttention, Sink
 
 __all__ = ["Recording", "eval_mode", "infer_kind", "model_lock", "record_attention"]
 
@@ -195,14 +195,20 @@ def _report(mode: AttentionMode, recording: Recording) -> None:
 
 def _hook_native(modules: dict[str, MultiHeadAttention], recording: Recording, given: dict[str, Kind | None],
                  cleanup: ExitStack) -> None:
-    """attnscope's own model: one hook on each attention module's softmaxed weights, nothing else."""
+    """attnscope's own model: each attention module's sink gets this thread's softmaxed weights, nothing else (a
+    hook on `hook_pattern` sees the same tensors at the cost of a module call each: only a recording nested in
+    another one of the same model, whose sink is taken, uses one)."""
     me = threading.get_ident()
     for name, m in modules.items():
         given.setdefault(name, m.kind)
         recording.kinds[name] = given[name]
+        if m.sink is None:
+            m.sink = Sink(me, recording.calls, name)
+            cleanup.callback(setattr, m, "sink", None)
+            continue
 
         def keep(_m: nn.Module, _args: Any, weights: Tensor, name: str = name) -> None:
-            if threading.get_ident() == me:  # detach only a tensor with a graph: a new tensor object costs, 8 a step
+            if threading.get_ident() == me:
                 recording.calls.setdefault(name, []).append(weights.detach() if weights.requires_grad else weights)
         cleanup.callback(m.hook_pattern.register_forward_hook(keep).remove)
 
