@@ -2,10 +2,11 @@
 import streamlit as st
 
 from attnscope.engine.recording.record import KIND_LABELS, KINDS
-from attnscope.ui import models, navigation, selection, url
+from attnscope.ui import memory, models, navigation, selection, url
 from attnscope.ui.persist import keep
 
 st.set_page_config(page_title="attnscope", page_icon=":material/visibility:", layout="wide")
+memory.limit_arenas()
 page, sections = navigation.route()
 url.restore_from_url()
 
@@ -41,3 +42,4 @@ with st.sidebar:
 
 page.run()
 url.write_url()
+memory.release()
