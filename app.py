@@ -1,11 +1,12 @@
 """attnscope: router and shared sidebar (the pages by section, active checkpoint, attention kind, layer, head)."""
 import streamlit as st
 
-from attnscope.ui import models, navigation, selection, url
+from attnscope.ui import memory, models, navigation, selection, url
 from attnscope.ui.persist import keep
 from attnscope.ui.selection import KIND_LABELS, KINDS
 
 st.set_page_config(page_title="attnscope", page_icon=":material/visibility:", layout="wide")
+memory.limit_arenas()
 page, sections = navigation.route()
 url.restore_from_url()
 
@@ -41,3 +42,4 @@ with st.sidebar:
 
 page.run()
 url.write_url()
+memory.release()

@@ -18,7 +18,7 @@ from attnscope.bench.app_latency import HEATMAPS_DRAWN, NOT_STALE, served
 
 # (sidebar link, a text the page shows)
 JOURNEY = (("Step through decoding", "Step 0: chose"), ("Heads & layers", "Head statistics"),
-           ("Inside one head", "Query and keys of head 0"), ("Attribution", "Integrated gradients with"))
+           ("Inside one head", "Query and keys of head 0"), ("Attribution", "Integrated gradients used"))
 
 
 def resident_mb(pid: int) -> dict[str, float]:

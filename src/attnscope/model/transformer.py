@@ -1,10 +1,10 @@
 """The encoder-decoder Transformer of "Attention Is All You Need" (Vaswani et al. 2017, fig. 1).
 
-Every attention module has a kind (encoder / decoder / cross, see kinds.py) and a hook point on its softmaxed weights
-(shape [batch, head, query, key], after the softmax, before dropout), so a recorder can
-capture exactly what the model computed. When nothing is hooked, attention runs through
-`F.scaled_dot_product_attention` (except in CPU training with attention dropout, see `dropout`); both paths
-compute the same function.
+Every attention module has a kind (encoder / decoder / cross, see kinds.py), a hook point on its softmaxed weights
+(shape [batch, head, query, key], after the softmax, before dropout) and a sink for them that the recorder sets
+(cheaper than a hook), so a recorder can capture exactly what the model computed. When nothing is hooked or
+sunk, attention runs through `F.scaled_dot_product_attention` (except in CPU training with attention dropout,
+see `dropout`); both paths compute the same function.
 
 The variants that models trained elsewhere need (Hugging Face Marian, BART, mBART, M2M100/NLLB, fairseq,
 OpenNMT-py) are config fields whose defaults are the paper's model: other sinusoid layouts and position
@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from threading import get_ident
+from typing import Callable, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -78,6 +79,18 @@ def _zero(like: Tensor) -> Tensor:
     return zero
 
 
+class Sink(NamedTuple):
+    """Where a recorder wants an attention module's softmaxed weights (B, H, Q, K): each call made from thread
+    `thread` appends its tensor (detached if it has a graph) to `calls[name]`. The same tensor a hook on
+    `hook_pattern` would see (the sink reads it after the hooks), at a fraction of the cost: a `HookPoint` is a
+    module call with hook dispatch, about 3 µs in a decoding step that is itself small (BENCHMARKS.md, capture
+    overhead)."""
+
+    thread: int
+    calls: dict[str, list[Tensor]]
+    name: str
+
+
 class MultiHeadAttention(nn.Module):
     """Scaled dot-product attention over several heads (section 3.2.2)."""
 
@@ -91,6 +104,7 @@ class MultiHeadAttention(nn.Module):
         self.dropout = dropout
         self.hook_scores = HookPoint()  # scaled scores (B, H, Q, K) with -inf where masked, before the softmax
         self.hook_pattern = HookPoint()  # weights (B, H, Q, K)
+        self.sink: Sink | None = None  # set by a recorder: this module's weights go there, no module call (see Sink)
 
     def _heads(self, projected: Tensor, n: int) -> list[Tensor]:
         """Split n projections computed side by side into heads, each (B, H, N, dh)."""
@@ -119,7 +133,7 @@ class MultiHeadAttention(nn.Module):
         Returns (B, Q, D)."""
         p = self.dropout if self.training else 0.0
         scores_hooked = self.hook_scores.hooked
-        if self.hook_pattern.hooked or scores_hooked or (p and q.device.type == "cpu"):
+        if self.sink is not None or self.hook_pattern.hooked or scores_hooked or (p and q.device.type == "cpu"):
             out = self._explicit(q, keys, values, mask, p, scores_hooked)
         else:
             out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, dropout_p=p)
@@ -128,20 +142,26 @@ class MultiHeadAttention(nn.Module):
 
     def _explicit(self, q: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None, p: float,
                   scores_hooked: bool) -> Tensor:
-        """softmax(q kᵀ / √d_k) v with the weights made, through the hook points: (B, H, Q, dh). Recording takes
-        this path for 8 calls a decoding step, where each kernel launch and Python step costs about what these
-        small products do: 3-D batched products, the scale applied inside the first, nothing else on the way."""
+        """softmax(q kᵀ / √d_k) v with the weights made, through the hook points and the sink: (B, H, Q, dh).
+        Recording takes this path for 8 calls a decoding step, where each kernel launch and Python step costs
+        about what these small products do: 3-D batched products, the scale applied inside the first, nothing
+        else on the way (reshape and view, not flatten: each view is ~0.9 µs, flatten's argument parsing more)."""
         b, h, n, dh = q.shape
-        scores = torch.baddbmm(_zero(q), q.flatten(0, 1), keys.flatten(0, 1).mT, beta=0, alpha=dh ** -0.5)
-        scores = scores.view(b, h, n, -1)  # (B, H, Q, K)
+        scores = torch.baddbmm(_zero(q), q.reshape(b * h, n, dh), keys.reshape(b * h, -1, dh).mT, beta=0,
+                               alpha=dh ** -0.5).view(b, h, n, -1)  # (B, H, Q, K)
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
         if scores_hooked:
             scores = self.hook_scores(scores)
-        weights = self.hook_pattern(scores.softmax(-1))
+        weights = scores.softmax(-1)
+        if self.hook_pattern.hooked:
+            weights = self.hook_pattern(weights)
+        sink = self.sink
+        if sink is not None and sink.thread == get_ident():  # after the hooks: what the model goes on with
+            sink.calls.setdefault(sink.name, []).append(weights.detach() if weights.requires_grad else weights)
         if p:
             weights = dropout(weights, p, True)
-        return torch.bmm(weights.flatten(0, 1), values.flatten(0, 1)).view(b, h, n, dh)
+        return torch.bmm(weights.reshape(b * h, n, -1), values.reshape(b * h, -1, dh)).view(b, h, n, dh)
 
 
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}

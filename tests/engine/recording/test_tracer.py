@@ -243,15 +243,20 @@ def test_weights_only_keeps_no_q_k_v_and_no_stream() -> None:
 
 
 def test_capture_is_the_weights_only_mode() -> None:
-    """While recording attnscope's model, the only hooks are the tracer's weights-only ones: one on each
-    attention module's softmax, none on q/k/v, scores, outputs or the stream."""
+    """While recording attnscope's model, capture is the tracer's weights-only mode: no hook anywhere, each
+    attention module's sink set to the recording; a trace nested in it reads the weights through hooks on
+    `hook_pattern` instead (the sinks are taken) and sees the same weights."""
     model = tiny_model(2)
     attention = model.attention_modules()
-    with record_attention(model):
-        hooked = {name for name, m in model.named_modules() if m._forward_hooks or m._forward_pre_hooks}
-    assert hooked == {f"{name}.hook_pattern" for name in attention}
-    with tracing(model, WEIGHTS):
-        assert {name for name, m in model.named_modules() if m._forward_hooks or m._forward_pre_hooks} == hooked
+    src, tgt = torch.tensor([[5, 6, 7, 3]]), torch.tensor([[2, 8, 9]])
+    with record_attention(model) as rec:
+        assert not any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
+        assert {name for name, m in attention.items() if m.sink is not None and m.sink.calls is rec.calls} == set(attention)
+        with tracing(model, WEIGHTS) as nested:
+            hooked = {name for name, m in model.named_modules() if m._forward_hooks or m._forward_pre_hooks}
+            assert hooked == {f"{name}.hook_pattern" for name in attention}
+            model(src, tgt)
+    assert all(torch.equal(a, b) for name in attention for a, b in zip(rec.calls[name], nested.weights[name], strict=True))
     assert no_hooks_left(model)
 
 

@@ -1,8 +1,8 @@
 """The recorder: capture every attention head of one forward pass (or of a decoding loop).
 
 Works on any model, with no glue in the user's code:
-- attnscope's own model: the tracer's weights-only mode (tracer.py), one hook on each attention module's
-  `hook_pattern` (the fast path: nothing else runs, so recording the shipped model costs what it always did);
+- attnscope's own model: the tracer's weights-only mode (tracer.py), each attention module's `sink` (the fast
+  path: nothing else runs, not even a hook, so recording the shipped model costs what it always did);
 - modules built from `torch.nn.MultiheadAttention` (nn.Transformer, hand-written encoder-decoders): a
   pre-hook asks for per-head weights and a forward hook reads them, then hands the caller exactly
   what it asked for (None, head-averaged or per-head);
@@ -169,8 +169,8 @@ def _report(mode: AttentionMode, recording: Recording) -> None:
 
 def _hook_native(module: nn.Module, modules: dict[str, MultiHeadAttention], recording: Recording,
                  given: dict[str, Kind | None], cleanup: ExitStack) -> None:
-    """attnscope's own model: the tracer's weights-only mode, one hook on each attention module's softmaxed
-    weights appending to the recording's calls, nothing else."""
+    """attnscope's own model: the tracer's weights-only mode, each attention module's softmaxed weights appended
+    to the recording's calls through its sink, nothing else."""
     for name, m in modules.items():
         given.setdefault(name, m.kind)
         recording.kinds[name] = given[name]

@@ -7,8 +7,8 @@ model's lock and in eval mode, and collects every call made from the thread that
 (`install` alone puts them on a model whose caller holds the lock already).
 Nothing is recomputed: the values are the tensors the model's own modules received and returned.
 
-- capture (recording/capture.py) runs the weights-only mode over a whole decoding loop: one hook per attention
-  module that appends the weights to the recording, the cheapest form (it runs on every translation);
+- capture (recording/capture.py) runs the weights-only mode over a whole decoding loop: each attention module's
+  sink appends its weights to the recording, the cheapest form (it runs on every translation);
 - `trace()` runs one teacher-forced pass (with or without the KV cache) and returns one `Trace`, which
   attribution reads (engine/attribution) and the inside view turns into plain numpy data (inside/traced.py).
 """
@@ -28,7 +28,7 @@ from torch import Tensor, nn
 
 from attnscope.model.config import BOS_ID
 from attnscope.model.kinds import Kind
-from attnscope.model.transformer import DecoderCache, DecoderLayer, EncoderLayer, MultiHeadAttention, Residual, Transformer
+from attnscope.model.transformer import DecoderCache, DecoderLayer, EncoderLayer, MultiHeadAttention, Residual, Sink, Transformer
 
 Phase = Literal["encoder", "decoder"]
 T = TypeVar("T")
@@ -118,7 +118,7 @@ def install(hooks: ExitStack, model: nn.Module, keep: Keep, calls: Calls, attent
         raise TypeError(f"the residual stream is traced on attnscope's Transformer, not {type(model).__name__}")
     if keep.weights:
         for name, m in attention.items():
-            hooks.callback(m.hook_pattern.register_forward_hook(_weights_hook(name, calls.weights, calls.thread)).remove)
+            _keep_weights(hooks, name, m, calls.weights, calls.thread)
     if keep.internals:
         for name, m in attention.items():
             _hook_internals(hooks, calls, name, m)
@@ -126,12 +126,19 @@ def install(hooks: ExitStack, model: nn.Module, keep: Keep, calls: Calls, attent
         _hook_stream(hooks, calls, model)
 
 
-def _weights_hook(name: str, sink: dict[str, list[Tensor]], thread: int) -> Callable[[nn.Module, Any, Tensor], None]:
-    """The weights-only hook: append to sink[name], nothing else (capture runs it 8 times a decoding step)."""
+def _keep_weights(hooks: ExitStack, name: str, attn: MultiHeadAttention, into: dict[str, list[Tensor]], thread: int) -> None:
+    """The weights-only route: append each call's weights to into[name], nothing else (capture runs it 8 times a
+    decoding step). Through the module's sink while it is free (no module call, see model.transformer.Sink), else
+    (a trace nested in another of the same model) through a hook on `hook_pattern`, which sees the same tensors."""
+    if attn.sink is None:
+        attn.sink = Sink(thread, into, name)
+        hooks.callback(setattr, attn, "sink", None)
+        return
+
     def keep(_m: nn.Module, _args: Any, weights: Tensor) -> None:
         if threading.get_ident() == thread:  # detach only a tensor with a graph: a new tensor object costs
-            sink.setdefault(name, []).append(weights.detach() if weights.requires_grad else weights)
-    return keep
+            into.setdefault(name, []).append(weights.detach() if weights.requires_grad else weights)
+    hooks.callback(attn.hook_pattern.register_forward_hook(keep).remove)
 
 
 def _on_output(hooks: ExitStack, calls: Calls, module: nn.Module, name: str,
