@@ -139,7 +139,7 @@ def run_ddp(out: Path, *options: str) -> list[dict]:
            "-m", "attnscope", "train", "--out", str(out), "--task", "copy", "--preset", "toy", "--toy-size", "200",
            "--threads", "1", "--max-tokens", "300", "--bleu-sentences", "20", "--device", "cpu", *options]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=CEILING, env=dict(os.environ, OMP_NUM_THREADS="1"))
-    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.returncode == 0, result.stderr[:3000] + "\n...\n" + result.stderr[-2000:]
     return [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
 
 

@@ -70,5 +70,6 @@ def main(argv: Sequence[str]) -> int:
 
     train(parse_args(argv))
     if dist.is_initialized():
+        dist.barrier()  # no rank closes its connections while another still reads the last broadcast (gloo aborts)
         dist.destroy_process_group()
     return 0
