@@ -1,7 +1,4 @@
 """Model anatomy: the checkpoint's config, where the parameters are, and every tensor's shape."""
-import dataclasses
-
-import pandas as pd
 import streamlit as st
 
 from attnscope.ui import anatomy_tools, results, widgets
@@ -14,9 +11,7 @@ c = tr.model.config
 left, right = st.columns(2)
 with left:
     st.subheader("Config")
-    st.dataframe(pd.DataFrame({"field": [f.name for f in dataclasses.fields(c)],
-                               "value": [str(getattr(c, f.name)) for f in dataclasses.fields(c)]}),
-                 hide_index=True, width="stretch")
+    anatomy_tools.config(c)
 with right:
     st.subheader("Parameters")
     anatomy_tools.parameters(tr)

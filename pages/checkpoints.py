@@ -1,8 +1,7 @@
 """Checkpoints: list, activate, download, delete, and upload your own."""
-import streamlit as st
 
 from attnscope.ui import models
-from attnscope.ui.checkpoint_tools import flash, manage, skipped_files, table, upload
+from attnscope.ui.checkpoint_tools import flash, manage, overview, skipped_files, upload
 from attnscope.ui.import_tools import import_model
 from attnscope.ui.navigation import open_page
 from attnscope.ui.record_tools import open_record
@@ -10,7 +9,7 @@ from attnscope.ui.record_tools import open_record
 open_page("Checkpoints", needs_model=False)
 flash()
 entries = models.entries()
-st.dataframe(table(entries), hide_index=True, width="stretch")
+overview(entries)
 skipped_files()
 manage(entries)
 upload()

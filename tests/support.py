@@ -107,6 +107,13 @@ def shown(element: object) -> str:
     return re.sub(r"\\(.)", r"\1", str(getattr(element, "value", element)))
 
 
+def unexplained_columns(table: Any) -> list[str]:
+    """The columns of an AppTest dataframe that carry no help text (shown on hover in the browser)."""
+    config = json.loads(table.proto.columns or "{}")
+    shown_columns = [c for c in table.value.columns if c != "_index"]
+    return [c for c in shown_columns if not config.get(c, {}).get("help")]
+
+
 def tensors_and_meta(path: Path) -> tuple[dict, dict[str, str]]:
     """Every tensor and the metadata of a safetensors file (to build damaged copies in tests)."""
     from safetensors import safe_open

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.support import distinct_toy_checkpoint, log_problems, shown, tensors_and_meta, translation_shown
+from tests.support import distinct_toy_checkpoint, log_problems, shown, tensors_and_meta, translation_shown, unexplained_columns
 
 
 class _Boom:
@@ -30,6 +30,7 @@ def test_lists_the_available_checkpoint(checkpoints_page: AppTest) -> None:
     table = checkpoints_page.dataframe[0].value
     assert list(table["name"]) == ["toy-reverse"]
     assert not checkpoints_page.exception
+    assert not unexplained_columns(checkpoints_page.dataframe[0])
 
 
 def mine(tmp_path: Path) -> bytes:

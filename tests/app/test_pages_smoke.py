@@ -4,6 +4,8 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.support import unexplained_columns
+
 # How many figures (plotly charts and viz/html views) each page draws for "a b c" on the toy model, on first
 # load (Translate draws the chosen kind only; Step its four HTML step views, no forced branch until one is
 # picked; anatomy shows tables only), counting the HTML of the translation headline (Translate, Heads) and
@@ -27,6 +29,9 @@ def test_anatomy_shows_shapes_without_warnings(app: AppTest) -> None:
     app.run()
     app.switch_page("pages/anatomy.py").run()
     assert not app.warning and len(app.dataframe) == 3
+    assert not [unexplained_columns(table) for table in app.dataframe if unexplained_columns(table)]
+    config = app.dataframe[0].value.set_index("field")  # the config: every setting with what it changes
+    assert config.loc["d_model", "meaning"].startswith("Width of the residual stream") and config["meaning"].all()
 
 
 def test_switching_to_a_model_with_a_shorter_limit_clamps_the_length(app: AppTest) -> None:

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from attnscope.training.jobs import TrainJob
 from attnscope.ui import train_tools
-from tests.support import CEILING, shown, wait_for
+from tests.support import CEILING, shown, unexplained_columns, wait_for
 
 
 @pytest.fixture
@@ -55,7 +55,7 @@ def test_train_a_toy_task_to_completion_and_use_it(train_page: AppTest) -> None:
     assert any("Saved as my-copy-model" in shown(s) for s in app.success)
     assert any(shown(s).startswith("Finished: the run trained all its epochs (1, step ") for s in app.success)
     table = app.dataframe[-1].value
-    assert "exact (%)" in table.columns
+    assert "exact (%)" in table.columns and not unexplained_columns(app.dataframe[-1])
     # the sample column is the sentence the user chose to watch, as the model translated it at each validation
     assert all(s.record.source_tokens[:3] == ("c", "a", "b") for s in job.snapshots)
     assert list(table["sample"]) == [s.translation for s in job.snapshots] and list(table["step"]) == [

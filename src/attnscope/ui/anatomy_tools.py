@@ -1,19 +1,34 @@
-"""What the Model anatomy page draws from the engine: where the parameters are and every tensor's shape."""
+"""What the Model anatomy page draws from the engine: the config, where the parameters are and every tensor's shape."""
 from __future__ import annotations
+
+import dataclasses
 
 import streamlit as st
 
 from attnscope.engine.decoding.translator import Translator
 from attnscope.engine.inside.anatomy import parameter_table, shape_walkthrough
+from attnscope.model.config import ModelConfig
+from attnscope.ui import tables
+
+
+def config_rows(c: ModelConfig) -> list[dict[str, str]]:
+    """One row per setting of the config: its name, this checkpoint's value and what it changes."""
+    return [{"field": f.name, "value": "" if getattr(c, f.name) is None else str(getattr(c, f.name)),
+             "meaning": tables.CONFIG_FIELDS[f.name]} for f in dataclasses.fields(c)]
+
+
+def config(c: ModelConfig) -> None:
+    """The checkpoint's config, each setting explained."""
+    tables.rows_table(config_rows(c), tables.CONFIG)
 
 
 def parameters(tr: Translator) -> None:
-    """The total and a row per parameter tensor."""
+    """The total and a row per part of the model."""
     table = parameter_table(tr.model)
     st.metric("Total parameters", f"{int(table['parameters'].sum()):,}")
-    st.dataframe(table, hide_index=True, width="stretch")
+    tables.table(table, tables.PARAMETERS)
 
 
 def shapes(tr: Translator, n_source: int, n_target: int) -> None:
     """Every tensor's shape on the way through the model, for a sentence of these lengths."""
-    st.dataframe(shape_walkthrough(tr.model, n_source, n_target), hide_index=True, width="stretch")
+    tables.table(shape_walkthrough(tr.model, n_source, n_target), tables.SHAPES)

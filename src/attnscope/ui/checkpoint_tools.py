@@ -11,7 +11,7 @@ import streamlit as st
 
 from attnscope.checkpoints import registry
 from attnscope.checkpoints.checkpoint import CheckpointError
-from attnscope.ui import models
+from attnscope.ui import models, tables
 from attnscope.ui.text import plain
 from attnscope.ui.widgets import new_upload
 
@@ -45,6 +45,11 @@ def table(entries: dict[str, registry.Entry]) -> pd.DataFrame:
              "test BLEU": _number(e.bundle.summary.get("test_2016_bleu")), "date": _text(e.bundle.summary.get("date")),
              "size MB": round(e.size / 1e6, 1)} for e in entries.values()]
     return pd.DataFrame(rows).astype({c: t for c, t in NUMBERS.items() if rows})
+
+
+def overview(entries: dict[str, registry.Entry]) -> None:
+    """The checkpoints as a table, each column explained on hover."""
+    tables.table(table(entries), tables.CHECKPOINTS)
 
 
 def _activate(name: str) -> None:

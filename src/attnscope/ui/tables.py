@@ -6,7 +6,7 @@ Python API give); only what the page shows is renamed, here, in one place.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import streamlit as st
 
@@ -72,15 +72,98 @@ REFERENCE = {
                                                                       "token, having read the reference up to here."),
     "model's own choice": Column("model's own choice", "The token the model itself ranked first at this step."),
 }
+# Model anatomy: the checkpoint's config (one row per setting, its meaning beside it), parameters, tensor shapes.
+CONFIG = {
+    "field": Column("setting", "The name of the setting in the checkpoint's ModelConfig."),
+    "value": Column("value", "This checkpoint's value."),
+    "meaning": Column("meaning", "What the setting changes in the model."),
+}
+CONFIG_FIELDS = {
+    "src_vocab_size": "How many tokens the source tokenizer knows (rows of the source embedding table).",
+    "tgt_vocab_size": "How many tokens the target tokenizer knows: the output layer scores each of them at every step.",
+    "d_model": "Width of the residual stream: every token is a vector of this many numbers between sublayers.",
+    "n_heads": "Attention heads per attention sublayer; each works in d_model / n_heads dimensions.",
+    "n_encoder_layers": "Encoder layers (self-attention + feed-forward), stacked.",
+    "n_decoder_layers": "Decoder layers (masked self-attention + cross-attention + feed-forward), stacked.",
+    "d_ff": "Width of the feed-forward network's hidden layer inside every layer.",
+    "dropout": "Share of values zeroed while training (embeddings, sublayer outputs, feed-forward); off when translating.",
+    "attention_dropout": "Share of attention weights zeroed while training, after they are recorded; off when translating.",
+    "max_len": "The longest sequence the positional encoding covers.",
+    "positional": "How positions are encoded: fixed sinusoids (the paper) or a learned table.",
+    "norm": "Where LayerNorm sits: after each residual addition (post, the paper) or before each sublayer (pre).",
+    "tie_embeddings": "Whether the output layer reuses the target embedding matrix.",
+    "share_embeddings": "Whether source and target embeddings are one matrix (one joint vocabulary).",
+    "final_norm": "Whether a LayerNorm follows each stack (empty: only with pre-LN).",
+    "layer_norm": "LayerNorm's formula: torch's, or the Annotated Transformer's (unbiased std, eps added to the std).",
+    "norm_eps": "The small number LayerNorm adds so it never divides by zero.",
+    "activation": "The feed-forward network's nonlinearity (relu in the paper).",
+    "embed_scale": "Whether token embeddings are multiplied by √d_model before the positions are added (section 3.4).",
+    "source_framing": "Special tokens around the source: x <eos>, <bos> x <eos>, or x alone.",
+    "sinusoid": "How sines and cosines are laid out: in pairs (the paper) or in two halves (Marian, fairseq...).",
+    "position_offset": "Position i reads row i + offset of the position table (BART, fairseq).",
+    "separate_positions": "Whether the decoder has a learned position table of its own (BART, mBART).",
+    "embed_norm": "Whether a LayerNorm follows the embedded input of each stack (BART).",
+    "qkv_bias": "Whether the query, key and value projections have biases.",
+    "decoder_start": "The token the decoder reads first (empty: <bos>).",
+    "forced_first": "A token always output first, such as a language code (NLLB, M2M100, mBART-50); empty: none.",
+    "suppressed": "Tokens the model never outputs.",
+    "source_prefix": "Tokens put before every source sentence, such as a language code.",
+    "source_suffix": "Tokens put after every source sentence's <eos>, such as mBART's language code.",
+}
+PARAMETERS = {
+    "module": Column("part", "A part of the model: the embeddings, each encoder and decoder layer, the output layer. "
+                             "A matrix shared by two parts is counted once, where it is first used."),
+    "parameters": Column("parameters", "How many numbers this part learned in training."),
+}
+SHAPES = {
+    "stage": Column("stage", "A point on the way from the sentence's token ids to the next-token scores."),
+    "shape": Column("shape", "The tensor's dimensions in symbols: S source tokens, T decoder positions, D = d_model, "
+                             "H heads, d_head = D / H, V target vocabulary."),
+    "this sentence": Column("this sentence", "The same dimensions for the sentence in the box."),
+    "values": Column("values", "How many numbers the tensor holds for this sentence."),
+}
+CHECKPOINTS = {
+    "name": Column("name", "The checkpoint's name: pick it in the sidebar to use it."),
+    "origin": Column("origin", "shipped with attnscope, trained on the Train page, uploaded, or imported."),
+    "pair": Column("pair", "Source → target language."),
+    "parameters": Column("parameters", "How many numbers the model learned."),
+    "layers": Column("layers", "Encoder + decoder layers."),
+    "d_model / heads": Column("d_model / heads", "Width of the residual stream / attention heads per sublayer."),
+    "positional": Column("positional", "Fixed sinusoidal or learned position encodings."),
+    "data": Column("data", "What it was trained on, as the checkpoint records it."),
+    "steps": Column("steps", "Training updates (empty: not recorded, e.g. an imported model)."),
+    "val BLEU": Column("val BLEU", "Best BLEU (0-100) on the validation split during training."),
+    "test BLEU": Column("test BLEU", "BLEU (0-100) on Multi30k test_2016_flickr, where measured."),
+    "date": Column("date", "When the checkpoint was written."),
+    "size MB": Column("size MB", "Size of the file."),
+}
+VALIDATIONS = {
+    "step": Column("step", "Training updates done when the model was validated."),
+    "val loss": Column("val loss", "Cross-entropy on the validation sentences: lower is better."),
+    "BLEU": Column("BLEU", "BLEU (0-100) of the validation translations against their references: higher is better."),
+    "exact (%)": Column("exact (%)", "Share of validation outputs identical to the expected output (toy tasks)."),
+    "sample": Column("sample", "The model's translation of the sentence to watch at this validation."),
+}
+
+
+def config(names: Iterable[str], columns: Mapping[str, Column]) -> dict[str, Any]:
+    """Column config giving each of `names` its readable label and its help (on hover)."""
+    missing = [c for c in names if c not in columns]
+    if missing:
+        raise ValueError(f"no readable name for column(s) {missing}; add them to attnscope.ui.tables")
+    return {c: st.column_config.Column(columns[c].label, help=columns[c].help) for c in names}
+
+
+def rows_table(rows: list[dict[str, Any]], columns: Mapping[str, Column]) -> None:
+    """A list of dicts (no pandas import) as a full-width table, each column explained on hover."""
+    names = list(dict.fromkeys(k for row in rows for k in row))
+    st.dataframe(rows, hide_index=True, width="stretch", column_config=config(names, columns))
 
 
 def readable(frame: pd.DataFrame, columns: Mapping[str, Column]) -> tuple[pd.DataFrame, dict[str, Any]]:
     """`frame` with its columns renamed to their labels, and the column config that gives each its help."""
-    unnamed = [c for c in frame.columns if c not in columns]
-    if unnamed:
-        raise ValueError(f"no readable name for column(s) {unnamed}; add them to attnscope.ui.tables")
-    config = {columns[c].label: st.column_config.Column(columns[c].label, help=columns[c].help) for c in frame.columns}
-    return frame.rename(columns={c: columns[c].label for c in frame.columns}), config
+    shown = config(frame.columns, columns)
+    return frame.rename(columns={c: columns[c].label for c in frame.columns}), {columns[c].label: v for c, v in shown.items()}
 
 
 def table(frame: pd.DataFrame, columns: Mapping[str, Column]) -> None:

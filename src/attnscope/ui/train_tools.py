@@ -16,7 +16,7 @@ from attnscope.training.config import TrainConfig
 from attnscope.training.data import LANGUAGES, TOY_TASKS, DataError, corpus_file, data_dir
 from attnscope.training.jobs import Ending, TrainJob, estimate_epoch_seconds, existing_run, free_name
 from attnscope.training.toy import TOY_MODEL, TOY_SCHEDULE
-from attnscope.ui import widgets
+from attnscope.ui import tables, widgets
 from attnscope.ui.persist import keep
 from attnscope.ui.text import plain
 from attnscope.viz.heatmap import record_heatmap
@@ -273,7 +273,7 @@ def progress(job: TrainJob) -> None:
     if rows:
         st.caption(f"The sample column is the model's translation of the sentence to watch, “{plain(job.sample)}”, "
                    "at each validation.")
-        st.dataframe(rows, hide_index=True, width="stretch")  # a list of dicts: no pandas import here
+        tables.rows_table(rows, tables.VALIDATIONS)
 
 
 def snapshot_view(job: TrainJob) -> None:
