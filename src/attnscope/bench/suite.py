@@ -341,7 +341,7 @@ def inside_latency(tr: Translator, repeats: int, max_len: int | None = None) -> 
     from attnscope.engine.inside.head_view import head_view
     from attnscope.engine.inside.lens import logit_lens
     from attnscope.engine.inside.traced import forward_trace
-    from attnscope.engine.recording.tracer import trace
+    from attnscope.engine.recording.tracer import decoder_inputs, trace
     from attnscope.viz.inside import PANELS
     from attnscope.viz.lens import lens_table
 
@@ -350,7 +350,7 @@ def inside_latency(tr: Translator, repeats: int, max_len: int | None = None) -> 
 
     def traced() -> Any:
         with tr.inference():
-            return forward_trace(trace(tr.model, result.source_ids, (BOS_ID, *result.target_ids[:-1]), use_cache=True))
+            return forward_trace(trace(tr.model, result.source_ids, decoder_inputs(result.target_ids), use_cache=True))
 
     whole = traced()
     state = {"step": 0}

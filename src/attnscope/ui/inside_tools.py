@@ -13,8 +13,7 @@ from attnscope.engine.inside.lens import logit_lens
 from attnscope.engine.inside.offsets import RotationCheck, offset_errors, rotation_check
 from attnscope.engine.inside.trace_data import ForwardTrace, LogitLens
 from attnscope.engine.inside.traced import forward_trace
-from attnscope.engine.recording.tracer import trace
-from attnscope.model.config import BOS_ID
+from attnscope.engine.recording import tracer
 from attnscope.model.kinds import KIND_LABELS, KINDS, Kind
 from attnscope.model.transformer import sinusoidal_table
 from attnscope.ui import selection
@@ -34,13 +33,13 @@ class Choice:
 
 def decoder_inputs(result: Translation) -> tuple[int, ...]:
     """What the decoder read over the whole translation: <bos> y1 .. y_{n-1}; step t read the first t+1."""
-    return (BOS_ID, *result.target_ids[:-1])
+    return tuple(tracer.decoder_inputs(result.target_ids))
 
 
 @st.cache_data(max_entries=32, show_spinner="Tracing the forward pass…")
 def _trace(_tr: Translator, checkpoint_key: str, source_ids: tuple[int, ...], target_ids: tuple[int, ...]) -> ForwardTrace:
     with _tr.inference():
-        return forward_trace(trace(_tr.model, source_ids, target_ids, use_cache=True))
+        return forward_trace(tracer.trace(_tr.model, source_ids, target_ids, use_cache=True))
 
 
 def sentence_trace(tr: Translator, result: Translation) -> ForwardTrace:

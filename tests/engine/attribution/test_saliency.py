@@ -13,6 +13,18 @@ from tests.attribution_fixtures import pair, tiny
 from tests.engine_fixtures import tiny_translator
 
 
+def log_probs_with_hook(model, src, tgt, hook) -> np.ndarray:
+    """f_t for every t, each embedding table's output passed through `hook` (a forward hook; a shared table once)."""
+    handles = [m.register_forward_hook(hook) for m in {id(m): m for m in (model.src_embed, model.tgt_embed)}.values()]
+    try:
+        with torch.no_grad():
+            logits = model(torch.tensor([src]), torch.tensor([decoder_inputs(tgt)]))[0]
+    finally:
+        for h in handles:
+            h.remove()
+    return logits.log_softmax(-1)[torch.arange(len(tgt)), torch.tensor(tgt)].numpy()
+
+
 def log_prob_with(model, src, tgt, side: int, j: int, factor: float) -> np.ndarray:
     """f_t for every t when token j's embedding on one side (0 source, 1 target) is multiplied by `factor`."""
     calls = []
@@ -24,15 +36,7 @@ def log_prob_with(model, src, tgt, side: int, j: int, factor: float) -> np.ndarr
             out[:, j] *= factor
         return out
 
-    modules = {id(m): m for m in (model.src_embed, model.tgt_embed)}.values()
-    handles = [m.register_forward_hook(hook) for m in modules]
-    try:
-        with torch.no_grad():
-            logits = model(torch.tensor([src]), torch.tensor([decoder_inputs(tgt)]))[0]
-    finally:
-        for h in handles:
-            h.remove()
-    return logits.log_softmax(-1)[torch.arange(len(tgt)), torch.tensor(tgt)].numpy()
+    return log_probs_with_hook(model, src, tgt, hook)
 
 
 @pytest.mark.parametrize("shared", [False, True])
@@ -52,14 +56,10 @@ def test_gradient_times_input_equals_finite_differences(shared: bool) -> None:
 
 def all_log_probs(model, src, tgt, factor: float) -> np.ndarray:
     """f_t for every t with every token embedding (source and target) multiplied by `factor`."""
-    handles = [m.register_forward_hook(lambda _m, _i, out: out * factor) for m in {model.src_embed, model.tgt_embed}]
-    try:
-        with torch.no_grad():
-            logits = model(torch.tensor([src]), torch.tensor([decoder_inputs(tgt)]))[0]
-    finally:
-        for h in handles:
-            h.remove()
-    return logits.log_softmax(-1)[torch.arange(len(tgt)), torch.tensor(tgt)].numpy()
+    def scale(_m, _i, out):
+        return out * factor
+
+    return log_probs_with_hook(model, src, tgt, scale)
 
 
 def slow_integrated_gradients(model, src, tgt, steps: int) -> tuple[np.ndarray, np.ndarray]:

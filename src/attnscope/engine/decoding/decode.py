@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 
 from attnscope.engine.recording.capture import record_attention
-from attnscope.engine.recording.tracer import model_lock
+from attnscope.engine.recording.tracer import decoder_inputs, model_lock
 from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID
 from attnscope.model.tokenization import strip_specials
 from attnscope.model.transformer import DecoderCache, Transformer
@@ -114,7 +114,7 @@ def greedy(model: Transformer, src_ids: Sequence[int], *, max_len: int | None = 
 def teacher_force(model: Transformer, src_ids: Sequence[int], tgt_ids: Sequence[int], *, top_k: int = 10) -> Decoded:
     """Score a given target (ids, usually ending in <eos>) in one full forward pass."""
     src = torch.tensor([list(src_ids)], dtype=torch.long, device=_device(model))
-    tgt_in = torch.tensor([[BOS_ID, *list(tgt_ids)[:-1]]], dtype=torch.long, device=src.device)
+    tgt_in = torch.tensor([decoder_inputs(tgt_ids)], dtype=torch.long, device=src.device)
     names = model.attention_by_kind()
     with record_attention(model) as rec:
         logits = model(src, tgt_in)[0]  # (T, V)
