@@ -169,29 +169,33 @@ def decoding_speed(tr: Translator, lengths: Sequence[int], batches: Sequence[int
     return rows
 
 
-def capture_overhead(tr: Translator, repeats: int) -> list[dict[str, Any]]:
+def capture_overhead(tr: Translator, rounds: int) -> list[dict[str, Any]]:
     """Greedy translation with capture (every head, every step, the record) against without, for the bench's
-    short sentences and for long ones: medians of `repeats` in wall time and in this process's CPU time, and
-    the fastest CPU times (on a shared machine, the runs that other processes disturbed least)."""
+    short sentences and for long ones. Each sentence is translated both ways back to back, the order swapped
+    every round, so a change in the machine's speed (on a shared machine the plain time moves by ±40% between
+    runs) hits both halves of a pair alike; the ratio is the median of the pairs' ratios, with its middle half."""
     rows = []
     for label, texts in (("short (8-12 words)", SENTENCES), ("long (31-36 words)", LONG_SENTENCES)):
-        fns = {"plain": partial(_translate_all, tr, texts, False), "captured": partial(_translate_all, tr, texts, True)}
+        for text in texts:  # warm-up
+            tr.translate(text, capture=False)
+            tr.translate(text, capture=True)
         load = os.getloadavg()[0]
-        wall, cpu = median_times(fns, repeats), median_times(fns, repeats, time.process_time)
-        fastest = median_times(fns, repeats, time.process_time, min)
+        times: dict[bool, list[float]] = {False: [], True: []}
+        for r in range(rounds):
+            for text in texts:
+                for capture in (False, True) if r % 2 == 0 else (True, False):
+                    start = time.perf_counter()
+                    tr.translate(text, capture=capture)
+                    times[capture].append(time.perf_counter() - start)
+        ratios = [c / p for p, c in zip(times[False], times[True])]
+        quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
         rows.append({"sentences": label, "target tokens": sum(len(tr.translate(s, capture=False).target_ids) for s in texts),
-                     "plain ms/sentence": round(wall["plain"] / len(texts) * 1e3, 1),
-                     "captured ms/sentence": round(wall["captured"] / len(texts) * 1e3, 1),
-                     "ratio": round(wall["captured"] / wall["plain"], 3),
-                     "CPU-time ratio": round(cpu["captured"] / cpu["plain"], 3),
-                     "CPU-time ratio, fastest runs": round(fastest["captured"] / fastest["plain"], 3), "repeats": repeats,
-                     "load average (1 min) before / after": [round(load, 2), round(os.getloadavg()[0], 2)]})
+                     "plain ms (median)": round(statistics.median(times[False]) * 1e3, 1),
+                     "captured ms (median)": round(statistics.median(times[True]) * 1e3, 1),
+                     "ratio (median of pairs)": round(statistics.median(ratios), 3),
+                     "middle half of the pairs' ratios": [round(quartiles[0], 3), round(quartiles[2], 3)],
+                     "pairs": len(ratios), "load average (1 min) before / after": [round(load, 2), round(os.getloadavg()[0], 2)]})
     return rows
-
-
-def _translate_all(tr: Translator, texts: Sequence[str], capture: bool) -> None:
-    for text in texts:
-        tr.translate(text, capture=capture)
 
 
 def batch_throughput(tr: Translator, texts: list[str], one_by_one: int) -> list[dict[str, Any]]:
@@ -433,7 +437,7 @@ def run(out: Path, tiny: bool = False, checkpoint_path: Path | None = None, thre
         ("training", "1. Training throughput (target tokens/s), ours vs nn.Transformer",
          lambda: training_throughput(c, 32 if tiny else 64, 12 if tiny else 24, train_steps, train_reps)),
         ("decoding", "2. Greedy decoding, KV cache vs full recomputation", lambda: decoding_speed(tr, lengths, batches, reps)),
-        ("capture", "3. Capture overhead (every head + steps) vs plain translation", lambda: capture_overhead(tr, reps)),
+        ("capture", "3. Capture overhead (every head + steps) vs plain translation", lambda: capture_overhead(tr, 3 * reps)),
         ("batch", "4. Batch translation throughput", lambda: _batch(tr, tiny, one_by_one)),
         ("memory", "5. Memory", lambda: memory(path)),
         ("quality", "6. Quality (sacreBLEU cased, lowercased, chrF)",

@@ -155,7 +155,8 @@ def config(names: Iterable[str], columns: Mapping[str, Column]) -> dict[str, Any
 
 
 def rows_table(rows: list[dict[str, Any]], columns: Mapping[str, Column]) -> None:
-    """A list of dicts (no pandas import) as a full-width table, each column explained on hover."""
+    """A list of dicts as a full-width table, each column explained on hover (the caller builds no frame;
+    st.dataframe still converts the rows through pandas)."""
     names = list(dict.fromkeys(k for row in rows for k in row))
     st.dataframe(rows, hide_index=True, width="stretch", column_config=config(names, columns))
 

@@ -83,13 +83,12 @@ def greedy(model: Transformer, src_ids: Sequence[int], *, max_len: int | None = 
     """Decode one source greedily; the first len(prefix) tokens are forced (the "what if" branch)."""
     max_len = max_len or default_max_len(model, len(src_ids))
     src = torch.tensor([list(src_ids)], dtype=torch.long, device=_device(model))
-    names = model.attention_by_kind() if capture else {}  # a walk over the modules (~0.1 ms), for the record only
     recorder = record_attention(model) if capture else contextlib.nullcontext()
     with model_lock(model), recorder as rec:
         memory, src_mask = model.encode(src)
         out = Decoded([])
-        if capture:
-            out.encoder = torch.stack([rec.calls[n][0][0] for n in names["encoder"]])
+        if capture:  # the encoder's modules, called once each, in layer order
+            out.encoder = torch.stack([calls[0][0] for calls in rec.calls.values()])
             rec.clear()
         cache = DecoderCache.empty(len(model.decoder)) if use_cache else None
         inputs = [BOS_ID]
@@ -105,6 +104,7 @@ def greedy(model: Transformer, src_ids: Sequence[int], *, max_len: int | None = 
             out.ids.append(token)
             inputs.append(token)
     if capture:  # each decoder module was called once per step, in order
+        names = rec.by_kind()
         out.decoder = step_rows([rec.calls[n] for n in names["decoder"]])
         out.cross = step_rows([rec.calls[n] for n in names["cross"]])
     return out
