@@ -58,6 +58,23 @@ def test_grid_blocks_equal_each_head_and_gutters_are_empty() -> None:
     assert np.nanmax(scaled[:5, :5]) == pytest.approx(1.0)
 
 
+def test_grid_hover_names_each_cell_by_its_row_and_column_labels() -> None:
+    """Hover reads the category axes (one label per row and column), not a string per cell: every cell of
+    layer 1, head 2 is named by that layer and query, that head and key; gutters have distinct blank names."""
+    r = pattern_record("previous", layers=2, heads=3)
+    fig = heads_grid(r, "cross", row_labels=list(TGT))
+    trace = fig.data[0]
+    assert trace.customdata is None and trace.hovertemplate.startswith("%{y}<br>%{x}")
+    x, y = list(trace.x), list(trace.y)
+    assert (len(y), len(x)) == np.asarray(trace.z).shape
+    assert len(set(x)) == len(x) and len(set(y)) == len(y)  # categories must differ, gutters too
+    n_q, n_k = len(TGT), len(SRC)
+    assert x[2 * (n_k + 1):3 * (n_k + 1) - 1] == [f"head 2 · key {j}: {t}" for j, t in enumerate(SRC)]
+    assert y[n_q + 1:] == [f"layer 1 · query {i}: {t}" for i, t in enumerate(TGT)]
+    assert not x[n_k].strip("\u200b") and not y[n_q].strip("\u200b")
+    assert fig.layout.xaxis.type == "category" and fig.layout.yaxis.type == "category"
+
+
 def step() -> DecodeStep:
     return DecodeStep(1, 7, "y", 0.6, (("y", 0.6), ("x", 0.3)), 0.9, (7, 6))
 
