@@ -32,22 +32,32 @@ class StepViews:
     self_: str  # the step's masked self-attention rows
 
 
-@st.cache_resource(max_entries=1024, show_spinner=False)
-def step_views(_result: Translation, _record: AttentionRecord, key: ResultKey, t: int, layer: int, head: int | None,
+def step_views(result: Translation, record: AttentionRecord, key: ResultKey, t: int, layer: int, head: int | None,
                norms: bool = False) -> StepViews:
-    """The views of step `t` of `_result` (named by `key`), for one sidebar layer and head.
+    """The views of step `t` of `result` (named by `key`), for one sidebar layer and head.
 
-    `_record` is the result's attention, or its weighted value norms when `norms` (the values switch).
+    `record` is the result's attention, or its weighted value norms when `norms` (the values switch). Only the
+    shaded source depends on the sidebar's layer and head, so it is cached apart from the step's rows of every
+    layer and head (~0.2 MB of HTML for a 30-token sentence), which are kept once per step, not once per head.
     """
+    return StepViews(_step_source(record, key, t, layer, head, norms), *_step_rows(result, record, key, t, norms))
+
+
+@st.cache_resource(max_entries=1024, show_spinner=False)
+def _step_source(_record: AttentionRecord, key: ResultKey, t: int, layer: int, head: int | None, norms: bool) -> str:
+    return step_source(_record.step(t), layer, head, NORM_LABEL if norms else WEIGHT)
+
+
+@st.cache_resource(max_entries=256, show_spinner=False)
+def _step_rows(_result: Translation, _record: AttentionRecord, key: ResultKey, t: int, norms: bool) -> tuple[str, str, str]:
+    """The step's next-token probabilities and its cross- and self-attention rows of every layer and head."""
     rows = _record.step(t)
     value, suffix = (NORM_LABEL, " · weighted value norms") if norms else (WEIGHT, "")
-    return StepViews(
-        step_source(rows, layer, head, value),
-        top_k_bars(_result.steps[t]),
-        step_rows(rows.cross, _result.source_tokens, title=f"Cross-attention of step {t}, every layer and head{suffix}",
-                  value=value),
-        step_rows(rows.decoder_self, _result.target_tokens, n_visible=t + 1, value=value,
-                  title=f"Decoder masked self-attention of step {t} (grey: future positions, masked){suffix}"))
+    return (top_k_bars(_result.steps[t]),
+            step_rows(rows.cross, _result.source_tokens, title=f"Cross-attention of step {t}, every layer and head{suffix}",
+                      value=value),
+            step_rows(rows.decoder_self, _result.target_tokens, n_visible=t + 1, value=value,
+                      title=f"Decoder masked self-attention of step {t} (grey: future positions, masked){suffix}"))
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)
