@@ -4,8 +4,8 @@ A real `streamlit run app.py` serves the checkpoint alone; headless Chromium ope
 first translation), then clicks through Step, Heads, Inside and Attribution in the sidebar, in one session, as
 a user would. When a page has finished drawing, the server's resident set is read from /proc/<pid>/status
 (VmRSS, with its anonymous and file-backed parts). Targets from issue 24: 300 MB after the first translation,
-380 MB after the four pages. Then the Translate page opens a long sentence with each of its 16 cross-attention
-heads selected in turn (what clicking through the sidebar's heads does to the figure caches).
+380 MB after the four pages. Then the Translate page opens a long sentence with each of its cross-attention heads
+selected in turn (what clicking through the sidebar's heads does to the figure caches).
 """
 from __future__ import annotations
 
@@ -53,9 +53,9 @@ class Runs:
         page.wait_for_function(NOT_STALE)
 
 
-def app_memory(path: Path, sentence: str, long_sentence: str) -> list[dict[str, Any]]:
+def app_memory(path: Path, sentence: str, long_sentence: str, n_layers: int, n_heads: int) -> list[dict[str, Any]]:
     """The server's resident set after it started, after the first translation, after each page and after
-    every head of `long_sentence`'s cross-attention was shown in turn."""
+    every head (`n_layers` × `n_heads`) of `long_sentence`'s cross-attention was shown in turn."""
     rows: list[dict[str, Any]] = []
     with served(path) as app:
         page, server, runs = app.page, app.server, Runs(app.page)
@@ -69,7 +69,7 @@ def app_memory(path: Path, sentence: str, long_sentence: str) -> list[dict[str, 
             page.get_by_role("link", name=link).click()
             runs.wait(page, seen, text)
             rows.append({"after": f"+ {link}", **resident_mb(server.pid)})
-        heads = [(layer, head) for layer in range(4) for head in range(4)]  # the shipped models' 4 layers × 4 heads
+        heads = [(layer, head) for layer in range(n_layers) for head in range(n_heads)]
         for layer, head in heads:
             seen = runs.finished
             page.goto(f"{app.url}/?sentence={quote_plus(long_sentence)}&kind=cross&layer={layer}&head={head}")
