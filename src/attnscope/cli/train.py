@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import json
 import types
 import typing
@@ -70,6 +71,10 @@ def main(argv: Sequence[str]) -> int:
 
     train(parse_args(argv))
     if dist.is_initialized():
+        # The finished trainer sits in reference cycles, and through its DDP wrapper it held the process group: collect
+        # it now, so that gloo's worker threads end here, with the interpreter alive, and not during its shutdown
+        # (a process group destroyed there aborts the process: SIGABRT, "terminate called without an active exception").
+        gc.collect()
         dist.barrier()  # no rank closes its connections while another still reads the last broadcast (gloo aborts)
         dist.destroy_process_group()
     return 0

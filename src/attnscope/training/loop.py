@@ -299,6 +299,7 @@ class Trainer:
         if log:
             log.close()
         self._emit("done", loss_avg, tokens, checkpoint=str(best_path))
+        self.net = self.model  # the DDP wrapper's reducer holds the process group: let it go with the run
         return best_path
 
     def out_of_patience(self) -> bool:
