@@ -140,9 +140,9 @@ def run_ddp(out: Path, *options: str) -> list[dict]:
 
     Now and then a rank aborted (SIGABRT, "terminate called without an active exception") after the run had
     finished: 3 of ~40 runs on a loaded machine in one session, once in a whole-suite run in another. The trainer's
-    DDP wrapper is now released and collected before the process group is destroyed (cli/train.py); 60 runs under
-    load passed since. Should it come back, the ranks' Python stacks are printed (faulthandler) and the run is
-    tried once more: an abort twice in a row fails the test."""
+    DDP wrapper is now released and collected before the process group is destroyed (cli/train.py); 120 runs under
+    load (60 of each test's command) passed since. Should it come back, the ranks' Python stacks are printed
+    (faulthandler) and the run is tried once more: an abort twice in a row fails the test."""
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={free_port()}",
            "-m", "attnscope", "train", "--out", str(out), "--task", "copy", "--preset", "toy", "--toy-size", "200",
            "--threads", "1", "--max-tokens", "300", "--bleu-sentences", "20", "--device", "cpu", *options]
