@@ -87,8 +87,8 @@ def greedy(model: Transformer, src_ids: Sequence[int], *, max_len: int | None = 
     with model_lock(model), recorder as rec:
         memory, src_mask = model.encode(src)
         out = Decoded([])
-        if capture:  # the encoder's modules, called once each, in layer order
-            out.encoder = torch.stack([calls[0][0] for calls in rec.calls.values()])
+        if capture:  # the encoder's modules, called once each
+            out.encoder = torch.stack([rec.calls[n][0][0] for n in rec.by_kind()["encoder"]])
             rec.clear()
         cache = DecoderCache.empty(len(model.decoder)) if use_cache else None
         inputs = [BOS_ID]
