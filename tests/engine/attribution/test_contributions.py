@@ -1,5 +1,8 @@
-"""The float64 copy behind ALTI+ and value zeroing: the same function, made once, renewed when the weights change."""
+"""The float64 copy behind ALTI+ and value zeroing: the same function, private to each use, dropped after it."""
 from __future__ import annotations
+
+import gc
+import weakref
 
 import torch
 
@@ -26,14 +29,15 @@ def test_the_copy_computes_the_same_function_in_float64_without_the_models_hooks
     torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
 
 
-def test_the_copy_is_made_once_and_again_after_a_weight_changes() -> None:
+def test_each_use_gets_a_private_copy_of_the_current_weights_dropped_after_the_block() -> None:
     model = tiny_model(1)
     with float64_model(model) as first:
-        pass
-    with float64_model(model) as again:
-        assert again is first
+        kept = weakref.ref(first)
+    del first
+    gc.collect()
+    assert kept() is None  # nothing holds the copy once its block has ended
     with torch.no_grad():
         model.generator.bias[5] += 1.0  # a training step writes in place
-    with float64_model(model) as renewed:
-        assert renewed is not first
+    with float64_model(model) as renewed, float64_model(model) as other:
+        assert renewed is not other
         assert renewed.generator.bias[5].item() == model.generator.bias[5].item()

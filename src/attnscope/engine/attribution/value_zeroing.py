@@ -81,7 +81,8 @@ def decoder_layer_mixing(lt: Layer) -> tuple[Tensor, Tensor]:
 
 def from_trace(tr: Trace) -> Contributions:
     """Value zeroing per layer and rolled out, from a traced single-sentence pass; the variants run the
-    traced model's modules, so hold its lock (`contributions.float64_model` does, and resolves the distances)."""
+    traced model's modules, so trace a private copy (`contributions.float64_model`, which also resolves the
+    distances) or hold the model's lock."""
     tr.require(EVERYTHING)
     with torch.no_grad():
         enc = [_normalise(encoder_layer_mixing(lt)) for lt in tr.encoder]
