@@ -1,12 +1,13 @@
 """The design's import rules, checked from the source text (ast): which part may import which.
 
 model < checkpoints < engine < training; viz draws engine data types only; only ui/, pages/ and
-app.py know Streamlit; bench measures everything and nothing imports it but the command line; cli (one
-module per command) may use every part but the app's ui/, and only the entry points (attnscope/__main__.py,
-attnscope/bench/__main__.py) import it; no two packages import each other, directly or around a loop. Pages
-and app.py are thin: from attnscope they import only attnscope.ui, which does the work behind their widgets.
-The app (app.py, pages/, ui/) uses only Streamlit's public API: no private names (`st._x`, `from streamlit
-import _x`) and no runtime/server internals, so an upgrade cannot break it silently.
+app.py know Streamlit (and the bench's served floor app, which nothing imports); bench measures everything
+and nothing imports it but the command line; cli (one module per command) may use every part but the app's
+ui/, and only the entry points (attnscope/__main__.py, attnscope/bench/__main__.py) import it; no two packages
+import each other, directly or around a loop. Pages and app.py are thin: from attnscope they import only
+attnscope.ui, which does the work behind their widgets. The app (app.py, pages/, ui/) uses only Streamlit's
+public API: no private names (`st._x`, `from streamlit import _x`) and no runtime/server internals, so an
+upgrade cannot break it silently.
 """
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ SRC = ROOT / "src" / "attnscope"
 PARTS = ("model", "checkpoints", "engine", "training", "viz", "ui", "bench", "cli")
 # Run as programs (`python -m ...`), never imported: they may import the command line, and close no loop.
 ENTRY_POINTS = {"attnscope.__main__", "attnscope.bench.__main__"}
+# Streamlit scripts the benchmarks serve (`streamlit run`) to measure against the app, never imported.
+SERVED = {"attnscope.bench.floor_app"}
 # part -> (parts of attnscope it must not import, the rule in words)
 FORBIDDEN = {
     "model": ({"checkpoints", "engine", "training", "viz", "ui"}, "the model knows nothing of recording"),
@@ -81,13 +84,15 @@ def violations(sources: dict[str, str]) -> list[str]:
         if part not in ("bench", "cli"):
             found += [f"{module} imports {n}: the benchmarks measure the package, nothing in it needs them"
                       for n in sorted(ours) if part_of(n) == "bench"]
+        found += [f"{module} imports {n}: a served script runs under `streamlit run`, nothing imports it"
+                  for n in sorted(ours & SERVED)]
         if part != "cli" and module not in ENTRY_POINTS:
             found += [f"{module} imports {n}: only the entry points run the command line"
                       for n in sorted(ours) if part_of(n) == "cli"]
-        if part == "bench":  # it reads the app's websocket messages (streamlit.proto) but draws nothing
+        if part == "bench" and module not in SERVED:  # it reads the app's websocket messages (streamlit.proto) but draws nothing
             found += [f"{module} imports {n}: the benchmarks draw no screen" for n in sorted(names)
                       if top(n) in SCREEN and not n.startswith("streamlit.proto")]
-        elif part != "ui":
+        elif part not in ("ui", "bench"):  # a served script is a Streamlit app of its own, as app.py is
             found += [f"{module} imports {n}: the core knows no screen" for n in sorted(names) if top(n) in SCREEN]
         if part == "viz" or module in PLAIN_DATA:
             allowed = ENGINE_DATA_TYPES if part == "viz" else PLAIN_DATA
@@ -182,8 +187,9 @@ def fat_page(source: str) -> list[str]:
 
 
 def app_sources() -> dict[Path, str]:
-    """The files that draw the app: app.py, pages/ and the package's ui/."""
-    paths = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")), *sorted((SRC / "ui").rglob("*.py"))]
+    """The files that draw the app: app.py, pages/ and the package's ui/ (and the bench's served floor app)."""
+    paths = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")), *sorted((SRC / "ui").rglob("*.py")),
+             SRC / "bench" / "floor_app.py"]
     return {p.relative_to(ROOT): p.read_text() for p in paths}
 
 
@@ -274,6 +280,7 @@ def test_streamlit_only_in_the_app_and_its_ui() -> None:
     ("attnscope.engine.decoding.decode", "from ...ui import results", "no screen"),
     ("attnscope.ui.results", "from attnscope.bench.app_latency import app_latency", "nothing in it needs them"),
     ("attnscope.bench.app_latency", "import streamlit as st", "the benchmarks draw no screen"),
+    ("attnscope.bench.app_memory", "from attnscope.bench.floor_app import translator", "nothing imports it"),
     ("attnscope.cli.translate", "from attnscope.ui.results import translation", "runs the library, not the app"),
     ("attnscope.cli.train", "def main():\n    import streamlit", "knows no screen"),
     ("attnscope.training.loop", "from attnscope.cli.train import parse_args", "only the entry points"),

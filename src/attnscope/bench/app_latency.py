@@ -155,8 +155,8 @@ class Served:
 
 
 @contextmanager
-def served(path: Path) -> Iterator[Served]:
-    """`streamlit run app.py` serving checkpoint `path` alone, healthy, and a headless Chromium page."""
+def served(path: Path, script: Path | None = None) -> Iterator[Served]:
+    """`streamlit run app.py` (or `script`) serving checkpoint `path` alone, healthy, and a headless Chromium page."""
     from playwright.sync_api import sync_playwright
 
     from attnscope.checkpoints.registry import checkout
@@ -175,7 +175,7 @@ def served(path: Path) -> Iterator[Served]:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.set_default_timeout(180_000)
         started = time.perf_counter()
-        server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(root / "app.py"), "--server.port",
+        server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(script or root / "app.py"), "--server.port",
                                    url.rsplit(":", 1)[1], "--server.headless", "true", "--browser.gatherUsageStats", "false"],
                                   cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:

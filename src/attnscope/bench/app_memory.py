@@ -5,7 +5,9 @@ first translation), then clicks through Step, Heads, Inside and Attribution in t
 a user would. When a page has finished drawing, the server's resident set is read from /proc/<pid>/status
 (VmRSS, with its anonymous and file-backed parts). Targets from issue 24: 300 MB after the first translation,
 380 MB after the four pages. Then the Translate page opens a long sentence with each of its cross-attention heads
-selected in turn (what clicking through the sidebar's heads does to the figure caches).
+selected in turn (what clicking through the sidebar's heads does to the figure caches). Last, the floor: a fresh
+server runs floor_app.py, which loads the same checkpoint as the app does and shows the first sentence's translation
+as text and nothing else, then one small table as well (what any page with an `st.dataframe` adds).
 """
 from __future__ import annotations
 
@@ -79,5 +81,19 @@ def app_memory(path: Path, sentence: str, long_sentence: str, n_layers: int, n_h
                               "in turn (Translate)", **resident_mb(server.pid)})
     for before, row in zip(rows, rows[1:]):
         row["grew"] = round(row["VmRSS"] - before["VmRSS"], 1)
+    rows += floor(path, sentence)
     load = round(os.getloadavg()[0], 2)
     return [row | {"load average (1 min)": load} for row in rows]
+
+
+def floor(path: Path, sentence: str) -> list[dict[str, Any]]:
+    """The server's resident set with floor_app.py showing `sentence`'s translation, then also one small table."""
+    rows: list[dict[str, Any]] = []
+    with served(path, Path(__file__).with_name("floor_app.py")) as app:
+        page, server, runs = app.page, app.server, Runs(app.page)
+        for query, label in (("", "translation shown as text"), ("&table=1", "+ one 3-row st.dataframe")):
+            seen = runs.finished
+            page.goto(f"{app.url}/?sentence={quote_plus(sentence)}{query}")
+            runs.wait(page, seen, "floor drawn")
+            rows.append({"after": f"floor (floor_app.py, a fresh server): {label}", **resident_mb(server.pid)})
+    return rows

@@ -462,7 +462,7 @@ def run(out: Path, tiny: bool = False, checkpoint_path: Path | None = None, thre
         ("large", "15. A model of NLLB-200-distilled-600M's shape (random weights): server side",
          lambda: imported_shape("tiny-marian" if tiny else "nllb-200-distilled-600M", 3, app=False)),
         ("app-memory", "16. App server's resident memory (MB) after each page, one session (targets: 300 after the first "
-         "translation, 380 after Attribution)",
+         "translation, 380 after Attribution), and the floor: a server that only shows the translation",
          lambda: app_memory(path, SENTENCES[1], LONG_SENTENCES[0], c.n_decoder_layers, c.n_heads)),
     ]
     for key, title, measure in sections:
