@@ -10,15 +10,19 @@ from types import ModuleType
 from typing import Sequence
 
 from attnscope.cli import average, bench, data, evaluate, import_model, train, translate
+from attnscope.model.device import apply_thread_policy
 
 COMMANDS: dict[str, ModuleType] = {"translate": translate, "train": train, "evaluate": evaluate, "average": average,
                                    "data": data, "import": import_model, "bench": bench}
+OWN_THREADS = {"train", "bench"}  # they take --threads; every other command decodes with the thread policy (README)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command named first in `argv` (default: the process's arguments) and return its exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in COMMANDS:
+        if args[0] not in OWN_THREADS:
+            apply_thread_policy()
         return COMMANDS[args[0]].main(args[1:])
     parser = argparse.ArgumentParser(prog="python -m attnscope", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

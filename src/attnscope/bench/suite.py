@@ -34,7 +34,7 @@ from attnscope.engine.analysis.bleu import scores
 from attnscope.engine.decoding.translator import Translator
 from attnscope.model.batch import pad
 from attnscope.model.config import BOS_ID, ModelConfig
-from attnscope.model.device import autocast, autocast_dtype, cpu_has_fast_bf16, pick_device
+from attnscope.model.device import apply_thread_policy, autocast, autocast_dtype, cpu_has_fast_bf16, pick_device
 from attnscope.model.transformer import DecoderCache, Transformer, sinusoidal_table
 from attnscope.training.data import DataError, data_dir, load_pairs, sample_pairs
 from attnscope.training.loop import label_smoothed_loss
@@ -423,6 +423,8 @@ def run(out: Path, tiny: bool = False, checkpoint_path: Path | None = None, thre
     report (JSON) to `out`; returns the report."""
     if threads:
         torch.set_num_threads(threads)
+    else:
+        apply_thread_policy()  # out of the box: what the app and `attnscope.load` run with
     if tiny:
         import tempfile
         path = tiny_checkpoint(Path(tempfile.mkdtemp()))

@@ -21,7 +21,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tiny", action="store_true", help="seconds-long smoke run on a random tiny model")
     p.add_argument("--out", type=Path, default=Path("bench-report.json"))
     p.add_argument("--checkpoint", type=Path, default=None, help="model for decoding/capture (default: shipped en->de)")
-    p.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
+    p.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: ATTNSCOPE_THREADS or 1)")
     p.add_argument("--skip", action="append", default=[], choices=SECTIONS, help="leave this section out")
     p.add_argument("--only", action="append", default=[], choices=SECTIONS, help="run only this section (repeatable)")
     return p

@@ -1,9 +1,11 @@
-"""Pick the compute device and whether bf16 autocast pays off on it."""
+"""Pick the compute device, how many CPU threads decode on it, and whether bf16 autocast pays off on it."""
 from __future__ import annotations
 
 import contextlib
+import os
+import warnings
 from pathlib import Path
-from typing import ContextManager, Literal
+from typing import ContextManager, Literal, Mapping
 
 import torch
 
@@ -19,6 +21,38 @@ def pick_device(requested: str | None = None) -> torch.device:
     if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
         return torch.device("mps")
     return torch.device("cpu")
+
+
+THREADS_VARIABLE = "ATTNSCOPE_THREADS"
+
+
+def policy_threads(environ: Mapping[str, str] = os.environ) -> int | None:
+    """Intra-op threads attnscope runs torch with: ATTNSCOPE_THREADS when set (0: torch's own choice, None), else 1.
+
+    One thread, because torch's threads wait for each other at the end of every kernel: on a 2-core machine
+    whose other core is busy, two threads took 166-322 ms a token of an opus-mt-sized model against 24-28 ms
+    with one, and a second thread does not speed up one sentence on an idle machine either (BENCHMARKS.md).
+    """
+    text = environ.get(THREADS_VARIABLE, "").strip()
+    if not text:
+        return 1
+    if not text.isdigit():
+        warnings.warn(f"{THREADS_VARIABLE}={text!r} is not a whole number of threads (0 keeps torch's own choice); "
+                      "using 1", stacklevel=2)
+        return 1
+    return int(text) or None
+
+
+def apply_thread_policy(environ: Mapping[str, str] = os.environ) -> int:
+    """Set torch's intra-op threads for the whole process by `policy_threads`; return the count in force.
+
+    Called where attnscope starts work for someone (the app's model loading, `attnscope.load`/`import_model`,
+    the command line), not on import; training keeps its own `threads` setting.
+    """
+    wanted = policy_threads(environ)
+    if wanted is not None and torch.get_num_threads() != wanted:
+        torch.set_num_threads(wanted)
+    return torch.get_num_threads()
 
 
 def cpu_has_fast_bf16() -> bool:

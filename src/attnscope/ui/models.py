@@ -10,6 +10,7 @@ from attnscope.checkpoints import checkpoint, registry
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.registry import default_checkpoint, shipped_dir
 from attnscope.engine.decoding.translator import Translator
+from attnscope.model.device import apply_thread_policy
 from attnscope.ui.text import plain
 
 __all__ = ["available_checkpoints", "entries", "fit_checkpoint", "shipped_dir", "translator"]
@@ -47,6 +48,7 @@ def available_checkpoints() -> dict[str, Path]:
 
 @st.cache_resource(max_entries=6, show_spinner="Loading the model…")
 def _load(path: str, mtime: float) -> Translator:
+    apply_thread_policy()  # the server's process decodes with the policy's threads (README, "Threads")
     model, bundle = checkpoint.load(path)
     return Translator(model, bundle, label=Path(path).stem, revision=mtime)
 

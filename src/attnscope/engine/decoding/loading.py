@@ -13,7 +13,7 @@ from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.importers import import_any
 from attnscope.checkpoints.registry import default_checkpoint
 from attnscope.engine.decoding.translator import Translator
-from attnscope.model.device import pick_device
+from attnscope.model.device import apply_thread_policy, pick_device
 
 TORCH_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt")
 
@@ -25,6 +25,7 @@ def load(path: str | os.PathLike[str] | None = None, device: str | None = None) 
         CheckpointError: the file is missing or not a valid attnscope checkpoint.
     """
     dev = pick_device(device)
+    apply_thread_policy()
     file = Path(path) if path is not None else default_checkpoint()
     if file.suffix.lower() in TORCH_SUFFIXES:
         raise CheckpointError(f"{file.name} is a PyTorch file, not an attnscope checkpoint: import it with "
@@ -63,6 +64,7 @@ def import_model(model_or_path: nn.Module | str | os.PathLike[str], src_vocab: A
         imported = import_any(model_or_path, src_vocab=src_vocab, tgt_vocab=tgt_vocab, src_lang=src_lang,
                               tgt_lang=tgt_lang, **kw)
     dev = pick_device(device)
+    apply_thread_policy()
     if imported.report.unchecked:
         warnings.warn(imported.report.lines()[-1], stacklevel=2)
     label = str(kw.get("name") or imported.bundle.summary.get("name", "imported"))
