@@ -6,8 +6,11 @@ import re
 from pathlib import Path
 
 import pytest
+import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+from attnscope.checkpoints.checkpoint import save
+from tests.engine_fixtures import tiny_translator
 from tests.support import CEILING, ROOT, readable_tables, shown, translation_shown
 
 
@@ -106,7 +109,24 @@ def test_output_cut_by_the_length_limit_is_reported(app: AppTest) -> None:
     app.session_state["sentence"] = "a b c d e f"
     app.session_state["max_len"] = 3
     app.run()
-    assert any("stopped at the limit of 3 tokens" in shown(i) for i in app.info)
+    assert any("stopped at the maximum of 3 tokens" in shown(i) for i in app.info)
+
+
+def test_an_empty_maximum_decodes_to_the_sources_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    endless = tiny_translator(0, eos_bias=-50.0)  # never ends a sentence: every output runs to its budget
+    save(endless.model, endless.bundle, tmp_path / "endless.safetensors")
+    monkeypatch.setenv("ATTNSCOPE_CHECKPOINTS", str(tmp_path))
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=CEILING)
+    app.session_state["sentence"] = "a b c"
+    app.run()
+    assert not app.exception
+    assert app.number_input(key="_w_max_len").value is None  # empty: the source sets the budget
+    n_src = len(endless.source("a b c")[0])
+    assert any(f"the default budget (twice the source plus 10) of {2 * n_src + 10} tokens" in shown(i) for i in app.info)
+    app.number_input(key="_w_max_len").set_value(5).run()
+    assert any("stopped at the maximum of 5 tokens" in shown(i) for i in app.info)
 
 
 def test_long_input_is_flagged_and_scaled_per_head(app: AppTest) -> None:

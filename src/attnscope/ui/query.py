@@ -18,7 +18,7 @@ QueryKey = tuple[str, str, int, "int | None"]  # (checkpoint, sentence, beam, ma
 @dataclass(frozen=True)
 class Query:
     """One translation request. `checkpoint` is the translator's cache key (name and file revision), so a
-    re-published checkpoint is another query; `max_len` None means the model's own limit."""
+    re-published checkpoint is another query; `max_len` None means the budget the source sets."""
     checkpoint: str
     sentence: str
     beam: int = 1

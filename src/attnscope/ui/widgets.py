@@ -70,9 +70,12 @@ def decoding_options(tr: Translator) -> None:
     col_beam, col_len = st.columns(2)
     col_beam.number_input(f"Beam size (1 = greedy, max {MAX_BEAM})", 1, MAX_BEAM, **keep("beam", 1))
     limit = tr.model.config.max_len
-    if st.session_state.get("max_len", 0) > limit:  # a smaller model became active
+    if (st.session_state.get("max_len") or 0) > limit:  # a smaller model became active
         st.session_state["max_len"] = limit
-    col_len.number_input("Maximum output tokens", 1, limit, **keep("max_len", min(100, limit)))
+    col_len.number_input("Maximum output tokens", 1, limit, placeholder="auto: twice the source + 10",
+                         help=f"Empty: each sentence gets twice its source tokens plus 10 (at most {limit}, this "
+                              "model's limit). A number you type is kept for every sentence.",
+                         **keep("max_len", None))
 
 
 def translated_sentence(tr: Translator) -> tuple[Query, Translation]:
@@ -85,7 +88,7 @@ def translated_sentence(tr: Translator) -> tuple[Query, Translation]:
     if result is None or not result.steps:
         st.stop()
     for note in (*result.notes, *input_notes(tr.bundle.summary, result.source_ids),
-                 *output_notes(result.source_ids, result.target_ids, query.max_len)):
+                 *output_notes(result.source_ids, result.target_ids, result.budget, query.max_len is not None)):
         st.info(plain(note))
     src, tgt = tr.bundle.src_lang, tr.bundle.tgt_lang
     wrong_language = target_language_note(query.sentence, src, tgt, *sample_words(src, tgt))

@@ -23,7 +23,9 @@ def test_long_input_and_unknown_pieces_are_flagged() -> None:
 
 def test_output_at_the_length_limit_or_far_too_short_is_flagged() -> None:
     (cut,) = output_notes([5, 6, 7, EOS_ID], [8, 9, 10], max_len=3)
-    assert "stopped at the limit of 3 tokens" in cut
+    assert "stopped at the maximum of 3 tokens" in cut
+    (auto,) = output_notes([5, 6, 7, EOS_ID], [8, 9, 10], max_len=3, chosen=False)
+    assert "default budget (twice the source plus 10) of 3 tokens" in auto
     assert output_notes([5, 6, 7, EOS_ID], [8, 9, 10, EOS_ID], max_len=3) == []
     (short,) = output_notes([5] * 30 + [EOS_ID], [8] * 10 + [EOS_ID], max_len=100)
     assert "10 tokens for 30 input tokens" in short

@@ -70,13 +70,6 @@ def test_outputs_cover_both_endings() -> None:
     assert endings == {True, False}
 
 
-def test_translations_without_eos_use_the_whole_budget() -> None:
-    result = tiny_translator(0).translate("a b c")
-    assert EOS_ID not in result.target_ids
-    assert len(result.target_ids) == MAX_LEN
-    assert len(tiny_translator(0).translate("a b c", max_len=5).target_ids) == 5
-
-
 @pytest.mark.parametrize("seed,bias", TRANSLATORS)
 def test_capture_false_gives_no_attention_and_the_same_text(seed: int, bias: float) -> None:
     tr = tiny_translator(seed, bias)
@@ -148,6 +141,19 @@ def test_max_len_out_of_range_is_an_input_error(max_len: int) -> None:
         tr.translate("a b", max_len=max_len)
     with pytest.raises(InputError, match=f"between 1 and {MAX_LEN}, got {max_len}"):
         tr.translate_batch(["a b"], max_len=max_len)
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_without_a_maximum_the_source_sets_the_budget(beam: int) -> None:
+    tr = tiny_translator(0, eos_bias=-50.0)  # never ends: every output runs to its budget
+    for text in ("a", "a b c", "a b c d e f g h i"):
+        n_src = len(tr.source(text)[0])
+        result = tr.translate(text, beam_size=beam)
+        assert result.budget == min(MAX_LEN, 2 * n_src + 10) == len(result.target_ids)
+    chosen = tr.translate("a b c", beam_size=beam, max_len=MAX_LEN)
+    assert chosen.budget == MAX_LEN == len(chosen.target_ids)  # the user's maximum is kept, past the default
+    texts = ["a", "a b c", "a b c d e f g h i", "b c d"]  # sources of three budgets, batched together
+    assert tr.translate_batch(texts, beam_size=beam) == [tr.translate(t, beam_size=beam).text for t in texts]
 
 
 @pytest.mark.parametrize("seed,bias", TRANSLATORS)

@@ -44,10 +44,12 @@ def input_notes(summary: Mapping[str, Any], source_ids: Sequence[int]) -> list[s
     return notes
 
 
-def output_notes(source_ids: Sequence[int], output_ids: Sequence[int], max_len: int) -> list[str]:
-    """Say when the output stopped at the length limit or is much shorter than the input."""
+def output_notes(source_ids: Sequence[int], output_ids: Sequence[int], max_len: int, chosen: bool = True) -> list[str]:
+    """Say when the output stopped at the length limit (`chosen` by the user, or the source's default budget)
+    or is much shorter than the input."""
     if output_ids and output_ids[-1] != EOS_ID and len(output_ids) >= max_len:
-        return [f"The output stopped at the limit of {max_len} tokens before the model ended the sentence: "
+        which = "the maximum of" if chosen else "the default budget (twice the source plus 10) of"
+        return [f"The output stopped at {which} {max_len} tokens before the model ended the sentence: "
                 "raise the maximum output tokens to see the rest."]
     n_src, n_out = len(source_ids) - 1, len(output_ids) - 1
     if n_src >= 8 and n_out < SHORT_OUTPUT_RATIO * n_src:

@@ -1,10 +1,11 @@
 """A loaded model with its tokenizers: text in, translation (and everything it attended to) out."""
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -15,7 +16,7 @@ from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.checkpoint import Bundle
 from attnscope.engine.decoding.beam import beam_search, beam_search_batch
 from attnscope.engine.decoding.beam_result import BeamResult
-from attnscope.engine.decoding.decode import Decoded, greedy, greedy_batch, teacher_force
+from attnscope.engine.decoding.decode import Decoded, default_max_len, greedy, greedy_batch, teacher_force
 from attnscope.engine.recording.record import AttentionRecord, DecodeStep
 from attnscope.engine.recording.tracer import eval_mode, model_lock
 from attnscope.model.batch import pad
@@ -48,6 +49,7 @@ class Translation:
     notes: tuple[str, ...] = ()  # truncation, unknown characters, ...
     beam: BeamResult | None = None
     log_prob: float = 0.0
+    budget: int = 0  # the most tokens decoding could produce: the user's maximum, or the one the source set
 
     @property
     def output_tokens(self) -> tuple[str, ...]:
@@ -113,6 +115,8 @@ class Translator:
                   capture: bool = True, prefix: Sequence[int] = (), length_penalty: float = 1.0) -> Translation:
         """Translate one sentence; with `capture`, record every head and every step.
 
+        `max_len` None decodes at most `default_max_len` tokens (twice the source plus 10, within the model's
+        limit), so a short sentence never waits for a long budget; the result's `budget` says which was used.
         `prefix` forces the first tokens (ids) and lets the model continue (greedy only).
         With beam search, steps and attention are those of the best hypothesis, from one
         teacher-forced pass over it (exactly what the model computes for that prefix).
@@ -120,7 +124,7 @@ class Translator:
         if not 1 <= beam_size <= MAX_BEAM:
             raise InputError(f"Beam size must be between 1 and {MAX_BEAM}, got {beam_size}.")
         src_ids, notes = self.source(text)
-        max_len = self._max_len(max_len)
+        max_len = self._max_len(max_len, len(src_ids))
         beam = None
         with self.inference():
             if beam_size == 1:
@@ -131,7 +135,7 @@ class Translator:
                                    use_cache=use_cache)[0]
                 best = beam.hypotheses[0][0]
                 decoded = teacher_force(self.model, src_ids, best) if capture else Decoded(best)
-        return self._result(src_ids, decoded, tuple(notes), beam)
+        return replace(self._result(src_ids, decoded, tuple(notes), beam), budget=max_len)
 
     def score(self, text: str, reference: str) -> Translation:
         """Teacher-force a reference translation: its probabilities and attention."""
@@ -150,10 +154,13 @@ class Translator:
             decoded = teacher_force(self.model, src_ids, list(ids))
         return self._result(src_ids, decoded, tuple(notes), None)
 
-    def _max_len(self, max_len: int | None) -> int:
+    def _max_len(self, max_len: int | None, src_len: int | None = None) -> int:
+        """The user's maximum, checked; without one, the source's budget (or, for a batch, the model's limit)."""
         limit = self.model.config.max_len
         if max_len is not None and not 1 <= max_len <= limit:
             raise InputError(f"Maximum output length must be between 1 and {limit}, got {max_len}.")
+        if max_len is None and src_len is not None:
+            return default_max_len(self.model, src_len)
         return max_len or limit
 
     def _result(self, src_ids: list[int], decoded: Decoded, notes: tuple[str, ...], beam: BeamResult | None) -> Translation:
@@ -175,20 +182,24 @@ class Translator:
     @torch.no_grad()
     def translate_batch(self, texts: Sequence[str], beam_size: int = 1, max_len: int | None = None,
                         batch_size: int = 64, use_cache: bool = True) -> list[str]:
-        """Translate many sentences, batching sources of similar length together."""
+        """Translate many sentences, batching sources of similar length together; each gets the budget
+        `translate` would give it (the user's maximum, else its source's), so a batch equals one by one."""
         if not 1 <= beam_size <= MAX_BEAM:
             raise InputError(f"Beam size must be between 1 and {MAX_BEAM}, got {beam_size}.")
-        max_len = self._max_len(max_len)  # the budget translate() uses, not one from the batch's padded width
+        self._max_len(max_len)  # a bad maximum is refused before any work
         kept = [i for i, t in enumerate(texts) if isinstance(t, str) and t.strip()]  # blank input -> ""
         sources = {i: self.source(texts[i])[0] for i in kept}
-        order = sorted(kept, key=lambda i: len(sources[i]))
+        budgets = {i: self._max_len(max_len, len(sources[i])) for i in kept}
+        order = sorted(kept, key=lambda i: (budgets[i], len(sources[i])))
         out: list[str] = [""] * len(texts)
         with self.inference():
-            for start in range(0, len(order), batch_size):
-                idx = order[start:start + batch_size]
-                src = pad([sources[i] for i in idx]).to(self.device)
-                ids = (greedy_batch(self.model, src, max_len, use_cache) if beam_size == 1
-                       else beam_search_batch(self.model, src, beam_size, max_len))
-                for i, row in zip(idx, ids):
-                    out[i] = self.bundle.tgt_codec.decode(row)
+            for budget, group in itertools.groupby(order, key=budgets.__getitem__):
+                members = list(group)
+                for start in range(0, len(members), batch_size):
+                    idx = members[start:start + batch_size]
+                    src = pad([sources[i] for i in idx]).to(self.device)
+                    ids = (greedy_batch(self.model, src, budget, use_cache) if beam_size == 1
+                           else beam_search_batch(self.model, src, beam_size, budget))
+                    for i, row in zip(idx, ids):
+                        out[i] = self.bundle.tgt_codec.decode(row)
         return out
