@@ -73,6 +73,61 @@ def with_tensors(path: Path, change) -> Path:
     return rewrite(path, tensors=change(tensors_and_meta(path)[0]))
 
 
+def unrecorded(path: Path) -> Path:
+    """The file as attnscope wrote it before save() recorded whether its weights are finite."""
+    return rewrite(path, meta={k: v for k, v in tensors_and_meta(path)[1].items() if k != checkpoint.FINITE_KEY})
+
+
+def nan_bias(path: Path) -> Path:
+    return with_tensors(path, lambda t: t | {"generator.bias": torch.full_like(t["generator.bias"], float("nan"))})
+
+
+def test_save_records_the_finite_check_and_load_trusts_only_what_it_may(saved, monkeypatch: pytest.MonkeyPatch,
+                                                                       tmp_path: Path) -> None:
+    path, model, bundle = saved
+    assert tensors_and_meta(path)[1][checkpoint.FINITE_KEY] == "true"
+    scanned = []
+    real = checkpoint.first_not_finite
+    monkeypatch.setattr(checkpoint, "first_not_finite", lambda t: scanned.append(1) or real(t))
+    checkpoint.load(path)
+    assert not scanned  # recorded at save: loading reads each weight once, and does not scan it again
+    checkpoint.load(unrecorded(path))
+    assert scanned  # a file saved before the record is scanned
+    with pytest.raises(CheckpointError, match="tensor generator.bias contains NaN"):
+        checkpoint.load(nan_bias(path), check_finite=True)  # a file from outside (an upload) is scanned whatever it says
+    with torch.no_grad():
+        model.generator.bias[0] = float("inf")
+    broken = checkpoint.save(model, bundle, tmp_path / "inf.safetensors")
+    assert tensors_and_meta(broken)[1][checkpoint.FINITE_KEY] == "false"
+    with pytest.raises(CheckpointError, match="NaN or infinite values .recorded when it was saved"):
+        checkpoint.load(broken)
+
+
+@pytest.mark.parametrize("on_meta", [False, True])
+@pytest.mark.parametrize("variant", [
+    {}, {"tie_embeddings": False, "final_norm": True}, {"positional": "learned", "separate_positions": True},
+    {"sinusoid": "halves", "suppressed": (1,)}, {"sinusoid": "fairseq", "position_offset": 2, "d_model": 18, "n_heads": 2},
+])
+def test_assembled_models_equal_models_filled_in_place(on_meta: bool, variant: dict) -> None:
+    """Assigning a file's tensors (on the meta device or not) builds the model copying them into a built one did."""
+    config = ModelConfig(**{"src_vocab_size": 40, "tgt_vocab_size": 40, "d_model": 16, "n_heads": 2, "d_ff": 24,
+                            "n_encoder_layers": 1, "n_decoder_layers": 2, "share_embeddings": True, **variant})
+    torch.manual_seed(0)
+    reference = Transformer(config).eval()
+    tensors = {k: v.clone() for k, v in checkpoint.unique_state(reference).items()}
+    built = checkpoint.assemble(config, tensors, on_meta=on_meta).eval()
+    assert list(built.state_dict()) == list(reference.state_dict())
+    for (_, a), (_, b) in zip(reference.state_dict().items(), built.state_dict().items()):
+        assert torch.equal(a, b) and b.device.type == "cpu"
+    for (_, a), (_, b) in zip(reference.named_buffers(), built.named_buffers()):
+        assert torch.equal(a, b)
+    assert (built.generator.weight is built.tgt_embed.weight) == config.tie_embeddings
+    assert all(p.requires_grad for p in built.parameters())
+    src, tgt = torch.tensor([[5, 6, 7, 2]]), torch.tensor([[1, 8, 9]])
+    with torch.no_grad():
+        assert torch.equal(reference(src, tgt), built(src, tgt))
+
+
 @pytest.mark.parametrize("damage,message", [
     (lambda p: p.unlink(), "does not exist"),
     (lambda p: p.write_text("hello"), "is not a safetensors file"),
@@ -89,7 +144,7 @@ def with_tensors(path: Path, change) -> Path:
     (lambda p: with_config(p, src_vocab_size=5000, tgt_vocab_size=5000, share_embeddings=True),
      "tokens but the model expects"),
     (lambda p: with_config(p, src_vocab_size=12, tgt_vocab_size=12, d_model=10**6), "parameters"),
-    (lambda p: with_tensors(p, lambda t: t | {"generator.bias": torch.full_like(t["generator.bias"], float("nan"))}), "NaN"),
+    (lambda p: unrecorded(nan_bias(p)), "NaN"),
 ])
 def test_malformed_files_give_one_clear_error(saved, damage, message: str) -> None:
     path = saved[0]

@@ -122,7 +122,7 @@ def validate_upload(data: bytes, filename: str) -> Path:
     with os.fdopen(fd, "wb") as f:
         f.write(data)
     try:
-        checkpoint.load(tmp)
+        checkpoint.load(tmp, check_finite=True)  # a file from outside: its record of its own weights is not trusted
     except CheckpointError as err:
         Path(tmp).unlink(missing_ok=True)
         raise CheckpointError(str(err).replace(Path(tmp).name, filename)) from None

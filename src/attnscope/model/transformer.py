@@ -348,7 +348,7 @@ def _halves_table(max_len: int, d_model: int) -> Tensor:
     """[sin | cos] halves at the paper's frequencies, in float64 then rounded (Marian's, as Hugging Face builds it)."""
     pos = torch.arange(max_len, dtype=torch.float64, device="cpu").unsqueeze(1)  # (N, 1)
     exponent = 2 * (torch.arange(d_model, dtype=torch.float64, device="cpu") // 2) / d_model  # (D,)
-    angles = pos / torch.pow(torch.tensor(10000.0, dtype=torch.float64), exponent)  # (N, D)
+    angles = pos / torch.pow(torch.tensor(10000.0, dtype=torch.float64, device="cpu"), exponent)  # (N, D)
     half = (d_model + 1) // 2
     table = torch.empty(max_len, d_model, dtype=torch.float32, device="cpu")
     table[:, :half] = torch.sin(angles[:, 0::2]).float()
@@ -364,7 +364,7 @@ def _fairseq_table(max_len: int, d_model: int) -> Tensor:
     angles = torch.arange(max_len, dtype=torch.int64, device="cpu").float().unsqueeze(1) * freq.unsqueeze(0)  # (N, D/2)
     table = torch.cat([torch.sin(angles), torch.cos(angles)], dim=1)
     if d_model % 2:
-        table = torch.cat([table, torch.zeros(max_len, 1)], dim=1)
+        table = torch.cat([table, torch.zeros(max_len, 1, device="cpu")], dim=1)
     return table
 
 
@@ -380,7 +380,7 @@ class Generator(nn.Linear):
 
     def __init__(self, d_model: int, vocab_size: int, suppressed: tuple[int, ...] = ()) -> None:
         super().__init__(d_model, vocab_size)
-        self.register_buffer("suppressed", torch.tensor(suppressed, dtype=torch.long), persistent=False)
+        self.register_buffer("suppressed", torch.tensor(suppressed, dtype=torch.long, device="cpu"), persistent=False)
 
     def forward(self, x: Tensor) -> Tensor:
         logits = super().forward(x)
@@ -390,7 +390,9 @@ class Generator(nn.Linear):
 class Transformer(nn.Module):
     """Encoder-decoder Transformer; `forward(src, tgt_in)` returns next-token logits."""
 
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: ModelConfig, initialise: bool = True) -> None:
+        """`initialise` False leaves torch's default initialisation alone, for a caller that assigns every weight
+        (loading a checkpoint): the model's own initialisation would be computed only to be thrown away."""
         super().__init__()
         c = self.config = config
         self.tgt_embed = nn.Embedding(c.tgt_vocab_size, c.d_model, padding_idx=PAD_ID)
@@ -405,7 +407,8 @@ class Transformer(nn.Module):
         self.encoder_norm = layer_norm(c) if c.has_final_norm else nn.Identity()
         self.decoder_norm = layer_norm(c) if c.has_final_norm else nn.Identity()
         self.generator = Generator(c.d_model, c.tgt_vocab_size, c.suppressed)
-        self._init_weights()
+        if initialise:
+            self._init_weights()
         if c.tie_embeddings:
             self.generator.weight = self.tgt_embed.weight
 
