@@ -7,12 +7,12 @@ import numpy as np
 import streamlit as st
 
 from attnscope.engine.decoding.translator import Translation, Translator
+from attnscope.engine.inside import traced
 from attnscope.engine.inside.anatomy import model_positions
 from attnscope.engine.inside.head_view import HeadView, head_view
 from attnscope.engine.inside.lens import logit_lens
 from attnscope.engine.inside.offsets import RotationCheck, offset_errors, rotation_check
 from attnscope.engine.inside.trace_data import ForwardTrace, LogitLens
-from attnscope.engine.inside.traced import forward_trace
 from attnscope.engine.recording import tracer
 from attnscope.model.kinds import KIND_LABELS, KINDS, Kind
 from attnscope.model.transformer import sinusoidal_table
@@ -36,14 +36,16 @@ def decoder_inputs(result: Translation) -> tuple[int, ...]:
     return tuple(tracer.decoder_inputs(result.target_ids))
 
 
-@st.cache_data(max_entries=32, show_spinner="Tracing the forward pass…")
+# Kept as objects (cache_resource), never copied: switching head, query or step reads memory, where a pickled copy
+# (cache_data) took ~250 ms to unpickle on every rerun for an opus-mt-sized model. Nothing writes into a trace.
+@st.cache_resource(max_entries=8, show_spinner="Tracing the forward pass…")
 def _trace(_tr: Translator, checkpoint_key: str, source_ids: tuple[int, ...], target_ids: tuple[int, ...]) -> ForwardTrace:
     with _tr.inference():
-        return forward_trace(tracer.trace(_tr.model, source_ids, target_ids, use_cache=True))
+        return traced.sentence_trace(_tr.model, source_ids, target_ids)
 
 
 def sentence_trace(tr: Translator, result: Translation) -> ForwardTrace:
-    """Every intermediate of the whole translation, decoded with the KV cache (cached per sentence)."""
+    """Every intermediate of the whole translation, from one teacher-forced pass (cached per sentence)."""
     return _trace(tr, tr.cache_key, result.source_ids, decoder_inputs(result))
 
 

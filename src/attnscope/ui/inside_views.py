@@ -31,8 +31,9 @@ def head_steps(tr: Translator, result: Translation, choice: Choice, picked: Head
     st.html(inside.product_strips(v))
     st.subheader("3 · Scale, mask, softmax")
     st.html(inside.score_steps(v))
-    st.caption(f"The softmax row equals the row of the attention heatmap recorded while translating: "
-               f"max |Δ| = {v.gap_to(result.attention):.1e}.")
+    st.caption(f"The softmax row equals the row of the attention heatmap recorded while translating, to float32 "
+               f"rounding (this page recomputes the sentence in one teacher-forced pass): max |Δ| = "
+               f"{v.gap_to(result.attention):.1e}.")
     left, right = st.columns(2)
     with left:
         st.html(inside.mask_matrix(v))

@@ -7,9 +7,8 @@ import pytest
 import attnscope
 from attnscope.engine.inside.head_view import head_view
 from attnscope.engine.inside.lens import logit_lens
-from attnscope.engine.inside.traced import forward_trace
-from attnscope.engine.recording.tracer import trace
-from attnscope.model.config import BOS_ID
+from attnscope.engine.inside.traced import forward_trace, sentence_trace
+from attnscope.engine.recording.tracer import decoder_inputs, trace
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +16,26 @@ def girl():
     tr = attnscope.load()
     result = tr.translate("A girl is playing in the park.")
     assert result.target_tokens[:3] == ("<bos>", "Ein", "Mädchen"), result.target_tokens
-    return tr, result, forward_trace(trace(tr.model, result.source_ids, (BOS_ID, *result.target_ids[:2]), use_cache=True))
+    with tr.inference():
+        whole = sentence_trace(tr.model, result.source_ids, decoder_inputs(result.target_ids))
+    return tr, result, whole.until(2)
+
+
+def test_the_teacher_forced_trace_is_the_decode_at_every_step() -> None:
+    """The page's one teacher-forced pass against the heatmaps recorded while decoding, every step and head."""
+    tr = attnscope.load()
+    result = tr.translate("Two young men are playing football on a green field near the old church.")
+    with tr.inference():
+        whole = sentence_trace(tr.model, result.source_ids, decoder_inputs(result.target_ids))
+        cached = forward_trace(trace(tr.model, result.source_ids, decoder_inputs(result.target_ids), use_cache=True))
+    assert not whole.use_cache and len(whole.target_ids) == len(result.target_ids) > 10
+    for kind in ("encoder", "decoder", "cross"):
+        for layer in range(tr.model.config.n_decoder_layers):
+            recorded = result.attention.array(kind)[layer]
+            mine = whole.sublayer(kind, layer).weights
+            assert np.abs(mine - recorded[:, : mine.shape[1], : mine.shape[2]]).max() <= 1e-5  # float32 rounding
+            assert np.abs(mine - cached.sublayer(kind, layer).weights).max() <= 1e-5
+    assert np.abs(whole.logits - cached.logits).max() <= 1e-4
 
 
 @pytest.mark.parametrize("kind", ["encoder", "decoder", "cross"])
@@ -27,7 +45,7 @@ def test_maedchen_at_step_2_matches_the_heatmap_rows(girl, kind: str) -> None:
     for layer in range(3):
         for head in range(tr.model.config.n_heads):
             view = head_view(tr_step, kind, layer, head, query, result.source_tokens, result.target_tokens[:3])
-            assert view.gap_to(result.attention) <= 1e-6  # the number the page shows
+            assert view.gap_to(result.attention) <= 1e-5  # the number the page shows: float32 rounding
             assert np.abs(view.contributions.sum(0) + view.out_bias - view.attention_output).max() <= 1e-4
     assert view.query_tokens[query] in ("girl", "Mädchen")
 

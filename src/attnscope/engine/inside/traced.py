@@ -3,11 +3,14 @@ into the numpy `ForwardTrace` that figure builders draw (batch item 0, float32).
 nothing the model did not, it only picks and converts."""
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 from torch import Tensor
 
 from attnscope.engine.inside.trace_data import ForwardTrace, StreamInputs, SublayerTrace
-from attnscope.engine.recording.tracer import EVERYTHING, Embedded, Sublayer, Trace, kept
+from attnscope.engine.recording.tracer import EVERYTHING, Embedded, Sublayer, Trace, kept, trace
+from attnscope.model.transformer import Transformer
 
 
 def _np(t: Tensor) -> np.ndarray:
@@ -22,6 +25,14 @@ def forward_trace(trace: Trace) -> ForwardTrace:
     return ForwardTrace(trace.source_ids, trace.target_ids, norm, trace.use_cache, _inputs(kept(trace.source)),
                         _inputs(kept(trace.target)), _np(kept(trace.memory)[0]), sublayers,
                         np.stack([_np(kept(layer.output)[0]) for layer in trace.decoder]), _np(trace.logits[0]))
+
+
+def sentence_trace(model: Transformer, source_ids: Sequence[int], decoder_inputs: Sequence[int]) -> ForwardTrace:
+    """Everything the model computed for a translation (decoder inputs <bos> y1 .. y_{n-1}), from one teacher-forced
+    pass under the causal mask: the decoder is causal, so every row equals its decoding step's to float32 noise
+    (tests check the weights against the recorded decode), at a fraction of a step-by-step re-decode's cost (the
+    output layer runs once as one product, not once a step). The caller holds the model's lock."""
+    return forward_trace(trace(model, source_ids, decoder_inputs))
 
 
 def _inputs(e: Embedded) -> StreamInputs:
