@@ -6,7 +6,7 @@ from collections import Counter
 import pytest
 import torch
 
-from attnscope.engine.decoding.beam import beam_search, beam_search_batch, normalised
+from attnscope.engine.decoding.beam import beam_decode, beam_search, beam_search_batch, normalised
 from attnscope.engine.decoding.decode import greedy, teacher_force
 from attnscope.model.batch import pad
 from attnscope.model.config import BOS_ID, EOS_ID
@@ -130,3 +130,30 @@ def test_at_most_beam_size_alive_per_step_with_a_wide_beam() -> None:
     assert len(result.hypotheses) == 8
     scores = [h[1] for h in result.hypotheses]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_recording_while_searching_equals_a_teacher_forced_pass_over_the_best() -> None:
+    """beam_decode's record (no second pass) against the pass the translator used to make: the same steps and,
+    to float32 rounding, the same weights; some of the best hypotheses run through beam rows other than 0."""
+    moved = 0
+    for seed in range(8):
+        for bias in (0.0, 1.0):
+            for k in (2, 3, 5):
+                model, src = tiny_model(seed, bias), random_source(seed, n=4 + seed)
+                result, decoded = beam_decode(model, src, k, max_len=14)
+                assert [n.step for n in result.nodes[1:]] == sorted(n.step for n in result.nodes[1:])
+                assert decoded.ids == result.hypotheses[0][0]
+                reference = teacher_force(model, src, decoded.ids)
+                for kind in ("encoder", "decoder", "cross"):
+                    assert torch.allclose(getattr(decoded, kind), getattr(reference, kind), atol=1e-5, rtol=0)
+                for mine, theirs in zip(decoded.steps, reference.steps, strict=True):
+                    assert mine.token_id == theirs.token_id and mine.top_ids == theirs.top_ids
+                    assert mine.log_prob == pytest.approx(theirs.log_prob, abs=1e-5)
+                    assert mine.top_probs == pytest.approx(theirs.top_probs, abs=1e-5)
+                    assert mine.entropy == pytest.approx(theirs.entropy, abs=1e-5)
+                assert decoded.log_prob == pytest.approx(result.hypotheses[0][2], abs=1e-4)
+                best = next(n for n in result.nodes if n.status == "finished" and result.path(n.id) == decoded.ids)
+                while best.parent:
+                    moved += best.slot != 0
+                    best = result.nodes[best.parent]
+    assert moved > 10  # the rows were reordered under many best hypotheses, and read where they went

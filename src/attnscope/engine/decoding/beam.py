@@ -1,11 +1,16 @@
-"""Beam search over a batch of sources, with the KV cache and, for one source, its search tree."""
+"""Beam search over a batch of sources, with the KV cache and, for one source, its search tree (and, on request,
+every head's attention for the best hypothesis, recorded while it searches)."""
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
 
 import torch
 from torch import Tensor
 
 from attnscope.engine.decoding.beam_result import BeamNode, BeamResult
-from attnscope.engine.decoding.decode import default_max_len
+from attnscope.engine.decoding.decode import Decoded, RawStep, default_max_len, step_rows
+from attnscope.engine.recording.capture import record_attention
 from attnscope.engine.recording.tracer import model_lock
 from attnscope.model.config import BOS_ID, EOS_ID
 from attnscope.model.tokenization import strip_specials
@@ -18,8 +23,12 @@ def normalised(log_prob: float, length: int, alpha: float) -> float:
 
 @torch.no_grad()
 def beam_search(model: Transformer, src: Tensor, beam_size: int, *, max_len: int | None = None,
-                length_penalty: float = 1.0, use_cache: bool = True) -> list[BeamResult]:
-    """Beam search for padded sources (B, S); hypotheses are scored by log-prob / length^alpha."""
+                length_penalty: float = 1.0, use_cache: bool = True,
+                watch: Callable[[Tensor, Tensor], None] | None = None) -> list[BeamResult]:
+    """Beam search for padded sources (B, S); hypotheses are scored by log-prob / length^alpha.
+
+    `watch`, if given, sees each step's next-token log-probabilities (B*k, V) and the flat indices (B, 2k) of the
+    candidates the step ranked, before the beam moves on."""
     b, k = src.shape[0], beam_size
     max_len = max_len or default_max_len(model, src.shape[1])
     with model_lock(model):
@@ -35,13 +44,15 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, *, max_len: int
         done = [False] * b
         for step in range(1, max_len + 1):
             feed = tokens[:, -1:] if use_cache else tokens
-            logits = model.next_logits(feed, memory, src_mask, cache).float()
-            cand = (scores.view(-1, 1) + logits.log_softmax(-1)).view(b, -1)  # (B, k*V)
+            log_probs = model.next_logits(feed, memory, src_mask, cache).float().log_softmax(-1)  # (B*k, V)
+            cand = (scores.view(-1, 1) + log_probs).view(b, -1)  # (B, k*V)
             top_scores, top_idx = cand.topk(2 * k, dim=1)
+            if watch is not None:
+                watch(log_probs, top_idx)
             parents, next_tokens, next_scores = [], [], []
             for i in range(b):
                 chosen = DEAD_BEAM * k if done[i] else _advance(
-                    results[i], node_of[i], top_scores[i].tolist(), top_idx[i].tolist(), logits.shape[-1],
+                    results[i], node_of[i], top_scores[i].tolist(), top_idx[i].tolist(), log_probs.shape[-1],
                     k, step, length_penalty, step == max_len)
                 for parent, token, score in chosen:
                     parents.append(i * k + parent)
@@ -75,11 +86,11 @@ def _advance(result: BeamResult, node_of: list[int], top_scores: list[float], to
         parent, token = divmod(idx, vocab)
         if token == EOS_ID or last:
             if rank < k and len(result.hypotheses) < k:
-                node = _add_node(result, node_of[parent], step, token, score, "finished", alpha)
+                node = _add_node(result, node_of[parent], step, token, score, "finished", alpha, parent)
                 result.hypotheses.append((result.path(node.id), node.score, score))
         elif len(chosen) < k:
             chosen.append((parent, token, score))
-            new_nodes.append(_add_node(result, node_of[parent], step, token, score, "alive", alpha).id)
+            new_nodes.append(_add_node(result, node_of[parent], step, token, score, "alive", alpha, parent).id)
     while len(chosen) < k:
         chosen.extend(DEAD_BEAM)
         new_nodes.append(0)
@@ -88,9 +99,9 @@ def _advance(result: BeamResult, node_of: list[int], top_scores: list[float], to
 
 
 def _add_node(result: BeamResult, parent: int, step: int, token: int, score: float, status: str,
-              alpha: float) -> BeamNode:
+              alpha: float, slot: int) -> BeamNode:
     node = BeamNode(len(result.nodes), parent, step, token, score, status,
-                    normalised(score, step, alpha) if status == "finished" else None)
+                    normalised(score, step, alpha) if status == "finished" else None, slot)
     result.nodes.append(node)
     return node
 
@@ -107,3 +118,55 @@ def beam_search_batch(model: Transformer, src: Tensor, beam_size: int, max_len: 
     """Best hypothesis per source, as ids without specials (for translate_batch and BLEU)."""
     return [strip_specials(r.hypotheses[0][0]) if r.hypotheses else []
             for r in beam_search(model, src, beam_size, max_len=max_len)]
+
+
+@dataclass
+class _StepStats:
+    """What one step of a one-source search offers each beam row: its top-k, entropy and the ranked candidates'
+    log-probabilities (the chosen token is always among them)."""
+
+    top_probs: Tensor  # (k, top_k)
+    top_ids: Tensor  # (k, top_k)
+    entropy: Tensor  # (k,)
+    candidates: dict[int, float]  # flat index row * V + token -> that token's log-probability in that row
+
+
+@torch.inference_mode()
+def beam_decode(model: Transformer, src_ids: Sequence[int], beam_size: int, *, max_len: int | None = None,
+                length_penalty: float = 1.0, use_cache: bool = True, top_k: int = 10) -> tuple[BeamResult, Decoded]:
+    """Beam search for one source, recording every head while it searches, and the best hypothesis as `greedy`
+    gives a sentence: its steps (top-k, entropy) and attention, read from the rows of the beam that computed each
+    of its tokens (the nodes' slots; the KV cache was reordered with the beam, so each row attends over that
+    hypothesis' own prefix). No second pass: the record is what the search computed."""
+    src = torch.tensor([list(src_ids)], dtype=torch.long, device=next(model.parameters()).device)
+    seen: list[_StepStats] = []
+
+    def watch(log_probs: Tensor, top_idx: Tensor) -> None:
+        probs = log_probs.exp()
+        top = probs.topk(min(top_k, probs.shape[-1]), dim=-1)
+        flat = top_idx[0]
+        lps = log_probs.view(-1)[flat]
+        seen.append(_StepStats(top.values, top.indices, -(probs * log_probs).nan_to_num().sum(-1),
+                               dict(zip(flat.tolist(), lps.tolist()))))
+
+    with record_attention(model) as rec:
+        result = beam_search(model, src, beam_size, max_len=max_len, length_penalty=length_penalty,
+                             use_cache=use_cache, watch=watch)[0]
+    best_ids = result.hypotheses[0][0]
+    best = next(n for n in result.nodes if n.status == "finished" and result.path(n.id) == best_ids)
+    chain = [best]
+    while chain[-1].parent is not None and chain[-1].parent != 0:
+        chain.append(result.nodes[chain[-1].parent])
+    chain.reverse()  # node t+1 was chosen at step t+1 from row `slot` of that step
+    vocab = model.config.tgt_vocab_size
+    out = Decoded(list(best_ids))
+    for node in chain:
+        stats, row = seen[node.step - 1], node.slot
+        out.steps.append(RawStep(node.token_id, stats.candidates[row * vocab + node.token_id],
+                                 stats.top_ids[row].tolist(), stats.top_probs[row].tolist(), float(stats.entropy[row])))
+    names = rec.by_kind()
+    out.encoder = torch.stack([rec.calls[n][0][0] for n in names["encoder"]])
+    for kind in ("decoder", "cross"):
+        rows = [[rec.calls[n][node.step - 1][node.slot:node.slot + 1] for node in chain] for n in names[kind]]
+        setattr(out, kind, step_rows(rows))
+    return result, out

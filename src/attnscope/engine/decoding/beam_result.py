@@ -15,6 +15,7 @@ class BeamNode:
     log_prob: float  # cumulative log-probability
     status: str = "alive"  # alive -> "extended" | "pruned"; or "finished" (ended with <eos>)
     score: float | None = None  # length-normalised score, for finished nodes
+    slot: int | None = None  # the beam row whose step chose this token (None for the root): where its attention is
 
 
 @dataclass

@@ -14,7 +14,7 @@ import torch
 
 from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.checkpoint import Bundle
-from attnscope.engine.decoding.beam import beam_search, beam_search_batch
+from attnscope.engine.decoding.beam import beam_decode, beam_search, beam_search_batch
 from attnscope.engine.decoding.beam_result import BeamResult
 from attnscope.engine.decoding.decode import Decoded, default_max_len, greedy, greedy_batch, teacher_force
 from attnscope.engine.recording.record import AttentionRecord, DecodeStep
@@ -118,8 +118,8 @@ class Translator:
         `max_len` None decodes at most `default_max_len` tokens (twice the source plus 10, within the model's
         limit), so a short sentence never waits for a long budget; the result's `budget` says which was used.
         `prefix` forces the first tokens (ids) and lets the model continue (greedy only).
-        With beam search, steps and attention are those of the best hypothesis, from one
-        teacher-forced pass over it (exactly what the model computes for that prefix).
+        With beam search, steps and attention are those of the best hypothesis, recorded while the search
+        computed them (`beam_decode`).
         """
         if not 1 <= beam_size <= MAX_BEAM:
             raise InputError(f"Beam size must be between 1 and {MAX_BEAM}, got {beam_size}.")
@@ -129,12 +129,14 @@ class Translator:
         with self.inference():
             if beam_size == 1:
                 decoded = greedy(self.model, src_ids, max_len=max_len, use_cache=use_cache, capture=capture, prefix=prefix)
+            elif capture:
+                beam, decoded = beam_decode(self.model, src_ids, beam_size, max_len=max_len,
+                                            length_penalty=length_penalty, use_cache=use_cache)
             else:
                 src = torch.tensor([src_ids], device=self.device)
                 beam = beam_search(self.model, src, beam_size, max_len=max_len, length_penalty=length_penalty,
                                    use_cache=use_cache)[0]
-                best = beam.hypotheses[0][0]
-                decoded = teacher_force(self.model, src_ids, best) if capture else Decoded(best)
+                decoded = Decoded(beam.hypotheses[0][0])
         return replace(self._result(src_ids, decoded, tuple(notes), beam), budget=max_len)
 
     def score(self, text: str, reference: str) -> Translation:
