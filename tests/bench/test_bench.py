@@ -16,3 +16,5 @@ def test_bench_tiny_mode_writes_a_full_report(tmp_path: Path, monkeypatch) -> No
     assert all(row["identical output"] for row in report["decoding"])
     assert report["training"][0]["ratio"] > 0
     assert "missing corpus file" in report["quality"][0]["error"]
+    peer = report["peer"]  # a Marian model of Hugging Face's own classes, beside its generate()
+    assert all(row["tokens identical"] for row in peer[1:]) and len(peer) == 5

@@ -26,6 +26,7 @@ from torch import Tensor, nn
 from attnscope.bench.app_latency import app_latency
 from attnscope.bench.app_memory import app_memory
 from attnscope.bench.attribution import ig_completeness, split_by_position
+from attnscope.bench.hf_peer import peer
 from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.convert import read_state_dict
 from attnscope.checkpoints.importing import import_weights
@@ -466,6 +467,9 @@ def run(out: Path, tiny: bool = False, checkpoint_path: Path | None = None, thre
         ("app-memory", "16. App server's resident memory (MB) after each page, one session (targets: 300 after the first "
          "translation, 380 after Attribution), and the floor: a server that only shows the translation",
          lambda: app_memory(path, SENTENCES[1], LONG_SENTENCES[0], c.n_decoder_layers, c.n_heads)),
+        ("peer", "17. opus-mt-en-de's shape with Hugging Face's classes and a MarianTokenizer, imported by the README's "
+         "command: captured decoding beside generate(output_attentions=True), and the app's journeys quiet and beside a "
+         "busy process", lambda: peer(list(SENTENCES), tiny, app="app" not in skip)),
     ]
     for key, title, measure in sections:
         if key in skip or (only and key not in only):

@@ -1,0 +1,170 @@
+"""attnscope beside the peer users would pick, on a real model's size (issue 33's bench section).
+
+A random MarianMTModel of opus-mt-en-de's exact shape is built with Hugging Face's own classes and a real
+MarianTokenizer (SentencePiece models trained here on the embedded Multi30k sample, a 58,101-entry vocab.json;
+nothing is downloaded), saved with save_pretrained and imported by the README's command. Then, in one process and
+with the output tokens checked identical, captured greedy decoding (every head and every step) and beam 4 with
+capture are timed against `generate(..., output_attentions=True, return_dict_in_generate=True)` on eager attention,
+as interleaved pairs whose order alternates; each row is the median of the pairs' ratios with its middle half.
+
+"Out of the box" runs each side as it comes: attnscope under its thread policy (one thread unless
+ATTNSCOPE_THREADS), Hugging Face with torch's own thread count; "one thread" runs both with one. The model's
+</s> bias is pushed down so every output runs to its length (random weights end at random otherwise), and
+generate's forced </s> at the length limit is turned off, since attnscope's decoding does not force one.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from attnscope.engine.decoding.loading import load
+from attnscope.engine.decoding.translator import Translator
+from attnscope.model.device import apply_thread_policy, policy_threads
+from attnscope.training.data import sample_pairs
+
+OPUS_MT_EN_DE = dict(vocab_size=58101, d_model=512, encoder_layers=6, decoder_layers=6, encoder_attention_heads=8,
+                     decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048, max_position_embeddings=512,
+                     activation_function="swish", scale_embedding=True, eos_token_id=0, pad_token_id=58100,
+                     decoder_start_token_id=58100, forced_eos_token_id=0, bad_words_ids=[[58100]],
+                     dropout=0.1, attention_dropout=0.0, activation_dropout=0.0)
+TINY_MARIAN = OPUS_MT_EN_DE | dict(vocab_size=1201, d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                                   decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64,
+                                   pad_token_id=1200, decoder_start_token_id=1200, bad_words_ids=[[1200]])  # --tiny's stand-in
+
+
+def _spm(lines: list[str], path: Path, size: int) -> list[str]:
+    """A unigram SentencePiece model as Marian ships them (no <s>, </s>, <pad> inside); its pieces but <unk>."""
+    import sentencepiece as spm
+
+    out = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_writer=out, vocab_size=size, model_type="unigram",
+                                   character_coverage=1.0, minloglevel=2, hard_vocab_limit=False, unk_id=0, bos_id=-1,
+                                   eos_id=-1, pad_id=-1)
+    path.write_bytes(out.getvalue())
+    sp = spm.SentencePieceProcessor(model_file=str(path))
+    return [sp.id_to_piece(i) for i in range(1, sp.get_piece_size())]
+
+
+def opus_mt_folder(folder: Path, shape: dict[str, Any] = OPUS_MT_EN_DE, seed: int = 0) -> Path:
+    """A save_pretrained folder of a random Marian model of `shape` (opus-mt-en-de's) and its tokenizer."""
+    import transformers
+
+    size, pad = shape["vocab_size"], shape["pad_token_id"]
+    pairs = sample_pairs("en", "de", "val") + sample_pairs("en", "de", "test_2016_flickr")
+    n_pieces = min(4000, (size - 3) // 2)
+    pieces = [*_spm([s for s, _ in pairs], folder / "source.spm", n_pieces),
+              *_spm([t for _, t in pairs], folder / "target.spm", n_pieces)]
+    vocab = ["</s>", "<unk>", *dict.fromkeys(p for p in pieces if p not in ("</s>", "<unk>", "<pad>"))][: size - 1]
+    vocab = vocab + [f"▁filler{i}" for i in range(size - 1 - len(vocab))] + ["<pad>"]  # <pad> last, as opus-mt's
+    (folder / "vocab.json").write_text(json.dumps({p: i for i, p in enumerate(vocab)}, ensure_ascii=False))
+    tokenizer = transformers.MarianTokenizer(str(folder / "source.spm"), str(folder / "target.spm"),
+                                             str(folder / "vocab.json"), source_lang="en", target_lang="de")
+    torch.manual_seed(seed)
+    model = transformers.MarianMTModel(transformers.MarianConfig(**shape)).eval()
+    with torch.no_grad():
+        model.final_logits_bias[0, shape["eos_token_id"]] = -1e4  # outputs run to their length
+    model.generation_config.bad_words_ids = [[pad]]
+    model.save_pretrained(str(folder))
+    tokenizer.save_pretrained(str(folder))
+    return folder
+
+
+def paired(ours: Callable[[], Any], theirs: Callable[[], Any], pairs: int,
+           settings: tuple[Callable[[], None], Callable[[], None]]) -> dict[str, Any]:
+    """Median ratio ours/theirs over interleaved pairs (order alternating), its middle half, and the medians (ms).
+    `settings` are what runs before each side (its thread count)."""
+    ratios, mine, peer = [], [], []
+    for i in range(pairs + 1):
+        times = {}
+        for name in (("ours", "theirs") if i % 2 else ("theirs", "ours")):
+            settings[name == "theirs"]()
+            start = time.perf_counter()
+            (ours if name == "ours" else theirs)()
+            times[name] = time.perf_counter() - start
+        if i:  # the first pair warms both up
+            ratios.append(times["ours"] / times["theirs"])
+            mine.append(times["ours"])
+            peer.append(times["theirs"])
+    q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
+    return {"ratio (median)": round(statistics.median(ratios), 3), "ratio middle half": [round(q[0], 3), round(q[2], 3)],
+            "attnscope ms": round(1e3 * statistics.median(mine)), "Hugging Face ms": round(1e3 * statistics.median(peer))}
+
+
+def _tokens(tr: Translator, text: str, **kw: Any) -> list[str]:
+    """The output's tokens as the imported tokenizer spells them (no specials), to compare with generate's."""
+    codec = tr.bundle.tgt_codec
+    return [codec.token(i) for i in tr.translate(text, **kw).target_ids if codec.token(i) not in ("</s>", "<eos>")]
+
+
+def peer(sentences: list[str], tiny: bool, app: bool) -> list[dict[str, Any]]:
+    """The section: the model built and imported, timed beside generate, then (with `app`) the app's journeys on it
+    in headless Chromium, quiet and while one other process keeps a core busy."""
+    from attnscope.bench.app_latency import app_latency
+
+    folder = opus_mt_folder(Path(tempfile.mkdtemp(prefix="attnscope-peer-")), TINY_MARIAN if tiny else OPUS_MT_EN_DE)
+    rows = hf_peer(sentences[0], folder, *((1, (5,), 5) if tiny else (7, (25, 60), 25)))
+    if app:
+        for neighbour in (False, True):
+            journeys = app_latency(folder / CHECKPOINT, sentences, 3 if tiny else 6, neighbour=neighbour)
+            rows.append({"what": "app journeys" + (" beside a busy process" if neighbour else ""), **journeys})
+    return rows
+
+
+CHECKPOINT = "opus-mt-shape.safetensors"
+
+
+def hf_peer(sentence: str, folder: Path, pairs: int = 7, lengths: tuple[int, ...] = (25, 60),
+            beam_length: int = 25) -> list[dict[str, Any]]:
+    """Import time, then captured greedy and beam 4 against Hugging Face's generate on the model in `folder`."""
+    import transformers
+
+    torch_default = torch.get_num_threads()
+    out = folder / CHECKPOINT
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "attnscope", "import", str(folder), "--out", str(out)], check=True,
+                   capture_output=True, text=True)
+    import_s = time.perf_counter() - start
+    start = time.perf_counter()
+    tr = load(out)
+    load_s = time.perf_counter() - start
+    tokenizer = transformers.MarianTokenizer.from_pretrained(str(folder))
+    model = transformers.MarianMTModel.from_pretrained(str(folder), attn_implementation="eager").eval()
+    encoded = tokenizer([sentence], return_tensors="pt")
+
+    def generate(n: int, beams: int) -> list[str]:
+        result = model.generate(**encoded, max_new_tokens=n, num_beams=beams, do_sample=False, output_attentions=True,
+                                return_dict_in_generate=True, forced_eos_token_id=None)
+        ids = [i for i in result.sequences[0].tolist() if i not in tokenizer.all_special_ids]
+        return tokenizer.convert_ids_to_tokens(ids)
+
+    rows: list[dict[str, Any]] = [{"what": "import (python -m attnscope import) / load s", "load average": _load(),
+                                   "result": [round(import_s, 1), round(load_s, 2)]}]
+    ours_policy = policy_threads() or torch_default
+    for label, threads in (("out of the box", (ours_policy, torch_default)), ("one thread", (1, 1))):
+        settings = (lambda t=threads[0]: torch.set_num_threads(t), lambda t=threads[1]: torch.set_num_threads(t))
+        for n, beams in [*((n, 1) for n in lengths), (beam_length, 4)]:
+            settings[0]()
+            mine = _tokens(tr, sentence, max_len=n, beam_size=beams)
+            settings[1]()
+            identical = mine == generate(n, beams)
+            row = {"what": f"{'greedy' if beams == 1 else 'beam 4'}, {n} tokens, every head captured", "threads": label,
+                   "threads (ours, HF)": list(threads), "load average": _load(), "tokens identical": identical}
+            row |= paired(lambda n=n, b=beams: tr.translate(sentence, max_len=n, beam_size=b),
+                          lambda n=n, b=beams: generate(n, b), pairs, settings)
+            rows.append(row)
+    apply_thread_policy()
+    return rows
+
+
+def _load() -> float:
+    return round(os.getloadavg()[0], 1)
