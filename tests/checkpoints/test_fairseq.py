@@ -166,3 +166,29 @@ def test_missing_dictionaries_and_foreign_objects_get_clear_messages(tmp_path: P
     torch.save(data, tmp_path / "with_meters.pt")
     with pytest.raises(CheckpointError, match=r"holds fairseq\.logging\.meters\.Meter objects .* never unpickles"):
         import_any(tmp_path / "with_meters.pt")
+
+
+def unnamed_languages(folder: Path) -> Path:
+    """A standard-recipe checkpoint: fairseq-train read the pair from its data folder, so args say None."""
+    return write_checkpoint(folder, ref.args(source_lang=None, target_lang=None))
+
+
+def test_a_checkpoint_without_its_languages_takes_them_from_the_files_beside_it(tmp_path: Path) -> None:
+    path = unnamed_languages(tmp_path)
+    with pytest.raises(CheckpointError, match="dict.de.txt and dict.en.txt fit both sides .* give --src-lang and --tgt-lang"):
+        import_any(path)  # one size of dictionary: nothing says which side is English
+    assert (import_any(path, src_lang="en").bundle.src_lang, import_any(path, tgt_lang="de").bundle.src_lang) == ("en", "en")
+    (tmp_path / "train.en-de.en.bin").write_bytes(b"")  # fairseq-preprocess's output, copied beside it
+    imp = import_any(path)
+    assert (imp.bundle.src_lang, imp.bundle.tgt_lang) == ("en", "de")
+    assert imp.bundle.src_codec.encode("a man") != imp.bundle.tgt_codec.encode("a man")  # each side its dictionary
+
+
+def test_dictionary_sizes_order_the_languages(tmp_path: Path) -> None:
+    path = unnamed_languages(tmp_path)
+    with (tmp_path / "dict.de.txt").open("a") as f:  # eight more German symbols: only one order fits the embeddings
+        f.write("".join(f"wort{i} 1\n" for i in range(8)))
+    saved = torch.load(path, weights_only=False)
+    torch.save(saved | {"model": ref.state(saved["args"], 4 + len(SRC_WORDS), 4 + len(TGT_WORDS) + 8)}, path)
+    imp = import_any(path)
+    assert (imp.bundle.src_lang, imp.bundle.tgt_lang) == ("en", "de")

@@ -27,7 +27,8 @@ SENTENCES = ["a man rides the red bike .", "two dogs play in the snow !", "child
 VARIANTS = {"interleaved sinusoids, no q/k/v biases": dict(),
             "concat sinusoids, q/k/v biases, gelu, tied generator": dict(
                 position_encoding_type="SinusoidalConcat", add_qkvbias=True, pos_ffn_activation_fn="gelu",
-                share_decoder_embeddings=True)}
+                share_decoder_embeddings=True),
+            "OpenNMT-py 3.5's default attention (scaled-dot-flash: plain dot products)": dict(self_attn_type="scaled-dot-flash")}
 Case = tuple[Imported, dict]
 
 
@@ -92,6 +93,7 @@ def test_greedy_outputs_are_the_reference_decoders(imported: Case) -> None:
     (dict(pos_ffn_activation_fn="silu"), "gated feed-forward"),
     (dict(layer_norm="rms"), "RMSNorm"),
     (dict(position_encoding=False), "no sinusoidal positions"),
+    (dict(self_attn_type="average"), "average attention"),
 ])
 def test_what_attnscope_cannot_compute_is_refused_in_one_sentence(tmp_path: Path, change: dict, message: str) -> None:
     torch.save(ref.checkpoint(ref.opt(**change), SRC, TGT), tmp_path / "m.pt")

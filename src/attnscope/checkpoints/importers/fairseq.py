@@ -12,6 +12,7 @@ model (`--sentencepiece-model` in its args, or one *.model beside the checkpoint
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -26,6 +27,7 @@ from attnscope.checkpoints.importing import Imported, ImportReport, build
 from attnscope.model.config import EOS_ID, PAD_ID, ConfigError, ModelConfig
 
 SPECIALS = ("<s>", "<pad>", "</s>", "<unk>")  # fairseq's Dictionary puts these at ids 0-3
+BINARISED = re.compile(r"^[^.]+\.([^.-]+)-([^.]+)\.\1\.(?:bin|idx)$")  # fairseq-preprocess's train.en-de.en.bin
 POST_PROCESS = {"sentencepiece": ((" ", ""), ("\u2581", " ")), "subword_nmt": (("@@ ", ""),), "@@ ": (("@@ ", ""),)}
 UNSUPPORTED = ("adaptive_input", "adaptive_softmax_cutoff", "cross_self_attention", "no_cross_attention",
                "no_token_positional_embeddings", "tie_adaptive_weights")
@@ -72,6 +74,41 @@ def _dictionary(path: Path, given: Any, lang: str | None, side: str, rows: int) 
     return symbols + [f"madeupword{i:04d}" for i in range(rows - len(symbols))]
 
 
+def languages(path: Path, src: str | None, tgt: str | None, rows: tuple[int, int]) -> tuple[str, str]:
+    """The language pair of a checkpoint that does not name it (fairseq-train took it from its data folder's file
+    names): from a binarised file beside it (`train.en-de.en.bin`), else from the two dict.LANG.txt beside it,
+    ordered by one language given or by which dictionary fits which embedding (fairseq pads a dictionary to a
+    multiple of 8 rows); refused in one sentence when that leaves a choice."""
+    if src and tgt:
+        return src, tgt
+    folder = path.parent
+    named = (BINARISED.match(f.name) for f in folder.iterdir())
+    pairs = {(m[1], m[2]) for m in named if m and src in (None, m[1]) and tgt in (None, m[2])}
+    if len(pairs) == 1:
+        return pairs.pop()
+    found = sorted(f.name[len("dict."):-len(".txt")] for f in folder.glob("dict.*.txt"))
+    ask = "give --src-lang and --tgt-lang (src_lang=, tgt_lang= in Python)"
+    if len(found) != 2:
+        raise CheckpointError(f"{path.name} does not name its languages and {len(found)} dict.LANG.txt files are beside "
+                              f"it ({', '.join(found) or 'none'}): {ask}")
+    if src or tgt:
+        given = src or tgt
+        if given not in found:
+            raise CheckpointError(f"there is no dict.{given}.txt beside {path.name} (found {', '.join(found)}): {ask}")
+        other = found[1 - found.index(given)]
+        return (given, other) if src else (other, given)
+
+    def fits(lang: str, n_rows: int) -> bool:
+        n = len(read_dictionary(folder / f"dict.{lang}.txt"))
+        return n <= n_rows < n + 8
+
+    orders = [(a, b) for a, b in (found, found[::-1]) if fits(a, rows[0]) and fits(b, rows[1])]
+    if len(orders) != 1:
+        raise CheckpointError(f"{path.name} does not name its languages, and dict.{found[0]}.txt and dict.{found[1]}.txt "
+                              f"fit {'both sides' if orders else 'neither side'} of its embeddings: {ask}")
+    return orders[0]
+
+
 def import_fairseq(path: Path, state: dict[str, Tensor], args: Any, cfg: Any, *, src_lang: str | None = None,
                    tgt_lang: str | None = None, name: str | None = None,
                    vocabularies: Sequence[Any] = (None, None)) -> Imported:
@@ -79,13 +116,15 @@ def import_fairseq(path: Path, state: dict[str, Tensor], args: Any, cfg: Any, *,
     task = setting(cfg, "task") or {}
     src_lang = src_lang or setting(args, "source_lang") or setting(task, "source_lang")
     tgt_lang = tgt_lang or setting(args, "target_lang") or setting(task, "target_lang")
+    enc, dec = _get(state, "encoder.embed_tokens.weight"), _get(state, "decoder.embed_tokens.weight")
+    if not all(vocabularies):
+        src_lang, tgt_lang = languages(path, src_lang, tgt_lang, (enc.shape[0], dec.shape[0]))
     fields = architecture(args)
     if fields["positional"] == "learned":  # tables of max_positions + padding_idx + 1 rows; attnscope has one length
         rows = {_get(state, f"{side}.embed_positions.weight").shape[0] for side in ("encoder", "decoder")}
         if len(rows) > 1:
             raise CheckpointError(f"the learned position tables have {sorted(rows)} rows; attnscope needs one length")
         fields["max_len"] = rows.pop() - fields["position_offset"]
-    enc, dec = _get(state, "encoder.embed_tokens.weight"), _get(state, "decoder.embed_tokens.weight")
     head = state.get("decoder.output_projection.weight", state.get("decoder.embed_out", dec))
     symbols = [_dictionary(path, given, lang, side, t.shape[0])
                for given, lang, side, t in zip(vocabularies, (src_lang, tgt_lang), ("source", "target"), (enc, dec))]

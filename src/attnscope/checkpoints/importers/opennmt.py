@@ -48,7 +48,8 @@ def architecture(opt: Any) -> dict[str, Any]:
               (setting(opt, "position_encoding", False), "no sinusoidal positions (relative or rotary positions)"),
               (not setting(opt, "max_relative_positions", 0), "relative positions"),
               (setting(opt, "layer_norm", "standard") == "standard", "RMSNorm"),
-              (setting(opt, "self_attn_type", "scaled-dot") == "scaled-dot", "average attention"),
+              # 3.5's default, scaled-dot-flash, is the same dot products through torch's fused kernel
+              (setting(opt, "self_attn_type", "scaled-dot") in ("scaled-dot", "scaled-dot-flash"), "average attention"),
               (not setting(opt, "parallel_residual", False), "parallel residuals"),
               (not setting(opt, "num_kv", 0), "grouped key/value heads"),
               (setting(opt, "pos_ffn_activation_fn", "relu") in ("relu", "gelu"), "a gated feed-forward layer"),
