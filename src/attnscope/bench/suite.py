@@ -340,13 +340,14 @@ def import_speed(megabytes: float, repeats: int) -> dict[str, Any]:
 
 
 def inside_latency(tr: Translator, repeats: int, max_len: int | None = None) -> dict[str, Any]:
-    """Server-side seconds of the Inside-one-head page's work. The page traces a sentence once (cached);
+    """Server-side seconds of the Inside-one-head page's work. The page traces a sentence once (one teacher-forced
+    pass, kept in memory);
     moving the step cuts that trace, slices a head, builds every panel and the logit lens (HTML);
     switching head does the same without the lens."""
     from attnscope.engine.inside.head_view import head_view
     from attnscope.engine.inside.lens import logit_lens
-    from attnscope.engine.inside.traced import forward_trace
-    from attnscope.engine.recording.tracer import decoder_inputs, trace
+    from attnscope.engine.inside.traced import sentence_trace
+    from attnscope.engine.recording.tracer import decoder_inputs
     from attnscope.viz.inside import PANELS
     from attnscope.viz.lens import lens_table
 
@@ -355,7 +356,7 @@ def inside_latency(tr: Translator, repeats: int, max_len: int | None = None) -> 
 
     def traced() -> Any:
         with tr.inference():
-            return forward_trace(trace(tr.model, result.source_ids, decoder_inputs(result.target_ids), use_cache=True))
+            return sentence_trace(tr.model, result.source_ids, decoder_inputs(result.target_ids))  # as the page does
 
     whole = traced()
     state = {"step": 0}
