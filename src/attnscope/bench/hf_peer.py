@@ -32,6 +32,8 @@ from attnscope.engine.decoding.translator import Translator
 from attnscope.model.device import apply_thread_policy, policy_threads
 from attnscope.training.data import sample_pairs
 
+TORCH_THREADS = torch.get_num_threads()  # torch's own choice, read on import, before the bench applies the policy
+
 OPUS_MT_EN_DE = dict(vocab_size=58101, d_model=512, encoder_layers=6, decoder_layers=6, encoder_attention_heads=8,
                      decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048, max_position_embeddings=512,
                      activation_function="swish", scale_embedding=True, eos_token_id=0, pad_token_id=58100,
@@ -111,12 +113,13 @@ def peer(sentences: list[str], tiny: bool, app: bool) -> list[dict[str, Any]]:
     in headless Chromium, quiet and while one other process keeps a core busy."""
     from attnscope.bench.app_latency import app_latency
 
-    folder = opus_mt_folder(Path(tempfile.mkdtemp(prefix="attnscope-peer-")), TINY_MARIAN if tiny else OPUS_MT_EN_DE)
-    rows = hf_peer(sentences[0], folder, *((1, (5,), 5) if tiny else (7, (25, 60), 25)))
-    if app:
-        for neighbour in (False, True):
-            journeys = app_latency(folder / CHECKPOINT, sentences, 3 if tiny else 6, neighbour=neighbour)
-            rows.append({"what": "app journeys" + (" beside a busy process" if neighbour else ""), **journeys})
+    with tempfile.TemporaryDirectory(prefix="attnscope-peer-") as tmp:  # ~600 MB: both models' weights
+        folder = opus_mt_folder(Path(tmp), TINY_MARIAN if tiny else OPUS_MT_EN_DE)
+        rows = hf_peer(sentences[0], folder, *((1, (5,), 5) if tiny else (7, (25, 60), 25)))
+        if app:
+            for neighbour in (False, True):
+                journeys = app_latency(folder / CHECKPOINT, sentences, 3 if tiny else 6, neighbour=neighbour)
+                rows.append({"what": "app journeys" + (" beside a busy process" if neighbour else ""), **journeys})
     return rows
 
 
@@ -128,7 +131,6 @@ def hf_peer(sentence: str, folder: Path, pairs: int = 7, lengths: tuple[int, ...
     """Import time, then captured greedy and beam 4 against Hugging Face's generate on the model in `folder`."""
     import transformers
 
-    torch_default = torch.get_num_threads()
     out = folder / CHECKPOINT
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "attnscope", "import", str(folder), "--out", str(out)], check=True,
@@ -149,8 +151,8 @@ def hf_peer(sentence: str, folder: Path, pairs: int = 7, lengths: tuple[int, ...
 
     rows: list[dict[str, Any]] = [{"what": "import (python -m attnscope import) / load s", "load average": _load(),
                                    "result": [round(import_s, 1), round(load_s, 2)]}]
-    ours_policy = policy_threads() or torch_default
-    for label, threads in (("out of the box", (ours_policy, torch_default)), ("one thread", (1, 1))):
+    ours_policy = policy_threads() or TORCH_THREADS
+    for label, threads in (("out of the box", (ours_policy, TORCH_THREADS)), ("one thread", (1, 1))):
         settings = (lambda t=threads[0]: torch.set_num_threads(t), lambda t=threads[1]: torch.set_num_threads(t))
         for n, beams in [*((n, 1) for n in lengths), (beam_length, 4)]:
             settings[0]()
