@@ -1,6 +1,7 @@
 """The Checkpoints page's importer: a state_dict trained elsewhere plus its vocabularies become a checkpoint."""
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
@@ -126,11 +127,14 @@ def _state_dict() -> None:
 def _import_and_keep(run: Callable[[], Imported], name: str | None = None) -> None:
     """Run an import and offer its checkpoint for this session as NAME.safetensors (default: the model's own name),
     its report shown above the forms; a rejected import says why instead."""
+    fd, name_ = tempfile.mkstemp(prefix="attnscope-imported-", suffix=".safetensors")
+    os.close(fd)
+    tmp = Path(name_)
     try:
         imported = run()
-        tmp = Path(tempfile.mkdtemp()) / "imported.safetensors"
         checkpoint.save(imported.model, imported.bundle, tmp)
     except CheckpointError as err:
+        tmp.unlink(missing_ok=True)
         st.error(f"Import rejected: {plain(err)}")
         return
     st.session_state["_import_report"] = imported.report.lines()

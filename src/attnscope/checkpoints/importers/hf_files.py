@@ -11,11 +11,13 @@ import io
 import json
 import os
 import re
+import shutil
 import tempfile
 import zipfile
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from safetensors import SafetensorError
 from safetensors.torch import load_file
@@ -118,47 +120,69 @@ def _pickle(path: Path) -> dict[str, Tensor]:
     return read_state_dict(data, path.name)
 
 
-def resolve(source: str | os.PathLike[str], *, cache_dir: str | os.PathLike[str] | None = None) -> Path:
-    """The local folder of a path, a zip of a folder, or a hub name (the local cache first, then a download)."""
+@contextmanager
+def located(source: str | os.PathLike[str], *, cache_dir: str | os.PathLike[str] | None = None) -> Iterator[Path]:
+    """The local folder of a path, a zip of a folder, or a hub name (the local cache first, then a download);
+    a zip is unpacked into a temporary folder that is removed on leaving, whether the import worked or not."""
     path = Path(source).expanduser()
     if path.is_dir():
-        return _inner_folder(path)
-    if path.is_file() and zipfile.is_zipfile(path):
-        return unzip(path.read_bytes(), path.name)
-    if path.exists() or not HUB_NAME.match(str(source)):
+        yield _inner_folder(path, path.name)
+    elif path.is_file() and zipfile.is_zipfile(path):
+        with unzipped(path.read_bytes(), path.name) as folder:
+            yield folder
+    elif path.exists() or not HUB_NAME.match(str(source)):
         raise CheckpointError(f"{source} is neither a model folder (with config.json), a zip of one, nor a hub name "
                               "like Helsinki-NLP/opus-mt-en-de")
-    return from_hub(str(source), cache_dir)
+    else:
+        yield from_hub(str(source), cache_dir)
 
 
-def _inner_folder(path: Path) -> Path:
-    """The folder itself, or its one sub-folder holding config.json (a zip of a folder unpacks into one)."""
+def _inner_folder(path: Path, label: str) -> Path:
+    """The folder itself, or its one sub-folder holding config.json (a zip of a folder unpacks into one); errors
+    name the user's folder or zip (`label`), never a temporary folder."""
     if (path / "config.json").is_file():
         return path
     found = sorted({p.parent for p in path.rglob("config.json") if len(p.relative_to(path).parts) <= 3})
     if len(found) != 1:
-        raise CheckpointError(f"{path.name} holds no config.json of a model" if not found else
-                              f"{path.name} holds several models ({', '.join(str(f.relative_to(path)) for f in found[:3])}): "
+        raise CheckpointError(f"{label} holds no config.json of a model (a zip inside a zip is not opened)" if not found
+                              else f"{label} holds several models ({', '.join(str(f.relative_to(path)) for f in found[:3])}): "
                               "give one folder")
     return found[0]
 
 
-def unzip(data: bytes, name: str) -> Path:
-    """Unpack a zip of a model folder into a temporary folder, refusing paths that leave it and oversized archives."""
-    target = Path(tempfile.mkdtemp(prefix="attnscope-import-"))
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            members = archive.infolist()
-            if sum(m.file_size for m in members) > MAX_ZIP_BYTES:
-                raise CheckpointError(f"{name} unpacks to more than {MAX_ZIP_BYTES // 2**30} GB")
-            for member in members:
-                dest = (target / member.filename).resolve()
-                if not dest.is_relative_to(target.resolve()):
-                    raise CheckpointError(f"{name} has a file outside its folder ({member.filename})")
-            archive.extractall(target)
-    except zipfile.BadZipFile:
-        raise CheckpointError(f"{name} is not a readable zip file") from None
-    return _inner_folder(target)
+@contextmanager
+def unzipped(data: bytes, name: str) -> Iterator[Path]:
+    """A zip of a model folder unpacked into a temporary folder, removed on leaving; paths that leave it and archives
+    that unpack to more than MAX_ZIP_BYTES or than the disk has free are refused before anything is written."""
+    with tempfile.TemporaryDirectory(prefix="attnscope-import-") as tmp:
+        target = Path(tmp) / (Path(name).stem or "model")  # files zipped without their folder take the zip's name
+        target.mkdir()
+        try:
+            with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                _check_members(archive.infolist(), target, name)
+                archive.extractall(target)
+        except zipfile.BadZipFile:
+            raise CheckpointError(f"{name} is not a readable zip file") from None
+        except OSError as err:  # a full disk while unpacking
+            raise CheckpointError(f"{name} could not be unpacked ({err.strerror or err})") from None
+        yield _inner_folder(target, name)
+
+
+def _check_members(members: list[zipfile.ZipInfo], target: Path, name: str) -> None:
+    """Refuse an archive before unpacking: too large unpacked (as its headers declare, which zipfile holds it to),
+    or with a path outside its folder."""
+    if not members:
+        raise CheckpointError(f"{name} is an empty zip: zip the model's folder")
+    unpacked = sum(m.file_size for m in members)
+    free = shutil.disk_usage(target).free
+    if unpacked > min(MAX_ZIP_BYTES, free):
+        limit = "the limit" if unpacked > MAX_ZIP_BYTES else "the free space in the temporary folder"
+        raise CheckpointError(f"{name} unpacks to {unpacked / 2**20:,.0f} MB, more than {limit} "
+                              f"({min(MAX_ZIP_BYTES, free) / 2**20:,.0f} MB): nothing was unpacked")
+    for member in members:
+        dest = (target / member.filename).resolve()
+        if not dest.is_relative_to(target.resolve()):
+            raise CheckpointError(f"{name} has a file outside its folder ({member.filename})")
 
 
 def from_hub(name: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:

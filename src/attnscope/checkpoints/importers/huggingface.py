@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from attnscope.checkpoints.checkpoint import Bundle, CheckpointError
-from attnscope.checkpoints.importers.hf_files import open_folder, resolve
+from attnscope.checkpoints.importers.hf_files import HFFolder, located, open_folder
 from attnscope.checkpoints.importers.hf_models import architecture, embeddings, layers
 from attnscope.checkpoints.importers.hf_tokens import load_tokenizer, tokens
 from attnscope.checkpoints.importing import Imported, ImportReport, build
@@ -36,8 +36,15 @@ SETTINGS = ("activation", "norm", "final_norm", "positional", "sinusoid", "posit
 
 def import_hf(source: str | os.PathLike[str], *, src_lang: str | None = None, tgt_lang: str | None = None,
               name: str | None = None, cache_dir: str | os.PathLike[str] | None = None) -> Imported:
-    """Import a Hugging Face folder, a zip of one, or a hub name (local cache first; see hf_files.resolve)."""
-    folder = open_folder(resolve(source, cache_dir=cache_dir))
+    """Import a Hugging Face folder, a zip of one, or a hub name (local cache first; see hf_files.located)."""
+    with located(source, cache_dir=cache_dir) as path:
+        folder = open_folder(path)
+        label = name or (folder.path.name if Path(source).exists() else str(source).rsplit("/", 1)[-1])  # a hub name's
+        return _imported(folder, label, src_lang, tgt_lang)
+
+
+def _imported(folder: HFFolder, label: str, src_lang: str | None, tgt_lang: str | None) -> Imported:
+    """The model of an opened folder: everything is read before the folder (maybe a temporary one) goes."""
     kind = folder.model_type
     if kind not in FAMILIES:
         raise CheckpointError(refusal(kind, folder.config.get("architectures")))
@@ -57,7 +64,6 @@ def import_hf(source: str | os.PathLike[str], *, src_lang: str | None = None, tg
     family = f"Hugging Face {FAMILIES[kind]} ({type(tok).__name__})"
     settings = {k: getattr(config, k) for k in SETTINGS}
     report = ImportReport(family, settings, {k: "config.json" for k in settings})
-    label = name or (folder.path.name if Path(source).exists() else str(source).rsplit("/", 1)[-1])  # a hub name's
     summary = {"data": f"imported {family} from {folder.path.name}", "name": label, "import": report.lines()}
     bundle = Bundle(config, found.src_codec, found.tgt_codec, *found.langs, summary)
     return Imported(model, bundle, report, found.src.order, found.tgt.order)
