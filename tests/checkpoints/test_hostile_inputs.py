@@ -82,3 +82,45 @@ def test_an_archive_is_refused_before_unpacking_when_it_unpacks_to_more_than_the
                        r"folder \(1 MB\)"):
         attnscope.import_model(archive)
     assert list(temp_root.iterdir()) == []
+
+
+def _edited(marian: Path, tmp_path: Path, **changes: object) -> Path:
+    """A copy of the folder whose config.json has `changes` (None: the field removed)."""
+    import json
+    import shutil
+    folder = Path(shutil.copytree(marian, tmp_path / "edited"))
+    config = json.loads((folder / "config.json").read_text())
+    for key, value in changes.items():
+        config.pop(key) if value is None else config.__setitem__(key, value)
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(d_model=None), r"config.json of edited has no d_model"),
+    (dict(d_model="sixteen"), r"edited has d_model 'sixteen': it must be a whole number"),
+    (dict(vocab_size=10**10), r"has vocab_size 10,000,000,000, outside what attnscope imports \(1 to 4,194,304\)"),
+    (dict(max_position_embeddings=2 * 10**8), r"max_position_embeddings 200,000,000, outside .* \(1 to 65,536\)"),
+    (dict(decoder_start_token_id="x"), r"decoder_start_token_id 'x', not a token id below its vocab_size"),
+])
+def test_config_numbers_are_checked_before_anything_is_allocated(marian: Path, tmp_path: Path, changes: dict,
+                                                                 message: str) -> None:
+    import time
+    start = time.perf_counter()
+    with pytest.raises(CheckpointError, match=message):
+        attnscope.import_model(_edited(marian, tmp_path, **changes))
+    assert time.perf_counter() - start < 5
+
+
+def test_a_position_count_beyond_the_limit_is_refused_before_its_table_is_built() -> None:
+    from attnscope.model.config import ConfigError, ModelConfig
+    with pytest.raises(ConfigError, match="max_len is 200,000,000, more than the 65,536 positions"):
+        ModelConfig(src_vocab_size=8, tgt_vocab_size=8, d_model=32, n_heads=4, d_ff=8, max_len=2 * 10**8)
+
+
+def test_a_model_larger_than_the_memory_the_machine_can_spare_is_refused(marian: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from attnscope.model import budget
+    monkeypatch.setattr(budget, "available_bytes", lambda: 2**12)
+    with pytest.raises(CheckpointError, match=r"float32 numbers would take 0.0 GB of memory, more than the 0.0 GB"):
+        attnscope.import_model(marian)

@@ -25,6 +25,7 @@ from attnscope.checkpoints.checkpoint import Bundle, CheckpointError, check_shap
 from attnscope.checkpoints.convert import Layout, read_state_dict, recognise
 from attnscope.checkpoints.live import read_settings
 from attnscope.checkpoints.vocab import Specials, Vocabulary, load_vocabulary
+from attnscope.model.budget import over_budget
 from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID, ConfigError, ModelConfig
 from attnscope.model.transformer import Transformer
 
@@ -209,6 +210,9 @@ def build(config: ModelConfig, tensors: dict[str, Tensor]) -> Transformer:
 
     Built on the CPU, not the meta device: the meta device's first use imports torch._dynamo (seconds).
     """
+    refused = over_budget(config.element_count() * 4, f"a model of {config.element_count():,} float32 numbers")
+    if refused:
+        raise CheckpointError(refused)
     model = Transformer(config)
     wanted = model.state_dict()
     found = {k: tuple(v.shape) for k, v in tensors.items() if k in wanted}

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from attnscope.checkpoints.checkpoint import Bundle, CheckpointError
+from attnscope.checkpoints.importers.hf_config import check_config
 from attnscope.checkpoints.importers.hf_files import HFFolder, located, open_folder
 from attnscope.checkpoints.importers.hf_models import architecture, embeddings, layers
 from attnscope.checkpoints.importers.hf_tokens import load_tokenizer, tokens
@@ -40,14 +41,17 @@ def import_hf(source: str | os.PathLike[str], *, src_lang: str | None = None, tg
     with located(source, cache_dir=cache_dir) as path:
         folder = open_folder(path)
         label = name or (folder.path.name if Path(source).exists() else str(source).rsplit("/", 1)[-1])  # a hub name's
-        return _imported(folder, label, src_lang, tgt_lang)
+        where = Path(source).name if Path(source).exists() else str(source)
+        return _imported(folder, where, label, src_lang, tgt_lang)
 
 
-def _imported(folder: HFFolder, label: str, src_lang: str | None, tgt_lang: str | None) -> Imported:
-    """The model of an opened folder: everything is read before the folder (maybe a temporary one) goes."""
+def _imported(folder: HFFolder, where: str, label: str, src_lang: str | None, tgt_lang: str | None) -> Imported:
+    """The model of an opened folder (`where`: the user's folder, zip or hub name, for errors); everything is read
+    before the folder (maybe a temporary one) goes."""
     kind = folder.model_type
     if kind not in FAMILIES:
         raise CheckpointError(refusal(kind, folder.config.get("architectures")))
+    check_config(folder.config, where)
     tok = load_tokenizer(folder, src_lang, tgt_lang)
     found = tokens(folder, tok, src_lang, tgt_lang)
     fields = architecture(folder.config)
