@@ -124,3 +124,10 @@ def test_a_model_larger_than_the_memory_the_machine_can_spare_is_refused(marian:
     monkeypatch.setattr(budget, "available_bytes", lambda: 2**12)
     with pytest.raises(CheckpointError, match=r"float32 numbers would take 0.0 GB of memory, more than the 0.0 GB"):
         attnscope.import_model(marian)
+
+
+def test_a_deeply_nested_config_is_refused_in_one_sentence(marian: Path, tmp_path: Path) -> None:
+    folder = _edited(marian, tmp_path)
+    (folder / "config.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(CheckpointError, match=r"config.json is not valid JSON \(nested 100,000 levels deep"):
+        attnscope.import_model(folder)

@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from attnscope.model import untrusted
+
 Positional = Literal["sinusoidal", "learned"]
 Norm = Literal["post", "pre"]
 LayerNormKind = Literal["torch", "annotated"]
@@ -186,7 +188,7 @@ class ModelConfig:
     @classmethod
     def from_json(cls, text: str) -> "ModelConfig":
         try:
-            data = json.loads(text)
+            data = untrusted.loads(text)
         except json.JSONDecodeError as err:
             raise ConfigError(f"model config is not valid JSON ({err.msg})") from None
         return cls.from_dict(data)

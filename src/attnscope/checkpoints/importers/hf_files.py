@@ -25,6 +25,7 @@ from torch import Tensor
 
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.convert import read_state_dict
+from attnscope.model import untrusted
 
 HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
@@ -66,11 +67,12 @@ def open_folder(path: Path) -> HFFolder:
 
 def _json(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = untrusted.loads(path.read_text(encoding="utf-8"))
     except OSError as err:
         raise CheckpointError(f"cannot read {path}: {err.strerror or err}") from None
-    except json.JSONDecodeError as err:
-        raise CheckpointError(f"{path.name} is not valid JSON ({err.msg} at line {err.lineno})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        msg, line = (err.msg, err.lineno) if isinstance(err, json.JSONDecodeError) else ("not UTF-8", 1)
+        raise CheckpointError(f"{path.name} is not valid JSON ({msg} at line {line})") from None
     if not isinstance(data, dict):
         raise CheckpointError(f"{path.name} must hold a JSON object")
     return data
