@@ -131,3 +131,18 @@ def test_a_deeply_nested_config_is_refused_in_one_sentence(marian: Path, tmp_pat
     (folder / "config.json").write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(CheckpointError, match=r"config.json is not valid JSON \(nested 100,000 levels deep"):
         attnscope.import_model(folder)
+
+
+def test_a_fairseq_checkpoint_cannot_make_the_importer_read_a_file_it_names_elsewhere(tmp_path: Path) -> None:
+    from tests.checkpoints import reference_fairseq as ref
+    from tests.checkpoints.test_fairseq import SRC_WORDS, write_checkpoint
+    elsewhere = tmp_path / "server" / "secret.model"
+    elsewhere.parent.mkdir()
+    hf_fixtures.train_spm([" ".join(SRC_WORDS)] * 4, elsewhere, 30, "unigram")
+    folder = tmp_path / "upload"
+    folder.mkdir()
+    path = write_checkpoint(folder, ref.args(bpe="sentencepiece", sentencepiece_model=str(elsewhere)))
+    imported = attnscope.import_model(path)
+    assert type(imported.bundle.src_codec.tokenizer.model).__name__ == "WordLevel"  # the server's file was not read
+    (folder / "secret.model").write_bytes(elsewhere.read_bytes())  # the same name beside the checkpoint is its own
+    assert type(attnscope.import_model(path).bundle.src_codec.tokenizer.model).__name__ == "Unigram"
