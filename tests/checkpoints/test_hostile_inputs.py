@@ -146,3 +146,50 @@ def test_a_fairseq_checkpoint_cannot_make_the_importer_read_a_file_it_names_else
     assert type(imported.bundle.src_codec.tokenizer.model).__name__ == "WordLevel"  # the server's file was not read
     (folder / "secret.model").write_bytes(elsewhere.read_bytes())  # the same name beside the checkpoint is its own
     assert type(attnscope.import_model(path).bundle.src_codec.tokenizer.model).__name__ == "Unigram"
+
+
+def _reweighted(marian: Path, tmp_path: Path, change: object) -> Path:
+    """A copy of the folder whose weights went through `change` (a function of the state_dict)."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+    folder = Path(shutil.copytree(marian, tmp_path / "reweighted"))
+    state = load_file(str(folder / "model.safetensors"))
+    change(state)
+    save_file({k: v.contiguous() for k, v in state.items()}, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    return folder
+
+
+def test_non_finite_weights_are_refused_at_import_not_at_load(marian: Path, tmp_path: Path) -> None:
+    key = "model.encoder.layers.0.fc1.weight"
+    folder = _reweighted(marian, tmp_path, lambda s: s[key].view(-1)[:3].fill_(float("nan")))
+    with pytest.raises(CheckpointError, match=r"the weights encoder.0.ffn.up.weight hold 3 NaN or infinite values"):
+        attnscope.import_model(folder)
+
+
+def test_integer_weights_are_refused_and_float64_ones_import_as_float32(marian: Path, tmp_path: Path) -> None:
+    import torch
+
+    def ints(state: dict) -> None:
+        state["model.shared.weight"] = state["model.shared.weight"].to(torch.int64)
+
+    with pytest.raises(CheckpointError, match=r"the weights of the source embedding are int64, not floating point"):
+        attnscope.import_model(_reweighted(marian, tmp_path / "a", ints))
+    wide = attnscope.import_model(_reweighted(marian, tmp_path / "b", lambda s: s.update({k: v.double() for k, v in s.items()})))
+    assert all(p.dtype == torch.float32 for p in wide.model.parameters())
+    text = "A man rides a red bike."
+    assert wide.translate(text, max_len=8).target_ids == attnscope.import_model(marian).translate(text, max_len=8).target_ids
+
+
+def test_half_storage_that_overflows_is_refused_before_anything_is_written(marian: Path, tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from attnscope.__main__ import main
+    from attnscope.checkpoints.importers.precision import half_report
+    key = "model.encoder.layers.0.fc1.weight"
+    folder = _reweighted(marian, tmp_path, lambda s: s[key].mul_(1e5))
+    assert main(["import", str(folder), "--half", "--out", str(tmp_path / "half.safetensors")]) == 2
+    err = capsys.readouterr().err
+    assert "error: fp16 storage would make" in err and "first in encoder.0.ffn.up.weight" in err
+    assert not (tmp_path / "half.safetensors").exists()
+    imported = attnscope.import_model(folder)
+    assert "largest logit change inf" in half_report(imported.model, imported.bundle)  # not 0.0e+00

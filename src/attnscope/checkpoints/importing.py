@@ -94,19 +94,19 @@ def import_weights(state: dict[str, Tensor], src_vocab: VocabSource, tgt_vocab: 
         raise CheckpointError(f"unknown import setting {unknown[0]!r}: the settings are {', '.join(HIDDEN)}")
     layout = recognise(state)
     src, tgt = _vocabularies(layout, src_vocab, tgt_vocab, specials, tgt_specials)
-    tensors = _permuted(layout, src, tgt)
+    tensors = _permuted(checked(layout.tensors), src, tgt)
     chosen, source = _settle(layout, settings, read or {})
     config = _config(layout, src, tgt, chosen, max_len)
     model = build(config, tensors)
-    checked = 0
+    checked_on = 0
     if examples:
         pairs = [_example_ids(ex, src, tgt) for ex in examples]
         if not reproduces(model, pairs):
             raise CheckpointError(_mismatch(layout, src, tgt, tensors, chosen, source, pairs, max_len))
-        checked = len(pairs)
+        checked_on = len(pairs)
     stored = layout.max_len is not None  # a positional table in the state_dict shows the kind
     report = ImportReport(layout.family, {**chosen, "positional": layout.positional},
-                          {**source, "positional": "read from the weights" if stored else "assumed"}, checked,
+                          {**source, "positional": "read from the weights" if stored else "assumed"}, checked_on,
                           {"source": dict(src.specials), "target": dict(tgt.specials)})
     bundle = Bundle(config, src.codec, tgt.codec, src_lang.strip() or "src", tgt_lang.strip() or "tgt",
                     {"data": f"imported {layout.family} state_dict", "name": name, "import": report.lines()})
@@ -158,10 +158,10 @@ def _vocabularies(layout: Layout, src_vocab: VocabSource, tgt_vocab: VocabSource
     return src, tgt
 
 
-def _permuted(layout: Layout, src: Vocabulary, tgt: Vocabulary) -> dict[str, Tensor]:
-    """Float32 tensors with vocabulary rows in attnscope's order (specials at 0-3)."""
+def _permuted(tensors: dict[str, Tensor], src: Vocabulary, tgt: Vocabulary) -> dict[str, Tensor]:
+    """The tensors with vocabulary rows in attnscope's order (specials at 0-3)."""
     s_order, t_order = torch.tensor(src.order), torch.tensor(tgt.order)
-    out = {k: v.float() for k, v in layout.tensors.items()}
+    out = dict(tensors)
     out["src_embed.weight"] = out["src_embed.weight"][s_order]
     for key in ("tgt_embed.weight", "generator.weight", "generator.bias"):
         out[key] = out[key][t_order]
@@ -203,6 +203,27 @@ def _config(layout: Layout, src: Vocabulary, tgt: Vocabulary, s: dict[str, Any],
                            source_framing=s["source_framing"])
     except (ConfigError, TypeError, ValueError) as err:
         raise CheckpointError(f"these weights and settings do not make a valid model: {err}") from None
+
+
+def floating(tensor: Tensor, name: str) -> Tensor:
+    """`tensor` as float32, refusing integer, boolean and complex weights (they are not a float model's weights)."""
+    if not tensor.is_floating_point():
+        raise CheckpointError(f"the weights {name} are {str(tensor.dtype).removeprefix('torch.')}, not floating point: "
+                              "these are not a trained model's weights (quantized models are not imported; save the "
+                              "float model)")
+    return tensor.float()
+
+
+def checked(tensors: dict[str, Tensor]) -> dict[str, Tensor]:
+    """Every tensor as float32, refusing any that is not floating point or holds NaN or infinity (a checkpoint
+    `load` would refuse, so the import stops here instead of writing one)."""
+    out = {k: floating(v, k) for k, v in tensors.items()}
+    for key, tensor in out.items():
+        bad = int(tensor.numel() - torch.isfinite(tensor).sum())
+        if bad:
+            raise CheckpointError(f"the weights {key} hold {bad:,} NaN or infinite values: the model diverged or the "
+                                  "file is damaged; import a checkpoint from before that happened")
+    return out
 
 
 def build(config: ModelConfig, tensors: dict[str, Tensor]) -> Transformer:

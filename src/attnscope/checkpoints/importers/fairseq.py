@@ -23,7 +23,7 @@ from attnscope.checkpoints.importers.hf_models import layers, vocab_tensors
 from attnscope.checkpoints.importers.hf_tokenizers import spm_codec
 from attnscope.checkpoints.importers.training_files import Recognised, read, setting, word_codec
 from attnscope.checkpoints.importers.vocab_plan import VocabPlan
-from attnscope.checkpoints.importing import Imported, ImportReport, build
+from attnscope.checkpoints.importing import Imported, ImportReport, build, checked
 from attnscope.model.config import EOS_ID, PAD_ID, ConfigError, ModelConfig
 
 SPECIALS = ("<s>", "<pad>", "</s>", "<unk>")  # fairseq's Dictionary puts these at ids 0-3
@@ -100,7 +100,7 @@ def import_fairseq(path: Path, state: dict[str, Tensor], args: Any, cfg: Any, *,
                              **fields)  # fairseq starts the decoder on </s>; its SequenceGenerator never outputs <pad>
     except ConfigError as err:
         raise CheckpointError(f"this fairseq model does not make a valid attnscope config: {err}") from None
-    model = build(config, tensors | vocab)
+    model = build(config, checked(tensors | vocab))
     settings = {k: getattr(config, k) for k in ("activation", "norm", "final_norm", "positional", "sinusoid",
                                                 "position_offset", "embed_norm", "embed_scale")}
     report = ImportReport("fairseq transformer", settings, {k: "the checkpoint's settings" for k in settings})

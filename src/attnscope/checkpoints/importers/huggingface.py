@@ -16,7 +16,7 @@ from attnscope.checkpoints.importers.hf_config import check_config
 from attnscope.checkpoints.importers.hf_files import HFFolder, located, open_folder
 from attnscope.checkpoints.importers.hf_models import architecture, embeddings, layers
 from attnscope.checkpoints.importers.hf_tokens import load_tokenizer, tokens
-from attnscope.checkpoints.importing import Imported, ImportReport, build
+from attnscope.checkpoints.importing import Imported, ImportReport, build, checked
 from attnscope.model.config import ConfigError, ModelConfig
 
 FAMILIES = {"marian": "MarianMT", "bart": "BART", "mbart": "mBART", "m2m_100": "M2M100/NLLB"}
@@ -64,7 +64,7 @@ def _imported(folder: HFFolder, where: str, label: str, src_lang: str | None, tg
                              share_embeddings=share, **fields, **found.fields)
     except ConfigError as err:
         raise CheckpointError(f"this model does not make a valid attnscope config: {err}") from None
-    model = build(config, tensors)
+    model = build(config, checked(tensors))
     family = f"Hugging Face {FAMILIES[kind]} ({type(tok).__name__})"
     settings = {k: getattr(config, k) for k in SETTINGS}
     report = ImportReport(family, settings, {k: "config.json" for k in settings})
