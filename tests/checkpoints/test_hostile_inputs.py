@@ -193,3 +193,58 @@ def test_half_storage_that_overflows_is_refused_before_anything_is_written(maria
     assert not (tmp_path / "half.safetensors").exists()
     imported = attnscope.import_model(folder)
     assert "largest logit change inf" in half_report(imported.model, imported.bundle)  # not 0.0e+00
+
+
+@pytest.mark.parametrize("source, message", [
+    ("", r"no model was given"),
+    ("x" * 5000, r"x+…x+ \(5,000 characters\) is neither a file nor a hub name \(File name too long\)"),
+    ("Helsinki-NLP/..", r"Helsinki-NLP/.. does not exist: give a model folder"),
+    ("owner/" + "n" * 200, r"does not exist: give a model folder"),
+])
+def test_names_that_are_no_file_and_no_hub_name_get_one_sentence(source: str, message: str, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(CheckpointError, match=message):
+        attnscope.import_model(source)
+
+
+def test_the_command_line_turns_any_librarys_exception_into_one_line(marian: Path, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from attnscope.__main__ import main
+    from attnscope.checkpoints.importers import hf_tokens
+
+    def broken(*_: object) -> None:
+        raise KeyError("vocab_size")
+
+    monkeypatch.setattr(hf_tokens, "check_codecs", broken)
+    assert main(["import", str(marian), "--out", str(tmp_path / "m.safetensors")]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {marian} could not be imported (KeyError: 'vocab_size')")
+
+
+def test_pickled_objects_in_a_training_checkpoint_are_named_not_called_a_state_dict(tmp_path: Path) -> None:
+    import numpy as np
+    import torch
+
+    from tests.checkpoints import reference_fairseq as ref
+    from tests.checkpoints.test_fairseq import write_checkpoint
+    path = write_checkpoint(tmp_path, ref.args())
+    data = torch.load(path, weights_only=False)
+    data["extra_state"]["best"] = np.float64(4.2)  # fairseq keeps numpy scalars in extra_state
+    torch.save(data, path)
+    with pytest.raises(CheckpointError, match=r"holds numpy\.\S+ objects besides its weights and settings"):
+        attnscope.import_model(path)
+
+
+def test_an_upload_that_breaks_a_library_gets_one_sentence_naming_it(marian: Path, temp_root: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from attnscope.checkpoints.importers import hf_tokens
+
+    def broken(*_: object) -> None:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(hf_tokens, "check_codecs", broken)
+    with pytest.raises(CheckpointError, match=r"the \d+ uploaded files could not be imported \(RecursionError: maximum"):
+        import_uploaded([(f.name, f.read_bytes()) for f in marian.iterdir()])
+    assert list(temp_root.iterdir()) == []

@@ -9,6 +9,7 @@ from typing import Any, Callable
 import streamlit as st
 
 from attnscope.checkpoints import checkpoint, registry
+from attnscope.checkpoints.boundary import boundary
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.convert import read_state_dict
 from attnscope.checkpoints.import_inputs import parse_examples, parse_specials
@@ -131,8 +132,9 @@ def _import_and_keep(run: Callable[[], Imported], name: str | None = None) -> No
     os.close(fd)
     tmp = Path(name_)
     try:
-        imported = run()
-        checkpoint.save(imported.model, imported.bundle, tmp)
+        with boundary(name or "the uploaded model"):
+            imported = run()
+            checkpoint.save(imported.model, imported.bundle, tmp)
     except CheckpointError as err:
         tmp.unlink(missing_ok=True)
         st.error(f"Import rejected: {plain(err)}")

@@ -95,3 +95,11 @@ def test_any_bytes_give_a_record_or_one_record_error(data: bytes) -> None:
         read_record(data, "f")
     except RecordError:
         pass
+
+
+@pytest.mark.parametrize("thing", [None, "model", lambda x: x])
+def test_record_attention_given_no_module_says_so_in_one_sentence(thing: object) -> None:
+    from attnscope.engine.recording.capture import record_attention
+    with pytest.raises(RecordError, match=r"record_attention records a torch.nn.Module \(your model\), not a"):
+        with record_attention(thing):
+            pass

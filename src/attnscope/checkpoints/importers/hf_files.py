@@ -28,6 +28,7 @@ from attnscope.checkpoints.convert import read_state_dict
 from attnscope.model import untrusted
 
 HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+HUB_NAME_MAX = 96  # characters of a repository name on the hub
 WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 FOREIGN = ("tf_model.h5", "flax_model.msgpack")
 MAX_ZIP_BYTES = 8 * 2**30  # a zipped folder may unpack to at most this much
@@ -52,6 +53,14 @@ class HFFolder:
     def weights(self) -> dict[str, Tensor]:
         """Every tensor of the folder's weights, loaded without executing code."""
         return read_weights(self.path)
+
+
+def is_hub_name(text: str) -> bool:
+    """Whether `text` is a name the hub accepts (owner/name): its characters, no '..' or '--', no part that starts or
+    ends with '.' or '-', at most 96 characters a part."""
+    parts = text.split("/")
+    return bool(HUB_NAME.match(text)) and ".." not in text and "--" not in text and all(
+        p and len(p) <= HUB_NAME_MAX and p[0] not in ".-" and p[-1] not in ".-" for p in parts)
 
 
 def is_hf_folder(path: Path) -> bool:
@@ -132,7 +141,7 @@ def located(source: str | os.PathLike[str], *, cache_dir: str | os.PathLike[str]
     elif path.is_file() and zipfile.is_zipfile(path):
         with unzipped(path.read_bytes(), path.name) as folder:
             yield folder
-    elif path.exists() or not HUB_NAME.match(str(source)):
+    elif path.exists() or not is_hub_name(str(source)):
         raise CheckpointError(f"{source} is neither a model folder (with config.json), a zip of one, nor a hub name "
                               "like Helsinki-NLP/opus-mt-en-de")
     else:

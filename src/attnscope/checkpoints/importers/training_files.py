@@ -17,6 +17,7 @@ import torch
 from tokenizers import Tokenizer, models, pre_tokenizers
 
 from attnscope.checkpoints.checkpoint import CheckpointError
+from attnscope.checkpoints.convert import pickled_model
 from attnscope.checkpoints.importers.hf_tokenizers import id_map
 from attnscope.checkpoints.importers.vocab_plan import VocabPlan
 from attnscope.model.tokenization import TextCodec
@@ -42,11 +43,11 @@ def read(path: Path) -> dict[str, Any] | None:
             obj = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:
         found = re.search(r"GLOBAL ([\w.]+)", str(err))
-        if found and found[1].split(".")[0] in FRAMEWORKS:
+        if found and (found[1].split(".")[0] in FRAMEWORKS or not pickled_model(found[1])):  # a model: state_dict's words
             raise CheckpointError(f"{path.name} holds {found[1]} objects besides its weights and settings, which "
                                   "attnscope never unpickles because that would run their code: keep only the model and "
                                   "its settings with " + STRIP.format(name=path.name, keys="('args', 'cfg', 'model')")
-                                  + " (fairseq) and import that") from None
+                                  + " (fairseq; of OpenNMT-py keep model, generator, vocab and opt) and import that") from None
         return None
     except Exception:  # not a torch file, a truncated one...: the state_dict importer says what it is
         return None

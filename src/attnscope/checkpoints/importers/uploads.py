@@ -11,8 +11,9 @@ from io import BytesIO
 from pathlib import Path
 from typing import Any, Sequence
 
+from attnscope.checkpoints.boundary import boundary
 from attnscope.checkpoints.checkpoint import CheckpointError
-from attnscope.checkpoints.importers import import_any
+from attnscope.checkpoints.importers import route
 from attnscope.checkpoints.importers.hf_files import unzipped
 from attnscope.checkpoints.importing import Imported
 
@@ -27,13 +28,14 @@ def import_uploaded(files: Sequence[tuple[str, bytes]], **kw: Any) -> Imported:
         raise CheckpointError("upload the model's files, or one zip of its folder")
     if sum(len(data) for _, data in files) > MAX_BYTES:
         raise CheckpointError(f"the uploaded files hold more than {MAX_BYTES // 2**30} GB")
-    if len(files) == 1 and zipfile.is_zipfile(BytesIO(files[0][1])):
-        with unzipped(files[0][1], files[0][0]) as folder:
-            return import_any(folder, **kw)
-    with tempfile.TemporaryDirectory(prefix="attnscope-upload-") as tmp:
-        folder = Path(tmp) / FOLDER
-        folder.mkdir()
-        return import_any(_written(files, folder), **kw)
+    with boundary(files[0][0] if len(files) == 1 else f"the {len(files)} uploaded files"):
+        if len(files) == 1 and zipfile.is_zipfile(BytesIO(files[0][1])):
+            with unzipped(files[0][1], files[0][0]) as folder:
+                return route(folder, **kw)
+        with tempfile.TemporaryDirectory(prefix="attnscope-upload-") as tmp:
+            folder = Path(tmp) / FOLDER
+            folder.mkdir()
+            return route(_written(files, folder), **kw)
 
 
 def _written(files: Sequence[tuple[str, bytes]], folder: Path) -> Path:
