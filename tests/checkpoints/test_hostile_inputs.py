@@ -248,3 +248,19 @@ def test_an_upload_that_breaks_a_library_gets_one_sentence_naming_it(marian: Pat
     with pytest.raises(CheckpointError, match=r"the \d+ uploaded files could not be imported \(RecursionError: maximum"):
         import_uploaded([(f.name, f.read_bytes()) for f in marian.iterdir()])
     assert list(temp_root.iterdir()) == []
+
+
+def test_a_tokenizer_smaller_than_the_output_layer_is_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import transformers
+
+    from attnscope.__main__ import main
+    (tmp_path / "bart").mkdir()
+    folder = hf_fixtures.bart(tmp_path / "bart")
+    model = transformers.BartForConditionalGeneration.from_pretrained(str(folder))
+    size = model.config.vocab_size
+    model.resize_token_embeddings(size + 8)
+    model.save_pretrained(str(folder))
+    with pytest.warns(UserWarning, match=rf"The tokenizer has {size:,} tokens but the output layer has {size + 8:,} rows"):
+        attnscope.import_model(folder)
+    assert main(["import", str(folder), "--out", str(tmp_path / "b.safetensors")]) == 0
+    assert "the 8 rows without a token decode to nothing" in capsys.readouterr().out

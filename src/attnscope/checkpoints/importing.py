@@ -47,6 +47,7 @@ class ImportReport:
     source: dict[str, str]  # setting -> one of KNOWN, "given" or "assumed"
     checked_on: int = 0  # examples the imported model reproduced exactly (0: none given)
     specials: dict[str, dict[str, str]] = field(default_factory=dict)  # side -> role -> the user's spelling
+    notes: tuple[str, ...] = ()  # what the user should know that is no setting (a tokenizer smaller than the model's rows)
 
     @property
     def unchecked(self) -> list[str]:
@@ -66,7 +67,7 @@ class ImportReport:
                 "when translations look right. Check them by giving a few source sentences with your model's own "
                 "outputs (examples=[(source, output), ...], --check FILE, or the page's check box), or import the "
                 "live model in Python, which reads them from it.")
-        return out
+        return [*out, *self.notes]
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from attnscope.checkpoints.checkpoint import Bundle, CheckpointError
 from attnscope.checkpoints.importers.hf_config import check_config
 from attnscope.checkpoints.importers.hf_files import HFFolder, located, open_folder
 from attnscope.checkpoints.importers.hf_models import architecture, embeddings, layers
-from attnscope.checkpoints.importers.hf_tokens import load_tokenizer, tokens
+from attnscope.checkpoints.importers.hf_tokens import load_tokenizer, size_note, tokens
 from attnscope.checkpoints.importing import Imported, ImportReport, build, checked
 from attnscope.model.config import ConfigError, ModelConfig
 
@@ -67,7 +67,8 @@ def _imported(folder: HFFolder, where: str, label: str, src_lang: str | None, tg
     model = build(config, checked(tensors))
     family = f"Hugging Face {FAMILIES[kind]} ({type(tok).__name__})"
     settings = {k: getattr(config, k) for k in SETTINGS}
-    report = ImportReport(family, settings, {k: "config.json" for k in settings})
+    note = size_note(tok, found)
+    report = ImportReport(family, settings, {k: "config.json" for k in settings}, notes=(note,) if note else ())
     summary = {"data": f"imported {family} from {folder.path.name}", "name": label, "import": report.lines()}
     bundle = Bundle(config, found.src_codec, found.tgt_codec, *found.langs, summary)
     return Imported(model, bundle, report, found.src.order, found.tgt.order)
