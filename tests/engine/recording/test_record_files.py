@@ -85,11 +85,15 @@ def test_any_saved_record_reads_back_as_it_was(src: list[str], tgt: list[str], l
     assert notes(back) == []
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.binary(max_size=400) | st.text(max_size=400).map(str.encode)
-       | st.recursive(st.none() | st.floats() | st.text(max_size=5), lambda c: st.lists(c, max_size=3)
-                      | st.dictionaries(st.sampled_from(["source_tokens", "target_tokens", "encoder", "decoder", "cross"]),
-                                        c, max_size=5)).map(lambda v: json.dumps(v).encode()))
+VALUES = st.recursive(st.none() | st.floats() | st.integers(-3, 3) | st.text(max_size=5), lambda c: st.lists(c, max_size=3)
+                      | st.dictionaries(st.text(max_size=3), c, max_size=3), max_leaves=12)
+RECORDS = st.fixed_dictionaries({k: VALUES for k in ("source_tokens", "target_tokens", "encoder", "decoder", "cross")},
+                                optional={"meta": VALUES})
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(max_size=400) | st.text(max_size=400).map(str.encode) | VALUES.map(lambda v: json.dumps(v).encode())
+       | RECORDS.map(lambda v: json.dumps(v).encode()))
 def test_any_bytes_give_a_record_or_one_record_error(data: bytes) -> None:
     try:
         read_record(data, "f")

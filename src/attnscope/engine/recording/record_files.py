@@ -47,7 +47,10 @@ def read_record(data: bytes, name: str) -> AttentionRecord:
         arrays = [np.asarray(payload[kind], dtype=np.float32) for kind in KINDS]
     except (TypeError, ValueError):
         raise RecordError(f"{name}: the attention arrays are not nested lists of numbers") from None
-    return AttentionRecord(tuple(map(str, payload["source_tokens"])), tuple(map(str, payload["target_tokens"])), *arrays)
+    tokens = [payload[side] for side in ("source_tokens", "target_tokens")]
+    if not all(isinstance(t, list) for t in tokens):
+        raise RecordError(f"{name}: source_tokens and target_tokens must be lists of tokens")
+    return AttentionRecord(tuple(map(str, tokens[0])), tuple(map(str, tokens[1])), *arrays)
 
 
 def check_unpacked(data: bytes, name: str) -> None:
