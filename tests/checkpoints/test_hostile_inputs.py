@@ -118,10 +118,14 @@ def test_a_position_count_beyond_the_limit_is_refused_before_its_table_is_built(
         ModelConfig(src_vocab_size=8, tgt_vocab_size=8, d_model=32, n_heads=4, d_ff=8, max_len=2 * 10**8)
 
 
-def test_a_model_larger_than_the_memory_the_machine_can_spare_is_refused(marian: Path,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_weights_or_a_model_larger_than_the_memory_the_machine_can_spare_are_refused(
+        marian: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import attnscope.checkpoints.importers.hf_files as hf_files
     from attnscope.model import budget
     monkeypatch.setattr(budget, "available_bytes", lambda: 2**12)
+    with pytest.raises(CheckpointError, match=r"reading opus-mt-en-de\S*'s model.safetensors would take 0.0 GB of memory"):
+        attnscope.import_model(marian)
+    monkeypatch.setattr(hf_files, "over_budget", lambda *_: None)  # the file is read; the model is not built
     with pytest.raises(CheckpointError, match=r"float32 numbers would take 0.0 GB of memory, more than the 0.0 GB"):
         attnscope.import_model(marian)
 
@@ -264,3 +268,40 @@ def test_a_tokenizer_smaller_than_the_output_layer_is_said(tmp_path: Path, capsy
         attnscope.import_model(folder)
     assert main(["import", str(folder), "--out", str(tmp_path / "b.safetensors")]) == 0
     assert "the 8 rows without a token decode to nothing" in capsys.readouterr().out
+
+
+def test_an_import_of_any_kind_leaves_nothing_in_the_temp_folder(marian: Path, tmp_path: Path, temp_root: Path) -> None:
+    import json
+
+    import torch
+
+    from tests.checkpoints import reference_fairseq as ref
+    from tests.checkpoints.test_convert import TutorialSeq2Seq, vocabularies
+    from tests.checkpoints.test_fairseq import write_checkpoint
+    fairseq = tmp_path / "fairseq"
+    fairseq.mkdir()
+    checkpoint = write_checkpoint(fairseq, ref.args())
+    state_dict = tmp_path / "tutorial.pt"
+    torch.save(TutorialSeq2Seq(20, 24).state_dict(), state_dict)
+    src, tgt = (tmp_path / "src.json", tmp_path / "tgt.json")
+    for path, tokens in zip((src, tgt), vocabularies(20, 24)):
+        path.write_text(json.dumps(tokens))
+    attnscope.import_model(marian)
+    attnscope.import_model(checkpoint)
+    import_uploaded([(f.name, f.read_bytes()) for f in fairseq.iterdir()])
+    attnscope.import_model(state_dict, src_vocab=src, tgt_vocab=tgt, n_heads=4)
+    attnscope.import_model(TutorialSeq2Seq(20, 24), src_vocab=vocabularies(20, 24)[0], tgt_vocab=vocabularies(20, 24)[1])
+    assert list(temp_root.iterdir()) == []
+
+
+def test_a_checkpoint_upload_that_breaks_the_loader_leaves_no_temporary_file(temp_root: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from attnscope.checkpoints import checkpoint, registry
+
+    def broken(_: object) -> None:
+        raise RuntimeError("unexpected")
+
+    monkeypatch.setattr(checkpoint, "load", broken)
+    with pytest.raises(CheckpointError, match=r"mine.safetensors could not be opened \(RuntimeError: unexpected\)"):
+        registry.validate_upload(b"\0" * 64, "mine.safetensors")
+    assert list(temp_root.iterdir()) == []

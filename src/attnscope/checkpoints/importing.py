@@ -21,6 +21,7 @@ from typing import Any, Iterable, Sequence
 import torch
 from torch import Tensor, nn
 
+from attnscope.checkpoints.boundary import boundary
 from attnscope.checkpoints.checkpoint import Bundle, CheckpointError, check_shapes
 from attnscope.checkpoints.convert import Layout, read_state_dict, recognise
 from attnscope.checkpoints.live import read_settings
@@ -118,6 +119,9 @@ def import_file(path: str | Path, src_vocab: VocabSource, tgt_vocab: VocabSource
     """Import a .pt/.pth state_dict file (loaded without running code)."""
     path = Path(path)
     try:
+        refused = over_budget(2 * path.stat().st_size, f"reading {path.name}")  # its bytes, then its tensors
+        if refused:
+            raise CheckpointError(refused)
         data = path.read_bytes()
     except OSError as err:
         raise CheckpointError(f"cannot read {path}: {err.strerror or err}") from None
@@ -126,6 +130,11 @@ def import_file(path: str | Path, src_vocab: VocabSource, tgt_vocab: VocabSource
 
 def import_module(module: nn.Module, src_vocab: VocabSource, tgt_vocab: VocabSource | None = None, **kw: Any) -> Imported:
     """Import a live model: its state_dict, with the hidden settings read from the objects themselves."""
+    with boundary(f"your {type(module).__name__}"):
+        return _import_module(module, src_vocab, tgt_vocab, **kw)
+
+
+def _import_module(module: nn.Module, src_vocab: VocabSource, tgt_vocab: VocabSource | None, **kw: Any) -> Imported:
     state = {k: v.detach().to("cpu", copy=True) for k, v in module.state_dict().items()}  # never aliases its weights
     layout = recognise(state)
     read = read_settings(module, layout)

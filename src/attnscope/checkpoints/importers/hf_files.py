@@ -26,6 +26,7 @@ from torch import Tensor
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.convert import read_state_dict
 from attnscope.model import untrusted
+from attnscope.model.budget import over_budget
 
 HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 HUB_NAME_MAX = 96  # characters of a repository name on the hub
@@ -94,6 +95,10 @@ def read_weights(folder: Path) -> dict[str, Tensor]:
         if not path.is_file():
             continue
         files = _shards(path) if name.endswith(".index.json") else [path]
+        copies = 1 if name.startswith("model.safetensors") else 2  # a pickle is read, then unpickled
+        refused = over_budget(copies * sum(f.stat().st_size for f in files), f"reading {folder.name}'s {name}")
+        if refused:
+            raise CheckpointError(refused)
         state: dict[str, Tensor] = {}
         for file in files:
             state.update(_safetensors(file) if file.suffix == ".safetensors" else _pickle(file))

@@ -20,6 +20,7 @@ from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.convert import pickled_model
 from attnscope.checkpoints.importers.hf_tokenizers import id_map
 from attnscope.checkpoints.importers.vocab_plan import VocabPlan
+from attnscope.model.budget import over_budget
 from attnscope.model.tokenization import TextCodec
 
 FRAMEWORKS = ("fairseq", "onmt", "omegaconf")
@@ -38,6 +39,9 @@ class Recognised:
 def read(path: Path) -> dict[str, Any] | None:
     """The checkpoint's top-level dict, or None when it is not a dict loadable with Namespace allowed (a plain
     state_dict is loadable: the caller tells them apart by their keys)."""
+    refused = over_budget(path.stat().st_size, f"reading {path.name}")
+    if refused:
+        raise CheckpointError(refused)
     try:
         with torch.serialization.safe_globals([argparse.Namespace]):
             obj = torch.load(path, map_location="cpu", weights_only=True)
