@@ -39,10 +39,12 @@ def check_config(config: dict[str, Any], where: str) -> None:
 
 
 def _whole(value: Any) -> bool:
+    """A number without a fraction (JSON may write 512 as 512.0 or 5.12e2); booleans are not numbers here."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and float(value).is_integer()
 
 
 def _size(config: dict[str, Any], name: str, limit: int, where: str) -> None:
+    """Refuse a size that is no whole number or lies outside 1..limit."""
     value = config[name]
     if not _whole(value):
         raise CheckpointError(f"config.json of {where} has {name} {value!r}: it must be a whole number")

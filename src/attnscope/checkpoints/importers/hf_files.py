@@ -144,7 +144,7 @@ def located(source: str | os.PathLike[str], *, cache_dir: str | os.PathLike[str]
     if path.is_dir():
         yield _inner_folder(path, path.name)
     elif path.is_file() and zipfile.is_zipfile(path):
-        with unzipped(path.read_bytes(), path.name) as folder:
+        with unzipped(path, path.name) as folder:
             yield folder
     elif path.exists() or not is_hub_name(str(source)):
         raise CheckpointError(f"{source} is neither a model folder (with config.json), a zip of one, nor a hub name "
@@ -167,14 +167,15 @@ def _inner_folder(path: Path, label: str) -> Path:
 
 
 @contextmanager
-def unzipped(data: bytes, name: str) -> Iterator[Path]:
-    """A zip of a model folder unpacked into a temporary folder, removed on leaving; paths that leave it and archives
-    that unpack to more than MAX_ZIP_BYTES or than the disk has free are refused before anything is written."""
+def unzipped(data: bytes | Path, name: str) -> Iterator[Path]:
+    """A zip of a model folder (its bytes, or its file, read as it is unpacked rather than held in memory) unpacked
+    into a temporary folder that is removed on leaving; paths that leave it and archives that unpack to more than
+    MAX_ZIP_BYTES or than the disk has free are refused before anything is written."""
     with tempfile.TemporaryDirectory(prefix="attnscope-import-") as tmp:
         target = Path(tmp) / (Path(name).stem or "model")  # files zipped without their folder take the zip's name
         target.mkdir()
         try:
-            with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            with zipfile.ZipFile(io.BytesIO(data) if isinstance(data, bytes) else data) as archive:
                 _check_members(archive.infolist(), target, name)
                 archive.extractall(target)
         except zipfile.BadZipFile:
