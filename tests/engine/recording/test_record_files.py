@@ -107,3 +107,9 @@ def test_record_attention_given_no_module_says_so_in_one_sentence(thing: object)
     with pytest.raises(RecordError, match=r"record_attention records a torch.nn.Module \(your model\), not a"):
         with record_attention(thing):
             pass
+
+
+def test_a_records_meta_that_is_no_mapping_is_left_out() -> None:
+    from attnscope.engine.recording.record_files import record_meta
+    data = pattern_record().to_npz([1, 2])  # type: ignore[arg-type]
+    assert record_meta(data) == {}

@@ -97,8 +97,9 @@ def record_meta(data: bytes) -> dict:
     try:
         if data[:2] == b"PK":
             with np.load(io.BytesIO(data), allow_pickle=False) as f:
-                return untrusted.loads(str(f["meta"])) if "meta" in f else {}
-        meta = untrusted.loads(data.decode("utf-8")).get("meta", {})
-        return meta if isinstance(meta, dict) else {}
-    except (ValueError, KeyError, OSError, UnicodeDecodeError, AttributeError):
+                meta = untrusted.loads(str(f["meta"])) if "meta" in f else {}
+        else:
+            meta = untrusted.loads(data.decode("utf-8")).get("meta", {})
+    except (ValueError, KeyError, OSError, UnicodeDecodeError, AttributeError, zipfile.BadZipFile):
         return {}
+    return meta if isinstance(meta, dict) else {}
