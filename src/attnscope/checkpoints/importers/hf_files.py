@@ -159,9 +159,12 @@ def _inner_folder(path: Path, label: str) -> Path:
     if (path / "config.json").is_file():
         return path
     found = sorted({p.parent for p in path.rglob("config.json") if len(p.relative_to(path).parts) <= 3})
-    if len(found) != 1:
-        raise CheckpointError(f"{label} holds no config.json of a model (a zip inside a zip is not opened)" if not found
-                              else f"{label} holds several models ({', '.join(str(f.relative_to(path)) for f in found[:3])}): "
+    if not found:
+        nested = any(p.suffix.lower() == ".zip" for p in path.rglob("*") if len(p.relative_to(path).parts) <= 2)
+        raise CheckpointError(f"{label} holds no config.json of a model"
+                              + (" (a zip inside a zip is not opened: unzip the inner one)" if nested else ""))
+    if len(found) > 1:
+        raise CheckpointError(f"{label} holds several models ({', '.join(str(f.relative_to(path)) for f in found[:3])}): "
                               "give one folder")
     return found[0]
 
