@@ -116,11 +116,13 @@ def _state_dict() -> None:
         def imported() -> Imported:
             if weights.size > registry.MAX_UPLOAD_BYTES:
                 raise CheckpointError(f"{weights.name} is larger than {registry.MAX_UPLOAD_BYTES // 2**20} MB")
-            return import_weights(
-                read_state_dict(weights.getvalue(), weights.name), src_vocab.getvalue(),
-                tgt_vocab.getvalue() if tgt_vocab is not None else None, src_lang=src_lang, tgt_lang=tgt_lang,
-                specials=parse_specials(specials, "Special tokens"), examples=parse_examples(check.splitlines(), "the check box"),
-                max_len=int(max_len), name=name, **settings)
+            with boundary(weights.name):
+                return import_weights(
+                    read_state_dict(weights.getvalue(), weights.name), src_vocab.getvalue(),
+                    tgt_vocab.getvalue() if tgt_vocab is not None else None, src_lang=src_lang, tgt_lang=tgt_lang,
+                    specials=parse_specials(specials, "Special tokens"),
+                    examples=parse_examples(check.splitlines(), "the check box"), max_len=int(max_len), name=name,
+                    **settings)
 
         _import_and_keep(imported, name)
 
@@ -132,7 +134,7 @@ def _import_and_keep(run: Callable[[], Imported], name: str | None = None) -> No
     os.close(fd)
     tmp = Path(name_)
     try:
-        with boundary(name or "the uploaded model"):
+        with boundary("the uploaded model"):  # the last resort: each route names its own files first
             imported = run()
             checkpoint.save(imported.model, imported.bundle, tmp)
     except CheckpointError as err:
