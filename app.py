@@ -1,10 +1,11 @@
 """attnscope: router and shared sidebar (the pages by section, active checkpoint, attention kind, layer, head)."""
 import streamlit as st
 
-from attnscope.ui import memory, models, navigation, selection, url
+from attnscope.ui import memory, models, navigation, preload, selection, url
 from attnscope.ui.persist import keep
 from attnscope.ui.selection import KIND_LABELS, KINDS
 
+preload.import_heavy()  # before any page: concurrent first runs importing pandas would each get half of it
 st.set_page_config(page_title="attnscope", page_icon=":material/visibility:", layout="wide")
 memory.limit_arenas()
 page, sections = navigation.route()

@@ -36,8 +36,10 @@ FORBIDDEN = {
 ENGINE_DATA_TYPES = {"attnscope.engine.recording.record", "attnscope.engine.decoding.beam_result",
                      "attnscope.engine.analysis.alignment", "attnscope.engine.inside.trace_data",
                      "attnscope.engine.inside.head_view", "attnscope.engine.inside.offsets"}
-# What those may import in turn (torch-free too): the attention vocabulary, token conventions, the config.
-PLAIN_DATA = ENGINE_DATA_TYPES | {"attnscope.model.kinds", "attnscope.model.tokenization", "attnscope.model.config"}
+# What those may import in turn (torch-free too): the attention vocabulary, token conventions, the config, and the
+# parser of JSON from files (a nesting limit on json.loads).
+PLAIN_DATA = ENGINE_DATA_TYPES | {"attnscope.model.kinds", "attnscope.model.tokenization", "attnscope.model.config",
+                                  "attnscope.model.untrusted"}
 SCREEN = {"streamlit"}
 NOT_IN_FIGURES = {"streamlit", "torch"}
 

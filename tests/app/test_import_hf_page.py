@@ -40,3 +40,19 @@ def test_files_that_are_no_model_are_refused_in_one_sentence(checkpoints_page: A
     checkpoints_page.button(key="import_hf_go").click().run()
     assert not checkpoints_page.exception
     assert any("Import rejected: upload a Hugging Face folder's files" in shown(e) for e in checkpoints_page.error)
+
+
+def test_a_config_that_breaks_transformers_is_one_sentence_not_an_exception_box(checkpoints_page: AppTest,
+                                                                                tmp_path: Path) -> None:
+    import json
+    folder = tmp_path / "opus-mt-en-de"
+    folder.mkdir()
+    hf_fixtures.marian(folder)
+    config = json.loads((folder / "config.json").read_text())
+    del config["d_model"]
+    (folder / "config.json").write_text(json.dumps(config))
+    checkpoints_page.file_uploader(key="import_hf_files").upload("opus-mt-en-de.zip", _zip(folder)).run()
+    checkpoints_page.button(key="import_hf_go").click().run()
+    assert not checkpoints_page.exception
+    assert any("Import rejected: config.json of opus-mt-en-de has no d_model" in shown(e)
+               for e in checkpoints_page.error)

@@ -82,3 +82,14 @@ def test_an_opened_record_is_stepped_through_and_its_heads_read_without_a_model(
     app.button(key="close_record_heads").click().run()  # closed: the page runs the active checkpoint again
     assert not any("Showing the saved record" in shown(i) for i in app.info)
     assert "Ablation" in [t.label for t in app.tabs]
+
+
+def test_a_record_whose_weights_cannot_be_attention_opens_with_a_note(checkpoints_page: AppTest) -> None:
+    from attnscope.engine.recording.record import AttentionRecord
+    record = m3_record()
+    cross = record.cross.copy()
+    cross[0, 0, 0, 0] = np.nan
+    odd = AttentionRecord(record.source_tokens, record.target_tokens, record.encoder, record.decoder, cross)
+    checkpoints_page.file_uploader(key="open_record_file").upload("odd.npz", odd.to_npz()).run()
+    assert any("Opened odd" in shown(s) for s in checkpoints_page.success)
+    assert any("cross attention holds 1 NaN or infinite weights" in shown(w) for w in checkpoints_page.warning)

@@ -82,11 +82,14 @@ def read_state_dict(data: bytes, name: str) -> dict[str, Tensor]:
                                   "checkpoints do, but is neither of theirs: import it with python -m attnscope import "
                                   "(it reads fairseq's args/cfg with model, and OpenNMT-py's model/generator/vocab/opt), "
                                   "or save model.state_dict() alone") from None
-        if found and (".nn.modules." in found[1] or found[1].rsplit(".", 1)[-1][:1].isupper()):
+        if found and pickled_model(found[1]):
             stem = name.rsplit(".", 1)[0] or "model"
             raise CheckpointError(PICKLED_MODULE.format(name=name, stem=stem)) from None
-        raise CheckpointError(f"{name} is not a PyTorch weights file that can be loaded safely: it needs code to "
-                              "unpickle; save model.state_dict() instead") from None
+        held = f"holds pickled {found[1]} objects" if found else "needs code to unpickle"
+        raise CheckpointError(f"{name} is not a PyTorch weights file that can be loaded safely: it {held}, which "
+                              "attnscope never unpickles because that would run their code; save model.state_dict() "
+                              "alone (of a fairseq or OpenNMT-py checkpoint, keep only its model and settings) and "
+                              "import that") from None
     except Exception as err:  # RuntimeError, EOFError, zip errors...
         first = str(err).strip().splitlines()[0][:160] if str(err).strip() else type(err).__name__
         raise CheckpointError(f"{name} is not a PyTorch weights file that can be loaded safely ({first})") from None
@@ -96,6 +99,11 @@ def read_state_dict(data: bytes, name: str) -> dict[str, Tensor]:
     if not isinstance(obj, dict) or not obj or not all(isinstance(v, Tensor) for v in obj.values()):
         raise CheckpointError(f"{name} does not hold a state_dict (a mapping of names to tensors)")
     return {str(k): v for k, v in obj.items()}
+
+
+def pickled_model(global_name: str) -> bool:
+    """Whether a pickled class (as the unpickler names it) looks like a whole model rather than a value beside it."""
+    return ".nn.modules." in global_name or global_name.rsplit(".", 1)[-1][:1].isupper()
 
 
 def _is_safetensors(data: bytes) -> bool:

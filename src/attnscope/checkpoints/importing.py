@@ -21,10 +21,12 @@ from typing import Any, Iterable, Sequence
 import torch
 from torch import Tensor, nn
 
+from attnscope.checkpoints.boundary import boundary
 from attnscope.checkpoints.checkpoint import Bundle, CheckpointError, check_shapes
 from attnscope.checkpoints.convert import Layout, read_state_dict, recognise
 from attnscope.checkpoints.live import read_settings
 from attnscope.checkpoints.vocab import Specials, Vocabulary, load_vocabulary
+from attnscope.model.budget import over_budget
 from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID, ConfigError, ModelConfig
 from attnscope.model.transformer import Transformer
 
@@ -46,6 +48,7 @@ class ImportReport:
     source: dict[str, str]  # setting -> one of KNOWN, "given" or "assumed"
     checked_on: int = 0  # examples the imported model reproduced exactly (0: none given)
     specials: dict[str, dict[str, str]] = field(default_factory=dict)  # side -> role -> the user's spelling
+    notes: tuple[str, ...] = ()  # what the user should know that is no setting (a tokenizer smaller than the model's rows)
 
     @property
     def unchecked(self) -> list[str]:
@@ -65,7 +68,7 @@ class ImportReport:
                 "when translations look right. Check them by giving a few source sentences with your model's own "
                 "outputs (examples=[(source, output), ...], --check FILE, or the page's check box), or import the "
                 "live model in Python, which reads them from it.")
-        return out
+        return [*out, *self.notes]
 
 
 @dataclass(frozen=True)
@@ -93,19 +96,19 @@ def import_weights(state: dict[str, Tensor], src_vocab: VocabSource, tgt_vocab: 
         raise CheckpointError(f"unknown import setting {unknown[0]!r}: the settings are {', '.join(HIDDEN)}")
     layout = recognise(state)
     src, tgt = _vocabularies(layout, src_vocab, tgt_vocab, specials, tgt_specials)
-    tensors = _permuted(layout, src, tgt)
+    tensors = _permuted(checked(layout.tensors), src, tgt)
     chosen, source = _settle(layout, settings, read or {})
     config = _config(layout, src, tgt, chosen, max_len)
     model = build(config, tensors)
-    checked = 0
+    checked_on = 0
     if examples:
         pairs = [_example_ids(ex, src, tgt) for ex in examples]
         if not reproduces(model, pairs):
             raise CheckpointError(_mismatch(layout, src, tgt, tensors, chosen, source, pairs, max_len))
-        checked = len(pairs)
+        checked_on = len(pairs)
     stored = layout.max_len is not None  # a positional table in the state_dict shows the kind
     report = ImportReport(layout.family, {**chosen, "positional": layout.positional},
-                          {**source, "positional": "read from the weights" if stored else "assumed"}, checked,
+                          {**source, "positional": "read from the weights" if stored else "assumed"}, checked_on,
                           {"source": dict(src.specials), "target": dict(tgt.specials)})
     bundle = Bundle(config, src.codec, tgt.codec, src_lang.strip() or "src", tgt_lang.strip() or "tgt",
                     {"data": f"imported {layout.family} state_dict", "name": name, "import": report.lines()})
@@ -116,6 +119,9 @@ def import_file(path: str | Path, src_vocab: VocabSource, tgt_vocab: VocabSource
     """Import a .pt/.pth state_dict file (loaded without running code)."""
     path = Path(path)
     try:
+        refused = over_budget(2 * path.stat().st_size, f"reading {path.name}")  # its bytes, then its tensors
+        if refused:
+            raise CheckpointError(refused)
         data = path.read_bytes()
     except OSError as err:
         raise CheckpointError(f"cannot read {path}: {err.strerror or err}") from None
@@ -124,6 +130,11 @@ def import_file(path: str | Path, src_vocab: VocabSource, tgt_vocab: VocabSource
 
 def import_module(module: nn.Module, src_vocab: VocabSource, tgt_vocab: VocabSource | None = None, **kw: Any) -> Imported:
     """Import a live model: its state_dict, with the hidden settings read from the objects themselves."""
+    with boundary(f"your {type(module).__name__}"):
+        return _import_module(module, src_vocab, tgt_vocab, **kw)
+
+
+def _import_module(module: nn.Module, src_vocab: VocabSource, tgt_vocab: VocabSource | None, **kw: Any) -> Imported:
     state = {k: v.detach().to("cpu", copy=True) for k, v in module.state_dict().items()}  # never aliases its weights
     layout = recognise(state)
     read = read_settings(module, layout)
@@ -157,10 +168,10 @@ def _vocabularies(layout: Layout, src_vocab: VocabSource, tgt_vocab: VocabSource
     return src, tgt
 
 
-def _permuted(layout: Layout, src: Vocabulary, tgt: Vocabulary) -> dict[str, Tensor]:
-    """Float32 tensors with vocabulary rows in attnscope's order (specials at 0-3)."""
+def _permuted(tensors: dict[str, Tensor], src: Vocabulary, tgt: Vocabulary) -> dict[str, Tensor]:
+    """The tensors with vocabulary rows in attnscope's order (specials at 0-3)."""
     s_order, t_order = torch.tensor(src.order), torch.tensor(tgt.order)
-    out = {k: v.float() for k, v in layout.tensors.items()}
+    out = dict(tensors)
     out["src_embed.weight"] = out["src_embed.weight"][s_order]
     for key in ("tgt_embed.weight", "generator.weight", "generator.bias"):
         out[key] = out[key][t_order]
@@ -204,11 +215,35 @@ def _config(layout: Layout, src: Vocabulary, tgt: Vocabulary, s: dict[str, Any],
         raise CheckpointError(f"these weights and settings do not make a valid model: {err}") from None
 
 
+def floating(tensor: Tensor, name: str) -> Tensor:
+    """`tensor` as float32, refusing integer, boolean and complex weights (they are not a float model's weights)."""
+    if not tensor.is_floating_point():
+        raise CheckpointError(f"the weights {name} are {str(tensor.dtype).removeprefix('torch.')}, not floating point: "
+                              "these are not a trained model's weights (quantized models are not imported; save the "
+                              "float model)")
+    return tensor.float()
+
+
+def checked(tensors: dict[str, Tensor]) -> dict[str, Tensor]:
+    """Every tensor as float32, refusing any that is not floating point or holds NaN or infinity (a checkpoint
+    `load` would refuse, so the import stops here instead of writing one)."""
+    out = {k: floating(v, k) for k, v in tensors.items()}
+    for key, tensor in out.items():
+        bad = int(tensor.numel() - torch.isfinite(tensor).sum())
+        if bad:
+            raise CheckpointError(f"the weights {key} hold {bad:,} NaN or infinite values: the model diverged or the "
+                                  "file is damaged; import a checkpoint from before that happened")
+    return out
+
+
 def build(config: ModelConfig, tensors: dict[str, Tensor]) -> Transformer:
     """The model of `config` around `tensors` (shared, not copied: trying other settings costs one construction).
 
     Built on the CPU, not the meta device: the meta device's first use imports torch._dynamo (seconds).
     """
+    refused = over_budget(config.element_count() * 4, f"a model of {config.element_count():,} float32 numbers")
+    if refused:
+        raise CheckpointError(refused)
     model = Transformer(config)
     wanted = model.state_dict()
     found = {k: tuple(v.shape) for k, v in tensors.items() if k in wanted}

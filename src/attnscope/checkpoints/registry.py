@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Iterable, Literal
 
 from attnscope.checkpoints import checkpoint
+from attnscope.checkpoints.boundary import cause
 from attnscope.checkpoints.checkpoint import Bundle, CheckpointError
 from attnscope.checkpoints.convert import NOT_TORCH, is_torch_file
 
@@ -123,9 +124,11 @@ def validate_upload(data: bytes, filename: str) -> Path:
         f.write(data)
     try:
         checkpoint.load(tmp, check_finite=True)  # a file from outside: its record of its own weights is not trusted
-    except CheckpointError as err:
+    except Exception as err:  # the upload's boundary: the temporary file goes, the user gets one sentence
         Path(tmp).unlink(missing_ok=True)
-        raise CheckpointError(str(err).replace(Path(tmp).name, filename)) from None
+        if isinstance(err, CheckpointError):
+            raise CheckpointError(str(err).replace(Path(tmp).name, filename)) from None
+        raise CheckpointError(f"{filename} could not be opened ({cause(err)})") from err
     return Path(tmp)
 
 

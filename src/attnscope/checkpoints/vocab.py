@@ -24,6 +24,7 @@ from typing import Mapping, Sequence
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
 
 from attnscope.checkpoints.checkpoint import CheckpointError
+from attnscope.model import untrusted
 from attnscope.model.config import SPECIAL_TOKENS
 from attnscope.model.tokenization import TextCodec, TokenizerError
 
@@ -77,7 +78,7 @@ def read_tokens(source: "str | Path | bytes | Sequence[str]", name: str = "") ->
     stripped = text.lstrip()
     if stripped.startswith(("[", "{")):
         try:
-            data = json.loads(text)
+            data = untrusted.loads(text)
         except json.JSONDecodeError as err:
             raise CheckpointError(f"{name or 'the vocabulary'} looks like JSON but does not parse ({err.msg} at line "
                                   f"{err.lineno}): give a tokenizer.json, a JSON list of tokens or one token a line") from None

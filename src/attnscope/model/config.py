@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from attnscope.model import untrusted
+
 Positional = Literal["sinusoidal", "learned"]
 Norm = Literal["post", "pre"]
 LayerNormKind = Literal["torch", "annotated"]
@@ -16,6 +18,8 @@ Sinusoid = Literal["interleaved", "halves", "fairseq"]
 # Refuse configs whose parameter count would exhaust memory before anything is allocated
 # (NLLB-200-distilled-600M, the largest model family attnscope imports, has 615M).
 MAX_PARAMETERS = 1_000_000_000
+MAX_LEN = 65_536  # positions a table may cover (the longest any imported family uses is 4,096); with the parameter
+#   limit this bounds the fixed sinusoid table, a buffer the parameter count leaves out, to 4 GB
 IDS = ("decoder_start", "forced_first", "suppressed", "source_prefix", "source_suffix")  # fields holding token ids
 
 # Ids of the special tokens every attnscope tokenizer reserves, in this order.
@@ -80,6 +84,9 @@ class ModelConfig:
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff", "max_len"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"config field {name} must be at least 1, got {getattr(self, name)}")
+        if self.max_len > MAX_LEN:
+            raise ConfigError(f"config field max_len is {self.max_len:,}, more than the {MAX_LEN:,} positions attnscope "
+                              "builds tables for")
         for name in ("n_encoder_layers", "n_decoder_layers"):
             if not 1 <= getattr(self, name) <= 64:
                 raise ConfigError(f"config field {name} must be between 1 and 64, got {getattr(self, name)}")
@@ -156,6 +163,11 @@ class ModelConfig:
         embed_norms = 2 * norm if self.embed_norm else 0
         return encoder + decoder + finals + src_emb + tgt_emb + output + positions + embed_norms
 
+    def element_count(self) -> int:
+        """Numbers the built model holds: its parameters and the fixed sinusoid table (a buffer)."""
+        table = (self.max_len + self.position_offset) * self.d_model if self.positional == "sinusoidal" else 0
+        return self.parameter_count() + table
+
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
 
@@ -176,7 +188,7 @@ class ModelConfig:
     @classmethod
     def from_json(cls, text: str) -> "ModelConfig":
         try:
-            data = json.loads(text)
+            data = untrusted.loads(text)
         except json.JSONDecodeError as err:
             raise ConfigError(f"model config is not valid JSON ({err.msg})") from None
         return cls.from_dict(data)

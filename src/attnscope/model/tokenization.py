@@ -19,6 +19,7 @@ from typing import Any, Iterable, Iterator
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
+from attnscope.model import untrusted
 from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID, SPECIAL_TOKENS, UNK_ID
 
 WORD_START = "▁"  # SentencePiece-style marker the Metaspace pre-tokenizer puts before each word
@@ -80,7 +81,7 @@ class IdMap:
     @classmethod
     def from_json(cls, text: str) -> "IdMap":
         try:
-            data: dict[str, Any] = json.loads(text)
+            data: dict[str, Any] = untrusted.loads(text)
             return cls(tuple(int(i) for i in data["ids"]), tuple(str(t) for t in data["tokens"]),
                        frozenset(int(i) for i in data.get("hidden", ())), bool(data.get("strip")),
                        tuple((str(a), str(b)) for a, b in data.get("replace", ())), bool(data.get("unknown_by_text")),

@@ -128,13 +128,16 @@ def upload() -> None:
 
 
 def keep_for_session(tmp: Path, filename: str) -> None:
-    """Store a validated checkpoint for this session only, make it active, and refresh the page."""
+    """Store a validated checkpoint for this session only, make it active, and refresh the page; the temporary
+    file goes either way."""
     try:
         folder = st.session_state.setdefault("session_models_dir", tempfile.mkdtemp(prefix="attnscope-session-"))
         path = registry.store(tmp, filename, Path(folder), set(models.entries()))
     except CheckpointError as err:
         st.error(f"Upload rejected: {plain(err)}")
         return
+    finally:
+        tmp.unlink(missing_ok=True)
     st.session_state["checkpoint"] = path.stem
     st.session_state["_flash"] = f"Loaded {path.stem}; it is now the active checkpoint on every page."
     st.rerun()

@@ -1,6 +1,7 @@
 """The Checkpoints page's importer: a state_dict trained elsewhere plus its vocabularies become a checkpoint."""
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
@@ -8,6 +9,7 @@ from typing import Any, Callable
 import streamlit as st
 
 from attnscope.checkpoints import checkpoint, registry
+from attnscope.checkpoints.boundary import boundary
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.convert import read_state_dict
 from attnscope.checkpoints.import_inputs import parse_examples, parse_specials
@@ -114,11 +116,13 @@ def _state_dict() -> None:
         def imported() -> Imported:
             if weights.size > registry.MAX_UPLOAD_BYTES:
                 raise CheckpointError(f"{weights.name} is larger than {registry.MAX_UPLOAD_BYTES // 2**20} MB")
-            return import_weights(
-                read_state_dict(weights.getvalue(), weights.name), src_vocab.getvalue(),
-                tgt_vocab.getvalue() if tgt_vocab is not None else None, src_lang=src_lang, tgt_lang=tgt_lang,
-                specials=parse_specials(specials, "Special tokens"), examples=parse_examples(check.splitlines(), "the check box"),
-                max_len=int(max_len), name=name, **settings)
+            with boundary(weights.name):
+                return import_weights(
+                    read_state_dict(weights.getvalue(), weights.name), src_vocab.getvalue(),
+                    tgt_vocab.getvalue() if tgt_vocab is not None else None, src_lang=src_lang, tgt_lang=tgt_lang,
+                    specials=parse_specials(specials, "Special tokens"),
+                    examples=parse_examples(check.splitlines(), "the check box"), max_len=int(max_len), name=name,
+                    **settings)
 
         _import_and_keep(imported, name)
 
@@ -126,11 +130,15 @@ def _state_dict() -> None:
 def _import_and_keep(run: Callable[[], Imported], name: str | None = None) -> None:
     """Run an import and offer its checkpoint for this session as NAME.safetensors (default: the model's own name),
     its report shown above the forms; a rejected import says why instead."""
+    fd, name_ = tempfile.mkstemp(prefix="attnscope-imported-", suffix=".safetensors")
+    os.close(fd)
+    tmp = Path(name_)
     try:
-        imported = run()
-        tmp = Path(tempfile.mkdtemp()) / "imported.safetensors"
-        checkpoint.save(imported.model, imported.bundle, tmp)
+        with boundary("the uploaded model"):  # the last resort: each route names its own files first
+            imported = run()
+            checkpoint.save(imported.model, imported.bundle, tmp)
     except CheckpointError as err:
+        tmp.unlink(missing_ok=True)
         st.error(f"Import rejected: {plain(err)}")
         return
     st.session_state["_import_report"] = imported.report.lines()

@@ -4,7 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from attnscope.engine.recording.record import KIND_LABELS, KINDS, RecordError
-from attnscope.engine.recording.record_files import read_record, record_meta
+from attnscope.engine.recording.record_files import notes, read_record, record_meta
 from attnscope.ui import widgets
 from attnscope.ui.text import plain
 from attnscope.viz.grid import heads_grid
@@ -29,6 +29,8 @@ def open_record() -> None:
         st.error(f"Record rejected: {plain(err)}")
         return
     st.success(plain(f"Opened {file.name}: the Translate, Step and Heads pages show it until you close it."))
+    for note in notes(st.session_state[KEY][1]):
+        st.warning(plain(f"{file.name}: {note}."))
 
 
 def close() -> None:

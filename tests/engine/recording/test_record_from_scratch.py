@@ -204,3 +204,13 @@ def test_hyunwoongko_loop_rerunning_everything_is_recorded_exactly(hyunwoongko_m
         reference = own_weights(model, hyunwoongko.ScaleDotProductAttention, 1,
                                 lambda src=src, decoder_in=decoder_in: model(torch.tensor([src]), torch.tensor([decoder_in])))
         assert_exact(record, rec.kinds, reference)
+
+
+def test_a_reordered_beam_without_its_row_is_refused_not_guessed(jadore_model: jadore.Transformer) -> None:
+    """Row 0 of the last step is another hypothesis than the one returned: without item= the record would be of it."""
+    model, src = jadore_model, SOURCES[:1]
+    translator = NamingTranslator(model, 4, 8, PAD, PAD, SOS, EOS)
+    with record_attention(model) as rec:
+        hypothesis = translator.translate_sentence(src)
+    with pytest.raises(RecordError, match=r"ran on 4 rows whose order changed between steps .* pass to_record\(\.\.\., item="):
+        rec.to_record(tokens(src[0].tolist()), tokens(hypothesis[:-1]))

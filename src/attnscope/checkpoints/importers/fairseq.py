@@ -8,7 +8,8 @@ learned tables) read from position padding_idx + 1, embeddings scaled by sqrt(d)
 and an output layer without a bias. The vocabulary is fairseq's Dictionary: `<s> <pad> </s> <unk>`,
 then the dict file's tokens, then `madeupwordNNNN` up to the embedding's rows. Text is split at
 spaces into the dictionary's tokens (as fairseq-interactive reads already-cut text); a SentencePiece
-model (`--sentencepiece-model` in its args, or one *.model beside the checkpoint) cuts it instead.
+model (the file `--sentencepiece-model` in its args names, or one *.model, read only from beside the
+checkpoint: a path in a file is never followed) cuts it instead.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from attnscope.checkpoints.importers.hf_models import layers, vocab_tensors
 from attnscope.checkpoints.importers.hf_tokenizers import spm_codec
 from attnscope.checkpoints.importers.training_files import Recognised, read, setting, word_codec
 from attnscope.checkpoints.importers.vocab_plan import VocabPlan
-from attnscope.checkpoints.importing import Imported, ImportReport, build
+from attnscope.checkpoints.importing import Imported, ImportReport, build, checked
 from attnscope.model.config import EOS_ID, PAD_ID, ConfigError, ModelConfig
 
 SPECIALS = ("<s>", "<pad>", "</s>", "<unk>")  # fairseq's Dictionary puts these at ids 0-3
@@ -138,7 +139,7 @@ def import_fairseq(path: Path, state: dict[str, Tensor], args: Any, cfg: Any, *,
                              **fields)  # fairseq starts the decoder on </s>; its SequenceGenerator never outputs <pad>
     except ConfigError as err:
         raise CheckpointError(f"this fairseq model does not make a valid attnscope config: {err}") from None
-    model = build(config, tensors | vocab)
+    model = build(config, checked(tensors | vocab))
     settings = {k: getattr(config, k) for k in ("activation", "norm", "final_norm", "positional", "sinusoid",
                                                 "position_offset", "embed_norm", "embed_scale")}
     report = ImportReport("fairseq transformer", settings, {k: "the checkpoint's settings" for k in settings})
@@ -192,7 +193,8 @@ def _codec(path: Path, args: Any, symbols: list[str], plan: VocabPlan) -> Any:
     """SentencePiece when the model has its .model file, else text split at spaces; decoding as fairseq post-processes."""
     bpe = setting(args, "bpe") or setting(args, "post_process") or setting(args, "remove_bpe")
     given = setting(args, "sentencepiece_model")
-    model = Path(given) if given and Path(given).is_file() else next(iter(sorted(path.parent.glob("*.model"))), None)
+    named = path.parent / Path(str(given)).name if given else None  # only beside the checkpoint: never a path it names
+    model = named if named is not None and named.is_file() else next(iter(sorted(path.parent.glob("*.model"))), None)
     special: set[int] = set()  # Dictionary.string() shows <unk>; <pad>, <s> and </s> are dropped anyway
     if bpe == "sentencepiece" and model is not None:
         ids = {s: i for i, s in enumerate(symbols)}

@@ -11,11 +11,13 @@ import io
 import json
 import os
 import re
+import shutil
 import tempfile
 import zipfile
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from safetensors import SafetensorError
 from safetensors.torch import load_file
@@ -23,8 +25,11 @@ from torch import Tensor
 
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.convert import read_state_dict
+from attnscope.model import untrusted
+from attnscope.model.budget import over_budget
 
 HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+HUB_NAME_MAX = 96  # characters of a repository name on the hub
 WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 FOREIGN = ("tf_model.h5", "flax_model.msgpack")
 MAX_ZIP_BYTES = 8 * 2**30  # a zipped folder may unpack to at most this much
@@ -51,6 +56,14 @@ class HFFolder:
         return read_weights(self.path)
 
 
+def is_hub_name(text: str) -> bool:
+    """Whether `text` is a name the hub accepts (owner/name): its characters, no '..' or '--', no part that starts or
+    ends with '.' or '-', at most 96 characters a part."""
+    parts = text.split("/")
+    return bool(HUB_NAME.match(text)) and ".." not in text and "--" not in text and all(
+        p and len(p) <= HUB_NAME_MAX and p[0] not in ".-" and p[-1] not in ".-" for p in parts)
+
+
 def is_hf_folder(path: Path) -> bool:
     return path.is_dir() and (path / "config.json").is_file()
 
@@ -64,11 +77,12 @@ def open_folder(path: Path) -> HFFolder:
 
 def _json(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = untrusted.loads(path.read_text(encoding="utf-8"))
     except OSError as err:
         raise CheckpointError(f"cannot read {path}: {err.strerror or err}") from None
-    except json.JSONDecodeError as err:
-        raise CheckpointError(f"{path.name} is not valid JSON ({err.msg} at line {err.lineno})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        msg, line = (err.msg, err.lineno) if isinstance(err, json.JSONDecodeError) else ("not UTF-8", 1)
+        raise CheckpointError(f"{path.name} is not valid JSON ({msg} at line {line})") from None
     if not isinstance(data, dict):
         raise CheckpointError(f"{path.name} must hold a JSON object")
     return data
@@ -81,6 +95,10 @@ def read_weights(folder: Path) -> dict[str, Tensor]:
         if not path.is_file():
             continue
         files = _shards(path) if name.endswith(".index.json") else [path]
+        copies = 1 if name.startswith("model.safetensors") else 2  # a pickle is read, then unpickled
+        refused = over_budget(copies * sum(f.stat().st_size for f in files), f"reading {folder.name}'s {name}")
+        if refused:
+            raise CheckpointError(refused)
         state: dict[str, Tensor] = {}
         for file in files:
             state.update(_safetensors(file) if file.suffix == ".safetensors" else _pickle(file))
@@ -118,47 +136,73 @@ def _pickle(path: Path) -> dict[str, Tensor]:
     return read_state_dict(data, path.name)
 
 
-def resolve(source: str | os.PathLike[str], *, cache_dir: str | os.PathLike[str] | None = None) -> Path:
-    """The local folder of a path, a zip of a folder, or a hub name (the local cache first, then a download)."""
+@contextmanager
+def located(source: str | os.PathLike[str], *, cache_dir: str | os.PathLike[str] | None = None) -> Iterator[Path]:
+    """The local folder of a path, a zip of a folder, or a hub name (the local cache first, then a download);
+    a zip is unpacked into a temporary folder that is removed on leaving, whether the import worked or not."""
     path = Path(source).expanduser()
     if path.is_dir():
-        return _inner_folder(path)
-    if path.is_file() and zipfile.is_zipfile(path):
-        return unzip(path.read_bytes(), path.name)
-    if path.exists() or not HUB_NAME.match(str(source)):
+        yield _inner_folder(path, path.name)
+    elif path.is_file() and zipfile.is_zipfile(path):
+        with unzipped(path, path.name) as folder:
+            yield folder
+    elif path.exists() or not is_hub_name(str(source)):
         raise CheckpointError(f"{source} is neither a model folder (with config.json), a zip of one, nor a hub name "
                               "like Helsinki-NLP/opus-mt-en-de")
-    return from_hub(str(source), cache_dir)
+    else:
+        yield from_hub(str(source), cache_dir)
 
 
-def _inner_folder(path: Path) -> Path:
-    """The folder itself, or its one sub-folder holding config.json (a zip of a folder unpacks into one)."""
+def _inner_folder(path: Path, label: str) -> Path:
+    """The folder itself, or its one sub-folder holding config.json (a zip of a folder unpacks into one); errors
+    name the user's folder or zip (`label`), never a temporary folder."""
     if (path / "config.json").is_file():
         return path
     found = sorted({p.parent for p in path.rglob("config.json") if len(p.relative_to(path).parts) <= 3})
-    if len(found) != 1:
-        raise CheckpointError(f"{path.name} holds no config.json of a model" if not found else
-                              f"{path.name} holds several models ({', '.join(str(f.relative_to(path)) for f in found[:3])}): "
+    if not found:
+        nested = any(p.suffix.lower() == ".zip" for p in path.rglob("*") if len(p.relative_to(path).parts) <= 2)
+        raise CheckpointError(f"{label} holds no config.json of a model"
+                              + (" (a zip inside a zip is not opened: unzip the inner one)" if nested else ""))
+    if len(found) > 1:
+        raise CheckpointError(f"{label} holds several models ({', '.join(str(f.relative_to(path)) for f in found[:3])}): "
                               "give one folder")
     return found[0]
 
 
-def unzip(data: bytes, name: str) -> Path:
-    """Unpack a zip of a model folder into a temporary folder, refusing paths that leave it and oversized archives."""
-    target = Path(tempfile.mkdtemp(prefix="attnscope-import-"))
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            members = archive.infolist()
-            if sum(m.file_size for m in members) > MAX_ZIP_BYTES:
-                raise CheckpointError(f"{name} unpacks to more than {MAX_ZIP_BYTES // 2**30} GB")
-            for member in members:
-                dest = (target / member.filename).resolve()
-                if not dest.is_relative_to(target.resolve()):
-                    raise CheckpointError(f"{name} has a file outside its folder ({member.filename})")
-            archive.extractall(target)
-    except zipfile.BadZipFile:
-        raise CheckpointError(f"{name} is not a readable zip file") from None
-    return _inner_folder(target)
+@contextmanager
+def unzipped(data: bytes | Path, name: str) -> Iterator[Path]:
+    """A zip of a model folder (its bytes, or its file, read as it is unpacked rather than held in memory) unpacked
+    into a temporary folder that is removed on leaving; paths that leave it and archives that unpack to more than
+    MAX_ZIP_BYTES or than the disk has free are refused before anything is written."""
+    with tempfile.TemporaryDirectory(prefix="attnscope-import-") as tmp:
+        target = Path(tmp) / (Path(name).stem or "model")  # files zipped without their folder take the zip's name
+        target.mkdir()
+        try:
+            with zipfile.ZipFile(io.BytesIO(data) if isinstance(data, bytes) else data) as archive:
+                _check_members(archive.infolist(), target, name)
+                archive.extractall(target)
+        except zipfile.BadZipFile:
+            raise CheckpointError(f"{name} is not a readable zip file") from None
+        except OSError as err:  # a full disk while unpacking
+            raise CheckpointError(f"{name} could not be unpacked ({err.strerror or err})") from None
+        yield _inner_folder(target, name)
+
+
+def _check_members(members: list[zipfile.ZipInfo], target: Path, name: str) -> None:
+    """Refuse an archive before unpacking: too large unpacked (as its headers declare, which zipfile holds it to),
+    or with a path outside its folder."""
+    if not members:
+        raise CheckpointError(f"{name} is an empty zip: zip the model's folder")
+    unpacked = sum(m.file_size for m in members)
+    free = shutil.disk_usage(target).free
+    if unpacked > min(MAX_ZIP_BYTES, free):
+        limit = "the limit" if unpacked > MAX_ZIP_BYTES else "the free space in the temporary folder"
+        raise CheckpointError(f"{name} unpacks to {unpacked / 2**20:,.0f} MB, more than {limit} "
+                              f"({min(MAX_ZIP_BYTES, free) / 2**20:,.0f} MB): nothing was unpacked")
+    for member in members:
+        dest = (target / member.filename).resolve()
+        if not dest.is_relative_to(target.resolve()):
+            raise CheckpointError(f"{name} has a file outside its folder ({member.filename})")
 
 
 def from_hub(name: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:

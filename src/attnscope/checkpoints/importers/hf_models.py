@@ -21,6 +21,7 @@ from torch import Tensor
 
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.importers.vocab_plan import VocabPlan
+from attnscope.checkpoints.importing import floating
 
 ARCHITECTURES: dict[str, dict[str, Any]] = {
     "marian": dict(positional="sinusoidal", sinusoid="halves", norm="post", final_norm=False, embed_norm=False),
@@ -118,9 +119,11 @@ def vocab_tensors(enc: Tensor, dec: Tensor, head: Tensor, bias: Tensor | None, s
                   tgt: VocabPlan) -> tuple[dict[str, Tensor], bool, bool]:
     """Token embeddings, output layer and its bias in our vocabulary order (rows permuted by the plans), and
     whether source and target share one table and the output layer is the target table (tied)."""
-    bias = torch.zeros(head.shape[0]) if bias is None else bias.reshape(-1).float()
-    out = {"src_embed.weight": src.rows(enc.float()), "tgt_embed.weight": tgt.rows(dec.float()),
-           "generator.weight": tgt.rows(head.float()), "generator.bias": tgt.rows(bias.unsqueeze(1))[:, 0]}
+    bias = torch.zeros(head.shape[0]) if bias is None else floating(bias, "of the output bias").reshape(-1)
+    enc, dec, head = (floating(t, f"of the {what}") for t, what in ((enc, "source embedding"), (dec, "target embedding"),
+                                                                    (head, "output layer")))
+    out = {"src_embed.weight": src.rows(enc), "tgt_embed.weight": tgt.rows(dec),
+           "generator.weight": tgt.rows(head), "generator.bias": tgt.rows(bias.unsqueeze(1))[:, 0]}
     share = enc.shape == dec.shape and src.order == tgt.order and (enc is dec or bool(torch.equal(enc, dec)))
     tied = head is dec or (head.shape == dec.shape and bool(torch.equal(head, dec)))
     return out, share, tied

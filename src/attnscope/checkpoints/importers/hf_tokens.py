@@ -172,6 +172,22 @@ def _language(tok: Any, src_lang: str | None, tgt_lang: str | None) -> int:
     return int(table[tgt_lang]) if table else int(tok.convert_tokens_to_ids(tgt_lang))
 
 
+def size_note(tok: Any, found: Tokens) -> str | None:
+    """A sentence when the tokenizer's size differs from the output layer's rows, else None: rows without a token
+    decode to nothing, tokens without a row read as <unk>."""
+    separate = getattr(tok, "target_encoder", None) if getattr(tok, "separate_vocabs", False) else None
+    size = len(separate) if separate is not None else len(tok)
+    rows = found.tgt.size - len(found.tgt.virtual)
+    if size < rows:
+        return (f"The tokenizer has {size:,} tokens but the output layer has {rows:,} rows: the {rows - size:,} rows "
+                "without a token decode to nothing when the model outputs them (as in transformers); check that the "
+                "tokenizer is the model's.")
+    if size > rows:
+        return (f"The tokenizer has {size:,} tokens but the model has only {rows:,} rows: tokens from id {rows:,} up "
+                "read as <unk>; check that the tokenizer is the model's.")
+    return None
+
+
 def check_codecs(tok: Any, found: Tokens) -> None:
     """The converted source tokenizer gives the original's ids on a few probe sentences (else the import stops)."""
     for text in PROBES:

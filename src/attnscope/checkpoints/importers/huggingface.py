@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from attnscope.checkpoints.checkpoint import Bundle, CheckpointError
-from attnscope.checkpoints.importers.hf_files import open_folder, resolve
+from attnscope.checkpoints.importers.hf_config import check_config
+from attnscope.checkpoints.importers.hf_files import HFFolder, located, open_folder
 from attnscope.checkpoints.importers.hf_models import architecture, embeddings, layers
-from attnscope.checkpoints.importers.hf_tokens import load_tokenizer, tokens
-from attnscope.checkpoints.importing import Imported, ImportReport, build
+from attnscope.checkpoints.importers.hf_tokens import load_tokenizer, size_note, tokens
+from attnscope.checkpoints.importing import Imported, ImportReport, build, checked
 from attnscope.model.config import ConfigError, ModelConfig
 
 FAMILIES = {"marian": "MarianMT", "bart": "BART", "mbart": "mBART", "m2m_100": "M2M100/NLLB"}
@@ -36,11 +37,21 @@ SETTINGS = ("activation", "norm", "final_norm", "positional", "sinusoid", "posit
 
 def import_hf(source: str | os.PathLike[str], *, src_lang: str | None = None, tgt_lang: str | None = None,
               name: str | None = None, cache_dir: str | os.PathLike[str] | None = None) -> Imported:
-    """Import a Hugging Face folder, a zip of one, or a hub name (local cache first; see hf_files.resolve)."""
-    folder = open_folder(resolve(source, cache_dir=cache_dir))
+    """Import a Hugging Face folder, a zip of one, or a hub name (local cache first; see hf_files.located)."""
+    with located(source, cache_dir=cache_dir) as path:
+        folder = open_folder(path)
+        label = name or (folder.path.name if Path(source).exists() else str(source).rsplit("/", 1)[-1])  # a hub name's
+        where = Path(source).name if Path(source).exists() else str(source)
+        return _imported(folder, where, label, src_lang, tgt_lang)
+
+
+def _imported(folder: HFFolder, where: str, label: str, src_lang: str | None, tgt_lang: str | None) -> Imported:
+    """The model of an opened folder (`where`: the user's folder, zip or hub name, for errors); everything is read
+    before the folder (maybe a temporary one) goes."""
     kind = folder.model_type
     if kind not in FAMILIES:
         raise CheckpointError(refusal(kind, folder.config.get("architectures")))
+    check_config(folder.config, where)
     tok = load_tokenizer(folder, src_lang, tgt_lang)
     found = tokens(folder, tok, src_lang, tgt_lang)
     fields = architecture(folder.config)
@@ -53,11 +64,11 @@ def import_hf(source: str | os.PathLike[str], *, src_lang: str | None = None, tg
                              share_embeddings=share, **fields, **found.fields)
     except ConfigError as err:
         raise CheckpointError(f"this model does not make a valid attnscope config: {err}") from None
-    model = build(config, tensors)
+    model = build(config, checked(tensors))
     family = f"Hugging Face {FAMILIES[kind]} ({type(tok).__name__})"
     settings = {k: getattr(config, k) for k in SETTINGS}
-    report = ImportReport(family, settings, {k: "config.json" for k in settings})
-    label = name or (folder.path.name if Path(source).exists() else str(source).rsplit("/", 1)[-1])  # a hub name's
+    note = size_note(tok, found)
+    report = ImportReport(family, settings, {k: "config.json" for k in settings}, notes=(note,) if note else ())
     summary = {"data": f"imported {family} from {folder.path.name}", "name": label, "import": report.lines()}
     bundle = Bundle(config, found.src_codec, found.tgt_codec, *found.langs, summary)
     return Imported(model, bundle, report, found.src.order, found.tgt.order)

@@ -21,7 +21,7 @@ from attnscope.checkpoints.checkpoint import Bundle, CheckpointError
 from attnscope.checkpoints.importers.hf_models import vocab_tensors
 from attnscope.checkpoints.importers.training_files import Recognised, read, setting, word_codec
 from attnscope.checkpoints.importers.vocab_plan import VocabPlan
-from attnscope.checkpoints.importing import Imported, ImportReport, build
+from attnscope.checkpoints.importing import Imported, ImportReport, build, checked
 from attnscope.model.config import BOS_ID, ConfigError, ModelConfig
 
 PAD, BOS, EOS, UNK = "<blank>", "<s>", "</s>", "<unk>"  # onmt.constants.DefaultTokens
@@ -121,7 +121,7 @@ def import_opennmt(path: Path, data: dict[str, Any], *, src_lang: str | None = N
                              **fields)
     except ConfigError as err:
         raise CheckpointError(f"this OpenNMT-py model does not make a valid attnscope config: {err}") from None
-    model = build(config, layers(state, fields) | vocab_part)
+    model = build(config, checked(layers(state, fields) | vocab_part))
     settings = {k: getattr(config, k) for k in ("activation", "norm", "norm_eps", "sinusoid", "qkv_bias", "source_framing")}
     report = ImportReport("OpenNMT-py transformer", settings, {k: "the checkpoint's settings" for k in settings})
     summary = {"data": f"imported OpenNMT-py transformer {path.name}", "name": name or path.stem, "import": report.lines()}

@@ -11,6 +11,7 @@ from attnscope.checkpoints.checkpoint import Bundle, unique_state
 from attnscope.model.config import BOS_ID, EOS_ID
 from attnscope.model.transformer import Transformer
 
+FP16_MAX = torch.finfo(torch.float16).max  # 65,504: larger weights become infinite in fp16
 SENTENCES = ("A man rides a bike down the street.", "Two dogs are playing in the snow.", "The children sing a song.",
              "It is five o'clock, isn't it?", "A woman reads a book in the park near the river.")
 
@@ -29,6 +30,17 @@ def greedy_ids(model: Transformer, source: list[int], steps: int) -> list[int]:
 
 
 @torch.no_grad()
+def half_overflow(model: Transformer) -> str | None:
+    """A sentence when fp16 storage would make weights infinite (|w| > 65,504), else None."""
+    bad = {name: int((t.abs() > FP16_MAX).sum()) for name, t in unique_state(model).items() if t.is_floating_point()}
+    bad = {name: n for name, n in bad.items() if n}
+    if not bad:
+        return None
+    return (f"fp16 storage would make {sum(bad.values()):,} weights infinite (beyond ±{FP16_MAX:,.0f}, first in "
+            f"{next(iter(bad))}): store the model in fp32 (leave out --half)")
+
+
+@torch.no_grad()
 def half_report(model: Transformer, bundle: Bundle, sentences: Sequence[str] = SENTENCES, steps: int = 24) -> str:
     """One sentence: does fp16 storage keep the greedy outputs, and the largest logit change it makes."""
     rounded = copy.deepcopy(model)
@@ -43,7 +55,7 @@ def half_report(model: Transformer, bundle: Bundle, sentences: Sequence[str] = S
         tgt = torch.tensor([[BOS_ID, *ours[:-1]]])
         a, b = model(torch.tensor([source]), tgt), rounded(torch.tensor([source]), tgt)
         finite = torch.isfinite(a)
-        moved = max(moved, float((a[finite] - b[finite]).abs().max()))
+        moved = max(moved, float((a[finite] - b[finite]).abs().nan_to_num(nan=float("inf")).max()))  # NaN: overflowed
     verdict = "keeps" if kept == len(sentences) else "changes"
     return (f"fp16 storage {verdict} the greedy outputs ({kept} of {len(sentences)} sample sentences identical; "
             f"largest logit change {moved:.1e})")

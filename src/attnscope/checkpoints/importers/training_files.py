@@ -17,8 +17,10 @@ import torch
 from tokenizers import Tokenizer, models, pre_tokenizers
 
 from attnscope.checkpoints.checkpoint import CheckpointError
+from attnscope.checkpoints.convert import pickled_model
 from attnscope.checkpoints.importers.hf_tokenizers import id_map
 from attnscope.checkpoints.importers.vocab_plan import VocabPlan
+from attnscope.model.budget import over_budget
 from attnscope.model.tokenization import TextCodec
 
 FRAMEWORKS = ("fairseq", "onmt", "omegaconf")
@@ -37,16 +39,19 @@ class Recognised:
 def read(path: Path) -> dict[str, Any] | None:
     """The checkpoint's top-level dict, or None when it is not a dict loadable with Namespace allowed (a plain
     state_dict is loadable: the caller tells them apart by their keys)."""
+    refused = over_budget(path.stat().st_size, f"reading {path.name}")
+    if refused:
+        raise CheckpointError(refused)
     try:
         with torch.serialization.safe_globals([argparse.Namespace]):
             obj = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:
         found = re.search(r"GLOBAL ([\w.]+)", str(err))
-        if found and found[1].split(".")[0] in FRAMEWORKS:
+        if found and (found[1].split(".")[0] in FRAMEWORKS or not pickled_model(found[1])):  # a model: state_dict's words
             raise CheckpointError(f"{path.name} holds {found[1]} objects besides its weights and settings, which "
                                   "attnscope never unpickles because that would run their code: keep only the model and "
                                   "its settings with " + STRIP.format(name=path.name, keys="('args', 'cfg', 'model')")
-                                  + " (fairseq) and import that") from None
+                                  + " (fairseq; of OpenNMT-py keep model, generator, vocab and opt) and import that") from None
         return None
     except Exception:  # not a torch file, a truncated one...: the state_dict importer says what it is
         return None

@@ -66,6 +66,8 @@ def import_model(model_or_path: nn.Module | str | os.PathLike[str], src_vocab: A
     dev = pick_device(device)
     apply_thread_policy()
     if imported.report.unchecked:
-        warnings.warn(imported.report.lines()[-1], stacklevel=2)
+        warnings.warn(imported.report.lines()[-1 - len(imported.report.notes)], stacklevel=2)
+    for note in imported.report.notes:
+        warnings.warn(note, stacklevel=2)
     label = str(kw.get("name") or imported.bundle.summary.get("name", "imported"))
     return Translator(imported.model.to(dev), imported.bundle, dev, label=label)

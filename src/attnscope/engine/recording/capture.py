@@ -27,6 +27,7 @@ import torch
 from torch import Tensor, nn
 
 from attnscope.engine.recording.attention_mode import AttentionMode
+from attnscope.engine.recording.record import RecordError
 from attnscope.engine.recording.recorded import Recording, Structure, infer_kind
 from attnscope.engine.recording.streams import Streams
 from attnscope.engine.recording.tracer import WEIGHTS, Calls, eval_mode, install, model_lock
@@ -138,6 +139,9 @@ def record_attention(module: nn.Module, kinds: dict[str, Kind] | None = None) ->
     output may differ from an unrecorded call in the last float bits, as with need_weights=True.
     `kinds` names the kind (encoder, decoder, cross) of modules the recorder cannot tell.
     """
+    if not isinstance(module, nn.Module):
+        raise RecordError(f"record_attention records a torch.nn.Module (your model), not a {type(module).__name__}: "
+                          "pass the model itself, e.g. record_attention(model)")
     recording = Recording()
     given: dict[str, Kind | None] = dict(kinds or {})
     with model_lock(module), _fastpath_disabled(), ExitStack() as cleanup:

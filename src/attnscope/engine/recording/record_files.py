@@ -1,15 +1,25 @@
-"""Saved attention records (`AttentionRecord.to_npz` / `to_json`, the CLI's --npz / --json) read back, safely."""
+"""Saved attention records (`AttentionRecord.to_npz` / `to_json`, the CLI's --npz / --json) read back, safely.
+
+A record is a file from anyone: its size is checked twice (the file, then what its arrays declare they
+unpack to, before any is read), its JSON is parsed with a nesting limit, nothing is unpickled, and what
+opens but cannot be attention (NaN, negative weights) is said in a note.
+"""
 from __future__ import annotations
 
 import io
 import json
+import math
 import zipfile
 
 import numpy as np
 
 from attnscope.engine.recording.record import KINDS, AttentionRecord, RecordError
+from attnscope.model import untrusted
+from attnscope.model.budget import over_budget
 
-MAX_RECORD_BYTES = 50 * 2**20
+MAX_RECORD_BYTES = 50 * 2**20  # the file
+MAX_UNPACKED_BYTES = 2**30  # its arrays, as their headers declare them
+HEADERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
 
 
 def read_record(data: bytes, name: str) -> AttentionRecord:
@@ -18,15 +28,17 @@ def read_record(data: bytes, name: str) -> AttentionRecord:
         raise RecordError(f"{name} is larger than {MAX_RECORD_BYTES // 2**20} MB")
     if data[:2] == b"PK":
         try:
+            check_unpacked(data, name)
             return AttentionRecord.from_npz(data)
-        except (KeyError, ValueError, zipfile.BadZipFile, OSError) as err:
+        except (KeyError, ValueError, zipfile.BadZipFile, OSError, EOFError) as err:
             if isinstance(err, RecordError):
                 raise
             raise RecordError(f"{name} is an NPZ file but not an attnscope attention record ({str(err)[:120]})") from None
     try:
-        payload = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise RecordError(f"{name} is neither an NPZ nor a JSON attention record (save one with "
+        payload = untrusted.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        why = f" ({err.msg})" if isinstance(err, json.JSONDecodeError) and "nested" in err.msg else ""
+        raise RecordError(f"{name} is neither an NPZ nor a JSON attention record{why} (save one with "
                           "record.to_npz() or python -m attnscope translate ... --npz)") from None
     missing = [k for k in ("source_tokens", "target_tokens", *KINDS) if not isinstance(payload, dict) or k not in payload]
     if missing:
@@ -35,7 +47,49 @@ def read_record(data: bytes, name: str) -> AttentionRecord:
         arrays = [np.asarray(payload[kind], dtype=np.float32) for kind in KINDS]
     except (TypeError, ValueError):
         raise RecordError(f"{name}: the attention arrays are not nested lists of numbers") from None
-    return AttentionRecord(tuple(map(str, payload["source_tokens"])), tuple(map(str, payload["target_tokens"])), *arrays)
+    tokens = [payload[side] for side in ("source_tokens", "target_tokens")]
+    if not all(isinstance(t, list) for t in tokens):
+        raise RecordError(f"{name}: source_tokens and target_tokens must be lists of tokens")
+    return AttentionRecord(tuple(map(str, tokens[0])), tuple(map(str, tokens[1])), *arrays)
+
+
+def check_unpacked(data: bytes, name: str) -> None:
+    """Refuse an NPZ whose members unpack, or whose arrays declare, more than MAX_UNPACKED_BYTES or than the
+    machine can spare, reading only the zip's directory and each array's header."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        members = archive.infolist()
+        declared = 0
+        for member in members:
+            if member.filename.endswith(".npy"):
+                with archive.open(member) as f:
+                    version = np.lib.format.read_magic(f)
+                    if version not in HEADERS:
+                        raise RecordError(f"{name} holds {member.filename} in NPY format {version}, which attnscope "
+                                          "does not read")
+                    shape, _, dtype = HEADERS[version](f)
+                declared += math.prod(shape) * dtype.itemsize
+    size = max(declared, sum(m.file_size for m in members))
+    if size > MAX_UNPACKED_BYTES:
+        raise RecordError(f"{name} unpacks to {size / 2**20:,.0f} MB, more than the {MAX_UNPACKED_BYTES // 2**20:,} MB "
+                          "a record may hold: nothing was unpacked")
+    refused = over_budget(size, f"{name}'s arrays")
+    if refused:
+        raise RecordError(refused)
+
+
+def notes(record: AttentionRecord) -> list[str]:
+    """What a record holds that attention weights cannot be (they are softmax outputs: finite, 0 to 1)."""
+    found = []
+    for kind in KINDS:
+        array = record.array(kind)
+        bad = int(np.count_nonzero(~np.isfinite(array)))
+        finite = array[np.isfinite(array)]
+        if bad:
+            found.append(f"{kind} attention holds {bad:,} NaN or infinite weights (shown as gaps)")
+        if finite.size and (finite.min() < 0 or finite.max() > 1):
+            found.append(f"{kind} attention has weights from {finite.min():.3g} to {finite.max():.3g}, outside 0 to 1: "
+                         "they are not softmax weights, so the colours do not show shares of attention")
+    return found
 
 
 def record_meta(data: bytes) -> dict:
@@ -43,8 +97,9 @@ def record_meta(data: bytes) -> dict:
     try:
         if data[:2] == b"PK":
             with np.load(io.BytesIO(data), allow_pickle=False) as f:
-                return json.loads(str(f["meta"])) if "meta" in f else {}
-        meta = json.loads(data.decode("utf-8")).get("meta", {})
-        return meta if isinstance(meta, dict) else {}
-    except (ValueError, KeyError, OSError, UnicodeDecodeError, AttributeError):
+                meta = untrusted.loads(str(f["meta"])) if "meta" in f else {}
+        else:
+            meta = untrusted.loads(data.decode("utf-8")).get("meta", {})
+    except (ValueError, KeyError, OSError, UnicodeDecodeError, AttributeError, zipfile.BadZipFile):
         return {}
+    return meta if isinstance(meta, dict) else {}

@@ -14,7 +14,7 @@ from typing import Literal, Sequence
 import numpy as np
 from torch import Tensor
 
-from attnscope.engine.recording.loop_calls import analyse
+from attnscope.engine.recording.loop_calls import analyse, extends
 from attnscope.engine.recording.record import AttentionRecord, RecordError
 from attnscope.model.kinds import KINDS, Kind
 
@@ -83,7 +83,7 @@ class Recording:
             raise RecordError(unknown_kind_message(unknown, self.structure))
         return {kind: [n for n in self.calls if known[n] == kind] for kind in KINDS}
 
-    def to_record(self, source_tokens: Sequence[str], target_tokens: Sequence[str], *, item: int = 0,
+    def to_record(self, source_tokens: Sequence[str], target_tokens: Sequence[str], *, item: int | None = None,
                   beam_rows: Sequence[int] | None = None, kinds: dict[str, Kind] | None = None) -> AttentionRecord:
         """An AttentionRecord of one sentence, for every figure builder and the app.
 
@@ -93,6 +93,8 @@ class Recording:
                 them (a batch or beam that kept going after this sentence ended) are left out.
             item: the batch row (of the encoder, which a beam search may run once for all beams); for a beam
                 search that re-runs the whole prefix, the hypothesis' row in the last step (its rows are traced back).
+                Left out: row 0, unless the rows were reordered between steps (a beam): then which hypothesis is
+                meant is not known, and it is refused.
             beam_rows: for a beam search with a cache: the hypothesis' batch row at every decoding step
                 (Hugging Face: output.beam_indices[i] up to its first -1); the decoder's rows come from these.
             kinds: module name -> "encoder" | "decoder" | "cross", for modules the recorder could not tell.
@@ -102,12 +104,30 @@ class Recording:
         if missing:
             raise RecordError(f"nothing was recorded for {', '.join(missing)} attention; recorded: "
                               f"{', '.join(f'{n} ({self.kinds.get(n)})' for n in self.calls) or 'nothing'}")
+        if item is None:
+            if beam_rows is None:
+                self._one_hypothesis([*groups["decoder"], *groups["cross"]])
+            item = 0
         sizes = {"encoder": (len(source_tokens), len(source_tokens)), "decoder": (len(target_tokens),) * 2,
                  "cross": (len(target_tokens), len(source_tokens))}
         arrays = {kind: fit(self._layers(groups[kind], item, None if kind == "encoder" else beam_rows), kind,
                             *sizes[kind]) for kind in KINDS}
         return AttentionRecord(tuple(source_tokens), tuple(target_tokens), arrays["encoder"], arrays["decoder"],
                                arrays["cross"])
+
+    def _one_hypothesis(self, names: Sequence[str]) -> None:
+        """Refuse to guess a row of a multi-row recording whose rows changed places between steps (a beam search):
+        row 0 of the last step may be another hypothesis than the one returned."""
+        for name in names:
+            calls = analyse(name, self.calls[name], name in self.reordered).calls
+            rows = calls[-1].shape[0]
+            moved = len({c.shape[0] for c in calls}) > 1 or name in self.reordered or any(
+                not extends(later[r], earlier[r]) for earlier, later in zip(calls, calls[1:]) for r in range(rows)
+                if later.shape[1] == earlier.shape[1] + 1)
+            if rows > 1 and moved:
+                raise RecordError(f"{name} ran on {rows} rows whose order changed between steps (a beam search), so "
+                                  "row 0 need not be the hypothesis you returned: pass to_record(..., item=its row in "
+                                  "the last step), or beam_rows=[its row at every step]")
 
     def _layers(self, names: Sequence[str], item: int, beam_rows: Sequence[int] | None) -> np.ndarray:
         """[L, H, Q, K] of one sentence: each module's rows, one layer each."""

@@ -1,0 +1,31 @@
+"""How much memory an allocation may take: checked before allocating, so that a hostile or careless file is refused
+in one sentence within seconds instead of swapping the server out or dying of MemoryError minutes later."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+SHARE = 0.5  # of the memory available now: the app, the user's other models and the next request need the rest
+
+
+def available_bytes() -> int:
+    """Memory the machine can give without swapping (MemAvailable), or its free pages where /proc is absent."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, AttributeError):
+        return 2**62  # unknown: the fixed limits still hold
+
+
+def over_budget(nbytes: int, what: str) -> str | None:
+    """A sentence refusing `what` when its `nbytes` exceed the budget; None when it fits."""
+    budget = int(available_bytes() * SHARE)
+    if nbytes <= budget:
+        return None
+    return (f"{what} would take {nbytes / 2**30:,.1f} GB of memory, more than the {budget / 2**30:,.1f} GB this machine "
+            "can spare now (half of what it has available)")
