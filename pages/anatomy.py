@@ -18,9 +18,8 @@ with right:
     st.caption(" · ".join(training_facts(tr.bundle.summary)))
 
 st.subheader("Tensor shapes for the current sentence")
-text = widgets.sentence_box(tr)
-result = results.translate(tr, Query.of(tr, text, st.session_state.get("beam", 1),
-                                          min(int(st.session_state.get("max_len", 100)), c.max_len)))
+widgets.sentence_box(tr)
+result = results.translate(tr, Query.from_session(tr))
 if result is not None:
     s, t = len(result.source_tokens), len(result.target_tokens)
     st.markdown(f"S = {s} source tokens, T = {t} decoder positions, D = {c.d_model}, H = {c.n_heads}, "

@@ -36,9 +36,12 @@ class Query:
 
     @classmethod
     def from_session(cls, tr: Translator) -> Query:
-        """The query the sentence box and decoding options hold (session_state 'sentence', 'beam', 'max_len')."""
+        """The query the sentence box and decoding options hold (session_state 'sentence', 'beam', 'max_len'), its
+        maximum kept within `tr`'s limit (a page without the options may follow a larger model's)."""
         state = st.session_state
-        return cls.of(tr, state.get("sentence", ""), state.get("beam", 1), state.get("max_len"))
+        max_len = state.get("max_len")
+        return cls.of(tr, state.get("sentence", ""), state.get("beam", 1),
+                      None if max_len is None else min(int(max_len), tr.model.config.max_len))
 
     def on(self, tr: Translator) -> Query:
         """The same sentence and options put to another checkpoint."""
