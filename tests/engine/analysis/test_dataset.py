@@ -5,8 +5,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnscope.engine.analysis.dataset import (SharesByPosition, attributions_each, batched_records, head_stats_batched,
-                                               layer_comparison, shares_by_position, shares_each)
+from attnscope.engine.analysis.dataset import (
+    SharesByPosition,
+    attributions_each,
+    batched_records,
+    head_stats_batched,
+    layer_comparison,
+    shares_by_position,
+    shares_each,
+)
 from attnscope.engine.analysis.heads import head_stats_over
 from attnscope.engine.attribution.agreement import agreement_rows, layer_agreement, summarize_agreement
 from attnscope.engine.attribution.alti import alti_plus

@@ -147,7 +147,8 @@ def source_shares(exact: Transformer, src: list[int], tgt: list[int]) -> dict[st
     """[T] source share of each output token of one pair, ALTI+ and value zeroing, from one traced pass of
     `exact` (a float64 copy: `contributions.float64_model`)."""
     traced = trace(exact, src, decoder_inputs(tgt))
-    return {alti.METHOD: alti.from_trace(traced).source_share, value_zeroing.METHOD: value_zeroing.from_trace(traced).source_share}
+    return {alti.METHOD: alti.from_trace(traced).source_share,
+            value_zeroing.METHOD: value_zeroing.from_trace(traced).source_share}
 
 
 def shares_each(translator: Translator, sentences: Sequence[str], batch_size: int = 64,
