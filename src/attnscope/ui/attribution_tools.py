@@ -1,6 +1,7 @@
 """Widgets of the Attribution page (cached attributions, the methods explained, integrated gradients'
 completeness, the source/prefix split over a sample, alignment, the dataset comparison) and the Step
-page's on-request view of what one decoding step relied on."""
+page's on-request view of what one decoding step relied on. Each tab asks only for what it shows: the
+split needs ALTI+ alone, integrated gradients (most of the cost) run only for the tabs that show them."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -9,15 +10,17 @@ import numpy as np
 import streamlit as st
 
 from attnscope.engine.analysis.alignment import align, cross_map
-from attnscope.engine.analysis.dataset import SharesByPosition, attributions_over, head_stats_batched, shares_by_position
-from attnscope.engine.attribution.agreement import best_layer, layer_agreement
+from attnscope.engine.analysis.dataset import SharesByPosition, attributions_each, head_stats_batched, shares_each
+from attnscope.engine.attribution.agreement import agreement_rows, best_layer, layer_agreement, summarize_agreement
+from attnscope.engine.attribution.alti import alti_plus
+from attnscope.engine.attribution.contributions import Contributions
 from attnscope.engine.attribution.quadrature import IGSettings
 from attnscope.engine.attribution.saliency import Saliency
 from attnscope.engine.attribution.sentence import ALTI, ATTENTION, INTEGRATED, NORM, VALUE_ZEROING, SentenceAttribution, attribute
 from attnscope.engine.attribution.step_attribution import StepAttributions, step_attributions
 from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.training.data import DataError, sample_pairs
-from attnscope.ui import selection, tables, widgets
+from attnscope.ui import sample_runs, selection, tables, widgets
 from attnscope.ui.query import Query, QueryKey
 from attnscope.ui.text import plain
 from attnscope.viz.attribution import alignment_figure, layer_agreement_figure, shares_by_position_figure
@@ -25,11 +28,15 @@ from attnscope.viz.attribution import alignment_figure, layer_agreement_figure, 
 if TYPE_CHECKING:  # pandas (~70 MB, ~0.5 s) is imported only when a table is asked for
     import pandas as pd
 
+TABS = ("Source vs prefix", "Source tokens by method", "Agreement", "Alignment", "Dataset")
 MAX_SAMPLE = 100  # sentences for the layer comparison: each needs value zeroing and gradients
 MAX_STATS_SAMPLE = 1000  # head statistics come from batched capture: 1,000 sentences take seconds
 MAX_SPLIT_SAMPLE = 1014  # the split by position: ALTI+ and value zeroing, ~0.1 s a sentence (val has 1,014)
+SAMPLE_DEFAULT = 10  # sentences a sample average starts with: seconds on the shipped model; the user may ask for more
+SPLIT_DEFAULT = 20  # the split by position needs no gradients: twice as many in the same time
 SPLITS = ("test_2016_flickr", "val", "test_2017_flickr")
 STEP_TOP = 3  # source tokens listed per method for one step
+SPLIT_RUN, LAYERS_RUN = "_attr_split_run", "_attr_layers_run"  # session keys of the sample runs (sample_runs.SampleRun)
 IG_DONE = "_attr_ig"  # session key: (sentence key, (tolerance, points)) of the last attribution with integrated gradients
 IG_MAX_POINTS = 1024  # the most path points a user may allow one sentence
 NO_IG = (0.0, 0)  # (tolerance, points) of an attribution without integrated gradients
@@ -98,14 +105,23 @@ def ig_controls() -> tuple[float, int]:
     """The completeness integrated gradients must reach, and the path points they may spend: (fraction, points)."""
     cols = st.columns(2)
     percent = cols[0].number_input("Integrated gradients: completeness tolerance (%)", 0.5, 50.0, 5.0, 0.5,
-                                   key="ig_tolerance",
+                                   key="ig_tolerance", persist_state="session",
                                    help="Path points are added where the attributions fail to add up, until every "
                                         "token's attributions sum to its change in log-probability within this many "
                                         "percent (or, for changes under 1 nat, this many hundredths of a nat).")
     points = cols[1].number_input("…spending at most this many path points", IGSettings.panels * IGSettings.nodes,
-                                  IG_MAX_POINTS, IGSettings.max_points, key="ig_points",
+                                  IG_MAX_POINTS, IGSettings.max_points, key="ig_points", persist_state="session",
                                   help="Each path point is one forward and backward pass per token; time grows with them.")
     return percent / 100, int(points)
+
+
+def every_attribution(tr: Translator, query: Query, result: Translation) -> tuple[SentenceAttribution, int]:
+    """For the tabs that show integrated gradients: their settings, every attribution of the translation, how
+    complete integrated gradients are; and the sidebar's layer as it exists in this model's decoder."""
+    att = sentence_attribution(tr, query, result, ig_controls())
+    completeness_report(att.integrated_gradients)
+    n_layers = att.weights.n_layers("cross")
+    return att, min(st.session_state.get("layer", n_layers - 1), n_layers - 1)
 
 
 def completeness_report(ig: Saliency | None) -> None:
@@ -131,13 +147,23 @@ def completeness_report(ig: Saliency | None) -> None:
                    f"within the budget of {settings.max_points} path points: allow more path points to close the gap.")
 
 
-def alignment_view(tr: Translator, att: SentenceAttribution) -> None:
+def _known_ig(query: Query) -> tuple[float, int]:
+    """The integrated-gradients settings this sentence was last attributed with here (NO_IG if none), so a
+    tab that needs no integrated gradients reuses that attribution instead of computing another."""
+    done = st.session_state.get(IG_DONE)
+    return done[1] if done and done[0] == query.key else NO_IG
+
+
+def alignment_view(tr: Translator, query: Query, result: Translation) -> None:
     """Pick a layer (or the best by agreement with value zeroing on this sentence) and heads; links and download."""
-    n_layers, n_heads = att.weights.n_layers("cross"), att.weights.n_heads
-    sample = st.session_state.get("attr_layers")
-    if sample and sample[0] == tr.cache_key:  # the Dataset tab's comparison, when it was run for this model
-        best, basis = best_layer(sample[2], VALUE_ZEROING), f"over {sample[1]} sentences"
+    record = result.attention
+    n_layers, n_heads = record.n_layers("cross"), record.n_heads
+    sample = layer_summary(tr)
+    if sample:  # the Dataset tab's comparison, when it was run for this model
+        best, basis = best_layer(sample[1], VALUE_ZEROING), f"over {sample[0]} sentences"
     else:
+        query.check(tr)
+        att = _attribute(tr, result, query.key, _known_ig(query))
         best, basis = best_layer(layer_agreement([att]), VALUE_ZEROING), "on this sentence"
     cols = st.columns(2)
     label = f"best by agreement with value zeroing {basis} (layer {best})"
@@ -145,7 +171,7 @@ def alignment_view(tr: Translator, att: SentenceAttribution) -> None:
                                format_func=lambda o: label if isinstance(o, str) else f"layer {o}")
     layer = best if isinstance(choice, str) else int(choice)
     heads = cols[1].multiselect("Heads (none: mean of all)", list(range(n_heads)), key="align_heads")
-    alignment = align(cross_map(att.weights, layer, heads or None), att.source_tokens, att.output_tokens)
+    alignment = align(cross_map(record, layer, heads or None), result.source_tokens, result.output_tokens)
     widgets.chart(alignment_figure(alignment), "alignment")
     st.code(alignment.pharaoh() or "(no links)", language=None)
     st.download_button("Alignment (Pharaoh i-j)", alignment.pharaoh() + "\n", "attnscope-alignment.txt", "text/plain",
@@ -163,71 +189,100 @@ def _sample(tr: Translator, split: str, n: int, pasted: str) -> list[str] | None
         return None
 
 
+def layer_summary(tr: Translator, n: int | None = None) -> tuple[int, pd.DataFrame] | None:
+    """(sentences, layer × method agreement) of this session's layer comparison for this model, if one ran:
+    over its first `n` sentences that finished (None: every one that did)."""
+    run = st.session_state.get(LAYERS_RUN)
+    if not isinstance(run, sample_runs.SampleRun) or run.key[0] != tr.cache_key or not run.started:
+        return None
+    rows = run.finished(n)
+    return (len(rows), summarize_agreement(rows)) if rows else None
+
+
+def _layer_comparison(tr: Translator, texts: list[str], sample: object, ig: IGSettings | None) -> None:
+    """The layer comparison over `texts` (the first of `sample`: a split's name or pasted lines): the button with
+    its estimate, progress, Stop, and the agreement over the sentences that finished."""
+    run = sample_runs.sample_run(LAYERS_RUN, (tr.cache_key, sample, ig))
+    sample_runs.controls(run, texts, lambda chunk: ((i, agreement_rows(att)) for i, att in attributions_each(tr, chunk, ig)),
+                         "Compare layers", "attr_go")
+    saved = layer_summary(tr, len(texts))
+    if saved:
+        count, summary = saved
+        widgets.chart(layer_agreement_figure(summary), "attr-layers")
+        refs = [r for r in (ALTI, VALUE_ZEROING, INTEGRATED, "gradient × input") if r in set(summary["reference"])]
+        of = f" of {len(texts)}" if len(run.todo(len(texts))) else ""
+        st.markdown(f"Over {count}{of} sentences, the cross-attention layer that best matches " +
+                    "; ".join(f"{r}: **layer {best_layer(summary, r)}**" for r in refs) + ".")
+        tables.table(summary.round(3), tables.LAYER_AGREEMENT)
+
+
 def dataset_comparison(tr: Translator) -> None:
-    """Layer × method agreement, and batched head statistics, over a sample of sentences."""
+    """Layer × method agreement (sentence by sentence, stoppable), and batched head statistics, over a sample."""
     cols = st.columns(4)
     split = cols[0].selectbox("Split", SPLITS, key="attr_split")
-    n = cols[1].number_input(f"Sentences (layer comparison max {MAX_SAMPLE})", 1, MAX_STATS_SAMPLE, 20, key="attr_n")
+    n = cols[1].number_input(f"Sentences (layer comparison max {MAX_SAMPLE})", 1, MAX_STATS_SAMPLE, SAMPLE_DEFAULT,
+                             key="attr_n")
     points = cols[2].number_input("IG path points per sentence (0: skip IG)", 0, IG_MAX_POINTS, 0, 16, key="attr_ig",
                                   help="Integrated gradients to the page's completeness tolerance, spending at most "
                                        f"this many path points (at least {IGSettings.panels * IGSettings.nodes}).")
     pasted = st.text_area("…or paste sentences, one per line (used instead of the split)", key="attr_pasted", height=80)
-    if cols[3].button("Compare layers", key="attr_go"):
-        texts = _sample(tr, split, min(int(n), MAX_SAMPLE), pasted)
-        if texts:
-            bar = st.progress(0.0, text="Attributing…")
-            tolerance = st.session_state.get("ig_tolerance", 5.0) / 100
-            ig = _ig((tolerance, max(int(points), IGSettings.panels * IGSettings.nodes) if points else 0))
-            atts = attributions_over(tr, texts, ig,
-                                     lambda i, total: bar.progress(i / total, text=f"{i}/{total} sentences"))
-            if atts:
-                st.session_state["attr_layers"] = (tr.cache_key, len(atts), layer_agreement(atts))
+    tolerance = st.session_state.get("ig_tolerance", 5.0) / 100
+    ig = _ig((tolerance, max(int(points), IGSettings.panels * IGSettings.nodes) if points else 0))
+    texts = _sample(tr, split, min(int(n), MAX_SAMPLE), pasted)
+    if texts:
+        with cols[3]:
+            _layer_comparison(tr, texts, tuple(line for line in pasted.splitlines() if line.strip()) or split, ig)
     if cols[3].button("Head statistics", key="attr_stats_go"):
         texts = _sample(tr, split, int(n), pasted)
         if texts:
             bar = st.progress(0.0, text="Translating in batches…")
             frame = head_stats_batched(tr, texts, progress=lambda i, total: bar.progress(i / total, text=f"{i}/{total}"))
             st.session_state["attr_stats"] = (tr.cache_key, len(texts), frame)
-    saved = st.session_state.get("attr_layers")
-    if saved and saved[0] == tr.cache_key:
-        summary: pd.DataFrame = saved[2]
-        widgets.chart(layer_agreement_figure(summary), "attr-layers")
-        refs = [r for r in (ALTI, VALUE_ZEROING, INTEGRATED, "gradient × input") if r in set(summary["reference"])]
-        st.markdown(f"Over {saved[1]} sentences, the cross-attention layer that best matches " +
-                    "; ".join(f"{r}: **layer {best_layer(summary, r)}**" for r in refs) + ".")
-        tables.table(summary.round(3), tables.LAYER_AGREEMENT)
     stats = st.session_state.get("attr_stats")
     if stats and stats[0] == tr.cache_key:
         st.caption(f"Head statistics over {stats[1]} sentences (batched capture)")
         tables.table(stats[2].round(3), tables.HEAD_STATS)
 
 
+@st.cache_data(max_entries=32, show_spinner="Computing ALTI+…")
+def _split(_translator: Translator, _result: Translation, query_key: QueryKey) -> Contributions:
+    return alti_plus(_translator, _result)
+
+
+def split_contributions(tr: Translator, query: Query, result: Translation) -> Contributions:
+    """ALTI+ of the translation (all the source/prefix split needs), cached per checkpoint and sentence."""
+    query.check(tr)
+    return _split(tr, result, query.key)
+
+
 def shares_by_position_view(tr: Translator) -> None:
-    """The split by target position, averaged over the evaluation sample (embedded for the shipped pairs)."""
+    """The split by target position, averaged over the evaluation sample (embedded for the shipped pairs),
+    sentence by sentence on request: estimate, progress, Stop, and the finished sentences kept."""
     cols = st.columns(3)
     split = cols[0].selectbox("Sample", ("test_2016_flickr", "val"), key="split_sample")
-    n = cols[1].number_input("Sentences", 10, MAX_SPLIT_SAMPLE, 200, 10, key="split_n",
-                             help="ALTI+ and value zeroing of each greedy translation, about 0.1 s a sentence.")
-    if cols[2].button("Average over the sample", key="split_go"):
-        try:
-            pairs = sample_pairs(tr.bundle.src_lang, tr.bundle.tgt_lang, split, int(n))
-            bar = st.progress(0.0, text="Translating and attributing the sample…")
-            shares = shares_by_position(tr, [s for s, _ in pairs],
-                                        progress=lambda i, total: bar.progress(i / total, text=f"{i}/{total} sentences"))
-            bar.empty()
-            st.session_state["split_shares"] = (tr.cache_key, shares)
-        except (DataError, ValueError) as err:
-            st.warning(plain(err))
-    saved = st.session_state.get("split_shares")
-    if saved and saved[0] == tr.cache_key:
-        shares: SharesByPosition = saved[1]
-        widgets.chart(shares_by_position_figure(shares.counts, shares.mean, shares.sentences), "attr-split-position")
-        st.caption(f"Over {shares.sentences} sentences ({int(shares.counts.sum())} generated tokens): ALTI+ gives the "
-                   f"source {shares.overall(ALTI):.0%} of each token on average, value zeroing's rollout "
-                   f"{shares.overall(VALUE_ZEROING):.0%}. Voita et al. (\"Analyzing the Source and Target Contributions "
-                   "to Predictions in Neural Machine Translation\", ACL 2021) and Ferrando et al. (EMNLP 2022) report "
-                   "that the source's share is largest for the first tokens and falls as the target prefix grows. "
-                   "Positions with fewer than 10 tokens are left out.")
+    n = int(cols[1].number_input("Sentences", 10, MAX_SPLIT_SAMPLE, SPLIT_DEFAULT, 10, key="split_n",
+                                 help="ALTI+ and value zeroing of each greedy translation, one sentence at a time."))
+    try:
+        texts = [s for s, _ in sample_pairs(tr.bundle.src_lang, tr.bundle.tgt_lang, split, n)]
+    except DataError as err:
+        st.warning(plain(err))
+        return
+    run = sample_runs.sample_run(SPLIT_RUN, (tr.cache_key, split))
+    with cols[2]:
+        sample_runs.controls(run, texts, lambda chunk: shares_each(tr, chunk, len(chunk)), "Average over the sample",
+                             "split_go")
+    rows = run.finished(len(texts))
+    if not (run.started and rows):
+        return
+    shares = SharesByPosition.over(rows)
+    of = f" of {len(texts)}" if run.todo(len(texts)) else ""
+    widgets.chart(shares_by_position_figure(shares.counts, shares.mean, shares.sentences), "attr-split-position")
+    st.caption(f"Over {shares.sentences}{of} sentences ({int(shares.counts.sum())} generated tokens): ALTI+ gives the "
+               f"source {shares.overall(ALTI):.0%} of each token on average, value zeroing's rollout "
+               f"{shares.overall(VALUE_ZEROING):.0%}. Voita et al. (\"Analyzing the Source and Target Contributions "
+               "to Predictions in Neural Machine Translation\", ACL 2021) and Ferrando et al. (EMNLP 2022) report "
+               "that the source's share is largest for the first tokens and falls as the target prefix grows. "
+               "Positions with fewer than 10 tokens are left out.")
 
 
 @st.cache_data(max_entries=32, show_spinner="Attributing this translation…")
@@ -270,9 +325,8 @@ def step_contributions(tr: Translator, query: Query, result: Translation, t: int
     moving between steps only slices it. Integrated gradients join once computed on the Attribution page."""
     if not st.toggle("Show what this step relied on (attribution)", key="step_attr"):
         return
-    done = st.session_state.get(IG_DONE)
     query.check(tr)
-    ig = done[1] if done and done[0] == query.key else NO_IG
+    ig = _known_ig(query)
     s, ig_points = _step_attributions(tr, result, query.key, ig, selection.layer(result.attention, "cross"))
     st.markdown(_split_markdown(s, t))
     st.markdown(_methods_markdown(s, t, ig_points))

@@ -1,0 +1,96 @@
+"""Averages over a sample of sentences, computed sentence by sentence inside the script run: an estimate
+before they start, progress while they run, a Stop button, and every finished sentence kept.
+
+Any click (Stop included) reruns the script, and Streamlit ends the running loop at its next progress
+update; the finished sentences are already in session_state, so the page shows the result over them
+("K of M sentences") and the button continues with the rest. Results are kept per sentence index (the
+first n sentences of a split never change), so asking for more sentences reuses the finished ones.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Sequence
+
+import streamlit as st
+
+CHUNK = 8  # sentences decoded together; progress and stopping are per sentence
+
+Work = Callable[[Sequence[str]], Iterator[tuple[int, Any]]]  # sentences -> (index among them, result), as each finishes
+
+
+@dataclass
+class SampleRun:
+    """One session's results of one sample computation (model, task, sample and settings: `key`)."""
+
+    key: tuple[object, ...]
+    results: dict[int, Any] = field(default_factory=dict)  # sentence index -> its result (None: nothing to attribute)
+    seconds: float = 0.0  # spent computing them
+    started: bool = False  # the user asked for it (the sentence timed for the estimate alone is not shown)
+
+    def finished(self, n: int | None = None) -> list[Any]:
+        """Results of the first n sentences (None: of all) that are done, in sample order, untranslatable ones left out."""
+        return [self.results[i] for i in sorted(self.results) if (n is None or i < n) and self.results[i] is not None]
+
+    def todo(self, n: int) -> list[int]:
+        """Indices of the first n sentences not computed yet."""
+        return [i for i in range(n) if i not in self.results]
+
+    def estimate(self, count: int) -> float:
+        """Seconds for `count` more sentences at the rate measured so far."""
+        return self.seconds / max(len(self.results), 1) * count
+
+
+def sample_run(name: str, key: tuple[object, ...]) -> SampleRun:
+    """This session's run stored under `name`, started afresh when its key (model, sample, settings) changed."""
+    run = st.session_state.get(name)
+    if not isinstance(run, SampleRun) or run.key != key:
+        run = st.session_state[name] = SampleRun(key)
+    return run
+
+
+def seconds(value: float) -> str:
+    """A duration as people say it: "about 4 s", "about 3 min"."""
+    return f"about {value:.0f} s" if value < 90 else f"about {value / 60:.0f} min"
+
+
+def _compute(run: SampleRun, sentences: Sequence[str], indices: list[int], work: Work,
+             tick: Callable[[], None] = lambda: None) -> None:
+    """Compute `indices` chunk by chunk, storing each sentence's result (and the time it took) as it finishes."""
+    for start in range(0, len(indices), CHUNK):
+        chunk = indices[start:start + CHUNK]
+        clock = time.perf_counter()
+        for j, result in work([sentences[i] for i in chunk]):
+            run.results[chunk[j]] = result
+            now = time.perf_counter()
+            run.seconds, clock = run.seconds + now - clock, now
+            tick()  # a click since the last tick ends the loop here; everything finished is kept
+        for i in chunk:
+            run.results.setdefault(i, None)  # left out by `work`: blank, or nothing generated
+
+
+def controls(run: SampleRun, sentences: Sequence[str], work: Work, label: str, key: str) -> None:
+    """The button that starts (or continues) the run, labelled with its estimate; once pressed, the loop with
+    its progress bar and a Stop button. One sentence is computed beforehand to time the estimate (and kept)."""
+    n = len(sentences)
+    if n and not run.results:
+        with st.spinner("Timing one sentence to estimate the rest…"):
+            _compute(run, sentences, [0], work)
+    todo = run.todo(n)
+    if not todo:
+        return
+    when = seconds(run.estimate(len(todo)))
+    text = f"Continue: {len(todo)} more sentences ({when})" if run.started else f"{label} ({when} for {n} sentences)"
+    if not st.button(text, key=key):
+        return
+    run.started = True
+    bar = st.progress(0.0)
+    st.button("Stop", key=f"{key}_stop", help="Stops after the sentence being computed; the finished ones are kept.")
+
+    def tick() -> None:
+        done = n - len(run.todo(n))
+        bar.progress(done / n, text=f"{done} of {n} sentences, {seconds(run.estimate(n - done))} left")
+
+    tick()
+    _compute(run, sentences, todo, work, tick)
+    st.rerun()  # redraw the page (and this button's label) from the finished run
