@@ -89,7 +89,8 @@ def controls(run: SampleRun, sentences: Sequence[str], work: Work, label: str, k
 
     def tick() -> None:
         done = n - len(run.todo(n))
-        bar.progress(done / n, text=f"{done} of {n} sentences, {seconds(run.estimate(n - done))} left")
+        bar.progress(done / n, text=f"{done} of {n} sentences, {seconds(run.estimate(n - done))} left. Stop (or any "
+                                    "click on the page) keeps the finished ones.")
 
     tick()
     _compute(run, sentences, todo, work, tick)
