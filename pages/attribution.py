@@ -19,7 +19,7 @@ with st.expander("What these measures are"):
 split, methods, agreement, alignment, dataset = st.tabs(tools.TABS, key="attr_tab", on_change="rerun")
 with split:
     if split.open:
-        views.split_chart(result.output_tokens, tools.split_contributions(tr, query, result))
+        views.split_chart(result.output_tokens, tools.contributions(tr, query, result)[0])
         st.caption("ALTI+ (Ferrando et al., EMNLP 2022), rolled out over layers with every token's residual path: the "
                    "two shares of every token sum to one. Below, the same split by target position over the evaluation "
                    "sample.")

@@ -252,7 +252,20 @@ def test_the_first_view_computes_only_the_split_and_each_tab_what_it_shows(app: 
     assert "Mean Spearman over tokens" in figures(app)
     assert app.number_input(key="ig_points").value == 32 and calls == [16, 32]  # kept, and the attribution reused
     open_tab(app, "Alignment")
-    assert app.get("code") and calls == [16, 32]  # the best layer from the attribution already computed
+    assert app.get("code") and calls == [16, 32]  # the best layer needs value zeroing only, no gradients
+
+
+def test_alignment_picks_the_layer_the_full_comparison_would(app: AppTest, toy_checkpoint_dir, monkeypatch) -> None:
+    from attnscope.engine.attribution.agreement import best_layer, layer_agreement
+    from attnscope.engine.attribution.sentence import attribute
+    from attnscope.ui import attribution_tools
+
+    monkeypatch.setattr(attribution_tools, "attribute", None)  # the tab computes no gradients at all
+    open_page(app, tab="Alignment")
+    assert not app.exception
+    tr, result = toy_translation(toy_checkpoint_dir)
+    best = best_layer(layer_agreement([attribute(tr, result)]), "value zeroing")
+    assert f"best by agreement with value zeroing on this sentence (layer {best})" in app.selectbox(key="align_layer").options[0]
 
 
 def split_figure(app: AppTest) -> tuple[str, dict] | None:

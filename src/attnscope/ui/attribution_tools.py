@@ -11,12 +11,20 @@ import streamlit as st
 
 from attnscope.engine.analysis.alignment import align, cross_map
 from attnscope.engine.analysis.dataset import SharesByPosition, attributions_each, head_stats_batched, shares_each
-from attnscope.engine.attribution.agreement import agreement_rows, best_layer, layer_agreement, summarize_agreement
-from attnscope.engine.attribution.alti import alti_plus
+from attnscope.engine.attribution.agreement import agreement_rows, attention_best_layer, best_layer, summarize_agreement
 from attnscope.engine.attribution.contributions import Contributions
 from attnscope.engine.attribution.quadrature import IGSettings
 from attnscope.engine.attribution.saliency import Saliency
-from attnscope.engine.attribution.sentence import ALTI, ATTENTION, INTEGRATED, NORM, VALUE_ZEROING, SentenceAttribution, attribute
+from attnscope.engine.attribution.sentence import (
+    ALTI,
+    ATTENTION,
+    INTEGRATED,
+    NORM,
+    VALUE_ZEROING,
+    SentenceAttribution,
+    attribute,
+    exact_contributions,
+)
 from attnscope.engine.attribution.step_attribution import StepAttributions, step_attributions
 from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.training.data import DataError, sample_pairs
@@ -147,13 +155,6 @@ def completeness_report(ig: Saliency | None) -> None:
                    f"within the budget of {settings.max_points} path points: allow more path points to close the gap.")
 
 
-def _known_ig(query: Query) -> tuple[float, int]:
-    """The integrated-gradients settings this sentence was last attributed with here (NO_IG if none), so a
-    tab that needs no integrated gradients reuses that attribution instead of computing another."""
-    done = st.session_state.get(IG_DONE)
-    return done[1] if done and done[0] == query.key else NO_IG
-
-
 def alignment_view(tr: Translator, query: Query, result: Translation) -> None:
     """Pick a layer (or the best by agreement with value zeroing on this sentence) and heads; links and download."""
     record = result.attention
@@ -162,9 +163,7 @@ def alignment_view(tr: Translator, query: Query, result: Translation) -> None:
     if sample:  # the Dataset tab's comparison, when it was run for this model
         best, basis = best_layer(sample[1], VALUE_ZEROING), f"over {sample[0]} sentences"
     else:
-        query.check(tr)
-        att = _attribute(tr, result, query.key, _known_ig(query))
-        best, basis = best_layer(layer_agreement([att]), VALUE_ZEROING), "on this sentence"
+        best, basis = attention_best_layer(record, contributions(tr, query, result)[1].source), "on this sentence"
     cols = st.columns(2)
     label = f"best by agreement with value zeroing {basis} (layer {best})"
     choice = cols[0].selectbox("Layer", ["best", *range(n_layers)], key="align_layer",
@@ -244,15 +243,16 @@ def dataset_comparison(tr: Translator) -> None:
         tables.table(stats[2].round(3), tables.HEAD_STATS)
 
 
-@st.cache_data(max_entries=32, show_spinner="Computing ALTI+…")
-def _split(_translator: Translator, _result: Translation, query_key: QueryKey) -> Contributions:
-    return alti_plus(_translator, _result)
+@st.cache_data(max_entries=32, show_spinner="Computing ALTI+ and value zeroing…")
+def _contributions(_translator: Translator, _result: Translation, query_key: QueryKey) -> tuple[Contributions, Contributions]:
+    return exact_contributions(_translator, _result)
 
 
-def split_contributions(tr: Translator, query: Query, result: Translation) -> Contributions:
-    """ALTI+ of the translation (all the source/prefix split needs), cached per checkpoint and sentence."""
+def contributions(tr: Translator, query: Query, result: Translation) -> tuple[Contributions, Contributions]:
+    """ALTI+ (the source/prefix split) and value zeroing (the alignment's reference) of the translation, without
+    gradients: a fraction of a second; cached per checkpoint and sentence."""
     query.check(tr)
-    return _split(tr, result, query.key)
+    return _contributions(tr, result, query.key)
 
 
 def shares_by_position_view(tr: Translator) -> None:
@@ -325,8 +325,9 @@ def step_contributions(tr: Translator, query: Query, result: Translation, t: int
     moving between steps only slices it. Integrated gradients join once computed on the Attribution page."""
     if not st.toggle("Show what this step relied on (attribution)", key="step_attr"):
         return
+    done = st.session_state.get(IG_DONE)
     query.check(tr)
-    ig = _known_ig(query)
+    ig = done[1] if done and done[0] == query.key else NO_IG
     s, ig_points = _step_attributions(tr, result, query.key, ig, selection.layer(result.attention, "cross"))
     st.markdown(_split_markdown(s, t))
     st.markdown(_methods_markdown(s, t, ig_points))
@@ -334,5 +335,6 @@ def step_contributions(tr: Translator, query: Query, result: Translation, t: int
                "(mean of heads) and norm-based attention (the heads' summed vectors, Kobayashi et al., EMNLP 2020); "
                "ALTI+ and value-zeroing shares; gradient magnitudes (Shrikumar et al. 2017; integrated gradients, "
                "Sundararajan et al., ICML 2017). "
-               + ("" if ig_points else "Integrated gradients appear here once computed on the Attribution page. ")
+               + ("" if ig_points else "Integrated gradients appear here once computed on the Attribution page "
+                                       "(its tab Source tokens by method). ")
                + "Agreement is over this token's source scores; the Attribution page explains each measure.")

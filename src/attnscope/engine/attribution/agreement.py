@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 import numpy as np
 
 from attnscope.engine.attribution.sentence import ATTENTION, NORM, REFERENCES, SentenceAttribution
+from attnscope.engine.recording.record import AttentionRecord
 
 if TYPE_CHECKING:  # pandas (~70 MB, ~0.5 s) is imported only when a table is asked for
     import pandas as pd
@@ -100,6 +101,14 @@ def layer_agreement(attributions: Iterable[SentenceAttribution]) -> pd.DataFrame
     """Per decoder layer, measure (raw attention or norm-based) and reference attribution: mean
     Spearman and top-1 agreement over every generated token of every sentence."""
     return summarize_agreement(agreement_rows(att) for att in attributions)
+
+
+def attention_best_layer(weights: AttentionRecord, reference: np.ndarray) -> int:
+    """The decoder layer whose raw cross-attention (mean of heads) agrees best with a [T, S] reference, by mean
+    Spearman over tokens: best_layer(layer_agreement([att]), ref) from the attention and that one map alone."""
+    rho = [np.nanmean(spearman_rows(weights.mean_over_heads("cross", layer).astype(np.float64), reference))
+           for layer in range(weights.n_layers("cross"))]
+    return int(np.nanargmax(rho))
 
 
 def best_layer(summary: pd.DataFrame, reference: str, measure: str = ATTENTION) -> int:
