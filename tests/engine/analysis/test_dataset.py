@@ -10,6 +10,8 @@ from attnscope.engine.analysis.dataset import (
     attributions_each,
     batched_records,
     head_stats_batched,
+    head_stats_each,
+    head_stats_summary,
     layer_comparison,
     shares_by_position,
     shares_each,
@@ -106,3 +108,32 @@ def test_layer_agreement_is_the_summary_of_each_sentences_rows(tr) -> None:
     pd.testing.assert_frame_equal(summarize_agreement([rows[2]]), layer_agreement([atts[2]]))
     with pytest.raises(ValueError, match="no sentences"):
         summarize_agreement([])
+
+
+def test_head_stats_of_any_finished_subset_equal_the_batched_average_of_it(tr) -> None:
+    each = dict(head_stats_each(tr, SENTENCES, batch_size=2))
+    assert sorted(each) == [0, 1, 3, 4, 5]
+    part = head_stats_summary([each[i] for i in (1, 4, 5)])
+    pd.testing.assert_frame_equal(part, head_stats_batched(tr, [SENTENCES[i] for i in (1, 4, 5)]), atol=1e-12)
+
+
+def test_batched_records_hold_no_lock_between_batches(tr) -> None:
+    """A caller may stop between sentences (the page's Stop): the model must be free again meanwhile."""
+    import threading
+
+    from attnscope.engine.recording.tracer import model_lock
+
+    records = batched_records(tr, SENTENCES, batch_size=2)
+    next(records)
+    lock, free = model_lock(tr.model), []
+
+    def other_user() -> None:  # another thread: the lock is re-entrant for this one
+        if lock.acquire(timeout=10):  # immediate when free; the timeout only ends a failing test
+            free.append(True)
+            lock.release()
+
+    thread = threading.Thread(target=other_user)
+    thread.start()
+    thread.join()
+    records.close()
+    assert free

@@ -9,7 +9,7 @@ padded keys get exactly zero weight and padded rows are cut away.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -79,25 +79,36 @@ def batched_records(translator: Translator, sentences: Sequence[str], batch_size
     sources = _sources(translator, sentences)
     order = sorted(sources, key=lambda i: len(sources[i]))
     max_len = translator.model.config.max_len
-    done = 0
-    with translator.inference():
-        for start in range(0, len(order), batch_size):
-            idx = order[start:start + batch_size]
-            yield from zip(idx, _records(translator, [sources[i] for i in idx], max_len))
-            done += len(idx)
-            if progress:
-                progress(done, len(order))
+    for start in range(0, len(order), batch_size):
+        idx = order[start:start + batch_size]
+        with translator.inference():  # per batch: the lock is never held while the caller has the records
+            records = _records(translator, [sources[i] for i in idx], max_len)
+        yield from zip(idx, records)
+        if progress:
+            progress(start + len(idx), len(order))
+
+
+def head_stats_each(translator: Translator, sentences: Sequence[str],
+                    batch_size: int = 64) -> Iterator[tuple[int, pd.DataFrame]]:
+    """(sentence index, `head_stats` of its record) for every translatable sentence, from batched capture."""
+    for i, record in batched_records(translator, sentences, batch_size):
+        yield i, head_stats(record)
+
+
+def head_stats_summary(frames: Iterable[pd.DataFrame]) -> pd.DataFrame:
+    """Head statistics averaged over the sentences whose `head_stats` are given."""
+    import pandas as pd
+
+    frames = list(frames)
+    if not frames:
+        raise ValueError("no sentences to analyse: every one was empty")
+    return pd.concat(frames).groupby(["kind", "layer", "head"], as_index=False, sort=False)[list(STAT_COLUMNS)].mean()
 
 
 def head_stats_batched(translator: Translator, sentences: Sequence[str], batch_size: int = 64,
                        progress: Progress | None = None) -> pd.DataFrame:
     """Head statistics averaged over sentences (the columns of analysis.head_stats), from batched capture."""
-    import pandas as pd
-
-    frames = [head_stats(record) for _, record in batched_records(translator, sentences, batch_size, progress)]
-    if not frames:
-        raise ValueError("no sentences to analyse: every one was empty")
-    return pd.concat(frames).groupby(["kind", "layer", "head"], as_index=False, sort=False)[list(STAT_COLUMNS)].mean()
+    return head_stats_summary(head_stats(record) for _, record in batched_records(translator, sentences, batch_size, progress))
 
 
 def greedy_pairs(translator: Translator, sentences: Sequence[str], batch_size: int = 64,
