@@ -158,6 +158,8 @@ def test_dataset_comparison_over_pasted_sentences(app: AppTest) -> None:
     figs = figures(app)
     assert "Cross-attention by layer against each attribution (Spearman rank correlation)" in figs
     assert any("Over 3 sentences" in shown(m) for m in app.markdown)
+    label = app.button(key="attr_stats_go").label
+    assert re.fullmatch(r"Head statistics \(about \d+ s for 3 sentences\)", label), label
     app.button(key="attr_stats_go").click().run()
     assert any("Head statistics over 3 sentences" in shown(c) for c in app.caption)
     agreement, stats = readable_tables(app)[-2:]  # words a student reads, each explained

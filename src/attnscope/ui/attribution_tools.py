@@ -10,7 +10,13 @@ import numpy as np
 import streamlit as st
 
 from attnscope.engine.analysis.alignment import align, cross_map
-from attnscope.engine.analysis.dataset import SharesByPosition, attributions_each, head_stats_batched, shares_each
+from attnscope.engine.analysis.dataset import (
+    SharesByPosition,
+    attributions_each,
+    head_stats_each,
+    head_stats_summary,
+    shares_each,
+)
 from attnscope.engine.attribution.agreement import agreement_rows, attention_best_layer, best_layer, summarize_agreement
 from attnscope.engine.attribution.contributions import Contributions
 from attnscope.engine.attribution.quadrature import IGSettings
@@ -44,7 +50,8 @@ SAMPLE_DEFAULT = 10  # sentences a sample average starts with: seconds on the sh
 SPLIT_DEFAULT = 20  # the split by position needs no gradients: twice as many in the same time
 SPLITS = ("test_2016_flickr", "val", "test_2017_flickr")
 STEP_TOP = 3  # source tokens listed per method for one step
-SPLIT_RUN, LAYERS_RUN = "_attr_split_run", "_attr_layers_run"  # session keys of the sample runs (sample_runs.SampleRun)
+SPLIT_RUN, LAYERS_RUN, STATS_RUN = "_attr_split_run", "_attr_layers_run", "_attr_stats_run"  # sample_runs.SampleRun
+STATS_BATCH = 64  # sentences decoded and captured together for head statistics
 IG_DONE = "_attr_ig"  # session key: (sentence key, (tolerance, points)) of the last attribution with integrated gradients
 IG_MAX_POINTS = 1024  # the most path points a user may allow one sentence
 NO_IG = (0.0, 0)  # (tolerance, points) of an attribution without integrated gradients
@@ -198,25 +205,31 @@ def layer_summary(tr: Translator, n: int | None = None) -> tuple[int, pd.DataFra
     return (len(rows), summarize_agreement(rows)) if rows else None
 
 
-def _layer_comparison(tr: Translator, texts: list[str], sample: object, ig: IGSettings | None) -> None:
-    """The layer comparison over `texts` (the first of `sample`: a split's name or pasted lines): the button with
-    its estimate, progress, Stop, and the agreement over the sentences that finished."""
-    run = sample_runs.sample_run(LAYERS_RUN, (tr.cache_key, sample, ig))
-    sample_runs.controls(run, texts, lambda chunk: ((i, agreement_rows(att)) for i, att in attributions_each(tr, chunk, ig)),
-                         "Compare layers", "attr_go")
-    saved = layer_summary(tr, len(texts))
+def _layer_results(tr: Translator, run: sample_runs.SampleRun, n: int) -> None:
+    """The layer × method agreement over the first `n` sentences that finished: figure, best layers, table."""
+    saved = layer_summary(tr, n)
     if saved:
         count, summary = saved
         widgets.chart(layer_agreement_figure(summary), "attr-layers")
         refs = [r for r in (ALTI, VALUE_ZEROING, INTEGRATED, "gradient × input") if r in set(summary["reference"])]
-        of = f" of {len(texts)}" if len(run.todo(len(texts))) else ""
+        of = f" of {n}" if run.todo(n) else ""
         st.markdown(f"Over {count}{of} sentences, the cross-attention layer that best matches " +
                     "; ".join(f"{r}: **layer {best_layer(summary, r)}**" for r in refs) + ".")
         tables.table(summary.round(3), tables.LAYER_AGREEMENT)
 
 
+def _stats_results(run: sample_runs.SampleRun, n: int) -> None:
+    """Head statistics averaged over the first `n` sentences that finished."""
+    frames = run.finished(n)
+    if run.started and frames:
+        of = f" of {n}" if run.todo(n) else ""
+        st.caption(f"Head statistics over {len(frames)}{of} sentences (batched capture)")
+        tables.table(head_stats_summary(frames).round(3), tables.HEAD_STATS)
+
+
 def dataset_comparison(tr: Translator) -> None:
-    """Layer × method agreement (sentence by sentence, stoppable), and batched head statistics, over a sample."""
+    """Layer × method agreement (one sentence at a time) and head statistics (in batches) over a sample; each
+    says its cost before it starts, can be stopped, and keeps what finished."""
     cols = st.columns(4)
     split = cols[0].selectbox("Split", SPLITS, key="attr_split")
     n = cols[1].number_input(f"Sentences (layer comparison max {MAX_SAMPLE})", 1, MAX_STATS_SAMPLE, SAMPLE_DEFAULT,
@@ -227,20 +240,20 @@ def dataset_comparison(tr: Translator) -> None:
     pasted = st.text_area("…or paste sentences, one per line (used instead of the split)", key="attr_pasted", height=80)
     tolerance = st.session_state.get("ig_tolerance", 5.0) / 100
     ig = _ig((tolerance, max(int(points), IGSettings.panels * IGSettings.nodes) if points else 0))
-    texts = _sample(tr, split, min(int(n), MAX_SAMPLE), pasted)
-    if texts:
-        with cols[3]:
-            _layer_comparison(tr, texts, tuple(line for line in pasted.splitlines() if line.strip()) or split, ig)
-    if cols[3].button("Head statistics", key="attr_stats_go"):
-        texts = _sample(tr, split, int(n), pasted)
-        if texts:
-            bar = st.progress(0.0, text="Translating in batches…")
-            frame = head_stats_batched(tr, texts, progress=lambda i, total: bar.progress(i / total, text=f"{i}/{total}"))
-            st.session_state["attr_stats"] = (tr.cache_key, len(texts), frame)
-    stats = st.session_state.get("attr_stats")
-    if stats and stats[0] == tr.cache_key:
-        st.caption(f"Head statistics over {stats[1]} sentences (batched capture)")
-        tables.table(stats[2].round(3), tables.HEAD_STATS)
+    texts = _sample(tr, split, int(n), pasted)
+    if not texts:
+        return
+    sample = tuple(line for line in pasted.splitlines() if line.strip()) or split  # what the runs' sentences are
+    layers = sample_runs.sample_run(LAYERS_RUN, (tr.cache_key, sample, ig))
+    stats = sample_runs.sample_run(STATS_RUN, (tr.cache_key, sample))
+    with cols[3]:
+        sample_runs.controls(layers, texts[:MAX_SAMPLE], lambda chunk: ((i, agreement_rows(att))
+                                                                        for i, att in attributions_each(tr, chunk, ig)),
+                             "Compare layers", "attr_go")
+        sample_runs.controls(stats, texts, lambda chunk: head_stats_each(tr, chunk, len(chunk)), "Head statistics",
+                             "attr_stats_go", chunk=STATS_BATCH, timed=STATS_BATCH)
+    _layer_results(tr, layers, len(texts[:MAX_SAMPLE]))
+    _stats_results(stats, len(texts))
 
 
 @st.cache_data(max_entries=32, show_spinner="Computing ALTI+ and value zeroing…")

@@ -9,14 +9,15 @@ first n sentences of a split never change), so asking for more sentences reuses 
 from __future__ import annotations
 
 import time
+from contextlib import closing
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Generator, Sequence
 
 import streamlit as st
 
 CHUNK = 8  # sentences decoded together; progress and stopping are per sentence
 
-Work = Callable[[Sequence[str]], Iterator[tuple[int, Any]]]  # sentences -> (index among them, result), as each finishes
+Work = Callable[[Sequence[str]], Generator[tuple[int, Any], None, None]]  # sentences -> (index among them, result)
 
 
 @dataclass
@@ -54,30 +55,33 @@ def seconds(value: float) -> str:
     return f"about {value:.0f} s" if value < 90 else f"about {value / 60:.0f} min"
 
 
-def _compute(run: SampleRun, sentences: Sequence[str], indices: list[int], work: Work,
+def _compute(run: SampleRun, sentences: Sequence[str], indices: list[int], work: Work, chunk_size: int,
              tick: Callable[[], None] = lambda: None) -> None:
     """Compute `indices` chunk by chunk, storing each sentence's result (and the time it took) as it finishes."""
-    for start in range(0, len(indices), CHUNK):
-        chunk = indices[start:start + CHUNK]
+    for start in range(0, len(indices), chunk_size):
+        chunk = indices[start:start + chunk_size]
         clock = time.perf_counter()
-        for j, result in work([sentences[i] for i in chunk]):
-            run.results[chunk[j]] = result
-            now = time.perf_counter()
-            run.seconds, clock = run.seconds + now - clock, now
-            tick()  # a click since the last tick ends the loop here; everything finished is kept
+        with closing(work([sentences[i] for i in chunk])) as results:  # closed at once when a click ends the loop
+            for j, result in results:
+                run.results[chunk[j]] = result
+                now = time.perf_counter()
+                run.seconds, clock = run.seconds + now - clock, now
+                tick()  # a click since the last tick ends the loop here; everything finished is kept
         for i in chunk:
             run.results.setdefault(i, None)  # left out by `work`: blank, or nothing generated
 
 
-def controls(run: SampleRun, sentences: Sequence[str], work: Work, label: str, key: str) -> None:
-    """The button that starts (or continues) the run, labelled with its estimate; once pressed, the loop with
-    its progress bar and a Stop button. One sentence is computed beforehand to time the estimate (and kept)."""
+def controls(run: SampleRun, sentences: Sequence[str], work: Work, label: str, key: str, chunk: int = CHUNK,
+             timed: int = 1) -> None:
+    """The button that starts (or continues) the run, labelled with its estimate; once pressed, the loop with its
+    progress bar and a Stop button. The first `timed` sentences are computed beforehand (and kept) to time the
+    estimate: one where each sentence is computed alone, a whole batch where `work` batches `chunk` of them."""
     n = len(sentences)
     if n and not run.results:
-        with st.spinner("Timing one sentence to estimate the rest…"):
-            _compute(run, sentences, [0], work)
+        with st.spinner("Timing the first sentences to estimate the rest…"):
+            _compute(run, sentences, list(range(min(timed, n))), work, chunk)
     todo = run.todo(n)
-    if not todo:
+    if run.started and not todo:
         return
     when = seconds(run.estimate(len(todo)))
     text = f"Continue: {len(todo)} more sentences ({when})" if run.started else f"{label} ({when} for {n} sentences)"
@@ -93,5 +97,5 @@ def controls(run: SampleRun, sentences: Sequence[str], work: Work, label: str, k
                                     "click on the page) keeps the finished ones.")
 
     tick()
-    _compute(run, sentences, todo, work, tick)
+    _compute(run, sentences, todo, work, chunk, tick)
     st.rerun()  # redraw the page (and this button's label) from the finished run
