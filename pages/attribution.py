@@ -1,6 +1,7 @@
 """Attribution: what each source token and the target prefix actually contributed to each generated token."""
 import streamlit as st
 
+from attnscope.ui import attribution_samples as samples
 from attnscope.ui import attribution_tools as tools
 from attnscope.ui import attribution_views as views
 from attnscope.ui import widgets
@@ -23,7 +24,7 @@ with split:
         st.caption("ALTI+ (Ferrando et al., EMNLP 2022), rolled out over layers with every token's residual path: the "
                    "two shares of every token sum to one. Below, the same split by target position over the evaluation "
                    "sample.")
-        tools.shares_by_position_view(tr)
+        samples.shares_by_position_view(tr)
 with methods:
     if methods.open:
         att, layer = tools.every_attribution(tr, query, result)
@@ -36,7 +37,7 @@ with agreement:
         views.agreement_view(att.source_maps(layer), att.output_tokens, layer)
 with alignment:
     if alignment.open:
-        tools.alignment_view(tr, query, result)
+        tools.alignment_view(tr, query, result, samples.layer_summary(tr))
 with dataset:
     if dataset.open:
-        tools.dataset_comparison(tr)
+        samples.dataset_comparison(tr)

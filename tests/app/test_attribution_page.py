@@ -283,11 +283,11 @@ def test_a_sample_average_says_its_cost_first_stops_keeping_what_finished_and_co
 
     from attnscope.engine.analysis.dataset import shares_by_position
     from attnscope.training.data import sample_pairs
-    from attnscope.ui import attribution_tools
+    from attnscope.ui import attribution_samples
 
     computed: list[str] = []
     stop_after = [5]  # sentences before the simulated click (then none)
-    real = attribution_tools.shares_each
+    real = attribution_samples.shares_each
 
     def counted(tr, sentences, batch_size=64):
         for i, shares in real(tr, sentences, batch_size):
@@ -305,7 +305,7 @@ def test_a_sample_average_says_its_cost_first_stops_keeping_what_finished_and_co
         lines = {trace["name"]: trace for trace in fig["data"]}
         np.testing.assert_allclose(values(lines["ALTI+"]["y"]), want.mean["ALTI+"][keep], atol=1e-12)
 
-    monkeypatch.setattr(attribution_tools, "shares_each", counted)
+    monkeypatch.setattr(attribution_samples, "shares_each", counted)
     tr, _ = toy_translation(toy_checkpoint_dir)
     texts = [s for s, _ in sample_pairs("en", "en", "test_2016_flickr", 30)]
     open_page(app)
