@@ -27,21 +27,29 @@ def test_a_stopped_run_keeps_what_finished_closes_the_work_and_continues_with_th
         if len(run.results) == 5:
             raise Click
 
-    run = SampleRun(("model", "split"))
+    run = SampleRun(("model", "split"), chunk=3)
     with pytest.raises(Click):
-        _compute(run, sentences, run.todo(10), work, 3, click_after_five)
+        _compute(run, sentences, run.todo(10), work, click_after_five)
     assert sorted(run.results) == [0, 1, 2, 3, 5]  # s4 is marked done only when its chunk ends
     assert closed == ["s0", "s3"]  # the stopped chunk's work was closed at once, not at garbage collection
     assert run.finished(10) == ["S0", "S1", "S2", "S3", "S5"] and run.finished(3) == ["S0", "S1", "S2"]
     assert run.todo(10) == [4, 6, 7, 8, 9] and run.todo(4) == []
-    _compute(run, sentences, run.todo(10), work, 3)
+    _compute(run, sentences, run.todo(10), work)
     assert seen == sentences[:6] + ["s4"] + sentences[6:]  # only the unfinished ones again
     assert run.results[4] is None and run.todo(10) == []
     assert run.finished() == [s.upper() for s in sentences if s != "s4"]
 
 
-def test_the_estimate_is_the_measured_rate_times_what_is_left() -> None:
-    run = SampleRun(("k",), {0: 1, 1: None}, seconds=3.0)
-    assert run.estimate(10) == 15.0
+def test_the_estimate_counts_each_sentence_s_work_and_each_chunk_s_setup_once() -> None:
+    """A chunk's first result also waited for the chunk's setup (decoding the batch): 3 s here, 1 s a sentence."""
+    run = SampleRun(("k",), chunk=4, first_seconds=[3.0], next_seconds=[1.0, 1.0])
+    assert run.estimate(10) == 10 * 1.0 + 3 * 2.0  # three more chunks of at most 4
+    assert SampleRun(("k",), first_seconds=[2.0]).estimate(5) == 10.0  # one sentence timed: all of it counts
     assert SampleRun(("k",)).estimate(10) == 0.0
     assert seconds(4.4) == "about 4 s" and seconds(200) == "about 3 min"
+
+
+def test_the_times_of_a_run_are_split_into_chunk_setups_and_sentences() -> None:
+    run = SampleRun(("k",), chunk=4)
+    _compute(run, [f"s{i}" for i in range(6)], list(range(6)), lambda chunk: ((j, t) for j, t in enumerate(chunk)))
+    assert len(run.first_seconds) == 2 and len(run.next_seconds) == 4  # chunks of 4 and 2

@@ -97,13 +97,13 @@ def dataset_comparison(tr: Translator) -> None:
         return
     sample = tuple(line for line in pasted.splitlines() if line.strip()) or split  # what the runs' sentences are
     layers = sample_runs.sample_run(LAYERS_RUN, (tr.cache_key, sample, ig))
-    stats = sample_runs.sample_run(STATS_RUN, (tr.cache_key, sample))
+    stats = sample_runs.sample_run(STATS_RUN, (tr.cache_key, sample), STATS_BATCH)
     with cols[3]:
         sample_runs.controls(layers, texts[:MAX_SAMPLE], lambda chunk: ((i, agreement_rows(att))
                                                                         for i, att in attributions_each(tr, chunk, ig)),
                              "Compare layers", "attr_go")
         sample_runs.controls(stats, texts, lambda chunk: head_stats_each(tr, chunk, len(chunk)), "Head statistics",
-                             "attr_stats_go", chunk=STATS_BATCH, timed=STATS_BATCH)
+                             "attr_stats_go", timed=STATS_BATCH)
     _layer_results(tr, layers, len(texts[:MAX_SAMPLE]))
     _stats_results(stats, len(texts))
 

@@ -15,7 +15,7 @@ from typing import Any, Callable, Generator, Sequence
 
 import streamlit as st
 
-CHUNK = 8  # sentences decoded together; progress and stopping are per sentence
+CHUNK = 32  # sentences decoded together (a batch); progress and stopping are per sentence
 
 Work = Callable[[Sequence[str]], Generator[tuple[int, Any], None, None]]  # sentences -> (index among them, result)
 
@@ -25,9 +25,11 @@ class SampleRun:
     """One session's results of one sample computation (model, task, sample and settings: `key`)."""
 
     key: tuple[object, ...]
+    chunk: int = CHUNK  # sentences `work` is given at once
     results: dict[int, Any] = field(default_factory=dict)  # sentence index -> its result (None: nothing to attribute)
-    seconds: float = 0.0  # spent computing them
-    started: bool = False  # the user asked for it (the sentence timed for the estimate alone is not shown)
+    first_seconds: list[float] = field(default_factory=list)  # per chunk: until its first result (the batch's setup too)
+    next_seconds: list[float] = field(default_factory=list)  # each later result of a chunk: that sentence's own work
+    started: bool = False  # the user asked for it (the sentences timed for the estimate alone are not shown)
 
     def finished(self, n: int | None = None) -> list[Any]:
         """Results of the first n sentences (None: of all) that are done, in sample order, untranslatable ones left out."""
@@ -38,15 +40,20 @@ class SampleRun:
         return [i for i in range(n) if i not in self.results]
 
     def estimate(self, count: int) -> float:
-        """Seconds for `count` more sentences at the rate measured so far."""
-        return self.seconds / max(len(self.results), 1) * count
+        """Seconds for `count` more sentences, from the times measured so far: each sentence's own work, plus
+        once per chunk what its first result took beyond that (decoding the whole batch, copying the model)."""
+        if not self.first_seconds:
+            return 0.0
+        first = sum(self.first_seconds) / len(self.first_seconds)
+        each = sum(self.next_seconds) / len(self.next_seconds) if self.next_seconds else first
+        return each * count + max(first - each, 0.0) * -(-count // self.chunk)
 
 
-def sample_run(name: str, key: tuple[object, ...]) -> SampleRun:
+def sample_run(name: str, key: tuple[object, ...], chunk: int = CHUNK) -> SampleRun:
     """This session's run stored under `name`, started afresh when its key (model, sample, settings) changed."""
     run = st.session_state.get(name)
     if not isinstance(run, SampleRun) or run.key != key:
-        run = st.session_state[name] = SampleRun(key)
+        run = st.session_state[name] = SampleRun(key, chunk)
     return run
 
 
@@ -55,31 +62,31 @@ def seconds(value: float) -> str:
     return f"about {value:.0f} s" if value < 90 else f"about {value / 60:.0f} min"
 
 
-def _compute(run: SampleRun, sentences: Sequence[str], indices: list[int], work: Work, chunk_size: int,
+def _compute(run: SampleRun, sentences: Sequence[str], indices: list[int], work: Work,
              tick: Callable[[], None] = lambda: None) -> None:
     """Compute `indices` chunk by chunk, storing each sentence's result (and the time it took) as it finishes."""
-    for start in range(0, len(indices), chunk_size):
-        chunk = indices[start:start + chunk_size]
-        clock = time.perf_counter()
+    for start in range(0, len(indices), run.chunk):
+        chunk = indices[start:start + run.chunk]
+        clock, times = time.perf_counter(), run.first_seconds
         with closing(work([sentences[i] for i in chunk])) as results:  # closed at once when a click ends the loop
             for j, result in results:
                 run.results[chunk[j]] = result
                 now = time.perf_counter()
-                run.seconds, clock = run.seconds + now - clock, now
+                times.append(now - clock)
+                clock, times = now, run.next_seconds
                 tick()  # a click since the last tick ends the loop here; everything finished is kept
         for i in chunk:
             run.results.setdefault(i, None)  # left out by `work`: blank, or nothing generated
 
 
-def controls(run: SampleRun, sentences: Sequence[str], work: Work, label: str, key: str, chunk: int = CHUNK,
-             timed: int = 1) -> None:
+def controls(run: SampleRun, sentences: Sequence[str], work: Work, label: str, key: str, timed: int = 2) -> None:
     """The button that starts (or continues) the run, labelled with its estimate; once pressed, the loop with its
-    progress bar and a Stop button. The first `timed` sentences are computed beforehand (and kept) to time the
-    estimate: one where each sentence is computed alone, a whole batch where `work` batches `chunk` of them."""
+    progress bar and a Stop button. The first `timed` sentences are computed beforehand, as one chunk, and kept:
+    their times tell a sentence's own work from the chunk's setup (a whole batch where `work` decodes in batches)."""
     n = len(sentences)
     if n and not run.results:
         with st.spinner("Timing the first sentences to estimate the rest…"):
-            _compute(run, sentences, list(range(min(timed, n))), work, chunk)
+            _compute(run, sentences, list(range(min(timed, n))), work)
     todo = run.todo(n)
     if run.started and not todo:
         return
@@ -97,5 +104,5 @@ def controls(run: SampleRun, sentences: Sequence[str], work: Work, label: str, k
                                     "click on the page) keeps the finished ones.")
 
     tick()
-    _compute(run, sentences, todo, work, chunk, tick)
+    _compute(run, sentences, todo, work, tick)
     st.rerun()  # redraw the page (and this button's label) from the finished run
