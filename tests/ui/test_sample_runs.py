@@ -40,10 +40,11 @@ def test_a_stopped_run_keeps_what_finished_closes_the_work_and_continues_with_th
     assert run.finished() == [s.upper() for s in sentences if s != "s4"]
 
 
-def test_the_estimate_counts_each_sentence_s_work_and_each_chunk_s_setup_once() -> None:
-    """A chunk's first result also waited for the chunk's setup (decoding the batch): 3 s here, 1 s a sentence."""
-    run = SampleRun(("k",), chunk=4, first_seconds=[3.0], next_seconds=[1.0, 1.0])
-    assert run.estimate(10) == 10 * 1.0 + 3 * 2.0  # three more chunks of at most 4
+def test_the_estimate_counts_each_sentence_s_work_and_its_share_of_its_chunk_s_setup() -> None:
+    """A chunk's first result also waited for the chunk's setup (decoding the batch): 3 s here for 3 sentences, 1 s
+    a sentence of their own."""
+    run = SampleRun(("k",), chunk=4, first_seconds=[4.0], next_seconds=[1.0, 1.0])
+    assert run.estimate(10) == 10 * (1.0 + 3.0 / 3)
     assert SampleRun(("k",), first_seconds=[2.0]).estimate(5) == 10.0  # one sentence timed: all of it counts
     assert SampleRun(("k",)).estimate(10) == 0.0
     assert seconds(4.4) == "about 4 s" and seconds(200) == "about 3 min"

@@ -27,7 +27,7 @@ class SampleRun:
     key: tuple[object, ...]
     chunk: int = CHUNK  # sentences `work` is given at once
     results: dict[int, Any] = field(default_factory=dict)  # sentence index -> its result (None: nothing to attribute)
-    first_seconds: list[float] = field(default_factory=list)  # per chunk: until its first result (the batch's setup too)
+    first_seconds: list[float] = field(default_factory=list)  # per chunk: until its first result (the chunk's setup too)
     next_seconds: list[float] = field(default_factory=list)  # each later result of a chunk: that sentence's own work
     started: bool = False  # the user asked for it (the sentences timed for the estimate alone are not shown)
 
@@ -40,13 +40,15 @@ class SampleRun:
         return [i for i in range(n) if i not in self.results]
 
     def estimate(self, count: int) -> float:
-        """Seconds for `count` more sentences, from the times measured so far: each sentence's own work, plus
-        once per chunk what its first result took beyond that (decoding the whole batch, copying the model)."""
+        """Seconds for `count` more sentences, from the times measured so far: each sentence's own work, plus its
+        share of its chunk's setup (what a chunk's first result took beyond that: decoding the whole batch, copying
+        the model), shared as in the chunks measured. Setup grows with the batch, a little less than in proportion,
+        so this errs long rather than short when the chunks to come are bigger than the first (2 sentences)."""
         if not self.first_seconds:
             return 0.0
-        first = sum(self.first_seconds) / len(self.first_seconds)
-        each = sum(self.next_seconds) / len(self.next_seconds) if self.next_seconds else first
-        return each * count + max(first - each, 0.0) * -(-count // self.chunk)
+        each = sum(self.next_seconds) / len(self.next_seconds) if self.next_seconds else 0.0
+        setup = sum(max(first - each, 0.0) for first in self.first_seconds)
+        return (each + setup / (len(self.next_seconds) + len(self.first_seconds))) * count
 
 
 def sample_run(name: str, key: tuple[object, ...], chunk: int = CHUNK) -> SampleRun:
