@@ -20,11 +20,12 @@ with st.expander("What these measures are"):
 split, methods, agreement, alignment, dataset = st.tabs(tools.TABS, key="attr_tab", on_change="rerun")
 with split:
     if split.open:
-        views.split_chart(result.output_tokens, tools.contributions(tr, query, result)[0])
+        exact = tools.contributions(tr, query, result)
+        views.split_chart(result.output_tokens, exact.alti_plus)
         st.caption("ALTI+ (Ferrando et al., EMNLP 2022), rolled out over layers with every token's residual path: the "
                    "two shares of every token sum to one. Below, the same split by target position over the evaluation "
                    "sample.")
-        samples.shares_by_position_view(tr)
+        samples.shares_by_position_view(tr, exact.seconds)
 with methods:
     if methods.open:
         att, layer = tools.every_attribution(tr, query, result)

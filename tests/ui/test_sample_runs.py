@@ -47,6 +47,8 @@ def test_the_estimate_counts_each_sentence_s_work_and_its_share_of_its_chunk_s_s
     assert run.estimate(10) == 10 * (1.0 + 3.0 / 3)
     assert SampleRun(("k",), first_seconds=[2.0]).estimate(5) == 10.0  # one sentence timed: all of it counts
     assert SampleRun(("k",)).estimate(10) == 0.0
+    assert SampleRun(("k",), prior=0.5).estimate(10) == 5.0  # measured elsewhere: until the run has its own times
+    assert SampleRun(("k",), prior=0.5, first_seconds=[2.0]).estimate(5) == 10.0
     assert seconds(4.4) == "about 4 s" and seconds(200) == "about 3 min"
 
 

@@ -108,9 +108,10 @@ def dataset_comparison(tr: Translator) -> None:
     _stats_results(stats, len(texts))
 
 
-def shares_by_position_view(tr: Translator) -> None:
+def shares_by_position_view(tr: Translator, per_sentence: float) -> None:
     """The split by target position, averaged over the evaluation sample (embedded for the shipped pairs),
-    sentence by sentence on request: estimate, progress, Stop, and the finished sentences kept."""
+    sentence by sentence on request: estimate (`per_sentence`: the seconds the page's own sentence took),
+    progress, Stop, and the finished sentences kept."""
     cols = st.columns(3)
     split = cols[0].selectbox("Sample", ("test_2016_flickr", "val"), key="split_sample")
     n = int(cols[1].number_input("Sentences", 10, MAX_SPLIT_SAMPLE, SPLIT_DEFAULT, 10, key="split_n",
@@ -123,7 +124,7 @@ def shares_by_position_view(tr: Translator) -> None:
     run = sample_runs.sample_run(SPLIT_RUN, (tr.cache_key, split))
     with cols[2]:
         sample_runs.controls(run, texts, lambda chunk: shares_each(tr, chunk, len(chunk)), "Average over the sample",
-                             "split_go")
+                             "split_go", prior=per_sentence)
     rows = run.finished(len(texts))
     if not (run.started and rows):
         return

@@ -4,6 +4,8 @@ Each tab asks only for what it shows: the split needs ALTI+ alone, the alignment
 gradients (most of the cost) run only for the tabs that show them. Sample averages: attribution_samples.py."""
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -154,7 +156,7 @@ def alignment_view(tr: Translator, query: Query, result: Translation, sample: tu
     if sample:
         best, basis = best_layer(sample[1], VALUE_ZEROING), f"over {sample[0]} sentences"
     else:
-        best, basis = attention_best_layer(record, contributions(tr, query, result)[1].source), "on this sentence"
+        best, basis = attention_best_layer(record, contributions(tr, query, result).value_zeroing.source), "on this sentence"
     cols = st.columns(2)
     label = f"best by agreement with value zeroing {basis} (layer {best})"
     choice = cols[0].selectbox("Layer", ["best", *range(n_layers)], key="align_layer",
@@ -168,14 +170,26 @@ def alignment_view(tr: Translator, query: Query, result: Translation, sample: tu
                        key="align_download")
 
 
+@dataclass(frozen=True)
+class Exact:
+    """ALTI+ and value zeroing of the page's sentence, from one float64 pass, and the seconds it took: the
+    per-sentence work of the split's sample average, so its estimate needs no sentence of its own."""
+
+    alti_plus: Contributions  # the source/prefix split
+    value_zeroing: Contributions  # the alignment's reference
+    seconds: float
+
+
 @st.cache_data(max_entries=32, show_spinner="Computing ALTI+ and value zeroing…")
-def _contributions(_translator: Translator, _result: Translation, query_key: QueryKey) -> tuple[Contributions, Contributions]:
-    return exact_contributions(_translator, _result)
+def _contributions(_translator: Translator, _result: Translation, query_key: QueryKey) -> Exact:
+    start = time.perf_counter()
+    split, vz = exact_contributions(_translator, _result)
+    return Exact(split, vz, time.perf_counter() - start)
 
 
-def contributions(tr: Translator, query: Query, result: Translation) -> tuple[Contributions, Contributions]:
-    """ALTI+ (the source/prefix split) and value zeroing (the alignment's reference) of the translation, without
-    gradients: a fraction of a second; cached per checkpoint and sentence."""
+def contributions(tr: Translator, query: Query, result: Translation) -> Exact:
+    """ALTI+ and value zeroing of the translation, without gradients (a fraction of a second); cached per
+    checkpoint and sentence."""
     query.check(tr)
     return _contributions(tr, result, query.key)
 

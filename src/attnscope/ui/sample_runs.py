@@ -30,6 +30,7 @@ class SampleRun:
     first_seconds: list[float] = field(default_factory=list)  # per chunk: until its first result (the chunk's setup too)
     next_seconds: list[float] = field(default_factory=list)  # each later result of a chunk: that sentence's own work
     started: bool = False  # the user asked for it (the sentences timed for the estimate alone are not shown)
+    prior: float = 0.0  # seconds a sentence takes, measured elsewhere: the estimate until this run has its own times
 
     def finished(self, n: int | None = None) -> list[Any]:
         """Results of the first n sentences (None: of all) that are done, in sample order, untranslatable ones left out."""
@@ -45,7 +46,7 @@ class SampleRun:
         the model), shared as in the chunks measured. Setup grows with the batch, a little less than in proportion,
         so this errs long rather than short when the chunks to come are bigger than the first (2 sentences)."""
         if not self.first_seconds:
-            return 0.0
+            return self.prior * count
         each = sum(self.next_seconds) / len(self.next_seconds) if self.next_seconds else 0.0
         setup = sum(max(first - each, 0.0) for first in self.first_seconds)
         return (each + setup / (len(self.next_seconds) + len(self.first_seconds))) * count
@@ -81,12 +82,16 @@ def _compute(run: SampleRun, sentences: Sequence[str], indices: list[int], work:
             run.results.setdefault(i, None)  # left out by `work`: blank, or nothing generated
 
 
-def controls(run: SampleRun, sentences: Sequence[str], work: Work, label: str, key: str, timed: int = 2) -> None:
+def controls(run: SampleRun, sentences: Sequence[str], work: Work, label: str, key: str, timed: int = 2,
+             prior: float | None = None) -> None:
     """The button that starts (or continues) the run, labelled with its estimate; once pressed, the loop with its
-    progress bar and a Stop button. The first `timed` sentences are computed beforehand, as one chunk, and kept:
-    their times tell a sentence's own work from the chunk's setup (a whole batch where `work` decodes in batches)."""
+    progress bar and a Stop button. The estimate comes from `prior` (seconds a sentence takes, measured on the
+    page's own sentence) when given; else the first `timed` sentences are computed beforehand, as one chunk, and
+    kept: their times tell a sentence's own work from the chunk's setup (a whole batch where `work` batches)."""
     n = len(sentences)
-    if n and not run.results:
+    if prior is not None:
+        run.prior = prior
+    elif n and not run.results:
         with st.spinner("Timing the first sentences to estimate the rest…"):
             _compute(run, sentences, list(range(min(timed, n))), work)
     todo = run.todo(n)
