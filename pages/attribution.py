@@ -1,6 +1,7 @@
 """Attribution: what each source token and the target prefix actually contributed to each generated token."""
 import streamlit as st
 
+from attnscope.ui import attribution_samples as samples
 from attnscope.ui import attribution_tools as tools
 from attnscope.ui import attribution_views as views
 from attnscope.ui import widgets
@@ -13,28 +14,31 @@ st.markdown(f"> {plain(result.text) or '(empty)'}")
 with st.expander("What these measures are"):
     st.markdown(tools.EXPLANATIONS)
     st.caption(tools.WHY_ALTI)
-ig = tools.ig_controls()
-att = tools.sentence_attribution(tr, query, result, ig)
-outputs = att.output_tokens
-tools.completeness_report(att.integrated_gradients)
 
-split, methods, agreement, alignment, dataset = st.tabs(
-    ["Source vs prefix", "Source tokens by method", "Agreement", "Alignment", "Dataset"])
+# Only the open tab is computed: the split needs ALTI+ alone (a fraction of a second); integrated gradients,
+# most of the page's cost, run only in the two tabs that show them.
+split, methods, agreement, alignment, dataset = st.tabs(tools.TABS, key="attr_tab", on_change="rerun")
 with split:
-    views.split_chart(att)
-    st.caption("ALTI+ (Ferrando et al., EMNLP 2022), rolled out over layers with every token's residual path: the two "
-               "shares of every token sum to one. Below, the same split by target position over the evaluation sample.")
-    tools.shares_by_position_view(tr)
-n_layers = att.weights.n_layers("cross")
-layer = min(st.session_state.get("layer", n_layers - 1), n_layers - 1)
-maps = att.source_maps(layer)
+    if split.open:
+        exact = tools.contributions(tr, query, result)
+        views.split_chart(result.output_tokens, exact.alti_plus)
+        st.caption("ALTI+ (Ferrando et al., EMNLP 2022), rolled out over layers with every token's residual path: the "
+                   "two shares of every token sum to one. Below, the same split by target position over the evaluation "
+                   "sample.")
+        samples.shares_by_position_view(tr, exact.seconds)
 with methods:
-    views.methods_view(att, maps, layer)
-    st.caption("Rows are scaled to their own maximum; hover for the value. The raw cross-attention row is the first. "
-               "Pick the layer in the sidebar.")
+    if methods.open:
+        att, layer = tools.every_attribution(tr, query, result)
+        views.methods_view(att, att.source_maps(layer), layer)
+        st.caption("Rows are scaled to their own maximum; hover for the value. The raw cross-attention row is the "
+                   "first. Pick the layer in the sidebar.")
 with agreement:
-    views.agreement_view(maps, outputs, layer)
+    if agreement.open:
+        att, layer = tools.every_attribution(tr, query, result)
+        views.agreement_view(att.source_maps(layer), att.output_tokens, layer)
 with alignment:
-    tools.alignment_view(tr, att)
+    if alignment.open:
+        tools.alignment_view(tr, query, result, samples.layer_summary(tr))
 with dataset:
-    tools.dataset_comparison(tr)
+    if dataset.open:
+        samples.dataset_comparison(tr)

@@ -20,7 +20,8 @@ NO_PANDAS = ("attnscope", "attnscope.engine.recording.record", "attnscope.engine
              "attnscope.engine.analysis.dataset", "attnscope.viz.attribution", "attnscope.ui.query", "attnscope.ui.cache",
              "attnscope.ui.models", "attnscope.ui.results", "attnscope.ui.persist", "attnscope.ui.url",
              "attnscope.ui.values_switch", "attnscope.ui.widgets", "attnscope.ui.compare", "attnscope.ui.figures",
-             "attnscope.ui.stepping", "attnscope.ui.attribution_tools", "attnscope.ui.heads_tools",
+             "attnscope.ui.stepping", "attnscope.ui.attribution_tools", "attnscope.ui.attribution_samples",
+             "attnscope.ui.sample_runs", "attnscope.ui.heads_tools",
              "attnscope.ui.train_tools", "attnscope.ui.navigation", "attnscope.ui.tables")
 
 

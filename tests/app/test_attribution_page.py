@@ -1,4 +1,5 @@
-"""AppTest journeys on the Attribution page (toy reversal checkpoint)."""
+"""AppTest journeys on the Attribution page (toy reversal checkpoint). Only the open tab is computed, so a
+journey opens the tab it looks at (session_state['attr_tab'], as a click on the tab sets it)."""
 from __future__ import annotations
 
 import base64
@@ -28,11 +29,18 @@ def values(data: object) -> np.ndarray:
     return np.asarray(data, dtype=float)
 
 
-def open_page(app: AppTest, sentence: str = "a b c d") -> AppTest:
+def open_page(app: AppTest, sentence: str = "a b c d", tab: str | None = None) -> AppTest:
     app.session_state["sentence"] = sentence
     app.session_state["ig_points"] = 16  # the fewest path points: keeps the page quick on the toy model
+    if tab:
+        app.session_state["attr_tab"] = tab
     app.run()
     return app.switch_page(PAGE).run()
+
+
+def open_tab(app: AppTest, tab: str) -> AppTest:
+    app.session_state["attr_tab"] = tab
+    return app.run()
 
 
 def toy_translation(toy_checkpoint_dir, sentence: str = "a b c d"):
@@ -48,15 +56,16 @@ def test_page_shows_every_measure_for_the_translation(app: AppTest, toy_checkpoi
 
     open_page(app)
     assert not app.exception
-    figs = figures(app)
-    split = figs["Where each generated token came from (ALTI+, rolled out)"]
+    split = figures(app)["Where each generated token came from (ALTI+, rolled out)"]
     source, prefix = (values(trace["y"]) for trace in split["data"][:2])
     np.testing.assert_allclose(source + prefix, 1.0, atol=1e-9)
     tr, result = toy_translation(toy_checkpoint_dir)
     np.testing.assert_allclose(source, alti_plus(tr, result).source_share, atol=1e-12)
-    methods = next(spec for title, spec in figs.items() if "source tokens by method" in title)
+    open_tab(app, "Source tokens by method")
+    methods = next(spec for title, spec in figures(app).items() if "source tokens by method" in title)
     rows = methods["layout"]["yaxis"]["ticktext"]
     assert rows == ["attention", "norm-based", "ALTI+", "value zeroing", "gradient × input", "integrated gradients"]
+    figs = figures(open_tab(app, "Agreement"))
     assert "Mean Spearman over tokens" in figs and "Top-1 agreement (same top source token)" in figs
     text = " ".join(shown(m) for m in app.markdown)
     for paper in ("Kobayashi et al.", "Ferrando et al.", "Mohebbi et al.", "Sundararajan et al."):
@@ -67,7 +76,7 @@ def test_the_page_says_how_complete_integrated_gradients_are(app: AppTest, toy_c
     from attnscope.engine.attribution.quadrature import IGSettings
     from attnscope.engine.attribution.saliency import saliency
 
-    open_page(app)
+    open_page(app, tab="Source tokens by method")
     tr, result = toy_translation(toy_checkpoint_dir)
     with tr.inference():
         ig = saliency(tr.model, result.source_ids, result.target_ids, IGSettings(max_points=16))
@@ -97,6 +106,7 @@ def test_the_default_budget_meets_the_tolerance_and_a_small_one_is_a_warning(app
         short = saliency(tr.model, result.source_ids, result.target_ids, IGSettings(max_points=16))
     assert full.complete.all() and not short.complete.all()  # the toy model needs more than 16 path points
     app.session_state["sentence"] = "a b c d"
+    app.session_state["attr_tab"] = "Source tokens by method"
     app.run()
     app.switch_page(PAGE).run()  # the page's defaults: 5%, at most 256 path points
     assert not app.warning
@@ -128,7 +138,7 @@ def test_source_share_by_position_over_the_sample(app: AppTest, toy_checkpoint_d
 
 
 def test_alignment_is_shown_and_exported_in_pharaoh_format(app: AppTest) -> None:
-    open_page(app)
+    open_page(app, tab="Alignment")
     pharaoh = app.get("code")[0].value
     assert re.fullmatch(r"\d+-\d+( \d+-\d+)*", pharaoh), pharaoh
     assert any(title.endswith("links") for title in figures(app))
@@ -139,13 +149,17 @@ def test_alignment_is_shown_and_exported_in_pharaoh_format(app: AppTest) -> None
 
 
 def test_dataset_comparison_over_pasted_sentences(app: AppTest) -> None:
-    open_page(app)
+    open_page(app, tab="Dataset")
     app.text_area(key="attr_pasted").set_value("a b c\nd e f g\nh i").run()
+    label = app.button(key="attr_go").label
+    assert re.fullmatch(r"Compare layers \(about \d+ s for 3 sentences\)", label), label  # said before it starts
     app.button(key="attr_go").click().run()
     assert not app.exception
     figs = figures(app)
     assert "Cross-attention by layer against each attribution (Spearman rank correlation)" in figs
     assert any("Over 3 sentences" in shown(m) for m in app.markdown)
+    label = app.button(key="attr_stats_go").label
+    assert re.fullmatch(r"Head statistics \(about \d+ s for 3 sentences\)", label), label
     app.button(key="attr_stats_go").click().run()
     assert any("Head statistics over 3 sentences" in shown(c) for c in app.caption)
     agreement, stats = readable_tables(app)[-2:]  # words a student reads, each explained
@@ -156,8 +170,8 @@ def test_dataset_comparison_over_pasted_sentences(app: AppTest) -> None:
 def test_dataset_comparison_works_offline_on_the_default_split(app: AppTest, monkeypatch, tmp_path) -> None:
     """The default split ships inside the package: no corpus directory is needed (an empty one is set here)."""
     monkeypatch.setenv("ATTNSCOPE_DATA", str(tmp_path))
-    open_page(app)
-    app.number_input(key="attr_n").set_value(3)
+    open_page(app, tab="Dataset")
+    app.number_input(key="attr_n").set_value(3).run()
     app.button(key="attr_go").click().run()
     assert not app.exception and not any("missing corpus" in shown(w) for w in app.warning)
     assert any("Over 3 sentences" in shown(m) for m in app.markdown)
@@ -165,9 +179,8 @@ def test_dataset_comparison_works_offline_on_the_default_split(app: AppTest, mon
 
 def test_dataset_comparison_on_a_split_outside_the_sample_says_what_is_missing(app: AppTest, monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("ATTNSCOPE_DATA", str(tmp_path))
-    open_page(app)
-    app.selectbox(key="attr_split").set_value("test_2017_flickr")
-    app.button(key="attr_go").click().run()
+    open_page(app, tab="Dataset")
+    app.selectbox(key="attr_split").set_value("test_2017_flickr").run()  # said as soon as the split is picked
     assert not app.exception
     assert any("missing corpus file" in shown(w) for w in app.warning)
 
@@ -219,3 +232,96 @@ def test_bad_input_gets_a_sentence_not_a_traceback(app: AppTest) -> None:
         assert not app.exception, [e.value for e in app.exception]
         for element in (*app.markdown, *app.info, *app.warning):  # our own templates use neither < nor [
             assert not re.search(r"(?<!\\)[<\[`]", element.value), element.value
+
+
+def test_the_first_view_computes_only_the_split_and_each_tab_what_it_shows(app: AppTest, monkeypatch) -> None:
+    """Integrated gradients (most of the page's cost) run only when a tab that shows them is opened, once;
+    the IG settings survive a visit to another tab."""
+    from attnscope.ui import attribution_tools
+
+    calls: list[int] = []  # the IG budget of every full attribution computed (0: without IG)
+    real = attribution_tools.attribute
+    monkeypatch.setattr(attribution_tools, "attribute", lambda tr, result, ig: calls.append(ig.max_points if ig else 0)
+                        or real(tr, result, ig))
+    open_page(app)
+    assert not app.exception and calls == []
+    assert set(figures(app)) == {"Where each generated token came from (ALTI+, rolled out)"}
+    open_tab(app, "Source tokens by method")
+    assert calls == [16] and any("source tokens by method" in title for title in figures(app))
+    app.number_input(key="ig_points").set_value(32).run()
+    open_tab(app, "Source vs prefix")
+    open_tab(app, "Agreement")
+    assert "Mean Spearman over tokens" in figures(app)
+    assert app.number_input(key="ig_points").value == 32 and calls == [16, 32]  # kept, and the attribution reused
+    open_tab(app, "Alignment")
+    assert app.get("code") and calls == [16, 32]  # the best layer needs value zeroing only, no gradients
+
+
+def test_alignment_picks_the_layer_the_full_comparison_would(app: AppTest, toy_checkpoint_dir, monkeypatch) -> None:
+    from attnscope.engine.attribution.agreement import best_layer, layer_agreement
+    from attnscope.engine.attribution.sentence import attribute
+    from attnscope.ui import attribution_tools
+
+    monkeypatch.setattr(attribution_tools, "attribute", None)  # the tab computes no gradients at all
+    open_page(app, tab="Alignment")
+    assert not app.exception
+    tr, result = toy_translation(toy_checkpoint_dir)
+    best = best_layer(layer_agreement([attribute(tr, result)]), "value zeroing")
+    assert f"best by agreement with value zeroing on this sentence (layer {best})" in app.selectbox(key="align_layer").options[0]
+
+
+def split_figure(app: AppTest) -> tuple[str, dict] | None:
+    return next(((title, spec) for title, spec in figures(app).items() if title.startswith("Source share by target")), None)
+
+
+def test_a_sample_average_says_its_cost_first_stops_keeping_what_finished_and_continues(app: AppTest, monkeypatch,
+                                                                                       toy_checkpoint_dir) -> None:
+    """A click during the run (here: a rerun after five sentences, as Streamlit's own on any click) ends it; the
+    average over the finished sentences is shown as such, Continue computes only the rest, and more sentences
+    reuse the finished ones; every number equals the engine's over the same sentences."""
+    import streamlit as st
+
+    from attnscope.engine.analysis.dataset import shares_by_position
+    from attnscope.training.data import sample_pairs
+    from attnscope.ui import attribution_samples
+
+    computed: list[str] = []
+    stop_after = [5]  # sentences before the simulated click (then none)
+    real = attribution_samples.shares_each
+
+    def counted(tr, sentences, batch_size=64):
+        for i, shares in real(tr, sentences, batch_size):
+            if len(computed) == stop_after[0]:
+                stop_after[0] = -1
+                st.rerun()
+            computed.append(sentences[i])
+            yield i, shares
+
+    def check(sentences: list[str]) -> None:
+        title, fig = split_figure(app)
+        assert title == f"Source share by target position · {len(sentences)} sentences"
+        want = shares_by_position(tr, sentences)
+        keep = np.flatnonzero(want.counts >= 10)
+        lines = {trace["name"]: trace for trace in fig["data"]}
+        np.testing.assert_allclose(values(lines["ALTI+"]["y"]), want.mean["ALTI+"][keep], atol=1e-12)
+
+    monkeypatch.setattr(attribution_samples, "shares_each", counted)
+    tr, _ = toy_translation(toy_checkpoint_dir)
+    texts = [s for s, _ in sample_pairs("en", "en", "test_2016_flickr", 30)]
+    open_page(app)
+    label = app.button(key="split_go").label
+    assert re.fullmatch(r"Average over the sample \(about \d+ s for 20 sentences\)", label), label  # before it starts
+    assert split_figure(app) is None and computed == []  # estimated from the page's own sentence: nothing computed yet
+    app.button(key="split_go").click().run()
+    assert not app.exception and len(computed) == 5
+    check(sorted(computed, key=texts.index))  # the five that finished, not abandoned
+    assert any(shown(c).startswith("Over 5 of 20 sentences") for c in app.caption)
+    assert re.fullmatch(r"Continue: 15 more sentences \(about \d+ s\)", app.button(key="split_go").label)
+    app.button(key="split_go").click().run()
+    assert sorted(computed, key=texts.index) == texts[:20]  # each sentence once
+    check(texts[:20])
+    assert any(shown(c).startswith("Over 20 sentences") for c in app.caption)
+    app.number_input(key="split_n").set_value(30).run()
+    app.button(key="split_go").click().run()
+    assert sorted(computed, key=texts.index) == texts  # asking for more computed only the ten more
+    check(texts)

@@ -1,7 +1,8 @@
 """Resident memory of the app server (section 12 of `python -m attnscope.bench`), along one user's journey.
 
 A real `streamlit run app.py` serves the checkpoint alone; headless Chromium opens the app on a sentence (its
-first translation), then clicks through Step, Heads, Inside and Attribution in the sidebar, in one session, as
+first translation), then clicks through Step, Heads, Inside and Attribution in the sidebar, and Attribution's
+"Source tokens by method" tab (its first view computes only the source/prefix split), in one session, as
 a user would. When a page has finished drawing, the server's resident set is read from /proc/<pid>/status
 (VmRSS, with its anonymous and file-backed parts). Targets from issue 24: 300 MB after the first translation,
 380 MB after the four pages. Then the Translate page opens a long sentence with each of its cross-attention heads
@@ -19,9 +20,10 @@ from urllib.parse import quote_plus
 
 from attnscope.bench.app_latency import HEATMAPS_DRAWN, NOT_STALE, served
 
-# (sidebar link, a text the page shows)
-JOURNEY = (("Step through decoding", "Step 0: chose"), ("Heads & layers", "Head statistics"),
-           ("Inside one head", "Query and keys of head 0"), ("Attribution", "Integrated gradients used"))
+# (what is clicked: a sidebar link or a page's tab, its name, a text the page then shows)
+JOURNEY = (("link", "Step through decoding", "Step 0: chose"), ("link", "Heads & layers", "Head statistics"),
+           ("link", "Inside one head", "Query and keys of head 0"), ("link", "Attribution", "rolled out over layers"),
+           ("tab", "Source tokens by method", "Integrated gradients used"))
 
 
 def resident_mb(pid: int) -> dict[str, float]:
@@ -66,9 +68,9 @@ def app_memory(path: Path, sentence: str, long_sentence: str, n_layers: int, n_h
         runs.wait(page, 0, "Translation (")
         page.wait_for_function(HEATMAPS_DRAWN)
         rows.append({"after": "the first translation (Translate page)", **resident_mb(server.pid)})
-        for link, text in JOURNEY:
+        for role, link, text in JOURNEY:
             seen = runs.finished
-            page.get_by_role("link", name=link).click()
+            page.get_by_role(role, name=link).click()
             runs.wait(page, seen, text)
             rows.append({"after": f"+ {link}", **resident_mb(server.pid)})
         heads = [(layer, head) for layer in range(n_layers) for head in range(n_heads)]

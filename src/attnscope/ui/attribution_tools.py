@@ -1,34 +1,42 @@
-"""Widgets of the Attribution page (cached attributions, the methods explained, integrated gradients'
-completeness, the source/prefix split over a sample, alignment, the dataset comparison) and the Step
-page's on-request view of what one decoding step relied on."""
+"""Widgets of the Attribution page on its sentence (cached attributions, the methods explained, integrated
+gradients' completeness, alignment) and the Step page's on-request view of what one decoding step relied on.
+Each tab asks only for what it shows: the split needs ALTI+ alone, the alignment value zeroing, and integrated
+gradients (most of the cost) run only for the tabs that show them. Sample averages: attribution_samples.py."""
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 import streamlit as st
 
 from attnscope.engine.analysis.alignment import align, cross_map
-from attnscope.engine.analysis.dataset import SharesByPosition, attributions_over, head_stats_batched, shares_by_position
-from attnscope.engine.attribution.agreement import best_layer, layer_agreement
+from attnscope.engine.attribution.agreement import attention_best_layer, best_layer
+from attnscope.engine.attribution.contributions import Contributions
 from attnscope.engine.attribution.quadrature import IGSettings
 from attnscope.engine.attribution.saliency import Saliency
-from attnscope.engine.attribution.sentence import ALTI, ATTENTION, INTEGRATED, NORM, VALUE_ZEROING, SentenceAttribution, attribute
+from attnscope.engine.attribution.sentence import (
+    ATTENTION,
+    INTEGRATED,
+    NORM,
+    VALUE_ZEROING,
+    SentenceAttribution,
+    attribute,
+    exact_contributions,
+)
 from attnscope.engine.attribution.step_attribution import StepAttributions, step_attributions
 from attnscope.engine.decoding.translator import Translation, Translator
-from attnscope.training.data import DataError, sample_pairs
-from attnscope.ui import selection, tables, widgets
+from attnscope.ui import selection, widgets
 from attnscope.ui.query import Query, QueryKey
 from attnscope.ui.text import plain
-from attnscope.viz.attribution import alignment_figure, layer_agreement_figure, shares_by_position_figure
+from attnscope.viz.attribution import alignment_figure
 
 if TYPE_CHECKING:  # pandas (~70 MB, ~0.5 s) is imported only when a table is asked for
     import pandas as pd
 
-MAX_SAMPLE = 100  # sentences for the layer comparison: each needs value zeroing and gradients
+TABS = ("Source vs prefix", "Source tokens by method", "Agreement", "Alignment", "Dataset")
 MAX_STATS_SAMPLE = 1000  # head statistics come from batched capture: 1,000 sentences take seconds
-MAX_SPLIT_SAMPLE = 1014  # the split by position: ALTI+ and value zeroing, ~0.1 s a sentence (val has 1,014)
-SPLITS = ("test_2016_flickr", "val", "test_2017_flickr")
 STEP_TOP = 3  # source tokens listed per method for one step
 IG_DONE = "_attr_ig"  # session key: (sentence key, (tolerance, points)) of the last attribution with integrated gradients
 IG_MAX_POINTS = 1024  # the most path points a user may allow one sentence
@@ -73,7 +81,7 @@ WHY_ALTI = ("Why ALTI+ for the source/prefix split: it counts every path into a 
             "the published trend (README: which measure, and why).")
 
 
-def _ig(ig: tuple[float, int]) -> IGSettings | None:
+def ig_settings(ig: tuple[float, int]) -> IGSettings | None:
     """(tolerance, path points) as the engine's settings; no points: no integrated gradients."""
     tolerance, points = ig
     return IGSettings(tolerance=tolerance, max_points=points) if points else None
@@ -81,7 +89,7 @@ def _ig(ig: tuple[float, int]) -> IGSettings | None:
 
 @st.cache_data(max_entries=32, show_spinner="Computing attributions…")
 def _attribute(_translator: Translator, _result: Translation, query_key: QueryKey, ig: tuple[float, int]) -> SentenceAttribution:
-    return attribute(_translator, _result, _ig(ig))
+    return attribute(_translator, _result, ig_settings(ig))
 
 
 def sentence_attribution(tr: Translator, query: Query, result: Translation, ig: tuple[float, int]) -> SentenceAttribution:
@@ -98,14 +106,23 @@ def ig_controls() -> tuple[float, int]:
     """The completeness integrated gradients must reach, and the path points they may spend: (fraction, points)."""
     cols = st.columns(2)
     percent = cols[0].number_input("Integrated gradients: completeness tolerance (%)", 0.5, 50.0, 5.0, 0.5,
-                                   key="ig_tolerance",
+                                   key="ig_tolerance", persist_state="session",
                                    help="Path points are added where the attributions fail to add up, until every "
                                         "token's attributions sum to its change in log-probability within this many "
                                         "percent (or, for changes under 1 nat, this many hundredths of a nat).")
     points = cols[1].number_input("…spending at most this many path points", IGSettings.panels * IGSettings.nodes,
-                                  IG_MAX_POINTS, IGSettings.max_points, key="ig_points",
+                                  IG_MAX_POINTS, IGSettings.max_points, key="ig_points", persist_state="session",
                                   help="Each path point is one forward and backward pass per token; time grows with them.")
     return percent / 100, int(points)
+
+
+def every_attribution(tr: Translator, query: Query, result: Translation) -> tuple[SentenceAttribution, int]:
+    """For the tabs that show integrated gradients: their settings, every attribution of the translation, how
+    complete integrated gradients are; and the sidebar's layer as it exists in this model's decoder."""
+    att = sentence_attribution(tr, query, result, ig_controls())
+    completeness_report(att.integrated_gradients)
+    n_layers = att.weights.n_layers("cross")
+    return att, min(st.session_state.get("layer", n_layers - 1), n_layers - 1)
 
 
 def completeness_report(ig: Saliency | None) -> None:
@@ -131,103 +148,50 @@ def completeness_report(ig: Saliency | None) -> None:
                    f"within the budget of {settings.max_points} path points: allow more path points to close the gap.")
 
 
-def alignment_view(tr: Translator, att: SentenceAttribution) -> None:
-    """Pick a layer (or the best by agreement with value zeroing on this sentence) and heads; links and download."""
-    n_layers, n_heads = att.weights.n_layers("cross"), att.weights.n_heads
-    sample = st.session_state.get("attr_layers")
-    if sample and sample[0] == tr.cache_key:  # the Dataset tab's comparison, when it was run for this model
-        best, basis = best_layer(sample[2], VALUE_ZEROING), f"over {sample[1]} sentences"
+def alignment_view(tr: Translator, query: Query, result: Translation, sample: tuple[int, pd.DataFrame] | None) -> None:
+    """Pick a layer (the best by agreement with value zeroing: over the Dataset tab's `sample` (sentences,
+    summary) when one ran, else on this sentence) and heads; links and download."""
+    record = result.attention
+    n_layers, n_heads = record.n_layers("cross"), record.n_heads
+    if sample:
+        best, basis = best_layer(sample[1], VALUE_ZEROING), f"over {sample[0]} sentences"
     else:
-        best, basis = best_layer(layer_agreement([att]), VALUE_ZEROING), "on this sentence"
+        best, basis = attention_best_layer(record, contributions(tr, query, result).value_zeroing.source), "on this sentence"
     cols = st.columns(2)
     label = f"best by agreement with value zeroing {basis} (layer {best})"
     choice = cols[0].selectbox("Layer", ["best", *range(n_layers)], key="align_layer",
                                format_func=lambda o: label if isinstance(o, str) else f"layer {o}")
     layer = best if isinstance(choice, str) else int(choice)
     heads = cols[1].multiselect("Heads (none: mean of all)", list(range(n_heads)), key="align_heads")
-    alignment = align(cross_map(att.weights, layer, heads or None), att.source_tokens, att.output_tokens)
+    alignment = align(cross_map(record, layer, heads or None), result.source_tokens, result.output_tokens)
     widgets.chart(alignment_figure(alignment), "alignment")
     st.code(alignment.pharaoh() or "(no links)", language=None)
     st.download_button("Alignment (Pharaoh i-j)", alignment.pharaoh() + "\n", "attnscope-alignment.txt", "text/plain",
                        key="align_download")
 
 
-def _sample(tr: Translator, split: str, n: int, pasted: str) -> list[str] | None:
-    lines = [line for line in pasted.splitlines() if line.strip()]
-    if lines:
-        return lines[:n]
-    try:
-        return [s for s, _ in sample_pairs(tr.bundle.src_lang, tr.bundle.tgt_lang, split, n)]
-    except DataError as err:
-        st.warning(plain(err))
-        return None
+@dataclass(frozen=True)
+class Exact:
+    """ALTI+ and value zeroing of the page's sentence, from one float64 pass, and the seconds it took: the
+    per-sentence work of the split's sample average, so its estimate needs no sentence of its own."""
+
+    alti_plus: Contributions  # the source/prefix split
+    value_zeroing: Contributions  # the alignment's reference
+    seconds: float
 
 
-def dataset_comparison(tr: Translator) -> None:
-    """Layer × method agreement, and batched head statistics, over a sample of sentences."""
-    cols = st.columns(4)
-    split = cols[0].selectbox("Split", SPLITS, key="attr_split")
-    n = cols[1].number_input(f"Sentences (layer comparison max {MAX_SAMPLE})", 1, MAX_STATS_SAMPLE, 20, key="attr_n")
-    points = cols[2].number_input("IG path points per sentence (0: skip IG)", 0, IG_MAX_POINTS, 0, 16, key="attr_ig",
-                                  help="Integrated gradients to the page's completeness tolerance, spending at most "
-                                       f"this many path points (at least {IGSettings.panels * IGSettings.nodes}).")
-    pasted = st.text_area("…or paste sentences, one per line (used instead of the split)", key="attr_pasted", height=80)
-    if cols[3].button("Compare layers", key="attr_go"):
-        texts = _sample(tr, split, min(int(n), MAX_SAMPLE), pasted)
-        if texts:
-            bar = st.progress(0.0, text="Attributing…")
-            tolerance = st.session_state.get("ig_tolerance", 5.0) / 100
-            ig = _ig((tolerance, max(int(points), IGSettings.panels * IGSettings.nodes) if points else 0))
-            atts = attributions_over(tr, texts, ig,
-                                     lambda i, total: bar.progress(i / total, text=f"{i}/{total} sentences"))
-            if atts:
-                st.session_state["attr_layers"] = (tr.cache_key, len(atts), layer_agreement(atts))
-    if cols[3].button("Head statistics", key="attr_stats_go"):
-        texts = _sample(tr, split, int(n), pasted)
-        if texts:
-            bar = st.progress(0.0, text="Translating in batches…")
-            frame = head_stats_batched(tr, texts, progress=lambda i, total: bar.progress(i / total, text=f"{i}/{total}"))
-            st.session_state["attr_stats"] = (tr.cache_key, len(texts), frame)
-    saved = st.session_state.get("attr_layers")
-    if saved and saved[0] == tr.cache_key:
-        summary: pd.DataFrame = saved[2]
-        widgets.chart(layer_agreement_figure(summary), "attr-layers")
-        refs = [r for r in (ALTI, VALUE_ZEROING, INTEGRATED, "gradient × input") if r in set(summary["reference"])]
-        st.markdown(f"Over {saved[1]} sentences, the cross-attention layer that best matches " +
-                    "; ".join(f"{r}: **layer {best_layer(summary, r)}**" for r in refs) + ".")
-        tables.table(summary.round(3), tables.LAYER_AGREEMENT)
-    stats = st.session_state.get("attr_stats")
-    if stats and stats[0] == tr.cache_key:
-        st.caption(f"Head statistics over {stats[1]} sentences (batched capture)")
-        tables.table(stats[2].round(3), tables.HEAD_STATS)
+@st.cache_data(max_entries=32, show_spinner="Computing ALTI+ and value zeroing…")
+def _contributions(_translator: Translator, _result: Translation, query_key: QueryKey) -> Exact:
+    start = time.perf_counter()
+    split, vz = exact_contributions(_translator, _result)
+    return Exact(split, vz, time.perf_counter() - start)
 
 
-def shares_by_position_view(tr: Translator) -> None:
-    """The split by target position, averaged over the evaluation sample (embedded for the shipped pairs)."""
-    cols = st.columns(3)
-    split = cols[0].selectbox("Sample", ("test_2016_flickr", "val"), key="split_sample")
-    n = cols[1].number_input("Sentences", 10, MAX_SPLIT_SAMPLE, 200, 10, key="split_n",
-                             help="ALTI+ and value zeroing of each greedy translation, about 0.1 s a sentence.")
-    if cols[2].button("Average over the sample", key="split_go"):
-        try:
-            pairs = sample_pairs(tr.bundle.src_lang, tr.bundle.tgt_lang, split, int(n))
-            bar = st.progress(0.0, text="Translating and attributing the sample…")
-            shares = shares_by_position(tr, [s for s, _ in pairs],
-                                        progress=lambda i, total: bar.progress(i / total, text=f"{i}/{total} sentences"))
-            bar.empty()
-            st.session_state["split_shares"] = (tr.cache_key, shares)
-        except (DataError, ValueError) as err:
-            st.warning(plain(err))
-    saved = st.session_state.get("split_shares")
-    if saved and saved[0] == tr.cache_key:
-        shares: SharesByPosition = saved[1]
-        widgets.chart(shares_by_position_figure(shares.counts, shares.mean, shares.sentences), "attr-split-position")
-        st.caption(f"Over {shares.sentences} sentences ({int(shares.counts.sum())} generated tokens): ALTI+ gives the "
-                   f"source {shares.overall(ALTI):.0%} of each token on average, value zeroing's rollout "
-                   f"{shares.overall(VALUE_ZEROING):.0%}. Voita et al. (\"Analyzing the Source and Target Contributions "
-                   "to Predictions in Neural Machine Translation\", ACL 2021) and Ferrando et al. (EMNLP 2022) report "
-                   "that the source's share is largest for the first tokens and falls as the target prefix grows. "
-                   "Positions with fewer than 10 tokens are left out.")
+def contributions(tr: Translator, query: Query, result: Translation) -> Exact:
+    """ALTI+ and value zeroing of the translation, without gradients (a fraction of a second); cached per
+    checkpoint and sentence."""
+    query.check(tr)
+    return _contributions(tr, result, query.key)
 
 
 @st.cache_data(max_entries=32, show_spinner="Attributing this translation…")
@@ -280,5 +244,6 @@ def step_contributions(tr: Translator, query: Query, result: Translation, t: int
                "(mean of heads) and norm-based attention (the heads' summed vectors, Kobayashi et al., EMNLP 2020); "
                "ALTI+ and value-zeroing shares; gradient magnitudes (Shrikumar et al. 2017; integrated gradients, "
                "Sundararajan et al., ICML 2017). "
-               + ("" if ig_points else "Integrated gradients appear here once computed on the Attribution page. ")
+               + ("" if ig_points else "Integrated gradients appear here once computed on the Attribution page "
+                                       "(its tab Source tokens by method). ")
                + "Agreement is over this token's source scores; the Attribution page explains each measure.")

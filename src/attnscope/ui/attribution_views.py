@@ -6,14 +6,15 @@ import numpy as np
 import streamlit as st
 
 from attnscope.engine.attribution.agreement import agreement_matrix, token_agreement
+from attnscope.engine.attribution.contributions import Contributions
 from attnscope.engine.attribution.sentence import ATTENTION, VALUE_ZEROING, SentenceAttribution
 from attnscope.ui import widgets
 from attnscope.viz.attribution import agreement_matrix_figure, methods_side_by_side, source_prefix_split, token_agreement_figure
 
 
-def split_chart(att: SentenceAttribution) -> None:
-    """Each generated token's share from the source and from the target prefix."""
-    widgets.chart(source_prefix_split(att.output_tokens, att.split.source_share, att.split.method), "attr-split")
+def split_chart(outputs: tuple[str, ...], split: Contributions) -> None:
+    """Each generated token's share from the source and from the target prefix (ALTI+: SentenceAttribution.split)."""
+    widgets.chart(source_prefix_split(outputs, split.source_share, split.method), "attr-split")
 
 
 def methods_view(att: SentenceAttribution, maps: dict[str, np.ndarray], layer: int) -> None:

@@ -5,8 +5,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnscope.engine.analysis.dataset import batched_records, head_stats_batched, layer_comparison, shares_by_position
+from attnscope.engine.analysis.dataset import (
+    SharesByPosition,
+    attributions_each,
+    batched_records,
+    head_stats_batched,
+    head_stats_each,
+    head_stats_summary,
+    layer_comparison,
+    shares_by_position,
+    shares_each,
+)
 from attnscope.engine.analysis.heads import head_stats_over
+from attnscope.engine.attribution.agreement import agreement_rows, layer_agreement, summarize_agreement
 from attnscope.engine.attribution.alti import alti_plus
 from attnscope.engine.attribution.quadrature import IGSettings
 from attnscope.engine.attribution.value_zeroing import value_zeroing
@@ -72,3 +83,57 @@ def test_shares_by_position_average_each_translations_own_split(tr) -> None:
     assert shares.overall("ALTI+") == pytest.approx(weighted, abs=1e-12)
     with pytest.raises(ValueError, match="empty"):
         shares_by_position(tr, ["", " "])
+
+
+def test_shares_come_one_sentence_at_a_time_and_any_finished_subset_averages_exactly(tr) -> None:
+    each = dict(shares_each(tr, SENTENCES, batch_size=2))
+    assert sorted(each) == [0, 1, 3, 4, 5]  # the blank sentence is left out
+    first = [i for i in sorted(each)][:3]  # what a run stopped after three sentences keeps
+    part = SharesByPosition.over([each[i] for i in first])
+    whole = shares_by_position(tr, [SENTENCES[i] for i in first])
+    assert part.sentences == whole.sentences == 3
+    np.testing.assert_array_equal(part.counts, whole.counts)
+    for measure in ("ALTI+", "value zeroing"):
+        np.testing.assert_allclose(part.mean[measure], whole.mean[measure], atol=1e-12)
+    with pytest.raises(ValueError, match="empty"):
+        SharesByPosition.over([])
+
+
+def test_layer_agreement_is_the_summary_of_each_sentences_rows(tr) -> None:
+    atts = dict(attributions_each(tr, ["a b c", "", "d e f g"]))
+    assert sorted(atts) == [0, 2]
+    rows = {i: agreement_rows(att) for i, att in atts.items()}
+    assert len(rows[0]) == tr.model.config.n_decoder_layers * 2 * 3 * len(atts[0].output_tokens)  # 2 measures, 3 refs
+    pd.testing.assert_frame_equal(summarize_agreement(rows.values()), layer_agreement(atts.values()))
+    pd.testing.assert_frame_equal(summarize_agreement([rows[2]]), layer_agreement([atts[2]]))
+    with pytest.raises(ValueError, match="no sentences"):
+        summarize_agreement([])
+
+
+def test_head_stats_of_any_finished_subset_equal_the_batched_average_of_it(tr) -> None:
+    each = dict(head_stats_each(tr, SENTENCES, batch_size=2))
+    assert sorted(each) == [0, 1, 3, 4, 5]
+    part = head_stats_summary([each[i] for i in (1, 4, 5)])
+    pd.testing.assert_frame_equal(part, head_stats_batched(tr, [SENTENCES[i] for i in (1, 4, 5)]), atol=1e-12)
+
+
+def test_batched_records_hold_no_lock_between_batches(tr) -> None:
+    """A caller may stop between sentences (the page's Stop): the model must be free again meanwhile."""
+    import threading
+
+    from attnscope.engine.recording.tracer import model_lock
+
+    records = batched_records(tr, SENTENCES, batch_size=2)
+    next(records)
+    lock, free = model_lock(tr.model), []
+
+    def other_user() -> None:  # another thread: the lock is re-entrant for this one
+        if lock.acquire(timeout=10):  # immediate when free; the timeout only ends a failing test
+            free.append(True)
+            lock.release()
+
+    thread = threading.Thread(target=other_user)
+    thread.start()
+    thread.join()
+    records.close()
+    assert free

@@ -7,6 +7,7 @@ from scipy.stats import rankdata, spearmanr
 
 from attnscope.engine.attribution.agreement import (
     agreement_matrix,
+    attention_best_layer,
     average_ranks,
     best_layer,
     layer_agreement,
@@ -78,3 +79,11 @@ def test_layer_agreement_covers_every_layer_and_picks_the_best(attributions) -> 
     rows = summary[(summary["measure"] == ATTENTION) & (summary["reference"] == INTEGRATED)]
     assert best_layer(summary, INTEGRATED) == int(rows.sort_values("spearman").iloc[-1]["layer"])
     assert summary["spearman"].between(-1, 1).all() and summary["top1"].between(0, 1).all()
+
+
+def test_the_best_layer_from_attention_and_one_reference_is_the_summary_s(attributions) -> None:
+    """What the Alignment tab uses: no gradients needed, the same layer as the full comparison picks."""
+    for att in attributions:
+        for ref in (VALUE_ZEROING, ALTI, INTEGRATED):
+            reference = att.source_maps(0)[ref]
+            assert attention_best_layer(att.weights, reference) == best_layer(layer_agreement([att]), ref)

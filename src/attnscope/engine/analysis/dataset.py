@@ -9,7 +9,7 @@ padded keys get exactly zero weight and padded rows are cut away.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -27,6 +27,7 @@ from attnscope.engine.recording.record import AttentionRecord
 from attnscope.engine.recording.tracer import decoder_inputs, trace
 from attnscope.model.batch import pad
 from attnscope.model.config import EOS_ID
+from attnscope.model.transformer import Transformer
 
 if TYPE_CHECKING:  # pandas (~70 MB, ~0.5 s) is imported only when a table is asked for
     import pandas as pd
@@ -78,25 +79,36 @@ def batched_records(translator: Translator, sentences: Sequence[str], batch_size
     sources = _sources(translator, sentences)
     order = sorted(sources, key=lambda i: len(sources[i]))
     max_len = translator.model.config.max_len
-    done = 0
-    with translator.inference():
-        for start in range(0, len(order), batch_size):
-            idx = order[start:start + batch_size]
-            yield from zip(idx, _records(translator, [sources[i] for i in idx], max_len))
-            done += len(idx)
-            if progress:
-                progress(done, len(order))
+    for start in range(0, len(order), batch_size):
+        idx = order[start:start + batch_size]
+        with translator.inference():  # per batch: the lock is never held while the caller has the records
+            records = _records(translator, [sources[i] for i in idx], max_len)
+        yield from zip(idx, records)
+        if progress:
+            progress(start + len(idx), len(order))
+
+
+def head_stats_each(translator: Translator, sentences: Sequence[str],
+                    batch_size: int = 64) -> Iterator[tuple[int, pd.DataFrame]]:
+    """(sentence index, `head_stats` of its record) for every translatable sentence, from batched capture."""
+    for i, record in batched_records(translator, sentences, batch_size):
+        yield i, head_stats(record)
+
+
+def head_stats_summary(frames: Iterable[pd.DataFrame]) -> pd.DataFrame:
+    """Head statistics averaged over the sentences whose `head_stats` are given."""
+    import pandas as pd
+
+    frames = list(frames)
+    if not frames:
+        raise ValueError("no sentences to analyse: every one was empty")
+    return pd.concat(frames).groupby(["kind", "layer", "head"], as_index=False, sort=False)[list(STAT_COLUMNS)].mean()
 
 
 def head_stats_batched(translator: Translator, sentences: Sequence[str], batch_size: int = 64,
                        progress: Progress | None = None) -> pd.DataFrame:
     """Head statistics averaged over sentences (the columns of analysis.head_stats), from batched capture."""
-    import pandas as pd
-
-    frames = [head_stats(record) for _, record in batched_records(translator, sentences, batch_size, progress)]
-    if not frames:
-        raise ValueError("no sentences to analyse: every one was empty")
-    return pd.concat(frames).groupby(["kind", "layer", "head"], as_index=False, sort=False)[list(STAT_COLUMNS)].mean()
+    return head_stats_summary(head_stats(record) for _, record in batched_records(translator, sentences, batch_size, progress))
 
 
 def greedy_pairs(translator: Translator, sentences: Sequence[str], batch_size: int = 64,
@@ -128,44 +140,55 @@ class SharesByPosition:
         """The mean source share over every generated token of the sample."""
         return float((self.mean[measure] * self.counts).sum() / self.counts.sum())
 
+    @classmethod
+    def over(cls, rows: Sequence[dict[str, np.ndarray]]) -> SharesByPosition:
+        """The average of per-sentence source shares (measure -> [T], as `source_shares` gives them)."""
+        if not rows:
+            raise ValueError("no sentences to analyse: every one was empty")
+        measures = list(rows[0])
+        longest = max(len(r[measures[0]]) for r in rows)
+        padded = {m: np.array([np.pad(r[m], (0, longest - len(r[m])), constant_values=np.nan) for r in rows])
+                  for m in measures}  # [N, P], NaN past each sentence's end
+        counts = np.sum(~np.isnan(padded[measures[0]]), axis=0)
+        return cls(len(rows), counts, {m: np.nanmean(p, axis=0) for m, p in padded.items()},
+                   {m: np.nanstd(p, axis=0) for m, p in padded.items()})
+
+
+def source_shares(exact: Transformer, src: list[int], tgt: list[int]) -> dict[str, np.ndarray]:
+    """[T] source share of each output token of one pair, ALTI+ and value zeroing, from one traced pass of
+    `exact` (a float64 copy: `contributions.float64_model`)."""
+    traced = trace(exact, src, decoder_inputs(tgt))
+    return {alti.METHOD: alti.from_trace(traced).source_share,
+            value_zeroing.METHOD: value_zeroing.from_trace(traced).source_share}
+
+
+def shares_each(translator: Translator, sentences: Sequence[str], batch_size: int = 64,
+                progress: Progress | None = None) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+    """(sentence index, `source_shares` of its greedy translation) for every translatable sentence, one at a time."""
+    with float64_model(translator.model) as exact:
+        for i, src, tgt in greedy_pairs(translator, sentences, batch_size, progress):
+            yield i, source_shares(exact, src, tgt)
+
 
 def shares_by_position(translator: Translator, sentences: Sequence[str], batch_size: int = 64,
                        progress: Progress | None = None) -> SharesByPosition:
     """Source share of each greedy output token by position, ALTI+ and value zeroing, over `sentences`."""
-    measures = (alti.METHOD, value_zeroing.METHOD)
-    rows: dict[str, list[np.ndarray]] = {m: [] for m in measures}
-    with float64_model(translator.model) as exact:
-        for _, src, tgt in greedy_pairs(translator, sentences, batch_size, progress):
-            traced = trace(exact, src, decoder_inputs(tgt))
-            rows[alti.METHOD].append(alti.from_trace(traced).source_share)
-            rows[value_zeroing.METHOD].append(value_zeroing.from_trace(traced).source_share)
-    if not rows[alti.METHOD]:
-        raise ValueError("no sentences to analyse: every one was empty")
-    longest = max(len(r) for r in rows[alti.METHOD])
-    padded = {m: np.array([np.pad(r, (0, longest - len(r)), constant_values=np.nan) for r in rows[m]]) for m in measures}
-    counts = np.sum(~np.isnan(padded[alti.METHOD]), axis=0)
-    return SharesByPosition(len(rows[alti.METHOD]), counts, {m: np.nanmean(p, axis=0) for m, p in padded.items()},
-                            {m: np.nanstd(p, axis=0) for m, p in padded.items()})
+    return SharesByPosition.over([shares for _, shares in shares_each(translator, sentences, batch_size, progress)])
 
 
-def attributions_over(translator: Translator, sentences: Sequence[str], ig: IGSettings | None = None,
-                      progress: Progress | None = None) -> list[SentenceAttribution]:
-    """Every attribution of each sentence's greedy translation (one by one: value zeroing and
-    gradients work per sentence)."""
-    out = []
+def attributions_each(translator: Translator, sentences: Sequence[str],
+                      ig: IGSettings | None = None) -> Iterator[tuple[int, SentenceAttribution]]:
+    """(sentence index, every attribution of its greedy translation), one sentence at a time (value zeroing
+    and gradients work per sentence); blank sentences and empty translations are left out."""
     for i, text in enumerate(sentences):
         try:
             result = translator.translate(text)
         except InputError:
             continue
         if result.steps:
-            out.append(attribute(translator, result, ig))
-        if progress:
-            progress(i + 1, len(sentences))
-    return out
+            yield i, attribute(translator, result, ig)
 
 
-def layer_comparison(translator: Translator, sentences: Sequence[str], ig: IGSettings | None = None,
-                     progress: Progress | None = None) -> pd.DataFrame:
+def layer_comparison(translator: Translator, sentences: Sequence[str], ig: IGSettings | None = None) -> pd.DataFrame:
     """Layer × method agreement (see agreement.layer_agreement) over a sample of sentences."""
-    return layer_agreement(attributions_over(translator, sentences, ig, progress))
+    return layer_agreement(att for _, att in attributions_each(translator, sentences, ig))

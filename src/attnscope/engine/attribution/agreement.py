@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 import numpy as np
 
 from attnscope.engine.attribution.sentence import ATTENTION, NORM, REFERENCES, SentenceAttribution
+from attnscope.engine.recording.record import AttentionRecord
 
 if TYPE_CHECKING:  # pandas (~70 MB, ~0.5 s) is imported only when a table is asked for
     import pandas as pd
@@ -68,25 +69,46 @@ def agreement_matrix(frame: pd.DataFrame, value: str = "spearman") -> pd.DataFra
     return out
 
 
-def layer_agreement(attributions: Iterable[SentenceAttribution]) -> pd.DataFrame:
-    """Per decoder layer, measure (raw attention or norm-based) and reference attribution: mean
-    Spearman and top-1 agreement over every generated token of every sentence."""
+def agreement_rows(att: SentenceAttribution) -> pd.DataFrame:
+    """One sentence's agreement, one row per (decoder layer, measure, reference, generated token): Spearman
+    and top-1 between the measure (raw attention or norm-based) and the reference attribution."""
     import pandas as pd
 
     rows = []
-    for att in attributions:
-        for layer in range(att.weights.n_layers("cross")):
-            maps = att.source_maps(layer)
-            for measure in (ATTENTION, NORM):
-                for ref in (r for r in REFERENCES if r in maps):
-                    rho, top = spearman_rows(maps[measure], maps[ref]), top1_rows(maps[measure], maps[ref])
-                    rows += [{"layer": layer, "measure": measure, "reference": ref, "spearman": r, "top1": k}
-                             for r, k in zip(rho, top)]
-    if not rows:
+    for layer in range(att.weights.n_layers("cross")):
+        maps = att.source_maps(layer)
+        for measure in (ATTENTION, NORM):
+            for ref in (r for r in REFERENCES if r in maps):
+                rho, top = spearman_rows(maps[measure], maps[ref]), top1_rows(maps[measure], maps[ref])
+                rows += [{"layer": layer, "measure": measure, "reference": ref, "spearman": r, "top1": k}
+                         for r, k in zip(rho, top)]
+    return pd.DataFrame(rows, columns=["layer", "measure", "reference", "spearman", "top1"])
+
+
+def summarize_agreement(frames: Iterable[pd.DataFrame]) -> pd.DataFrame:
+    """Per decoder layer, measure and reference: mean Spearman and top-1 agreement over every generated token
+    of the sentences whose `agreement_rows` are given."""
+    import pandas as pd
+
+    frame = pd.concat(list(frames) or [pd.DataFrame()])
+    if frame.empty:
         raise ValueError("no sentences to compare")
-    frame = pd.DataFrame(rows)
     return frame.groupby(["layer", "measure", "reference"], as_index=False).agg(
         spearman=("spearman", "mean"), top1=("top1", "mean"), tokens=("top1", "size"))
+
+
+def layer_agreement(attributions: Iterable[SentenceAttribution]) -> pd.DataFrame:
+    """Per decoder layer, measure (raw attention or norm-based) and reference attribution: mean
+    Spearman and top-1 agreement over every generated token of every sentence."""
+    return summarize_agreement(agreement_rows(att) for att in attributions)
+
+
+def attention_best_layer(weights: AttentionRecord, reference: np.ndarray) -> int:
+    """The decoder layer whose raw cross-attention (mean of heads) agrees best with a [T, S] reference, by mean
+    Spearman over tokens: best_layer(layer_agreement([att]), ref) from the attention and that one map alone."""
+    rho = [np.nanmean(spearman_rows(weights.mean_over_heads("cross", layer).astype(np.float64), reference))
+           for layer in range(weights.n_layers("cross"))]
+    return int(np.nanargmax(rho))
 
 
 def best_layer(summary: pd.DataFrame, reference: str, measure: str = ATTENTION) -> int:

@@ -55,6 +55,14 @@ class SentenceAttribution:
         return maps
 
 
+def exact_contributions(translator: Translator, translation: Translation) -> tuple[Contributions, Contributions]:
+    """ALTI+ and value zeroing of a translation (teacher-forced on its own ids), from one traced pass of a
+    float64 copy: the split and the value-zeroing reference, without gradients."""
+    with float64_model(translator.model) as exact_model:
+        exact = trace(exact_model, translation.source_ids, decoder_inputs(translation.target_ids))
+        return alti.from_trace(exact), value_zeroing.from_trace(exact)
+
+
 def attribute(translator: Translator, translation: Translation, ig: IGSettings | None = None) -> SentenceAttribution:
     """All attributions of a translation, teacher-forced on its own output ids: one traced pass for the
     norms, one on a float64 copy for ALTI+ and value zeroing, gradients for saliency; `ig` None skips
@@ -62,9 +70,7 @@ def attribute(translator: Translator, translation: Translation, ig: IGSettings |
     if translation.attention is None or not translation.steps:
         raise ValueError("the translation carries no attention; translate with capture=True")
     model, src, tgt = translator.model, translation.source_ids, translation.target_ids
-    with float64_model(model) as exact_model:
-        exact = trace(exact_model, src, decoder_inputs(tgt))
-        split, vz = alti.from_trace(exact), value_zeroing.from_trace(exact)
+    split, vz = exact_contributions(translator, translation)
     with translator.inference():
         traced = trace(model, src, decoder_inputs(tgt))
         gxi = saliency(model, src, tgt)

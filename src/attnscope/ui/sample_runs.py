@@ -1,0 +1,115 @@
+"""Averages over a sample of sentences, computed sentence by sentence inside the script run: an estimate
+before they start, progress while they run, a Stop button, and every finished sentence kept.
+
+Any click (Stop included) reruns the script, and Streamlit ends the running loop at its next progress
+update; the finished sentences are already in session_state, so the page shows the result over them
+("K of M sentences") and the button continues with the rest. Results are kept per sentence index (the
+first n sentences of a split never change), so asking for more sentences reuses the finished ones.
+"""
+from __future__ import annotations
+
+import time
+from contextlib import closing
+from dataclasses import dataclass, field
+from typing import Any, Callable, Generator, Sequence
+
+import streamlit as st
+
+CHUNK = 32  # sentences decoded together (a batch); progress and stopping are per sentence
+
+Work = Callable[[Sequence[str]], Generator[tuple[int, Any], None, None]]  # sentences -> (index among them, result)
+
+
+@dataclass
+class SampleRun:
+    """One session's results of one sample computation (model, task, sample and settings: `key`)."""
+
+    key: tuple[object, ...]
+    chunk: int = CHUNK  # sentences `work` is given at once
+    results: dict[int, Any] = field(default_factory=dict)  # sentence index -> its result (None: nothing to attribute)
+    first_seconds: list[float] = field(default_factory=list)  # per chunk: until its first result (the chunk's setup too)
+    next_seconds: list[float] = field(default_factory=list)  # each later result of a chunk: that sentence's own work
+    started: bool = False  # the user asked for it (the sentences timed for the estimate alone are not shown)
+    prior: float = 0.0  # seconds a sentence takes, measured elsewhere: the estimate until this run has its own times
+
+    def finished(self, n: int | None = None) -> list[Any]:
+        """Results of the first n sentences (None: of all) that are done, in sample order, untranslatable ones left out."""
+        return [self.results[i] for i in sorted(self.results) if (n is None or i < n) and self.results[i] is not None]
+
+    def todo(self, n: int) -> list[int]:
+        """Indices of the first n sentences not computed yet."""
+        return [i for i in range(n) if i not in self.results]
+
+    def estimate(self, count: int) -> float:
+        """Seconds for `count` more sentences, from the times measured so far: each sentence's own work, plus its
+        share of its chunk's setup (what a chunk's first result took beyond that: decoding the whole batch, copying
+        the model), shared as in the chunks measured. Setup grows with the batch, a little less than in proportion,
+        so this errs long rather than short when the chunks to come are bigger than the first (2 sentences)."""
+        if not self.first_seconds:
+            return self.prior * count
+        each = sum(self.next_seconds) / len(self.next_seconds) if self.next_seconds else 0.0
+        setup = sum(max(first - each, 0.0) for first in self.first_seconds)
+        return (each + setup / (len(self.next_seconds) + len(self.first_seconds))) * count
+
+
+def sample_run(name: str, key: tuple[object, ...], chunk: int = CHUNK) -> SampleRun:
+    """This session's run stored under `name`, started afresh when its key (model, sample, settings) changed."""
+    run = st.session_state.get(name)
+    if not isinstance(run, SampleRun) or run.key != key:
+        run = st.session_state[name] = SampleRun(key, chunk)
+    return run
+
+
+def seconds(value: float) -> str:
+    """A duration as people say it: "about 4 s", "about 3 min"."""
+    return f"about {value:.0f} s" if value < 90 else f"about {value / 60:.0f} min"
+
+
+def _compute(run: SampleRun, sentences: Sequence[str], indices: list[int], work: Work,
+             tick: Callable[[], None] = lambda: None) -> None:
+    """Compute `indices` chunk by chunk, storing each sentence's result (and the time it took) as it finishes."""
+    for start in range(0, len(indices), run.chunk):
+        chunk = indices[start:start + run.chunk]
+        clock, times = time.perf_counter(), run.first_seconds
+        with closing(work([sentences[i] for i in chunk])) as results:  # closed at once when a click ends the loop
+            for j, result in results:
+                run.results[chunk[j]] = result
+                now = time.perf_counter()
+                times.append(now - clock)
+                clock, times = now, run.next_seconds
+                tick()  # a click since the last tick ends the loop here; everything finished is kept
+        for i in chunk:
+            run.results.setdefault(i, None)  # left out by `work`: blank, or nothing generated
+
+
+def controls(run: SampleRun, sentences: Sequence[str], work: Work, label: str, key: str, timed: int = 2,
+             prior: float | None = None) -> None:
+    """The button that starts (or continues) the run, labelled with its estimate; once pressed, the loop with its
+    progress bar and a Stop button. The estimate comes from `prior` (seconds a sentence takes, measured on the
+    page's own sentence) when given; else the first `timed` sentences are computed beforehand, as one chunk, and
+    kept: their times tell a sentence's own work from the chunk's setup (a whole batch where `work` batches)."""
+    n = len(sentences)
+    if prior is not None:
+        run.prior = prior
+    elif n and not run.results:
+        with st.spinner("Timing the first sentences to estimate the rest…"):
+            _compute(run, sentences, list(range(min(timed, n))), work)
+    todo = run.todo(n)
+    if run.started and not todo:
+        return
+    when = seconds(run.estimate(len(todo)))
+    text = f"Continue: {len(todo)} more sentences ({when})" if run.started else f"{label} ({when} for {n} sentences)"
+    if not st.button(text, key=key):
+        return
+    run.started = True
+    bar = st.progress(0.0)
+    st.button("Stop", key=f"{key}_stop", help="Stops after the sentence being computed; the finished ones are kept.")
+
+    def tick() -> None:
+        done = n - len(run.todo(n))
+        bar.progress(done / n, text=f"{done} of {n} sentences, {seconds(run.estimate(n - done))} left. Stop (or any "
+                                    "click on the page) keeps the finished ones.")
+
+    tick()
+    _compute(run, sentences, todo, work, tick)
+    st.rerun()  # redraw the page (and this button's label) from the finished run
