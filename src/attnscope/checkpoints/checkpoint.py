@@ -279,6 +279,10 @@ def assemble(config: ModelConfig, tensors: dict[str, torch.Tensor], on_meta: boo
         on_meta = sum(t.numel() for t in tensors.values()) >= META_BUILD
     with torch.device("meta") if on_meta else contextlib.nullcontext():
         model = Transformer(config, initialise=False)
+    names = set(unique_state_params(model))  # a tied or shared tensor once, under its first name
+    if set(tensors) != names:
+        wrong = sorted(names ^ set(tensors))
+        raise CheckpointError(f"the tensors do not fit the config: {wrong[0]}{_and_more(wrong)}")
     model.load_state_dict(tensors, strict=False, assign=True)
     if config.tie_embeddings:  # the tied output layer still holds the tensor that assign replaced
         model.generator.weight = model.tgt_embed.weight
