@@ -122,6 +122,8 @@ class AttentionRecord:
 
     @classmethod
     def from_npz(cls, data: bytes) -> "AttentionRecord":
+        """The record `to_npz` wrote. Bytes from anyone go through record_files.read_record, which checks the sizes
+        its arrays declare before any is read (an NPZ of a few MB can declare gigabytes)."""
         with np.load(io.BytesIO(data), allow_pickle=False) as f:
             return cls(tuple(f["source_tokens"].tolist()), tuple(f["target_tokens"].tolist()),
                        f["encoder"], f["decoder"], f["cross"])
