@@ -11,12 +11,15 @@ tests/checkpoints/test_toy_checkpoint.py checks that the committed file still lo
 """
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import re
+import struct
 import tempfile
 import threading
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -125,6 +128,28 @@ if __name__ == "__main__":
     print(train_toy_checkpoint())
 
 
+def png_pixels(data: bytes) -> list[str]:
+    """The pixels of an 8-bit RGB PNG one pixel high (viz/inside.py's bands), as #rrggbb: read here with the
+    standard library, independently of the code that wrote it."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    chunks, at = {}, 8
+    while at < len(data):
+        (size,), tag = struct.unpack(">I", data[at:at + 4]), data[at + 4:at + 8]
+        chunks[tag] = chunks.get(tag, b"") + data[at + 8:at + 8 + size]
+        at += 12 + size
+    width, height, depth, colour = struct.unpack(">IIBB", chunks[b"IHDR"][:10])
+    assert (height, depth, colour) == (1, 8, 2)
+    raw = zlib.decompress(chunks[b"IDAT"])
+    assert raw[0] == 0 and len(raw) == 1 + 3 * width  # one row, no filter
+    return ["#" + raw[1 + 3 * i:4 + 3 * i].hex() for i in range(width)]
+
+
+def painted(style: str) -> list[str]:
+    """The colours an inline style paints: its #rrggbb colours, or the pixels of its PNG data image."""
+    image = re.search(r"data:image/png;base64,([A-Za-z0-9+/=]+)", style)
+    return png_pixels(base64.b64decode(image[1])) if image else re.findall(r"#[0-9a-f]{6}", style)
+
+
 @dataclass
 class HtmlRow:
     """One table row of an HTML view: its label (the row header), its cells' hover texts, visible
@@ -137,8 +162,8 @@ class HtmlRow:
     tail: str = ""
 
     def painted(self) -> list[str]:
-        """The colours the row paints, cell by cell and stripe by stripe (a band's gradient stops)."""
-        return [colour for style in self.styles for colour in re.findall(r"#[0-9a-f]{6}", style)]
+        """The colours the row paints, cell by cell and stripe by stripe (a band's image, pixel by pixel)."""
+        return [colour for style in self.styles for colour in painted(style)]
 
     def values(self) -> np.ndarray:
         """The number each cell's hover ends with ("dim 3: -0.1234" -> -0.1234); -inf for "−∞"."""

@@ -11,6 +11,9 @@ second in the browser (see viz/html.py).
 """
 from __future__ import annotations
 
+import base64
+import struct
+import zlib
 from typing import Sequence
 
 import numpy as np
@@ -37,11 +40,23 @@ def _labels(tokens: Sequence[str]) -> list[str]:
     return [f"{i}: {t}" for i, t in enumerate(tokens)]
 
 
-def _gradient(fill: Sequence[str]) -> str:
-    """A CSS background with one hard-edged stripe per colour, left to right."""
-    n = len(fill)
-    return "linear-gradient(to right," + ",".join(f"{c} {100 * j / n:.2f}% {100 * (j + 1) / n:.2f}%"
-                                                  for j, c in enumerate(fill)) + ")"
+def _stripes(fill: Sequence[str]) -> str:
+    """A CSS background with one hard-edged stripe per colour, left to right: a one-pixel-high PNG of those
+    colours stretched over the element, unsmoothed. A gradient of one stop pair per dimension drew the same
+    stripes, but a d_model-wide one is ~11 KB of text per band and costs the browser far more to paint (an
+    Inside page of the opus-mt shape: 612 KB of HTML and ~0.25 s of rendering, against ~0.1 s without them)."""
+    image = base64.b64encode(png_row(bytes.fromhex("".join(c[1:] for c in fill)))).decode()
+    return f"url(data:image/png;base64,{image}) 0 0/100% 100%;image-rendering:pixelated"
+
+
+def png_row(rgb: bytes) -> bytes:
+    """A PNG one pixel high of the RGB triples in `rgb` (8-bit truecolour, no filter): a few lines of zlib
+    rather than an imaging library."""
+    def chunk(tag: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
+
+    header = struct.pack(">IIBBBBB", len(rgb) // 3, 1, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\x00" + rgb)) + chunk(b"IEND", b"")
 
 
 def _summary(values: np.ndarray, first: int = 0) -> str:
@@ -55,7 +70,7 @@ def _band(values: np.ndarray, fill: Sequence[str]) -> str:
     """A vector too long for one cell per dimension (d_model) as one cell painted stripe by stripe across
     the view's width, its norm and extreme dimensions on hover. (One element instead of hundreds: the
     browser draws a page of them in a fraction of the time.)"""
-    return f'<td class="band" style="background:{_gradient(fill)}" title="{_summary(values)}"></td>'
+    return f'<td class="band" style="background:{_stripes(fill)}" title="{_summary(values)}"></td>'
 
 
 def _limit(values: np.ndarray) -> float:
@@ -201,7 +216,7 @@ def head_slices(view: HeadView) -> str:
     parts = [z[h * d_head:(h + 1) * d_head] for h in range(view.n_heads)]
     heads = "".join(
         f'<span class="hb{" on" if h == view.head else ""}"><span class="hn">head {h} · ±{_limit(part):.3g}</span>'
-        f'<span class="hg" style="background:{_gradient(diverging_colours(part, _limit(part)))}" '
+        f'<span class="hg" style="background:{_stripes(diverging_colours(part, _limit(part)))}" '
         f'title="head {h}: {_summary(part, h * d_head)}"></span></span>'
         for h, part in enumerate(parts))
     label = f"Concat(head_0 … head_{view.n_heads - 1}) at “{view.query_tokens[view.query]}”"
