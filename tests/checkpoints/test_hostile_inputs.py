@@ -300,7 +300,7 @@ def test_a_checkpoint_upload_that_breaks_the_loader_leaves_no_temporary_file(tem
                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     from attnscope.checkpoints import checkpoint, registry
 
-    def broken(_: object) -> None:
+    def broken(*_: object, **__: object) -> None:
         raise RuntimeError("unexpected")
 
     monkeypatch.setattr(checkpoint, "load", broken)

@@ -21,7 +21,7 @@ from attnscope.engine.attribution.contributions import float64_model
 from attnscope.engine.attribution.quadrature import IGSettings
 from attnscope.engine.attribution.sentence import SentenceAttribution, attribute
 from attnscope.engine.decoding.decode import greedy_batch
-from attnscope.engine.decoding.translator import InputError, Translator
+from attnscope.engine.decoding.translator import InputError, Translator, budget_batches
 from attnscope.engine.recording.capture import record_attention
 from attnscope.engine.recording.record import AttentionRecord
 from attnscope.engine.recording.tracer import decoder_inputs, trace
@@ -77,15 +77,14 @@ def batched_records(translator: Translator, sentences: Sequence[str], batch_size
                     progress: Progress | None = None) -> Iterator[tuple[int, AttentionRecord]]:
     """(sentence index, record) for every translatable sentence, decoded in length-sorted batches."""
     sources = _sources(translator, sentences)
-    order = sorted(sources, key=lambda i: len(sources[i]))
-    max_len = translator.model.config.max_len
-    for start in range(0, len(order), batch_size):
-        idx = order[start:start + batch_size]
+    done = 0
+    for idx, budget in budget_batches(translator.model, sources, batch_size):
         with translator.inference():  # per batch: the lock is never held while the caller has the records
-            records = _records(translator, [sources[i] for i in idx], max_len)
+            records = _records(translator, [sources[i] for i in idx], budget)
         yield from zip(idx, records)
+        done += len(idx)
         if progress:
-            progress(start + len(idx), len(order))
+            progress(done, len(sources))
 
 
 def head_stats_each(translator: Translator, sentences: Sequence[str],
@@ -116,15 +115,14 @@ def greedy_pairs(translator: Translator, sentences: Sequence[str], batch_size: i
     """(sentence index, source ids, greedy output ids) for every translatable sentence, decoded in
     length-sorted batches (the outputs `Translator.translate` gives, a tested parity)."""
     sources = _sources(translator, sentences)
-    order = sorted(sources, key=lambda i: len(sources[i]))
-    max_len = translator.model.config.max_len
-    for start in range(0, len(order), batch_size):
-        idx = order[start:start + batch_size]
+    done = 0
+    for idx, budget in budget_batches(translator.model, sources, batch_size):
         with translator.inference():
-            targets = _targets(translator, [sources[i] for i in idx], max_len)
+            targets = _targets(translator, [sources[i] for i in idx], budget)
         yield from ((i, sources[i], t) for i, t in zip(idx, targets))
+        done += len(idx)
         if progress:
-            progress(min(start + batch_size, len(order)), len(order))
+            progress(done, len(sources))
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,21 @@ class InputError(ValueError):
     """The user's text or options cannot be translated; the message says what to change."""
 
 
+def budget_batches(model: Transformer, sources: dict[int, Sequence[int]], batch_size: int,
+                   max_len: int | None = None) -> Iterator[tuple[list[int], int]]:
+    """Batches of the keys of `sources` (source ids by sentence), similar lengths together, each with the budget
+    `Translator.translate` gives every sentence in it (`max_len`, else twice its source plus 10): a batch holds
+    one budget, so it decodes what the sentences one by one do."""
+    def budget(i: int) -> int:
+        return max_len or default_max_len(model, len(sources[i]))
+
+    order = sorted(sources, key=lambda i: (budget(i), len(sources[i])))
+    for value, group in itertools.groupby(order, key=budget):
+        members = list(group)
+        for start in range(0, len(members), batch_size):
+            yield members[start:start + batch_size], value
+
+
 def _array(weights: torch.Tensor) -> np.ndarray:
     return weights.float().cpu().numpy()
 
@@ -157,7 +172,7 @@ class Translator:
         return self._result(src_ids, decoded, tuple(notes), None)
 
     def _max_len(self, max_len: int | None, src_len: int | None = None) -> int:
-        """The user's maximum, checked; without one, the source's budget (or, for a batch, the model's limit)."""
+        """The user's maximum, checked; without one, the source's budget (given no source: the model's limit)."""
         limit = self.model.config.max_len
         if max_len is not None and not 1 <= max_len <= limit:
             raise InputError(f"Maximum output length must be between 1 and {limit}, got {max_len}.")
@@ -191,17 +206,12 @@ class Translator:
         self._max_len(max_len)  # a bad maximum is refused before any work
         kept = [i for i, t in enumerate(texts) if isinstance(t, str) and t.strip()]  # blank input -> ""
         sources = {i: self.source(texts[i])[0] for i in kept}
-        budgets = {i: self._max_len(max_len, len(sources[i])) for i in kept}
-        order = sorted(kept, key=lambda i: (budgets[i], len(sources[i])))
         out: list[str] = [""] * len(texts)
         with self.inference():
-            for budget, group in itertools.groupby(order, key=budgets.__getitem__):
-                members = list(group)
-                for start in range(0, len(members), batch_size):
-                    idx = members[start:start + batch_size]
-                    src = pad([sources[i] for i in idx]).to(self.device)
-                    ids = (greedy_batch(self.model, src, budget, use_cache) if beam_size == 1
-                           else beam_search_batch(self.model, src, beam_size, budget))
-                    for i, row in zip(idx, ids):
-                        out[i] = self.bundle.tgt_codec.decode(row)
+            for idx, budget in budget_batches(self.model, sources, batch_size, max_len):
+                src = pad([sources[i] for i in idx]).to(self.device)
+                ids = (greedy_batch(self.model, src, budget, use_cache) if beam_size == 1
+                       else beam_search_batch(self.model, src, beam_size, budget))
+                for i, row in zip(idx, ids):
+                    out[i] = self.bundle.tgt_codec.decode(row)
         return out
