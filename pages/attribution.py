@@ -19,7 +19,8 @@ outputs = att.output_tokens
 tools.completeness_report(att.integrated_gradients)
 
 split, methods, agreement, alignment, dataset = st.tabs(
-    ["Source vs prefix", "Source tokens by method", "Agreement", "Alignment", "Dataset"])
+    ["Source vs prefix", "Source tokens by method", "Agreement", "Alignment", "Dataset"], key="attribution_tab",
+    bind="query-params")  # the open tab is in the URL
 with split:
     views.split_chart(att)
     st.caption("ALTI+ (Ferrando et al., EMNLP 2022), rolled out over layers with every token's residual path: the two "

@@ -16,6 +16,7 @@ from attnscope.ui.persist import keep
 from attnscope.ui.query import Query
 from attnscope.ui.text import plain
 from attnscope.ui.translation_view import show_stale_note
+from attnscope.ui.url import write_url
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -73,6 +74,7 @@ def decoding_options(tr: Translator) -> None:
     if st.session_state.get("max_len", 0) > limit:  # a smaller model became active
         st.session_state["max_len"] = limit
     col_len.number_input("Maximum output tokens", 1, limit, **keep("max_len", min(100, limit)))
+    write_url(("beam", "max_len"))  # at once: a fragment or a page-only rerun skips the app's own URL update
 
 
 def translated_sentence(tr: Translator) -> tuple[Query, Translation]:
