@@ -24,7 +24,17 @@ def _text(value: Any) -> str | None:
 
 
 def _number(value: Any) -> float | None:
+    """A number, or a number written as text (the shipped files record their scores as "40.48"); else None."""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return None
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _first_number(summary: dict[str, Any], *keys: str) -> float | None:
+    return next((n for n in (_number(summary.get(k)) for k in keys) if n is not None), None)
 
 
 def _whole(value: Any) -> int | None:
@@ -35,13 +45,16 @@ def _whole(value: Any) -> int | None:
 def table(entries: dict[str, registry.Entry]) -> pd.DataFrame:
     """One row per checkpoint. A fact a file does not record (an imported model has no training steps)
     is left empty, and each column keeps one type: a column mixing numbers with "" cannot go to the
-    browser as Arrow (Streamlit logs ArrowInvalid with a traceback and converts it all to text)."""
+    browser as Arrow (Streamlit logs ArrowInvalid with a traceback and converts it all to text).
+    Scores are of the file itself, as Model anatomy's facts say: its own val BLEU where it was scored after
+    training (an averaged file), else the best validation's, which is the one a trained run saves."""
     rows = [{"name": e.name, "origin": e.origin, "pair": f"{e.bundle.src_lang}→{e.bundle.tgt_lang}",
              "parameters": f"{e.parameters:,}",
              "layers": f"{e.bundle.config.n_encoder_layers}+{e.bundle.config.n_decoder_layers}",
              "d_model / heads": f"{e.bundle.config.d_model} / {e.bundle.config.n_heads}",
              "positional": e.bundle.config.positional, "data": _text(e.bundle.summary.get("data")),
-             "steps": _whole(e.bundle.summary.get("steps")), "val BLEU": _number(e.bundle.summary.get("best_val_bleu")),
+             "steps": _whole(e.bundle.summary.get("steps")),
+             "val BLEU": _first_number(e.bundle.summary, "val_bleu", "best_val_bleu"),
              "test BLEU": _number(e.bundle.summary.get("test_2016_bleu")), "date": _text(e.bundle.summary.get("date")),
              "size MB": round(e.size / 1e6, 1)} for e in entries.values()]
     return pd.DataFrame(rows).astype({c: t for c, t in NUMBERS.items() if rows})

@@ -131,8 +131,12 @@ CHECKPOINTS = {
     "d_model / heads": Column("d_model / heads", "Width of the residual stream / attention heads per sublayer."),
     "positional": Column("positional", "Fixed sinusoidal or learned position encodings."),
     "data": Column("data", "What it was trained on, as the checkpoint records it."),
-    "steps": Column("steps", "Training updates (empty: not recorded, e.g. an imported model)."),
-    "val BLEU": Column("val BLEU", "Best BLEU (0-100) on the validation split during training."),
+    "steps": Column("saved at step", "Training updates when this file was saved (empty: not recorded, e.g. an imported model). "
+                             "A run keeps the model of its best validation, so a run that went on longer shows the step "
+                             "of that validation, not its last step."),
+    "val BLEU": Column("val BLEU", "BLEU (0-100) of this file on the validation split: as scored after training where "
+                                   "that was done (e.g. an averaged file, beam search), else at its best validation "
+                                   "during training (greedy)."),
     "test BLEU": Column("test BLEU", "BLEU (0-100) on Multi30k test_2016_flickr, where measured."),
     "date": Column("date", "When the checkpoint was written."),
     "size MB": Column("size MB", "Size of the file."),
