@@ -128,7 +128,8 @@ def test_import_an_nn_transformer_state_dict_and_inspect_it(checkpoints_page: Ap
     assert checkpoints_page.selectbox(key="manage_name").value == "tutorial-model"  # Manage shows the active model
     assert not log_problems(server_log), log_problems(server_log)  # e.g. pyarrow's ArrowInvalid on a mixed column
     table = checkpoints_page.dataframe[0].value.set_index("name")
-    assert table.loc["toy-reverse", "saved at step"] == 638 and table.isna().loc["tutorial-model", "saved at step"]  # no steps: empty
+    steps = table["saved at step"]
+    assert steps.loc["toy-reverse"] == 638 and steps.isna().loc["tutorial-model"]  # no steps: empty
     assert any("Not checked" in shown(w) and "n_heads=4" in shown(w) for w in checkpoints_page.warning)
     checkpoints_page.session_state["sentence"] = "Zwei Hunde ."
     checkpoints_page.switch_page("pages/translate.py").run()
