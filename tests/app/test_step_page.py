@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from streamlit.testing.v1 import AppTest
 
@@ -173,3 +174,19 @@ def test_an_unknown_typed_word_is_refused_by_name(app: AppTest) -> None:
     app.text_input(key="force_typed-0").set_value("日本").run()
     assert any("“日本” is not in the target vocabulary" in shown(w) for w in app.warning)
     assert not any(shown(m).startswith("**Forced branch:**") for m in app.markdown)
+
+
+def test_the_beam_score_and_the_whole_outputs_log_probability_say_which_is_which(app: AppTest) -> None:
+    """The beam's “score -0.161” is per token, the what-if's −1.61 is the sum: each says so, and they agree."""
+    app.session_state["beam"] = 3
+    open_step_page(app)
+    first = hypothesis_box(app).options[0]
+    score, log_prob, n = re.search(r"score (-?[\d.]+): log-probability (-?[\d.]+) ÷ (\d+) tokens", first).groups()
+    assert abs(float(score) - float(log_prob) / int(n)) < 1e-2
+    app.number_input(key="_w_beam").set_value(1).run()
+    app.text_input(key="force_typed-0").set_value("b").run()
+    caption = next(shown(c) for c in app.caption if shown(c).startswith("Log-probability of the whole output"))
+    assert "the sum over its tokens (not divided by its length" in caption
+    total, count, per_token = re.search(r"model's choice (-?[\d.]+) over (\d+) tokens \((-?[\d.]+) per token\)",
+                                        caption).groups()
+    assert abs(float(per_token) - float(total) / int(count)) < 1e-2

@@ -158,14 +158,25 @@ def force_branch(tr: Translator, query: Query, result: Translation, t: int) -> N
         widgets.chart(figures.heatmap(branch, branch.attention, key, "cross", min(layer, branch.attention.n_layers("cross") - 1),
                                       head),
                       "branch-forced")
-    st.caption(f"Log-probability of the whole output: model's choice {result.log_prob:.2f}, forced branch {branch.log_prob:.2f}.")
+    st.caption(whole_output_caption(result, branch))
+
+
+def whole_output_caption(result: Translation, branch: Translation) -> str:
+    """The two outputs' log-probabilities: sums over their tokens, and per token (the beam search's score)."""
+    def both(t: Translation) -> str:
+        n = len(t.target_ids)
+        return f"{t.log_prob:.2f} over {n} tokens ({t.log_prob / max(n, 1):.3f} per token)"
+    return (f"Log-probability of the whole output, the sum over its tokens (not divided by its length; a beam search's "
+            f"score is the per-token one): model's choice {both(result)}, forced branch {both(branch)}.")
 
 
 def hypothesis_labels(beam: BeamResult, decode: Callable[[list[int]], str]) -> list[str]:
-    """“1. text (score …)” per hypothesis. A wide beam can keep the empty output (<eos> chosen at the
-    first step: its score is its one log-probability, unpenalised by length); it is named, not blank."""
-    return [f"{i + 1}. {decode(ids) or '(empty output: the model ended at once)'}  (score {score:.3f})"
-            for i, (ids, score, _) in enumerate(beam.hypotheses)]
+    """“1. text (score …: log-probability … ÷ n tokens)” per hypothesis: the score is normalised by length,
+    the log-probability is the sum. A wide beam can keep the empty output (<eos> chosen at the first step: its
+    score is its one log-probability); it is named, not blank."""
+    return [f"{i + 1}. {decode(ids) or '(empty output: the model ended at once)'}  "
+            f"(score {score:.3f}: log-probability {log_prob:.2f} ÷ {len(ids)} token{'s' * (len(ids) > 1)})"
+            for i, (ids, score, log_prob) in enumerate(beam.hypotheses)]
 
 
 def beam_view(tr: Translator, query: Query, result: Translation) -> None:
