@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -119,11 +120,12 @@ def skipped_files() -> None:
 def upload() -> None:
     """Upload an attnscope .safetensors bundle; it is private to this session until shared."""
     st.subheader("Upload")
-    st.caption(f"An attnscope checkpoint (.safetensors, at most {registry.MAX_UPLOAD_BYTES // 2**20} MB). It is checked "
+    limit = max(1, registry.MAX_UPLOAD_BYTES // 2**20)  # MB: the caption and the uploader say the same
+    st.caption(f"An attnscope checkpoint (.safetensors, at most {limit} MB). It is checked "
                "completely before use, nothing in it is executed, and only you see it until you save it for everyone. "
                "An upload lasts only for this browser session: reloading the page or opening a shared link starts a "
                "new session without it, so use “Save to the shared models folder” (under Manage) to keep it.")
-    file = new_upload("Checkpoint file", "upload_file")
+    file = new_upload("Checkpoint file", "upload_file", max_mb=limit)
     if file is None:
         return
     same = registry.identical(file.getvalue(), models.entries().values())
@@ -135,9 +137,24 @@ def upload() -> None:
     try:
         tmp = registry.validate_upload(file.getvalue(), file.name)
     except CheckpointError as err:
-        st.error(f"Upload rejected: {plain(err)}")
+        st.error(f"Upload rejected: {plain(rejection(err))}")
         return
     keep_for_session(tmp, file.name)
+
+
+# What the safetensors library says of bytes that are no safetensors file ("Error while deserializing header:
+# header too large"), which the checkpoint loader passes on in parentheses.
+RAW_HEADER = re.compile(r" \((?:Error while deserializing header|HeaderTooLarge|InvalidHeader)[^)]*\)")
+
+
+def rejection(err: CheckpointError) -> str:
+    """Why an upload was refused, in words: the safetensors library's own header message becomes a sentence."""
+    text = str(err)
+    if not RAW_HEADER.search(text):
+        return text
+    return RAW_HEADER.sub("", text) + (": its first bytes are not the header a .safetensors file starts with, so it is "
+                                       "damaged, cut short, or another kind of file. Upload a checkpoint saved by attnscope "
+                                       "(Download on this page, or the Train page), or import other models below")
 
 
 def keep_for_session(tmp: Path, filename: str) -> None:

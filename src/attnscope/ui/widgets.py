@@ -31,9 +31,10 @@ EXAMPLES = (
 )
 
 
-def new_upload(label: str, key: str) -> UploadedFile | None:
-    """The file just put in this uploader, once: None when empty or when this file was already handled."""
-    file = st.file_uploader(label, key=key)
+def new_upload(label: str, key: str, max_mb: int | None = None) -> UploadedFile | None:
+    """The file just put in this uploader, once: None when empty or when this file was already handled.
+    `max_mb` is the limit the uploader shows and enforces (default: the server's)."""
+    file = st.file_uploader(label, key=key, max_upload_size=max_mb)
     if file is None or st.session_state.get(f"_handled_{key}") == (file.name, file.size):
         return None
     st.session_state[f"_handled_{key}"] = (file.name, file.size)
