@@ -25,6 +25,8 @@ def open_page(app: AppTest, page: str, sentence: str = "a b c d") -> AppTest:
 
 def test_head_statistics_table_has_a_row_per_head(app: AppTest) -> None:
     open_page(app, "pages/heads.py")
+    assert any(shown(c).startswith("Encoder self-attention, decoder masked self-attention and cross-attention heads for "
+                                   "this sentence.") for c in app.caption)  # capitals only where a sentence starts
     table = app.dataframe[0].value
     assert len(table) == 3 * 2 * 4  # kinds x layers x heads of the toy model
     assert {"entropy (nats)", "weight on itself", "share on <eos>"} <= set(table.columns)
@@ -221,7 +223,7 @@ def test_positional_page_shows_sinusoids_and_the_models_own(app: AppTest) -> Non
 
 def test_anatomy_counts_every_parameter(app: AppTest) -> None:
     open_page(app, "pages/anatomy.py")
-    shapes = app.dataframe[2].value
+    shapes = app.dataframe[1].value
     assert "cross-attn: weights" in list(shapes["stage"])
     assert not app.exception
 

@@ -165,6 +165,14 @@ def rows_table(rows: list[dict[str, Any]], columns: Mapping[str, Column]) -> Non
     st.dataframe(rows, hide_index=True, width="stretch", column_config=config(names, columns))
 
 
+def text_table(rows: list[dict[str, Any]], columns: Mapping[str, Column]) -> None:
+    """Rows of sentences as a static table whose cells wrap (a dataframe cuts long text at its column's width),
+    under the columns' readable names; for tables whose cells explain themselves (no help on hover)."""
+    names = list(dict.fromkeys(k for row in rows for k in row))
+    config(names, columns)  # every column has a readable name
+    st.table([{columns[k].label: v for k, v in row.items()} for row in rows], hide_index=True)
+
+
 def readable(frame: pd.DataFrame, columns: Mapping[str, Column]) -> tuple[pd.DataFrame, dict[str, Any]]:
     """`frame` with its columns renamed to their labels, and the column config that gives each its help."""
     shown = config(frame.columns, columns)
