@@ -1,6 +1,7 @@
 """Every page's statements about the model are true of the model: each page runs on imported models of the
 layouts attnscope reads (Marian: [sin | cos] halves, here with unscaled embeddings; BART: learned positions
-with an offset and a LayerNorm on the embeddings; nn.Transformer: the paper's interleaved sinusoids), and
+with an offset and a LayerNorm on the embeddings; NLLB: fairseq's [sin | cos] frequencies, pre-LN; nn.Transformer:
+the paper's interleaved sinusoids), and
 the test reads what the page says (text, captions, HTML views, chart titles and legends) and checks it."""
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from tests.support import CEILING, ROOT, shown
 
 PAGES = ("pages/translate.py", "pages/step.py", "pages/heads.py", "pages/inside.py", "pages/attribution.py",
          "pages/positional.py", "pages/anatomy.py")
-SENTENCES = {"marian": "A man rides a red bike.", "bart": "A man rides a red bike.", "torch": "Zwei Hunde laufen ."}
+SENTENCES = {"marian": "A man rides a red bike.", "bart": "A man rides a red bike.", "nllb": "A man rides a red bike.",
+             "torch": "Zwei Hunde laufen ."}
 
 
 def _hf(family: str, folder: Path, **changes: object) -> tuple:
@@ -41,7 +43,7 @@ def _torch() -> tuple:
     return imported.model, imported.bundle
 
 
-@pytest.fixture(scope="module", params=["marian", "bart", "torch"])
+@pytest.fixture(scope="module", params=["marian", "bart", "nllb", "torch"])
 def imported(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     """A folder with one imported checkpoint; Marian's embeddings unscaled (opus-mt models exist both ways)."""
     folder = tmp_path_factory.mktemp(request.param)
