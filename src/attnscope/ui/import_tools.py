@@ -94,7 +94,7 @@ def upload_label(files: list[tuple[str, bytes]]) -> str:
     names = [Path(n).name for n, _ in files]
     if len(files) == 1:
         return Path(names[0]).stem
-    config = next((data for n, data in zip(names, (d for _, d in files)) if n == "config.json"), None)
+    config = next((data for n, data in files if Path(n).name == "config.json"), None)
     try:
         own = str(json.loads(config).get("_name_or_path") or "") if config is not None else ""
     except (ValueError, AttributeError):
