@@ -16,8 +16,9 @@ with st.expander("What these measures are"):
     st.caption(tools.WHY_ALTI)
 
 # Only the open tab is computed: the split needs ALTI+ alone (a fraction of a second); integrated gradients,
-# most of the page's cost, run only in the two tabs that show them.
-split, methods, agreement, alignment, dataset = st.tabs(tools.TABS, key="attr_tab", on_change="rerun")
+# most of the page's cost, run only in the two tabs that show them. The open tab is in the URL.
+split, methods, agreement, alignment, dataset = st.tabs(tools.TABS, key="attr_tab", on_change="rerun",
+                                                        bind="query-params")
 with split:
     if split.open:
         exact = tools.contributions(tr, query, result)

@@ -14,9 +14,10 @@ head = st.session_state.get("head", "mean")
 layer = min(st.session_state.get("layer", 0), result.attention.n_layers(kind) - 1)
 heads_tools.all_heads(result, kind, layer, None if head == "mean" else head)
 
-stats, compare, ablation, rollout = st.tabs(["Head statistics", "Compare", "Ablation", "Rollout"])
+stats, compare, ablation, rollout = st.tabs(["Head statistics", "Compare", "Ablation", "Rollout"], key="heads_tab",
+                                              bind="query-params")  # the open tab is in the URL
 with stats:
-    st.caption(f"{KIND_LABELS['encoder']}, {KIND_LABELS['decoder']} and cross-attention heads for this sentence. "
+    st.caption(f"{KIND_LABELS['encoder']}, {KIND_LABELS['decoder'].lower()} and cross-attention heads for this sentence. "
                "Click a column header to sort; hover over a header for what the column measures.")
     heads_tools.statistics(result)
     heads_tools.split_statistics(tr)

@@ -25,7 +25,8 @@ def positional_panels() -> None:
 
 # Only the open tab is drawn: picking a kind, layer or head reruns the whole app (the sidebar shows the same
 # choice), and the positional panels' plotly charts would be redrawn each time (~0.1 s each in the browser).
-head_tab, positions_tab = st.tabs([HEAD_TAB, POSITIONS_TAB], key="inside_tab", on_change="rerun")
+head_tab, positions_tab = st.tabs([HEAD_TAB, POSITIONS_TAB], key="inside_tab", on_change="rerun",
+                                  bind="query-params")  # the open tab is in the URL
 with head_tab:
     if head_tab.open:
         picked = inside_tools.choose_head(tr)  # the sidebar's kind, layer and head

@@ -6,8 +6,7 @@ from attnscope.ui.navigation import open_page
 
 tr = open_page("Positional encoding")
 c = tr.model.config
-st.markdown(f"The model adds a {c.d_model}-dimensional vector per position to each token embedding "
-            f"(scaled by √{c.d_model}). This checkpoint uses **{c.positional}** positional encodings.")
+st.markdown(positional_tools.introduction(c))
 n_pos, sinusoid = positional_tools.paper_sinusoids(c)
 st.subheader(f"This model's own encodings ({c.positional})")
 positional_tools.model_encodings(tr, n_pos, sinusoid)

@@ -51,7 +51,8 @@ def test_upload_a_valid_bundle_makes_it_active_everywhere(checkpoints_page: AppT
 
 
 @pytest.mark.parametrize("name,data,message", [
-    ("garbage.safetensors", b"\x00\x01 not a checkpoint at all" * 10, "is not a safetensors file"),
+    ("garbage.safetensors", b"\x00\x01 not a checkpoint at all" * 10,
+     "garbage.safetensors is not a safetensors file: its first bytes are not the header a .safetensors file starts with"),
     ("model.pt", b"PK\x03\x04", "is not a .safetensors file but a PyTorch file: import it"),
     ("random.pt", bytes(range(256)) * 4, "random.pt is not a PyTorch checkpoint"),
 ])
@@ -60,10 +61,19 @@ def test_bad_uploads_are_rejected_and_the_app_keeps_working(checkpoints_page: Ap
     upload(checkpoints_page, name, data)
     assert not checkpoints_page.exception
     assert any(message in shown(e) for e in checkpoints_page.error), [shown(e) for e in checkpoints_page.error]
-    assert not any("unpickl" in shown(e) for e in checkpoints_page.error)
+    assert not any("unpickl" in shown(e) or "deserializing" in shown(e) for e in checkpoints_page.error)
     assert checkpoints_page.session_state["checkpoint"] == "toy-reverse"
     checkpoints_page.switch_page("pages/translate.py").run()
     assert translation_shown(checkpoints_page).text == "c b a"
+
+
+def test_the_upload_limit_the_page_states_is_the_uploaders(checkpoints_page: AppTest) -> None:
+    from attnscope.checkpoints import registry
+
+    limit = registry.MAX_UPLOAD_BYTES // 2**20
+    assert any(f"at most {limit} MB" in shown(c) for c in checkpoints_page.caption)
+    assert checkpoints_page.get("file_uploader")[0].proto.max_upload_size_mb == limit  # was the server's 1 GB
+    assert checkpoints_page.file_uploader(key="import_weights").proto.max_upload_size_mb == limit
 
 
 def test_truncated_bundle_is_rejected(checkpoints_page: AppTest, toy_checkpoint_dir: Path) -> None:
@@ -128,7 +138,8 @@ def test_import_an_nn_transformer_state_dict_and_inspect_it(checkpoints_page: Ap
     assert checkpoints_page.selectbox(key="manage_name").value == "tutorial-model"  # Manage shows the active model
     assert not log_problems(server_log), log_problems(server_log)  # e.g. pyarrow's ArrowInvalid on a mixed column
     table = checkpoints_page.dataframe[0].value.set_index("name")
-    assert table.loc["toy-reverse", "steps"] == 638 and table.isna().loc["tutorial-model", "steps"]  # no steps: empty
+    steps = table["saved at step"]
+    assert steps.loc["toy-reverse"] == 638 and steps.isna().loc["tutorial-model"]  # no steps: empty
     assert any("Not checked" in shown(w) and "n_heads=4" in shown(w) for w in checkpoints_page.warning)
     checkpoints_page.session_state["sentence"] = "Zwei Hunde ."
     checkpoints_page.switch_page("pages/translate.py").run()
@@ -229,6 +240,7 @@ def test_an_oversized_upload_is_refused_with_the_limit(checkpoints_page: AppTest
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     from attnscope.checkpoints import registry
     monkeypatch.setattr(registry, "MAX_UPLOAD_BYTES", 1000)
+    checkpoints_page.run()  # the uploader states the limit (its widget changes with it)
     upload(checkpoints_page, "big.safetensors", mine(tmp_path))
     assert any("the limit is" in shown(e) for e in checkpoints_page.error), [shown(e) for e in checkpoints_page.error]
     assert checkpoints_page.session_state["checkpoint"] == "toy-reverse"

@@ -9,7 +9,8 @@ import re
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from tests.support import readable_tables, shown, tensors_and_meta
+from tests.app.conftest import APP
+from tests.support import CEILING, readable_tables, shown, tensors_and_meta
 
 
 def titles(app: AppTest) -> list[str]:
@@ -24,6 +25,8 @@ def open_page(app: AppTest, page: str, sentence: str = "a b c d") -> AppTest:
 
 def test_head_statistics_table_has_a_row_per_head(app: AppTest) -> None:
     open_page(app, "pages/heads.py")
+    assert any(shown(c).startswith("Encoder self-attention, decoder masked self-attention and cross-attention heads for "
+                                   "this sentence.") for c in app.caption)  # capitals only where a sentence starts
     table = app.dataframe[0].value
     assert len(table) == 3 * 2 * 4  # kinds x layers x heads of the toy model
     assert {"entropy (nats)", "weight on itself", "share on <eos>"} <= set(table.columns)
@@ -33,7 +36,8 @@ def max_difference(app: AppTest) -> float:
     return float(next(m.value for m in app.markdown if m.value.startswith("**max |A − B|")).split("=")[1].strip(" *"))
 
 
-def test_compare_defaults_to_two_different_heads(app: AppTest) -> None:
+def test_compare_starts_on_the_sidebars_choice_and_another_head(app: AppTest) -> None:
+    app.session_state["layer"], app.session_state["head"] = 1, 0
     open_page(app, "pages/heads.py")
     assert not app.exception
     assert app.selectbox(key="cmp_a_head").value == 0 and app.selectbox(key="cmp_b_head").value == 1
@@ -61,7 +65,22 @@ def colour_of(scale: list, position: float) -> tuple[float, float, float]:
     return tuple(float(np.interp(position, stops, rgb[:, k])) for k in range(3))
 
 
+def test_compare_starts_on_the_sidebars_mean_of_heads(app: AppTest) -> None:
+    open_page(app, "pages/heads.py")
+    assert app.selectbox(key="cmp_a_layer").value == 0 and app.selectbox(key="cmp_a_head").value == "mean"
+    assert app.selectbox(key="cmp_b_layer").value == 0 and app.selectbox(key="cmp_b_head").value == 0
+
+
+def test_the_tab_is_in_the_url(app: AppTest) -> None:
+    fresh = AppTest.from_file(APP, default_timeout=CEILING)  # a fresh browser: nothing but the URL
+    fresh.query_params.update({"sentence": "a b c d", "heads_tab": "Ablation"})
+    fresh.run()
+    fresh.switch_page("pages/heads.py").run()
+    assert fresh.session_state["heads_tab"] == "Ablation"
+
+
 def test_the_difference_colours_are_the_ones_the_caption_names(app: AppTest) -> None:
+    app.session_state["layer"], app.session_state["head"] = 1, 0
     open_page(app, "pages/heads.py")
     a = array(chart(app, "A: cross · layer 1 · head 0")["data"][0]["z"])
     b = array(chart(app, "B: cross · layer 1 · head 1")["data"][0]["z"])
@@ -204,7 +223,7 @@ def test_positional_page_shows_sinusoids_and_the_models_own(app: AppTest) -> Non
 
 def test_anatomy_counts_every_parameter(app: AppTest) -> None:
     open_page(app, "pages/anatomy.py")
-    shapes = app.dataframe[2].value
+    shapes = app.dataframe[1].value
     assert "cross-attn: weights" in list(shapes["stage"])
     assert not app.exception
 

@@ -56,3 +56,24 @@ def test_a_config_that_breaks_transformers_is_one_sentence_not_an_exception_box(
     assert not checkpoints_page.exception
     assert any("Import rejected: config.json of opus-mt-en-de has no d_model" in shown(e)
                for e in checkpoints_page.error)
+
+
+def test_a_hugging_face_folders_files_are_named_by_the_model_not_a_temporary_folder(checkpoints_page: AppTest,
+                                                                                     tmp_path: Path) -> None:
+    import json
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    hf_fixtures.marian(folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps(config | {"_name_or_path": "Helsinki-NLP/opus-mt-en-de"}))
+    uploader = checkpoints_page.file_uploader(key="import_hf_files")
+    for file in sorted(folder.iterdir()):
+        uploader.upload(file.name, file.read_bytes())
+    uploader.run()
+    checkpoints_page.button(key="import_hf_go").click().run()
+    assert not checkpoints_page.exception and not checkpoints_page.error, [shown(e) for e in checkpoints_page.error]
+    assert checkpoints_page.session_state["checkpoint"] == "opus-mt-en-de"
+    row = checkpoints_page.dataframe[0].value.set_index("name").loc["opus-mt-en-de"]
+    assert row["data"] == "imported Hugging Face MarianMT (MarianTokenizer) from the uploaded files (opus-mt-en-de)"
+    assert "attnscope-upload" not in checkpoints_page.dataframe[0].value.to_string()

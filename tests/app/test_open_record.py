@@ -12,7 +12,7 @@ from attnscope.engine.analysis.heads import head_stats
 from attnscope.engine.recording.capture import record_attention
 from attnscope.engine.recording.record_files import read_record
 from tests.byom_models import M3Seq2Seq, m3_greedy
-from tests.support import html_views, readable_tables, shown
+from tests.support import html_views, readable_tables, shown, translation_shown
 
 
 def m3_record():  # noqa: ANN201
@@ -34,13 +34,30 @@ def test_a_saved_record_is_shown_on_translate_until_closed(checkpoints_page: App
     checkpoints_page.switch_page("pages/translate.py").run()
     assert not checkpoints_page.exception
     assert any("Showing the saved record" in shown(i) for i in checkpoints_page.info)
-    assert len(checkpoints_page.get("plotly_chart")) == 6
+    assert len(checkpoints_page.get("plotly_chart")) == 2  # the sidebar's kind only: its heatmap and its grid
     assert "Zwei" in json.dumps(checkpoints_page.get("plotly_chart")[0].proto.spec)  # the record's tokens, not a translation
+    assert translation_shown(checkpoints_page).text == " ".join(record.target_tokens)  # no text: its tokens, headlined
     checkpoints_page.switch_page("pages/positional.py").run()  # a view that needs a model says so
     assert not checkpoints_page.exception and any("runs the active checkpoint" in shown(c) for c in checkpoints_page.caption)
     checkpoints_page.switch_page("pages/translate.py").run()
     checkpoints_page.button(key="close_record").click().run()
     assert not any("Showing the saved record" in shown(i) for i in checkpoints_page.info)
+
+
+def test_a_saved_record_follows_the_sidebars_kind_and_headlines_its_translation(checkpoints_page: AppTest) -> None:
+    record = m3_record()
+    data = record.to_npz({"sentence": "Zwei Hunde laufen", "translation": "two dogs run", "tgt_lang": "en"})
+    checkpoints_page.file_uploader(key="open_record_file").upload("m3.npz", data).run()
+    checkpoints_page.session_state["kind"] = "cross"  # the sidebar says cross-attention
+    page = checkpoints_page.switch_page("pages/translate.py").run()
+    shown_now = translation_shown(page)
+    assert shown_now.text == "two dogs run" and ">Translation (en)<" in shown_now.markup
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in page.get("plotly_chart")]
+    assert titles and all("ross" in t for t in titles), titles  # cross-attention, not the encoder's
+    page.session_state["kind"] = "encoder"
+    page.run()
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in page.get("plotly_chart")]
+    assert titles and all("ncoder" in t for t in titles), titles
 
 
 def test_a_file_that_is_not_a_record_is_refused_in_one_sentence(checkpoints_page: AppTest) -> None:

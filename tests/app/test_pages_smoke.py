@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from attnscope.ui import tables
 from tests.support import unexplained_columns
 
 # How many figures (plotly charts and viz/html views) each page draws for "a b c" on the toy model, on first
@@ -29,10 +30,11 @@ def test_anatomy_shows_shapes_without_warnings(app: AppTest) -> None:
     app.session_state["sentence"] = "a b c"
     app.run()
     app.switch_page("pages/anatomy.py").run()
-    assert not app.warning and len(app.dataframe) == 3
+    assert not app.warning and len(app.dataframe) == 2
     assert not [unexplained_columns(table) for table in app.dataframe if unexplained_columns(table)]
-    config = app.dataframe[0].value.set_index("field")  # the config: every setting with what it changes
+    config = app.table[0].value.set_index("setting")  # the config: every setting with what it changes, in full
     assert config.loc["d_model", "meaning"].startswith("Width of the residual stream") and config["meaning"].all()
+    assert dict(config["meaning"]) == {k: v for k, v in tables.CONFIG_FIELDS.items() if k in config.index}
 
 
 def test_switching_to_a_model_with_a_shorter_limit_clamps_the_length(app: AppTest) -> None:

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import json
+import re
 
 from streamlit.testing.v1 import AppTest
 
-from tests.support import html_views, shown
+from tests.app.conftest import APP
+from tests.support import CEILING, html_views, shown
 
 
 def open_step_page(app: AppTest, sentence: str = "a b c d") -> AppTest:
@@ -128,3 +130,63 @@ def test_beam_tree_expands_on_request(app: AppTest) -> None:
     app.toggle(key="beam_pruned").set_value(True).run()
     expanded = next(t for t in chart_titles(app) if t.startswith("Beam search tree"))
     assert "paths of the 3 best of 4" in collapsed and "paths of the 4 best of 4" in expanded
+
+
+def test_a_shared_url_keeps_the_beam_the_length_and_the_forced_token(app: AppTest) -> None:
+    open_step_page(app)
+    app.number_input(key="_w_beam").set_value(3).run()
+    app.number_input(key="_w_max_len").set_value(7).run()
+    shared = {k: v if isinstance(v, str) else v[0] for k, v in app.query_params.items()}
+    assert shared["beam"] == "3" and shared["max_len"] == "7"
+    fresh = AppTest.from_file(APP, default_timeout=CEILING)  # a fresh browser: nothing but the URL
+    fresh.query_params.update(shared)
+    fresh.run()
+    fresh.switch_page("pages/step.py").run()
+    assert fresh.session_state["beam"] == 3 and fresh.session_state["max_len"] == 7
+    assert hypothesis_box(fresh).options and any(t.startswith("Beam search tree") for t in chart_titles(fresh))
+
+
+def test_a_shared_url_keeps_the_forced_token(app: AppTest) -> None:
+    open_step_page(app)
+    app.selectbox(key="force_choice-0").set_value("c").run()
+    assert app.query_params["force"] in ("c", ["c"])
+    fresh = AppTest.from_file(APP, default_timeout=CEILING)
+    fresh.query_params.update({"sentence": "a b c d", "step": "0", "force": "c"})
+    fresh.run()
+    fresh.switch_page("pages/step.py").run()
+    assert fresh.selectbox(key="force_choice-0").value == "c"  # a rival at this step: the picker shows it
+    assert any(shown(m).startswith("**Forced branch:** c") for m in fresh.markdown)
+
+
+def test_one_way_of_forcing_at_a_time_and_the_page_says_which(app: AppTest) -> None:
+    open_step_page(app)
+    app.selectbox(key="force_choice-0").set_value("c").run()
+    assert any(shown(c) == "Forcing the rival “c”." for c in app.caption)
+    app.text_input(key="force_typed-0").set_value("b").run()
+    assert app.selectbox(key="force_choice-0").value is None  # typing a word empties the picker
+    assert any(shown(c).startswith("Forcing the typed word “b”") for c in app.caption)
+    app.selectbox(key="force_choice-0").set_value("c").run()
+    assert app.text_input(key="force_typed-0").value == ""  # and picking a rival empties the word
+
+
+def test_an_unknown_typed_word_is_refused_by_name(app: AppTest) -> None:
+    open_step_page(app)
+    app.text_input(key="force_typed-0").set_value("日本").run()
+    assert any("“日本” is not in the target vocabulary" in shown(w) for w in app.warning)
+    assert not any(shown(m).startswith("**Forced branch:**") for m in app.markdown)
+
+
+def test_the_beam_score_and_the_whole_outputs_log_probability_say_which_is_which(app: AppTest) -> None:
+    """The beam's “score -0.161” is per token, the what-if's −1.61 is the sum: each says so, and they agree."""
+    app.session_state["beam"] = 3
+    open_step_page(app)
+    first = hypothesis_box(app).options[0]
+    score, log_prob, n = re.search(r"score (-?[\d.]+): log-probability (-?[\d.]+) ÷ (\d+) tokens", first).groups()
+    assert abs(float(score) - float(log_prob) / int(n)) < 1e-2
+    app.number_input(key="_w_beam").set_value(1).run()
+    app.text_input(key="force_typed-0").set_value("b").run()
+    caption = next(shown(c) for c in app.caption if shown(c).startswith("Log-probability of the whole output"))
+    assert "the sum over its tokens (not divided by its length" in caption
+    total, count, per_token = re.search(r"model's choice (-?[\d.]+) over (\d+) tokens \((-?[\d.]+) per token\)",
+                                        caption).groups()
+    assert abs(float(per_token) - float(total) / int(count)) < 1e-2

@@ -36,7 +36,7 @@ def wait_for_a_step(job: TrainJob) -> None:
     wait_for(lambda: any(e.kind == "step" for e in job.events) or job.done, "a training step")
 
 
-def test_train_a_toy_task_to_completion_and_use_it(train_page: AppTest) -> None:
+def test_train_a_toy_task_to_completion_and_use_it(train_page: AppTest, capfd: pytest.CaptureFixture[str]) -> None:
     app = train_page
     assert not app.exception
     widget(app, "selectbox", "train_task").set_value("copy")
@@ -52,7 +52,11 @@ def test_train_a_toy_task_to_completion_and_use_it(train_page: AppTest) -> None:
     evals = [e for e in job.events if e.kind == "eval"]
     assert len(evals) >= 2 and all(e.exact is not None for e in evals)
     app.run()
-    assert any("Saved as my-copy-model" in shown(s) for s in app.success)
+    saved = next(shown(s) for s in app.success if shown(s).startswith("Saved as my-copy-model"))
+    best = max(job.validations(), key=lambda v: v.bleu)  # the first of the best: a later equal score is not better
+    assert f"val BLEU {best.bleu}" in saved and (f"at step {best.step} (the run went on to step {job.last.step})" in saved
+                                                  if best.step != job.last.step else "at its last step" in saved)
+    assert '"kind": "eval"' not in capfd.readouterr().out  # no JSON progress lines in the server's log
     assert any(shown(s).startswith("Finished: the run trained all its epochs (1, step ") for s in app.success)
     table = app.dataframe[-1].value
     assert "exact (%)" in table.columns and not unexplained_columns(app.dataframe[-1])

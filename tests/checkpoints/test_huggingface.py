@@ -186,3 +186,15 @@ def test_the_saved_checkpoint_keeps_the_import_bitwise(pair: Pair, tmp_path: Pat
     src, tgt, _ = _batch(pair)
     with torch.no_grad():
         assert torch.equal(pair.ours.model(src, tgt), pair.imported.model(src, tgt))
+
+
+def test_importing_marian_does_not_recommend_sacremoses(tmp_path: Path) -> None:
+    """transformers' MarianTokenizer warns "Recommended: pip install sacremoses" on every load; attnscope's converted
+    tokenizer does no Moses punctuation normalisation, so the advice is not for an attnscope user."""
+    import warnings
+
+    hf_fixtures.marian(tmp_path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        import_hf(tmp_path, src_lang="en", tgt_lang="de")
+    assert not [w for w in caught if "sacremoses" in str(w.message)]

@@ -78,3 +78,13 @@ def test_a_deep_link_on_a_fresh_server_opens_its_page_through_the_router(fresh_s
     page.get_by_role("link", name="Model anatomy").click()
     expect(page.get_by_role("heading", name="Model anatomy")).to_be_visible()
     assert "/anatomy" in page.url
+
+
+def test_the_translate_page_opens_at_its_own_name_too(fresh_server: str, page: Page) -> None:
+    """/ is the Translate page; /translate showed "Page not found"."""
+    page.add_init_script(WATCH_LINKS)
+    page.goto(f"{fresh_server}/translate?sentence={quote_plus('a b c d')}")
+    expect(page.get_by_role("heading", name="Translate")).to_be_visible()
+    expect(page.get_by_text("d c b a").first).to_be_visible()
+    expect(page.get_by_text("Page not found")).to_have_count(0)
+    expect_the_sections_menu(page)

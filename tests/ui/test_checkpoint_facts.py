@@ -36,3 +36,17 @@ def test_the_table_keeps_one_type_per_column_whatever_the_summaries_hold() -> No
         assert frame.isna().loc[name, ["steps", "val BLEU", "test BLEU"]].all(), name
     assert frame.loc["odd", "date"] == "20261125"
     pa.Table.from_pandas(frame)  # what st.dataframe does first: this raised ArrowInvalid on a column mixing 638 and ""
+
+
+def test_the_table_shows_the_scores_model_anatomy_shows() -> None:
+    """The shipped en-de file records its own scores as text ("40.48") beside training's best validation (40.1):
+    the table showed 40.1 and no test score while Model anatomy showed 40.82 and 40.48."""
+    from attnscope.checkpoints import registry
+    from attnscope.ui.checkpoint_tools import table
+    from tests.support import ROOT
+
+    entry = registry.entry(ROOT / "checkpoints" / "multi30k-en-de.safetensors", "shipped")
+    row = table({entry.name: entry}).set_index("name").loc[entry.name]
+    facts = training_facts(entry.bundle.summary)
+    assert f"val BLEU of this file: {row['val BLEU']}" in facts
+    assert f"test 2016 BLEU of this file: {row['test BLEU']}" in facts

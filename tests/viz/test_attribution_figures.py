@@ -35,6 +35,21 @@ def test_methods_rows_are_scaled_to_their_maximum_with_raw_values_in_hover() -> 
         methods_side_by_side({"a": np.ones(2)}, ("p", "q", "r"))
 
 
+def test_the_methods_title_sits_above_the_rotated_source_labels() -> None:
+    """The title was placed by plotly inside a fixed 90 px top margin, where long rotated tokens also go."""
+    import math
+
+    from attnscope.viz.heatmap import TITLE_PX
+
+    tokens = ("▁Two", "▁dogs", "▁are", "▁running", "▁through", "▁the", "▁snow", "▁Schlittenhunderennen", ".", "</s>")
+    fig = methods_side_by_side({"a": np.ones(len(tokens))}, tokens, title="Step 3 → “Hunde”: source tokens by method "
+                                                                            "(attention and norms: layer 2, all heads)")
+    title = fig.layout.title
+    assert title.yref == "container" and title.y == 1 and title.yanchor == "top"  # pinned to the figure's top edge
+    labels_px = 7 * max(len(t) for t in tokens) * math.sin(math.radians(60))
+    assert fig.layout.margin.t >= TITLE_PX + labels_px  # the labels have the rest of the margin to themselves
+
+
 def test_alignment_figure_draws_one_line_per_link() -> None:
     m = np.array([[0.9, 0.1, 0.0], [0.1, 0.8, 0.1]])
     alignment = align(m, ("A", "B", "<eos>"), ("b", "a"))

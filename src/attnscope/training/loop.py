@@ -261,7 +261,9 @@ class Trainer:
         self._n_batches = len(self.epoch_batches(0))
         total = cfg.max_steps or cfg.epochs * self._n_batches
         log = (self.out / "log.jsonl").open("a") if self.rank == 0 else None
-        bar = tqdm(total=total, initial=st.step, disable=True if self.rank != 0 else None, unit="step")
+        # the console shows progress only when no caller follows it (the app's jobs do, and the server's log stays clean)
+        quiet = self.rank != 0 or self.progress is not None
+        bar = tqdm(total=total, initial=st.step, disable=True if quiet else None, unit="step")
         started, last_save, tokens = time.perf_counter() - st.elapsed, time.perf_counter(), 0
         loss_avg: float | None = None
         self._validated_at = -1
@@ -340,7 +342,8 @@ class Trainer:
                       "sample": sample[1]} | ({} if exact is None else {"exact": exact})
             log.write(json.dumps(record) + "\n")
             log.flush()
-            tqdm.write(json.dumps(record))
+            if self.progress is None:
+                tqdm.write(json.dumps(record))
             self._emit("eval", loss, tokens, val_loss=val_loss, bleu=bleu, exact=exact, sample=sample, checkpoint=str(path))
         if self.world > 1:  # every rank needs the history to make the same early-stopping decision
             shared = [st.history]

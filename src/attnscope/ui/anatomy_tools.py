@@ -18,8 +18,8 @@ def config_rows(c: ModelConfig) -> list[dict[str, str]]:
 
 
 def config(c: ModelConfig) -> None:
-    """The checkpoint's config, each setting explained."""
-    tables.rows_table(config_rows(c), tables.CONFIG)
+    """The checkpoint's config, each setting explained in full (the meanings are sentences: a static table wraps them)."""
+    tables.text_table(config_rows(c), tables.CONFIG)
 
 
 def parameters(tr: Translator) -> None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,17 @@ def _text(value: Any) -> str | None:
 
 
 def _number(value: Any) -> float | None:
+    """A number, or a number written as text (the shipped files record their scores as "40.48"); else None."""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return None
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _first_number(summary: dict[str, Any], *keys: str) -> float | None:
+    return next((n for n in (_number(summary.get(k)) for k in keys) if n is not None), None)
 
 
 def _whole(value: Any) -> int | None:
@@ -35,13 +46,16 @@ def _whole(value: Any) -> int | None:
 def table(entries: dict[str, registry.Entry]) -> pd.DataFrame:
     """One row per checkpoint. A fact a file does not record (an imported model has no training steps)
     is left empty, and each column keeps one type: a column mixing numbers with "" cannot go to the
-    browser as Arrow (Streamlit logs ArrowInvalid with a traceback and converts it all to text)."""
+    browser as Arrow (Streamlit logs ArrowInvalid with a traceback and converts it all to text).
+    Scores are of the file itself, as Model anatomy's facts say: its own val BLEU where it was scored after
+    training (an averaged file), else the best validation's, which is the one a trained run saves."""
     rows = [{"name": e.name, "origin": e.origin, "pair": f"{e.bundle.src_lang}→{e.bundle.tgt_lang}",
              "parameters": f"{e.parameters:,}",
              "layers": f"{e.bundle.config.n_encoder_layers}+{e.bundle.config.n_decoder_layers}",
              "d_model / heads": f"{e.bundle.config.d_model} / {e.bundle.config.n_heads}",
              "positional": e.bundle.config.positional, "data": _text(e.bundle.summary.get("data")),
-             "steps": _whole(e.bundle.summary.get("steps")), "val BLEU": _number(e.bundle.summary.get("best_val_bleu")),
+             "steps": _whole(e.bundle.summary.get("steps")),
+             "val BLEU": _first_number(e.bundle.summary, "val_bleu", "best_val_bleu"),
              "test BLEU": _number(e.bundle.summary.get("test_2016_bleu")), "date": _text(e.bundle.summary.get("date")),
              "size MB": round(e.size / 1e6, 1)} for e in entries.values()]
     return pd.DataFrame(rows).astype({c: t for c, t in NUMBERS.items() if rows})
@@ -106,11 +120,12 @@ def skipped_files() -> None:
 def upload() -> None:
     """Upload an attnscope .safetensors bundle; it is private to this session until shared."""
     st.subheader("Upload")
-    st.caption(f"An attnscope checkpoint (.safetensors, at most {registry.MAX_UPLOAD_BYTES // 2**20} MB). It is checked "
+    limit = max(1, registry.MAX_UPLOAD_BYTES // 2**20)  # MB: the caption and the uploader say the same
+    st.caption(f"An attnscope checkpoint (.safetensors, at most {limit} MB). It is checked "
                "completely before use, nothing in it is executed, and only you see it until you save it for everyone. "
                "An upload lasts only for this browser session: reloading the page or opening a shared link starts a "
                "new session without it, so use “Save to the shared models folder” (under Manage) to keep it.")
-    file = new_upload("Checkpoint file", "upload_file")
+    file = new_upload("Checkpoint file", "upload_file", max_mb=limit)
     if file is None:
         return
     same = registry.identical(file.getvalue(), models.entries().values())
@@ -122,9 +137,24 @@ def upload() -> None:
     try:
         tmp = registry.validate_upload(file.getvalue(), file.name)
     except CheckpointError as err:
-        st.error(f"Upload rejected: {plain(err)}")
+        st.error(f"Upload rejected: {plain(rejection(err))}")
         return
     keep_for_session(tmp, file.name)
+
+
+# What the safetensors library says of bytes that are no safetensors file ("Error while deserializing header:
+# header too large"), which the checkpoint loader passes on in parentheses.
+RAW_HEADER = re.compile(r" \((?:Error while deserializing header|HeaderTooLarge|InvalidHeader)[^)]*\)")
+
+
+def rejection(err: CheckpointError) -> str:
+    """Why an upload was refused, in words: the safetensors library's own header message becomes a sentence."""
+    text = str(err)
+    if not RAW_HEADER.search(text):
+        return text
+    return RAW_HEADER.sub("", text) + (": its first bytes are not the header a .safetensors file starts with, so it is "
+                                       "damaged, cut short, or another kind of file. Upload a checkpoint saved by attnscope "
+                                       "(Download on this page, or the Train page), or import other models below")
 
 
 def keep_for_session(tmp: Path, filename: str) -> None:

@@ -18,7 +18,7 @@ from attnscope.engine.analysis.heads import (
 from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.engine.recording.record import KINDS, Kind
 from attnscope.training.data import DataError, sample_pairs
-from attnscope.ui import models, results, tables, widgets
+from attnscope.ui import models, results, selection, tables, widgets
 from attnscope.ui.attribution_tools import MAX_STATS_SAMPLE
 from attnscope.ui.query import Query
 from attnscope.ui.text import plain
@@ -96,11 +96,13 @@ def comparison(tr: Translator, query: Query, result: Translation) -> None:
     """Two heads/layers of this sentence, this sentence vs another, or two checkpoints, with their difference."""
     mode = st.radio("Compare", ["two heads or layers", "two sentences", "two checkpoints"], horizontal=True, key="cmp_mode")
     c = tr.model.config
-    last = c.n_decoder_layers - 1
-    a = _pick("A", "cmp_a", tr, ("cross", last, 0))
+    kind, head = selection.kind(), selection.head()  # A starts on the sidebar's choice, B on another head of its layer
+    layer = selection.layer(result.attention, kind)
+    a = _pick("A", "cmp_a", tr, (kind, layer, head))
     names_a, names_b = result.output_tokens, result.output_tokens
     if mode == "two heads or layers":
-        b = _pick("B", "cmp_b", tr, ("cross", last, 1) if c.n_heads > 1 else ("cross", last, None))
+        other = 0 if head is None else (head + 1) % c.n_heads if c.n_heads > 1 else None
+        b = _pick("B", "cmp_b", tr, (kind, layer, other))
         rec_a, rec_b = result.attention, result.attention
     elif mode == "two sentences":
         other = st.text_input("Second sentence", "A little boy climbs into a wooden playhouse.", key="cmp_sentence")

@@ -1,6 +1,7 @@
 """The Checkpoints page's importer: a state_dict trained elsewhere plus its vocabularies become a checkpoint."""
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -83,14 +84,42 @@ def _framework_model() -> None:
         name = cols[2].text_input("Model name", "", key="import_hf_name", max_chars=60, placeholder="from the model")
         if not st.button("Import model", key="import_hf_go", disabled=not files):
             return
-        _import_and_keep(lambda: import_uploaded([(f.name, f.getvalue()) for f in files], src_lang=src_lang.strip() or None,
-                                                 tgt_lang=tgt_lang.strip() or None, name=name.strip() or None))
+        uploaded = [(f.name, f.getvalue()) for f in files]
+        label = name.strip() or upload_label(uploaded)
+        _import_and_keep(lambda: described(import_uploaded(uploaded, src_lang=src_lang.strip() or None,
+                                                           tgt_lang=tgt_lang.strip() or None, name=label), label))
+
+
+def upload_label(files: list[tuple[str, bytes]]) -> str:
+    """A name for uploaded model files, from what the user sent (not the temporary folder they are unpacked into):
+    a zip's or a lone checkpoint's file name, else the model's own name in config.json, else its weights' name."""
+    names = [Path(n).name for n, _ in files]
+    if len(files) == 1:
+        return Path(names[0]).stem
+    config = next((data for n, data in files if Path(n).name == "config.json"), None)
+    try:
+        own = str(json.loads(config).get("_name_or_path") or "") if config is not None else ""
+    except (ValueError, AttributeError):
+        own = ""
+    if own.strip("/"):
+        return own.strip("/").rsplit("/", 1)[-1]
+    return next((Path(n).stem for n in names if n.endswith((".pt", ".pth", ".bin", ".ckpt", ".safetensors"))),
+                "uploaded-model")
+
+
+def described(imported: Imported, label: str) -> Imported:
+    """The import's description names the upload (`label`), not the temporary folder it was read from."""
+    summary = imported.bundle.summary
+    family = str(summary.get("data", "imported model")).rsplit(" from ", 1)[0]
+    summary.update(data=f"{family} from the uploaded files ({label})", name=label)
+    return imported
 
 
 def _state_dict() -> None:
     with st.expander("Import a model trained elsewhere (PyTorch state_dict .pt/.pth)"):
         st.caption(HELP)
-        weights = st.file_uploader("state_dict (.pt / .pth)", key="import_weights")
+        weights = st.file_uploader("state_dict (.pt / .pth)", key="import_weights",
+                                   max_upload_size=max(1, registry.MAX_UPLOAD_BYTES // 2**20))
         src_vocab = st.file_uploader("Source vocabulary", key="import_src_tok")
         tgt_vocab = st.file_uploader("Target vocabulary (leave empty if the vocabulary is joint)", key="import_tgt_tok")
         cols = st.columns(3)

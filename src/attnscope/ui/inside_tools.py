@@ -68,7 +68,7 @@ def lens(tr: Translator, result: Translation, step: int) -> LogitLens:
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def _rotation(_tr: Translator, checkpoint_key: str, n_positions: int, offset: int) -> RotationCheck:
-    return rotation_check(model_positions(_tr.model, n_positions), offset)
+    return rotation_check(model_positions(_tr.model, n_positions), offset, _tr.model.config.sinusoid)
 
 
 def rotation(tr: Translator, n_positions: int, offset: int) -> RotationCheck:

@@ -7,6 +7,7 @@ from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.model.kinds import KIND_LABELS
 from attnscope.ui import inside_tools, widgets
 from attnscope.ui.inside_tools import Choice, HeadChoice
+from attnscope.ui.positional_tools import LAYOUTS
 from attnscope.ui.text import plain
 from attnscope.viz import inside
 from attnscope.viz.lens import lens_table
@@ -24,7 +25,7 @@ def head_steps(tr: Translator, result: Translation, choice: Choice, picked: Head
                 f"**Query:** “{plain(v.query_tokens[v.query])}” (position {v.query}) · {len(v.key_tokens)} keys · "
                 f"d_model {v.concat.size} = {v.n_heads} heads × d_k {v.q.size}")
     st.subheader("1 · Where the vectors come from")
-    st.html(inside.input_strips(v))
+    st.html(inside.input_strips(v, embed_norm=tr.model.config.embed_norm))
     st.html(inside.key_input_strips(v))
     st.subheader("2 · Query, keys and their dot products")
     st.html(inside.qk_strips(v))
@@ -62,7 +63,8 @@ def positional_panels(tr: Translator) -> None:
         pair = cols[2].number_input("Frequency pair i", 0, c.d_model // 2 - 1, key="inside_pe_pair")
         check = inside_tools.rotation(tr, n_pos, int(offset))
         st.caption(f"PE(t+{offset}) computed by rotating each (sin, cos) pair of PE(t) by ω_i·{offset}, against the "
-                   f"model's own table for t < {n_pos - offset}: max error {check.max_error:.1e} (float32 rounding).")
+                   f"model's own table for t < {n_pos - offset}: max error {check.max_error:.1e} (float32 rounding). "
+                   f"{LAYOUTS[c.sinusoid]}")
         left, right = st.columns(2)
         with left:
             widgets.chart(rotation_circle(check, int(pair)), "inside-rotation")

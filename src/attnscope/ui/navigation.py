@@ -9,6 +9,7 @@ from its file names ("translate", "step", ...); `client.showSidebarNavigation = 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 import streamlit as st
@@ -45,18 +46,34 @@ SECTIONS: dict[str, tuple[PageSpec, ...]] = {
 }
 
 
+DEFAULT_PATH = "start"  # reserved by the default page, which Streamlit serves at / (its file's name goes to an alias)
+
+
 def pages() -> dict[str, list[StreamlitPage]]:
     """The pages as `st.Page` objects by section; the first (Translate) is where the app opens."""
     first = next(iter(SECTIONS.values()))[0]
-    return {section: [st.Page(p.script, title=p.title, icon=p.icon, default=p is first) for p in specs]
+    return {section: [st.Page(p.script, title=p.title, icon=p.icon, default=p is first,
+                              **({"url_path": DEFAULT_PATH} if p is first else {})) for p in specs]
             for section, specs in SECTIONS.items()}
 
 
+def aliases() -> list[StreamlitPage]:
+    """The default page (Translate, served at /) again under its file's name, so /translate opens it too (the
+    default page reserves a path it does not serve: without the alias, /translate was "Page not found")."""
+    first = next(iter(SECTIONS.values()))[0]
+    return [st.Page(first.script, title=first.title, icon=first.icon, url_path=Path(first.script).stem)]
+
+
 def route() -> tuple[StreamlitPage, dict[str, list[StreamlitPage]]]:
-    """app.py's router: the page the URL asks for (run it last) and the pages to link to."""
+    """app.py's router: the page the URL asks for (run it last) and the pages to link to (aliases left out)."""
     sections = pages()
     st.session_state[ROUTED] = True
-    return st.navigation(sections, position="hidden"), sections
+    return _navigation(sections), sections
+
+
+def _navigation(sections: dict[str, list[StreamlitPage]]) -> StreamlitPage:
+    """`st.navigation` over the sections' pages and the aliases, its own menu hidden (the sidebar draws ours)."""
+    return st.navigation({**sections, "": aliases()}, position="hidden")
 
 
 def sidebar_links(sections: dict[str, list[StreamlitPage]]) -> None:
@@ -77,7 +94,7 @@ def _through_router() -> None:
     if st.session_state.get(ROUTED) or st.session_state.get("_router_retried"):
         return
     st.session_state["_router_retried"] = True
-    st.navigation(pages(), position="hidden")
+    _navigation(pages())
     st.rerun()
 
 

@@ -6,10 +6,44 @@ import streamlit as st
 
 from attnscope.engine.decoding.translator import Translator
 from attnscope.engine.inside.anatomy import embedding_norms, model_positions
+from attnscope.engine.inside.offsets import paired
 from attnscope.model.config import ModelConfig
 from attnscope.model.transformer import sinusoidal_table
 from attnscope.ui import widgets
 from attnscope.viz.positional import encoding_curves, encoding_heatmap, norms_histogram, offset_profile, similarity_heatmap
+
+# Where a sinusoidal table keeps its sines and cosines (config.sinusoid), said once for every page.
+LAYOUTS = {
+    "interleaved": "",
+    "halves": "This model keeps every sine in the first half of the dimensions and every cosine in the second "
+              "([sin | cos] halves, as Marian and OpenNMT-py do): pair i is dimensions i and i + d_model/2.",
+    "fairseq": "This model keeps every sine in the first half of the dimensions and every cosine in the second "
+               "([sin | cos] halves), with frequencies ω_i = 10000^(−i/(d_model/2−1)) (fairseq, M2M100, NLLB) instead "
+               "of the paper's 10000^(−2i/d_model).",
+}
+
+
+def introduction(c: ModelConfig) -> str:
+    """What this model adds to each token embedding, as its config says (scaled or not, LayerNorm, offset)."""
+    scaled = (f"scaled by √{c.d_model}" if c.embed_scale else
+              "not scaled: this model leaves out section 3.4's multiplication by √d_model")
+    text = f"The model adds a {c.d_model}-dimensional vector per position to each token embedding ({scaled})"
+    text += "; a LayerNorm follows the sum" if c.embed_norm else ""
+    text += f". This checkpoint uses **{c.positional}** positional encodings"
+    text += f"; position i reads row i + {c.position_offset} of its table" if c.position_offset else ""
+    text += "; the encoder's table is shown below, the decoder has its own" if c.separate_positions else ""
+    return text + "."
+
+
+def comparison(c: ModelConfig, own: np.ndarray, paper: np.ndarray) -> str:
+    """How this model's sinusoidal table relates to the paper's (`paper`, interleaved), measured on both."""
+    if c.sinusoid == "interleaved":
+        return f"Identical to the table above (max difference {float(np.abs(own - paper).max()):.1e})."
+    reordered = float(np.abs(paired(own, c.sinusoid) - paper).max())
+    if c.sinusoid == "halves":
+        return (f"The same sinusoids as above with the dimensions in another order, so the maps differ: {LAYOUTS['halves']} "
+                f"Put back into (sin, cos) pairs, it matches the table above to {reordered:.1e}.")
+    return f"Not the table above: {LAYOUTS['fairseq']} Even put back into (sin, cos) pairs, it differs by up to {reordered:.1e}."
 
 
 def paper_sinusoids(c: ModelConfig) -> tuple[int, np.ndarray]:
@@ -38,12 +72,13 @@ def model_encodings(tr: Translator, n_pos: int, sinusoid: np.ndarray) -> None:
     c = tr.model.config
     own = model_positions(tr.model, n_pos)
     if c.positional == "sinusoidal":
-        st.caption(f"Identical to the table above (max difference {float(np.abs(own - sinusoid).max()):.1e}).")
+        st.caption(comparison(c, own, sinusoid))
     left, right = st.columns(2)
     with left:
         widgets.chart(encoding_heatmap(own, title=f"{c.positional.capitalize()}: position × dimension"), "own-heatmap")
     with right:
         widgets.chart(similarity_heatmap(own, title=f"{c.positional.capitalize()}: position similarity"), "own-similarity")
     tokens, positions = embedding_norms(tr.model, n_pos)
-    widgets.chart(norms_histogram(tokens, positions, title="Norms of scaled token embeddings vs positional encodings"),
+    what = "token embedding × √d_model" if c.embed_scale else "token embedding (not scaled)"
+    widgets.chart(norms_histogram(tokens, positions, title=f"Norms of {what}s vs positional encodings", tokens=what),
                   "pe-norms")

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attnscope.engine.recording.record import KIND_LABELS, KINDS, RecordError
+from attnscope.engine.recording.record import KINDS, AttentionRecord, RecordError
 from attnscope.engine.recording.record_files import notes, read_record, record_meta
-from attnscope.ui import widgets
+from attnscope.ui import selection, widgets
 from attnscope.ui.text import plain
+from attnscope.ui.translation_view import show_translation
 from attnscope.viz.grid import heads_grid
 from attnscope.viz.heatmap import record_heatmap
 
@@ -48,16 +49,29 @@ def show_opened() -> bool:
     st.info(plain(f"Showing the saved record {name} (no model runs; the Step and Heads pages show it too; teacher "
                   "forcing, probabilities, ablation and attribution need a model, so they use the active checkpoint)."))
     st.button("Close the record and translate again", on_click=close, key="close_record")
+    show_translation(*headline(record, meta))
     if meta:
-        st.caption(plain(", ".join(f"{k}: {v}" for k, v in meta.items())))
+        st.caption(plain(", ".join(f"{k}: {v}" for k, v in meta.items() if k != "translation")))
     layer, head = st.session_state.get("layer", 0), st.session_state.get("head", "mean")
     head_index = None if head == "mean" or head >= record.n_heads else head
-    for tab, kind in zip(st.tabs([KIND_LABELS[k] for k in KINDS]), KINDS):
+    for tab, kind in zip(selection.kind_tabs(), KINDS):  # opened on the sidebar's kind, and setting it
         with tab:
+            if not tab.open:
+                continue  # only the chosen kind is drawn
             kind_layer = min(layer, record.n_layers(kind) - 1)
             widgets.chart(record_heatmap(record, kind, kind_layer, head_index), f"record-heatmap-{kind}")
             widgets.chart(heads_grid(record, kind, selected=(kind_layer, head_index)), f"record-grid-{kind}")
     return True
+
+
+def headline(record: AttentionRecord, meta: dict) -> tuple[str, str, str, str]:
+    """What the record's headline shows (source, text, language, label): the translation its settings carry,
+    else its decoder's input tokens (a record from your own code has no text)."""
+    source = str(meta.get("sentence", " ".join(record.source_tokens)))
+    language = str(meta.get("tgt_lang", "target"))
+    if meta.get("translation"):
+        return source, str(meta["translation"]), language, "Translation"
+    return source, " ".join(record.target_tokens), language, "Target tokens the decoder read"
 
 
 def note_needs_model() -> None:

@@ -13,7 +13,7 @@ from streamlit.errors import StreamlitAPIException
 
 from attnscope.engine.decoding.beam_result import BeamResult
 from attnscope.engine.decoding.translator import Translation, Translator
-from attnscope.model.config import BOS_ID, PAD_ID
+from attnscope.model.config import BOS_ID, PAD_ID, UNK_ID
 from attnscope.ui import figures, results, selection, widgets
 from attnscope.ui.attribution_tools import step_contributions
 from attnscope.ui.cache import result_key
@@ -76,7 +76,9 @@ def step_view(tr: Translator, query: Query, result: Translation) -> None:
     step_contributions(tr, query, result, t)  # on request only: a toggle, off by default
     if query.beam == 1:
         force_branch(tr, query, result, t)
-    write_url(("step",))
+    else:
+        st.session_state["force"] = None  # a beam search forces nothing
+    write_url(("step", "force"))
     if st.session_state.get("playing"):
         if t < n - 1:
             time.sleep(PLAY_SECONDS)
@@ -94,29 +96,53 @@ def _redraw() -> None:
         st.rerun()
 
 
+def _keep_one(filled: str, other: str, empty: object) -> None:
+    """Filling one way of forcing a token empties the other, so the page never holds two choices."""
+    if st.session_state.get(filled):
+        st.session_state[other] = empty
+
+
+def forced_choice(tr: Translator, rivals: list[tuple[str, int]], choice: str | None, typed: str) -> tuple[list[int], str]:
+    """The ids to force and a sentence saying what they are; no ids (and why) when nothing usable is chosen."""
+    codec = tr.bundle.tgt_codec
+    if typed.strip():
+        ids = codec.encode(typed.strip())
+        pieces = " ".join(plain(codec.piece(i)) for i in ids)
+        if not ids or UNK_ID in ids:
+            return [], (f"“{plain(typed.strip())}” is not in the target vocabulary (its pieces: {pieces or 'none'}): "
+                        "pick a rival or type another word.")
+        return ids, f"Forcing the typed word “{plain(typed.strip())}” ({len(ids)} piece{'s' * (len(ids) > 1)}: {pieces})."
+    if choice is not None and choice in dict(rivals):
+        return [dict(rivals)[choice]], f"Forcing the rival “{plain(choice)}”."
+    return [], "Pick a rival token or type a word to see how the translation would continue."
+
+
 def force_branch(tr: Translator, query: Query, result: Translation, t: int) -> None:
     """“Force another token here”: decode on from a different choice, once the user picks one.
 
-    The boxes are keyed by step, so a choice made at one step never carries over to another.
+    The boxes are keyed by step, so a choice made at one step never carries over to another; filling one
+    empties the other. The choice is session_state['force'] (so the URL keeps it); a shared URL's choice
+    (`_url_force`) fills the picker when it names a rival, else the word box.
     """
     st.subheader(f"What if step {t} chose something else?")
     step = result.steps[t]
     # <pad> and <bos> are never outputs; forcing them would decode to nothing visible
     rivals = [(tok, i) for (tok, _), i in zip(step.top_k, step.top_ids) if tok != step.token and i not in (PAD_ID, BOS_ID)]
+    choice_key, typed_key = f"force_choice-{t}", f"force_typed-{t}"
+    shared = st.session_state.pop("_url_force", None)
+    if shared:
+        st.session_state[choice_key if shared in dict(rivals) else typed_key] = shared
     cols = st.columns([2, 2, 1])
-    choice = cols[0].selectbox("A top-k candidate", [tok for tok, _ in rivals], index=None,
-                               placeholder="Pick a rival token", key=f"force_choice-{t}")
-    typed = cols[1].text_input("…or type a word", key=f"force_typed-{t}", max_chars=100)
-    if typed.strip():
-        forced_ids = tr.bundle.tgt_codec.encode(typed.strip())
-        if not forced_ids:
-            st.info("That word has no pieces in the target vocabulary; try another word.")
-            return
-    elif choice is not None:
-        forced_ids = [dict(rivals)[choice]]
-    else:
-        st.caption("Pick a rival token or type a word to see how the translation would continue.")
+    choice = cols[0].selectbox("A top-k candidate", [tok for tok, _ in rivals], index=None, placeholder="Pick a rival token",
+                               key=choice_key, on_change=_keep_one, args=(choice_key, typed_key, ""))
+    typed = cols[1].text_input("…or type a word", key=typed_key, max_chars=100,
+                               on_change=_keep_one, args=(typed_key, choice_key, None))
+    forced_ids, said = forced_choice(tr, rivals, choice, typed)
+    st.session_state["force"] = (typed.strip() or choice) if forced_ids else None
+    if not forced_ids:
+        (st.warning if typed.strip() else st.caption)(said)
         return
+    st.caption(said)
     branch = results.force(tr, query, tuple(result.target_ids[:t]) + tuple(forced_ids))
     if branch is None:
         return
@@ -132,14 +158,25 @@ def force_branch(tr: Translator, query: Query, result: Translation, t: int) -> N
         widgets.chart(figures.heatmap(branch, branch.attention, key, "cross", min(layer, branch.attention.n_layers("cross") - 1),
                                       head),
                       "branch-forced")
-    st.caption(f"Log-probability of the whole output: model's choice {result.log_prob:.2f}, forced branch {branch.log_prob:.2f}.")
+    st.caption(whole_output_caption(result, branch))
+
+
+def whole_output_caption(result: Translation, branch: Translation) -> str:
+    """The two outputs' log-probabilities: sums over their tokens, and per token (the beam search's score)."""
+    def both(t: Translation) -> str:
+        n = len(t.target_ids)
+        return f"{t.log_prob:.2f} over {n} tokens ({t.log_prob / max(n, 1):.3f} per token)"
+    return (f"Log-probability of the whole output, the sum over its tokens (not divided by its length; a beam search's "
+            f"score is the per-token one): model's choice {both(result)}, forced branch {both(branch)}.")
 
 
 def hypothesis_labels(beam: BeamResult, decode: Callable[[list[int]], str]) -> list[str]:
-    """“1. text (score …)” per hypothesis. A wide beam can keep the empty output (<eos> chosen at the
-    first step: its score is its one log-probability, unpenalised by length); it is named, not blank."""
-    return [f"{i + 1}. {decode(ids) or '(empty output: the model ended at once)'}  (score {score:.3f})"
-            for i, (ids, score, _) in enumerate(beam.hypotheses)]
+    """“1. text (score …: log-probability … ÷ n tokens)” per hypothesis: the score is normalised by length,
+    the log-probability is the sum. A wide beam can keep the empty output (<eos> chosen at the first step: its
+    score is its one log-probability); it is named, not blank."""
+    return [f"{i + 1}. {decode(ids) or '(empty output: the model ended at once)'}  "
+            f"(score {score:.3f}: log-probability {log_prob:.2f} ÷ {len(ids)} token{'s' * (len(ids) > 1)})"
+            for i, (ids, score, log_prob) in enumerate(beam.hypotheses)]
 
 
 def beam_view(tr: Translator, query: Query, result: Translation) -> None:

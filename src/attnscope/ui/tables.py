@@ -131,8 +131,12 @@ CHECKPOINTS = {
     "d_model / heads": Column("d_model / heads", "Width of the residual stream / attention heads per sublayer."),
     "positional": Column("positional", "Fixed sinusoidal or learned position encodings."),
     "data": Column("data", "What it was trained on, as the checkpoint records it."),
-    "steps": Column("steps", "Training updates (empty: not recorded, e.g. an imported model)."),
-    "val BLEU": Column("val BLEU", "Best BLEU (0-100) on the validation split during training."),
+    "steps": Column("saved at step", "Training updates when this file was saved (empty: not recorded, e.g. an imported model). "
+                             "A run keeps the model of its best validation, so a run that went on longer shows the step "
+                             "of that validation, not its last step."),
+    "val BLEU": Column("val BLEU", "BLEU (0-100) of this file on the validation split: as scored after training where "
+                                   "that was done (e.g. an averaged file, beam search), else at its best validation "
+                                   "during training (greedy)."),
     "test BLEU": Column("test BLEU", "BLEU (0-100) on Multi30k test_2016_flickr, where measured."),
     "date": Column("date", "When the checkpoint was written."),
     "size MB": Column("size MB", "Size of the file."),
@@ -159,6 +163,14 @@ def rows_table(rows: list[dict[str, Any]], columns: Mapping[str, Column]) -> Non
     st.dataframe still converts the rows through pandas)."""
     names = list(dict.fromkeys(k for row in rows for k in row))
     st.dataframe(rows, hide_index=True, width="stretch", column_config=config(names, columns))
+
+
+def text_table(rows: list[dict[str, Any]], columns: Mapping[str, Column]) -> None:
+    """Rows of sentences as a static table whose cells wrap (a dataframe cuts long text at its column's width),
+    under the columns' readable names; for tables whose cells explain themselves (no help on hover)."""
+    names = list(dict.fromkeys(k for row in rows for k in row))
+    config(names, columns)  # every column has a readable name
+    st.table([{columns[k].label: v for k, v in row.items()} for row in rows], hide_index=True)
 
 
 def readable(frame: pd.DataFrame, columns: Mapping[str, Column]) -> tuple[pd.DataFrame, dict[str, Any]]:

@@ -8,6 +8,7 @@ from typing import Any
 
 import streamlit as st
 
+from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.registry import safe_name, user_dir
 from attnscope.model.config import PRESETS
@@ -233,6 +234,18 @@ def ending(job: TrainJob) -> str | None:
     }.get(job.ended_by)
 
 
+def saved_note(job: TrainJob) -> str:
+    """Which model the finished run published: the one of its best validation, read from the file itself."""
+    try:
+        summary = checkpoint.read_bundle(job.published)[0].summary
+    except CheckpointError as err:
+        return f"Saved as {job.published.stem}, but it cannot be read back: {plain(err)}"
+    saved, last = summary.get("steps"), job.last.step if job.last else None
+    when = "its last step" if saved == last or last is None else f"step {saved} (the run went on to step {last})"
+    return (f"Saved as {job.published.stem}: the model of the best validation (val BLEU {summary.get('best_val_bleu')}), "
+            f"at {when}. Select it in the sidebar on any page.")
+
+
 def sample_rows(job: TrainJob) -> list[dict[str, Any]]:
     """One row per validation from step 0, with the model's translation of the sentence to watch then
     (prefixed with its source when an earlier session watched another sentence)."""
@@ -260,7 +273,7 @@ def progress(job: TrainJob) -> None:
     if ended:
         (st.info if job.ended_by == Ending.STOPPED_BY_USER else st.success)(ended)
     if job.published:
-        st.success(f"Saved as {job.published.stem}: select it in the sidebar on any page.")
+        st.success(saved_note(job))
     validations = job.validations()
     if job.events or validations:
         steps, losses = job.loss_curve()

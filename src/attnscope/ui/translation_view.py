@@ -55,10 +55,10 @@ def stale_note_html(source: str) -> str:
     return f'<div class="attn-sentence" data-source="{esc(source)}">{STYLE}<div class="stale" role="status">{note}</div></div>'
 
 
-def translation_html(source: str, translation: str, tgt_lang: str) -> str:
-    """The translation of `source`, large and in full contrast, under a small label."""
+def translation_html(source: str, translation: str, tgt_lang: str, label: str = "Translation") -> str:
+    """The translation of `source`, large and in full contrast, under a small label (`label` (`tgt_lang`))."""
     return (f'<div class="attn-translation" data-source="{esc(source)}">{STYLE}'
-            f'<div class="lbl">Translation ({esc(tgt_lang)})</div>'
+            f'<div class="lbl">{esc(label)} ({esc(tgt_lang)})</div>'
             f'<div class="txt" lang="{esc(tgt_lang)}">{esc(translation) or "(empty)"}</div></div>')
 
 
@@ -67,6 +67,6 @@ def show_stale_note(source: str) -> None:
     st.html(stale_note_html(source) + SCRIPT, unsafe_allow_javascript=True)
 
 
-def show_translation(source: str, translation: str, tgt_lang: str) -> None:
+def show_translation(source: str, translation: str, tgt_lang: str, label: str = "Translation") -> None:
     """The translation of `source` as the page's most visible text (see translation_html)."""
-    st.html(translation_html(source, translation, tgt_lang))
+    st.html(translation_html(source, translation, tgt_lang, label))

@@ -1,11 +1,15 @@
-"""Shareable URLs: the view (sentence, checkpoint, kind, layer, head, step) read from and written to the URL."""
+"""Shareable URLs: the view (sentence, checkpoint, kind, layer, head, step, beam size, maximum length, the forced
+token) read from and written to the URL. A page's tabs keep their own parameter (`st.tabs(bind="query-params")`).
+
+`max_len` is a plain number of tokens; absent, the page's default applies."""
 from __future__ import annotations
 
 import streamlit as st
 
+from attnscope.engine.decoding.translator import MAX_BEAM
 from attnscope.engine.recording.record import KINDS
 
-URL_KEYS = ("sentence", "checkpoint", "kind", "layer", "head", "step")
+URL_KEYS = ("sentence", "checkpoint", "kind", "layer", "head", "step", "beam", "max_len", "force")
 
 
 def restore_from_url() -> None:
@@ -23,6 +27,12 @@ def restore_from_url() -> None:
     for key in ("layer", "step"):
         if params.get(key, "").isdigit():
             st.session_state[key] = int(params[key])
+    if params.get("beam", "").isdigit() and 1 <= int(params["beam"]) <= MAX_BEAM:
+        st.session_state["beam"] = int(params["beam"])
+    if params.get("max_len", "").isdigit() and int(params["max_len"]) >= 1:
+        st.session_state["max_len"] = int(params["max_len"])  # the decoding options fit it to the model's limit
+    if params.get("force"):
+        st.session_state["_url_force"] = params["force"][:100]  # the Step page's what-if fills its boxes with it
     head = params.get("head", "")
     if head == "mean" or head.isdigit():
         st.session_state["head"] = "mean" if head == "mean" else int(head)

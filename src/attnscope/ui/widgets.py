@@ -16,6 +16,7 @@ from attnscope.ui.persist import keep
 from attnscope.ui.query import Query
 from attnscope.ui.text import plain
 from attnscope.ui.translation_view import show_stale_note
+from attnscope.ui.url import write_url
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -30,9 +31,10 @@ EXAMPLES = (
 )
 
 
-def new_upload(label: str, key: str) -> UploadedFile | None:
-    """The file just put in this uploader, once: None when empty or when this file was already handled."""
-    file = st.file_uploader(label, key=key)
+def new_upload(label: str, key: str, max_mb: int | None = None) -> UploadedFile | None:
+    """The file just put in this uploader, once: None when empty or when this file was already handled.
+    `max_mb` is the limit the uploader shows and enforces (default: the server's)."""
+    file = st.file_uploader(label, key=key, max_upload_size=max_mb)
     if file is None or st.session_state.get(f"_handled_{key}") == (file.name, file.size):
         return None
     st.session_state[f"_handled_{key}"] = (file.name, file.size)
@@ -76,6 +78,7 @@ def decoding_options(tr: Translator) -> None:
                          help=f"Empty: each sentence gets twice its source tokens plus 10 (at most {limit}, this "
                               "model's limit). A number you type is kept for every sentence.",
                          **keep("max_len", None))
+    write_url(("beam", "max_len"))  # at once: a fragment or a page-only rerun skips the app's own URL update
 
 
 def translated_sentence(tr: Translator) -> tuple[Query, Translation]:

@@ -8,6 +8,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attnscope.engine.analysis.alignment import WordAlignment
+from attnscope.viz.heatmap import title_layout, top_margin
+from attnscope.viz.titles import wrap
 
 if TYPE_CHECKING:  # the builders only read the frames they are given
     import pandas as pd
@@ -77,7 +79,9 @@ def methods_side_by_side(rows: Mapping[str, np.ndarray], source_tokens: Sequence
                                hovertemplate="%{customdata[0]}<br>value %{customdata[1]:.4g}<extra></extra>"))
     fig.update_xaxes(tickvals=list(range(len(source_tokens))), ticktext=list(source_tokens), side="top", tickangle=-60)
     fig.update_yaxes(tickvals=list(range(len(names))), ticktext=names, autorange="reversed")
-    return fig.update_layout(title=title, height=140 + 34 * len(names), margin=dict(l=10, r=10, t=90, b=10))
+    top = top_margin(source_tokens, axis_title=False)  # the title above the rotated token labels, never on them
+    return fig.update_layout(title=title_layout(wrap(title)), height=top + 50 + 34 * len(names),
+                             margin=dict(l=10, r=10, t=top, b=10))
 
 
 def agreement_matrix_figure(matrix: pd.DataFrame, title: str) -> go.Figure:

@@ -9,7 +9,8 @@ from attnscope.engine.decoding.beam_result import BeamResult
 from attnscope.viz.heatmap import TITLE_PX, title_layout
 
 STATUS_COLORS = {"extended": "steelblue", "pruned": "#bbbbbb", "finished": "seagreen"}
-NODE_HOVER = "node %{customdata[0]}: %{customdata[3]}<br>log-prob %{customdata[1]:.3f}<br>score %{customdata[2]}<extra></extra>"
+NODE_HOVER = ("node %{customdata[0]}: %{customdata[3]}<br>log-probability of the path (sum) %{customdata[1]:.3f}"
+              "<br>score (÷ length, finished only) %{customdata[2]}<extra></extra>")
 
 
 def hypothesis_nodes(result: BeamResult) -> list[int]:

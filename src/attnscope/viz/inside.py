@@ -111,16 +111,20 @@ def strips(rows: np.ndarray, labels: Sequence[str], *, title: str, sums: np.ndar
     return frame(title, table, band_legend(key) if wide else diverging_legend(limits[0], key))
 
 
-def input_strips(view: HeadView) -> str:
-    """Where the query comes from: embedding × √d_model + PE (layer 0), the layer's input, what W_Q reads."""
+def input_strips(view: HeadView, *, embed_norm: bool = False) -> str:
+    """Where the query comes from: embedding × √d_model (or unscaled) + PE, then LayerNorm for a model with
+    `embed_norm` (BART), as the first layer's input; the layer's input, what W_Q reads."""
     e, token = view.embedding, view.query_tokens[view.query]
     rows = [e.token_embedding * e.scale, e.position, e.total, view.layer_input, view.query_input]
     scaled = f"embedding({token}) × √d_model = ×{e.scale:.1f}" if e.scale != 1.0 else f"embedding({token}) (not scaled)"
-    labels = [scaled, f"positional encoding PE({view.query})",
-              "sum: the first layer's input", f"input of layer {view.layer}'s block", "what W_Q multiplies"]
+    first = "LayerNorm of the sum: the first layer's input" if embed_norm else "sum: the first layer's input"
+    labels = [scaled, f"positional encoding PE({view.query})", first, f"input of layer {view.layer}'s block",
+              "what W_Q multiplies"]
     if view.norm == "pre":
         labels[-1] += " (LayerNorm of the block input: pre-LN)"
-    title = f"Inputs of “{token}” (section 3.4: embeddings × √d_model; section 3.5: + positional encoding)"
+    section = ("section 3.4: embeddings × √d_model" if e.scale != 1.0 else
+               "this model leaves out section 3.4's multiplication by √d_model")
+    title = f"Inputs of “{token}” ({section}; section 3.5: + positional encoding{'; then a LayerNorm' if embed_norm else ''})"
     return strips(np.stack(rows), labels, title=title)
 
 

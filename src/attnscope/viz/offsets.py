@@ -15,11 +15,13 @@ LOG_AXIS = dict(type="log", exponentformat="e", showexponent="all")
 
 
 def rotation_circle(check: RotationCheck, pair: int, n_arrows: int = 8) -> go.Figure:
-    """One frequency pair (PE(t, 2i), PE(t, 2i+1)) over positions: rotating PE(t) by ω_i·k lands on PE(t+k)."""
+    """One frequency pair (PE(t, 2i), PE(t, 2i+1), or i and i + D/2 in [sin | cos] halves) over positions:
+    rotating PE(t) by ω_i·k lands on PE(t+k)."""
     if not 0 <= pair < check.frequencies.size:
         raise ValueError(f"frequency pair must be between 0 and {check.frequencies.size - 1}, got {pair}")
-    dims = [2 * pair, 2 * pair + 1]
-    before, predicted, actual = (a[:, dims] for a in (check.before, check.predicted, check.actual))
+    columns = [2 * pair, 2 * pair + 1]  # the check's tables are in (sin, cos) pairs
+    dims = check.dimensions(pair)  # the model's own
+    before, predicted, actual = (a[:, columns] for a in (check.before, check.predicted, check.actual))
     t = np.arange(len(before))
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=before[:, 0], y=before[:, 1], mode="markers", name="PE(t)", customdata=t,
@@ -53,7 +55,8 @@ def rotation_errors(check: RotationCheck) -> go.Figure:
     fig = go.Figure(go.Bar(x=pairs, y=np.maximum(check.pair_errors, 1e-12), customdata=check.frequencies,
                            hovertemplate="pair %{x} (ω = %{customdata:.5f})<br>max error %{y:.2e}<extra></extra>"))
     fig.update_yaxes(title="max |error|", **LOG_AXIS)
-    fig.update_xaxes(title="frequency pair i (dimensions 2i, 2i+1)")
+    first, second = ("2i", "2i+1") if check.layout == "interleaved" else ("i", f"i+{check.frequencies.size}")
+    fig.update_xaxes(title=f"frequency pair i (dimensions {first}, {second})")
     title = f"Rotation check over every pair, offset {check.offset}: max error {check.max_error:.1e}"
     return fig.update_layout(title=wrap(title, HALF),
                              height=340, margin=dict(MARGIN, t=90))

@@ -50,10 +50,11 @@ def offset_profile(table: np.ndarray, anchors: Sequence[int], *, title: str) -> 
     return fig
 
 
-def norms_histogram(token_norms: np.ndarray, position_norms: np.ndarray, *, title: str) -> go.Figure:
-    """How large scaled token embeddings are next to the positional encodings added to them."""
+def norms_histogram(token_norms: np.ndarray, position_norms: np.ndarray, *, title: str,
+                    tokens: str = "token embedding × √d_model") -> go.Figure:
+    """How large token embeddings (named `tokens`: scaled or not) are next to the positional encodings added to them."""
     fig = go.Figure()
-    fig.add_trace(go.Histogram(x=token_norms, name="token embedding × √d_model", opacity=0.7))
+    fig.add_trace(go.Histogram(x=token_norms, name=tokens, opacity=0.7))
     fig.add_trace(go.Histogram(x=position_norms, name="positional encoding", opacity=0.7))
     fig.update_layout(title=title, barmode="overlay", xaxis_title="L2 norm", yaxis_title="count", height=360,
                       margin=dict(l=10, r=10, t=50, b=10))

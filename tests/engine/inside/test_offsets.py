@@ -22,6 +22,17 @@ def test_sinusoid_offsets_are_rotations(d_model: int, offset: int) -> None:
     assert np.allclose(np.linalg.det(r), 1.0)
 
 
+@pytest.mark.parametrize("layout", ["halves", "fairseq"])
+def test_tables_in_sin_cos_halves_are_rotations_in_their_own_layout(layout: str) -> None:
+    """Marian's and fairseq's [sin | cos] tables: each pair is dimensions i and i + D/2, at the layout's frequencies
+    (checked as the paper's layout, they miss by whole units)."""
+    table = sinusoidal_table(64, 32, layout).numpy()
+    check = rotation_check(table, 3, layout)
+    assert check.max_error <= 1e-5 and check.dimensions(2) == (2, 18)
+    assert rotation_check(table, 3).max_error > 0.5
+    assert np.array_equal(check.before[:, 4:6], table[:-3, [2, 18]])
+
+
 def test_the_rotation_check_sees_a_wrong_table() -> None:
     table = sinusoidal_table(64, 16).numpy()
     table[10, 4] += 0.1

@@ -212,7 +212,7 @@ def from_hub(name: str, cache_dir: str | os.PathLike[str] | None = None) -> Path
         from huggingface_hub.errors import LocalEntryNotFoundError
     except ImportError:
         raise CheckpointError(f"{name} looks like a Hugging Face hub name, but reading the hub cache needs huggingface_hub: "
-                              "pip install transformers sentencepiece") from None
+                              "pip install -e \".[hf]\" (the tested versions)") from None
     offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
     patterns = ["*.json", "*.safetensors", "*.bin", "*.spm", "*.model", "*.txt"]
     try:

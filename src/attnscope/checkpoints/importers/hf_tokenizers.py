@@ -59,7 +59,7 @@ def spm_tokenizer(model: Path) -> Tokenizer:
         from transformers.convert_slow_tokenizer import SentencePieceExtractor, SpmConverter
     except ImportError:
         raise CheckpointError("converting a SentencePiece tokenizer needs transformers and sentencepiece at import time: "
-                              "pip install transformers sentencepiece") from None
+                              "pip install -e \".[hf]\" (the tested versions)") from None
 
     class Original:  # what SpmConverter reads of a slow tokenizer
         vocab_file = str(model)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from attnscope.model.config import ModelConfig
 from attnscope.model.transformer import Transformer
 
 if TYPE_CHECKING:  # pandas (~70 MB, ~0.5 s) is imported only when a table is asked for
@@ -30,6 +31,12 @@ def parameter_table(model: Transformer) -> pd.DataFrame:
     return frame.groupby("module", sort=False, as_index=False)["parameters"].sum()
 
 
+def input_formula(c: ModelConfig) -> str:
+    """What a stack's first layer reads, in words, as this config computes it (scale and LayerNorm vary by model)."""
+    scale = " × √d_model" if c.embed_scale else " (not scaled)"
+    return f"embeddings{scale} + positions{', then LayerNorm' if c.embed_norm else ''}"
+
+
 def shape_walkthrough(model: Transformer, src_len: int, tgt_len: int) -> pd.DataFrame:
     """Tensor shapes at every stage for one sentence pair (batch of 1): B=1, S, T, D, H, d_head."""
     import pandas as pd
@@ -38,7 +45,7 @@ def shape_walkthrough(model: Transformer, src_len: int, tgt_len: int) -> pd.Data
     d, h, dh, s, t = c.d_model, c.n_heads, c.head_dim, src_len, tgt_len
     rows = [
         ("source ids", "[1, S]", (1, s)),
-        ("source embeddings × √d_model + positions", "[1, S, D]", (1, s, d)),
+        (f"source {input_formula(c)}", "[1, S, D]", (1, s, d)),
         ("encoder self-attn: Q, K, V per head", "[1, H, S, d_head]", (1, h, s, dh)),
         ("encoder self-attn: scores Q·Kᵀ/√d_head", "[1, H, S, S]", (1, h, s, s)),
         ("encoder self-attn: weights (softmax)", "[1, H, S, S]", (1, h, s, s)),
@@ -64,7 +71,7 @@ def model_positions(model: Transformer, n: int) -> np.ndarray:
 
 @torch.no_grad()
 def embedding_norms(model: Transformer, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """L2 norms of every scaled target-token embedding and of the first n positional vectors."""
-    scale = math.sqrt(model.config.d_model)
+    """L2 norms of every target-token embedding, scaled as the model scales it, and of the first n positional vectors."""
+    scale = math.sqrt(model.config.d_model) if model.config.embed_scale else 1.0
     tokens = (model.tgt_embed.weight[4:].float() * scale).norm(dim=-1).cpu().numpy()  # skip special tokens
     return tokens, np.linalg.norm(model_positions(model, n), axis=-1)

@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
+
+Layout = Literal["interleaved", "halves", "fairseq"]  # where a table keeps its sines and cosines (config.sinusoid)
 
 
 @dataclass(frozen=True)
@@ -28,10 +31,15 @@ class RotationCheck:
     predicted: np.ndarray  # (N-k, D) rotations applied to PE(t)
     actual: np.ndarray  # (N-k, D) PE(t+k) from the table
     pair_errors: np.ndarray  # (D/2,) largest |predicted - actual| in each pair
+    layout: Layout = "interleaved"  # the model's own order; before/predicted/actual are in (sin, cos) pairs
 
     @property
     def max_error(self) -> float:
         return float(self.pair_errors.max())
+
+    def dimensions(self, pair: int) -> tuple[int, int]:
+        """The model's own dimensions of frequency pair `pair`: (2i, 2i+1), or (i, i + D/2) in [sin | cos] halves."""
+        return (2 * pair, 2 * pair + 1) if self.layout == "interleaved" else (pair, pair + self.frequencies.size)
 
 
 @dataclass(frozen=True)
@@ -62,11 +70,30 @@ def _check(table: np.ndarray, offset: int) -> np.ndarray:
     return table
 
 
-def rotation_check(table: np.ndarray, offset: int) -> RotationCheck:
-    """Rotate every (sin, cos) pair of PE(t) by ω_i·k and compare with PE(t+k), for t = 0..N-1-k."""
-    table = _check(table, offset)
+def paired(table: np.ndarray, layout: Layout) -> np.ndarray:
+    """The table with its dimensions in the paper's order, (sin, cos) of each frequency side by side:
+    [sin | cos] halves (Marian, OpenNMT-py, fairseq) interleaved, an interleaved table as it is."""
+    if layout == "interleaved":
+        return table
+    half = table.shape[1] // 2
+    out = np.empty_like(table)
+    out[:, 0::2], out[:, 1::2] = table[:, :half], table[:, half:2 * half]  # (N, D)
+    return out
+
+
+def frequencies(d_model: int, layout: Layout) -> np.ndarray:
+    """ω_i of each (sin, cos) pair: the paper's 10000^(-2i/D), or fairseq's 10000^(-i/(D/2-1))."""
+    if layout == "fairseq":
+        return np.exp(np.arange(d_model // 2) * -(math.log(10000.0) / (d_model // 2 - 1)))  # (D/2,)
+    return np.exp(np.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))  # (D/2,)
+
+
+def rotation_check(table: np.ndarray, offset: int, layout: Layout = "interleaved") -> RotationCheck:
+    """Rotate every (sin, cos) pair of PE(t) by ω_i·k and compare with PE(t+k), for t = 0..N-1-k; `layout`
+    says where the model keeps each pair's sine and cosine, and which frequencies it uses."""
+    table = paired(_check(table, offset), layout)
     d = table.shape[1]
-    freq = np.exp(np.arange(0, d, 2) * (-math.log(10000.0) / d))  # (D/2,)
+    freq = frequencies(d, layout)
     c, s = np.cos(freq * offset), np.sin(freq * offset)
     # sin(a+b) = sin a cos b + cos a sin b;  cos(a+b) = cos a cos b - sin a sin b
     rotations = np.stack([np.stack([c, s], -1), np.stack([-s, c], -1)], -2)  # (D/2, 2, 2)
@@ -74,7 +101,7 @@ def rotation_check(table: np.ndarray, offset: int) -> RotationCheck:
     predicted = np.einsum("pij,npj->npi", rotations, pairs).reshape(-1, d)
     actual = table[offset:]
     pair_errors = np.abs(predicted - actual).reshape(-1, d // 2, 2).max(axis=(0, 2))
-    return RotationCheck(offset, freq, rotations, table[:-offset], predicted, actual, pair_errors)
+    return RotationCheck(offset, freq, rotations, table[:-offset], predicted, actual, pair_errors, layout)
 
 
 def fit_offset_map(table: np.ndarray, offset: int) -> OffsetFit:
