@@ -6,6 +6,7 @@ from attnscope.ui import attribution_views as views
 from attnscope.ui import widgets
 from attnscope.ui.navigation import open_page
 from attnscope.ui.text import plain
+from attnscope.ui.url import tabs_in_url
 
 tr = open_page("Attribution")
 query, result = widgets.translated_sentence(tr)
@@ -18,9 +19,8 @@ att = tools.sentence_attribution(tr, query, result, ig)
 outputs = att.output_tokens
 tools.completeness_report(att.integrated_gradients)
 
-split, methods, agreement, alignment, dataset = st.tabs(
-    ["Source vs prefix", "Source tokens by method", "Agreement", "Alignment", "Dataset"], key="attribution_tab",
-    bind="query-params")  # the open tab is in the URL
+split, methods, agreement, alignment, dataset = tabs_in_url(
+    ["Source vs prefix", "Source tokens by method", "Agreement", "Alignment", "Dataset"], "attribution_tab")
 with split:
     views.split_chart(att)
     st.caption("ALTI+ (Ferrando et al., EMNLP 2022), rolled out over layers with every token's residual path: the two "

@@ -4,6 +4,8 @@ token) read from and written to the URL. A page's tabs keep their own parameter 
 `max_len` is a plain number of tokens; absent, the page's default applies."""
 from __future__ import annotations
 
+from typing import Any, Sequence
+
 import streamlit as st
 
 from attnscope.engine.decoding.translator import MAX_BEAM
@@ -46,3 +48,16 @@ def write_url(keys: tuple[str, ...] = URL_KEYS) -> None:
             st.query_params.pop(key, None)
         elif st.query_params.get(key) != str(value):
             st.query_params[key] = str(value)
+
+
+def tabs_in_url(labels: Sequence[str], key: str) -> Sequence[Any]:
+    """A page's tabs, the open one kept in the URL under `key` (`st.tabs` bound to the query parameter).
+
+    Switching a bound tab reruns the page at once, while this run may still be drawing a table below the tabs.
+    A first import of pandas there would race the new run: plotly reads pandas from sys.modules and finds it
+    half-initialised ("partially initialized module 'pandas' has no attribute 'Series'"). These pages draw
+    tables anyway, so pandas is imported before any tab can be clicked.
+    """
+    import pandas  # noqa: F401
+
+    return st.tabs(list(labels), key=key, bind="query-params")
