@@ -7,6 +7,7 @@ from attnscope.ui import attribution_views as views
 from attnscope.ui import widgets
 from attnscope.ui.navigation import open_page
 from attnscope.ui.text import plain
+from attnscope.ui.url import tabs_in_url
 
 tr = open_page("Attribution")
 query, result = widgets.translated_sentence(tr)
@@ -17,8 +18,7 @@ with st.expander("What these measures are"):
 
 # Only the open tab is computed: the split needs ALTI+ alone (a fraction of a second); integrated gradients,
 # most of the page's cost, run only in the two tabs that show them. The open tab is in the URL.
-split, methods, agreement, alignment, dataset = st.tabs(tools.TABS, key="attr_tab", on_change="rerun",
-                                                        bind="query-params")
+split, methods, agreement, alignment, dataset = tabs_in_url(tools.TABS, "attr_tab", on_change="rerun")
 with split:
     if split.open:
         exact = tools.contributions(tr, query, result)

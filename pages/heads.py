@@ -5,6 +5,7 @@ from attnscope.ui import heads_tools, record_views, widgets
 from attnscope.ui.navigation import open_page
 from attnscope.ui.selection import KIND_LABELS
 from attnscope.ui.translation_view import show_translation
+from attnscope.ui.url import tabs_in_url
 
 tr = open_page("Heads & layers", record_view=record_views.show_on_heads)  # an opened record: its grid and statistics
 query, result = widgets.translated_sentence(tr)
@@ -14,8 +15,7 @@ head = st.session_state.get("head", "mean")
 layer = min(st.session_state.get("layer", 0), result.attention.n_layers(kind) - 1)
 heads_tools.all_heads(result, kind, layer, None if head == "mean" else head)
 
-stats, compare, ablation, rollout = st.tabs(["Head statistics", "Compare", "Ablation", "Rollout"], key="heads_tab",
-                                              bind="query-params")  # the open tab is in the URL
+stats, compare, ablation, rollout = tabs_in_url(["Head statistics", "Compare", "Ablation", "Rollout"], "heads_tab")
 with stats:
     st.caption(f"{KIND_LABELS['encoder']}, {KIND_LABELS['decoder'].lower()} and cross-attention heads for this sentence. "
                "Click a column header to sort; hover over a header for what the column measures.")

@@ -1,4 +1,4 @@
-"""Browser journey on Heads & layers -> Compare: two different heads by default, then two sentences
+"""Browser journey on Heads & layers -> Compare: the sidebar's choice against another head by default, then two sentences
 whose tokens differ, compared position by position. Waits for elements only."""
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ def test_compare_heads_then_two_sentences(server: str, page: Page) -> None:
     difference = page.get_by_text(re.compile(r"max \|A − B\| = \d\.\d{3}"))
     expect(difference).to_be_visible()
     assert difference.inner_text().strip() != "max |A − B| = 0.000"  # not a head against itself
-    expect(page.locator(".js-plotly-plot .gtitle", has_text="A: cross · layer 1 · head 0")).to_be_visible()
-    expect(page.locator(".js-plotly-plot .gtitle", has_text="B: cross · layer 1 · head 1")).to_be_visible()
+    # A is the sidebar's choice (cross, layer 0, mean of heads), B the first head of that layer
+    expect(page.locator(".js-plotly-plot .gtitle", has_text="A: cross · layer 0 · mean of heads")).to_be_visible()
+    expect(page.locator(".js-plotly-plot .gtitle", has_text="B: cross · layer 0 · head 0")).to_be_visible()
     page.get_by_text("two sentences").click()
     second = page.get_by_label("Second sentence")
     second.fill("a b e d")

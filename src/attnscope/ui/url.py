@@ -4,6 +4,8 @@ token) read from and written to the URL. A page's tabs keep their own parameter 
 `max_len` is a plain number of tokens; absent, the page's default applies."""
 from __future__ import annotations
 
+from typing import Any, Sequence
+
 import streamlit as st
 
 from attnscope.engine.decoding.translator import MAX_BEAM
@@ -46,3 +48,14 @@ def write_url(keys: tuple[str, ...] = URL_KEYS) -> None:
             st.query_params.pop(key, None)
         elif st.query_params.get(key) != str(value):
             st.query_params[key] = str(value)
+
+
+def tabs_in_url(labels: Sequence[str], key: str, **options: Any) -> Sequence[Any]:
+    """A page's tabs, the open one kept in the URL under `key` (`st.tabs` bound to the query parameter; `options`
+    go to st.tabs, e.g. on_change="rerun" for a page that computes only its open tab).
+
+    Switching a bound tab reruns the page at once, while this run may still be drawing a table below the tabs;
+    a first import of pandas there would race the new run, which is why app.py imports the heavy libraries
+    before any page (ui/preload.py).
+    """
+    return st.tabs(list(labels), key=key, bind="query-params", **options)
