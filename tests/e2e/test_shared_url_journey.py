@@ -17,7 +17,7 @@ def test_a_beam_view_shared_by_url_opens_with_its_beam_and_length(server: str, p
     beam = page.get_by_label("Beam size (1 = greedy, max 16)")
     beam.fill("3")
     beam.press("Enter")
-    length = page.get_by_label("Maximum output tokens")
+    length = page.get_by_label("Maximum output tokens", exact=True)
     length.fill("9")
     length.press("Enter")
     expect(page.locator(".js-plotly-plot .gtitle", has_text="Beam search tree")).to_be_visible()
@@ -28,7 +28,7 @@ def test_a_beam_view_shared_by_url_opens_with_its_beam_and_length(server: str, p
     fresh.goto(page.url)
     expect(fresh.locator(".js-plotly-plot .gtitle", has_text="Beam search tree")).to_be_visible()
     expect(fresh.get_by_label("Beam size (1 = greedy, max 16)")).to_have_value("3")
-    expect(fresh.get_by_label("Maximum output tokens")).to_have_value("9")
+    expect(fresh.get_by_label("Maximum output tokens", exact=True)).to_have_value("9")
 
 
 def test_the_open_tab_and_the_forced_token_travel_in_the_url(server: str, page: Page,
