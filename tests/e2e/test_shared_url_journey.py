@@ -35,6 +35,7 @@ def test_the_open_tab_and_the_forced_token_travel_in_the_url(server: str, page: 
                                                             new_context: Callable[[], BrowserContext]) -> None:
     page.goto(f"{server}/heads?sentence={quote_plus('a b c d')}")
     page.get_by_role("tab", name="Ablation").click()
+    settled(page)  # the click's rerun has finished writing the URL: what is there now is what a user copies
     expect(page).to_have_url(re.compile(r"heads_tab=Ablation"))
     fresh = new_context().new_page()
     fresh.goto(page.url)
