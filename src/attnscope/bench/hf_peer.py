@@ -17,16 +17,16 @@ from __future__ import annotations
 import io
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
+from attnscope.bench.paired import paired
 from attnscope.engine.decoding.loading import load
 from attnscope.engine.decoding.translator import Translator
 from attnscope.model.device import apply_thread_policy, policy_threads
@@ -81,31 +81,10 @@ def opus_mt_folder(folder: Path, shape: dict[str, Any] = OPUS_MT_EN_DE, seed: in
     return folder
 
 
-def paired(ours: Callable[[], Any], theirs: Callable[[], Any], pairs: int,
-           settings: tuple[Callable[[], None], Callable[[], None]]) -> dict[str, Any]:
-    """Median ratio ours/theirs over interleaved pairs (order alternating), its middle half, and the medians (ms).
-    `settings` are what runs before each side (its thread count)."""
-    ratios, mine, peer = [], [], []
-    for i in range(pairs + 1):
-        times = {}
-        for name in (("ours", "theirs") if i % 2 else ("theirs", "ours")):
-            settings[name == "theirs"]()
-            start = time.perf_counter()
-            (ours if name == "ours" else theirs)()
-            times[name] = time.perf_counter() - start
-        if i:  # the first pair warms both up
-            ratios.append(times["ours"] / times["theirs"])
-            mine.append(times["ours"])
-            peer.append(times["theirs"])
-    q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
-    return {"ratio (median)": round(statistics.median(ratios), 3), "ratio middle half": [round(q[0], 3), round(q[2], 3)],
-            "attnscope ms": round(1e3 * statistics.median(mine)), "Hugging Face ms": round(1e3 * statistics.median(peer))}
-
-
 def _tokens(tr: Translator, text: str, **kw: Any) -> list[str]:
     """The output's tokens as the imported tokenizer spells them (no specials), to compare with generate's."""
-    codec = tr.bundle.tgt_codec
-    return [codec.token(i) for i in tr.translate(text, **kw).target_ids if codec.token(i) not in ("</s>", "<eos>")]
+    tokens = map(tr.bundle.tgt_codec.token, tr.translate(text, **kw).target_ids)
+    return [t for t in tokens if t not in ("</s>", "<eos>")]
 
 
 def peer(sentences: list[str], tiny: bool, app: bool) -> list[dict[str, Any]]:

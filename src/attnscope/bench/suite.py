@@ -27,6 +27,7 @@ from attnscope.bench.app_latency import app_latency
 from attnscope.bench.app_memory import app_memory
 from attnscope.bench.attribution import ig_completeness, split_by_position
 from attnscope.bench.hf_peer import peer
+from attnscope.bench.paired import ratio_summary
 from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.convert import read_state_dict
 from attnscope.checkpoints.importing import import_weights
@@ -189,12 +190,11 @@ def capture_overhead(tr: Translator, rounds: int) -> list[dict[str, Any]]:
                     tr.translate(text, capture=capture)
                     times[capture].append(time.perf_counter() - start)
         ratios = [c / p for p, c in zip(times[False], times[True])]
-        quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+        median, middle = ratio_summary(ratios)
         rows.append({"sentences": label, "target tokens": sum(len(tr.translate(s, capture=False).target_ids) for s in texts),
                      "plain ms (median)": round(statistics.median(times[False]) * 1e3, 1),
                      "captured ms (median)": round(statistics.median(times[True]) * 1e3, 1),
-                     "ratio (median of pairs)": round(statistics.median(ratios), 3),
-                     "middle half of the pairs' ratios": [round(quartiles[0], 3), round(quartiles[2], 3)],
+                     "ratio (median of pairs)": median, "middle half of the pairs' ratios": middle,
                      "pairs": len(ratios), "load average (1 min) before / after": [round(load, 2), round(os.getloadavg()[0], 2)]})
     return rows
 

@@ -5,7 +5,7 @@ import itertools
 import math
 import os
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -152,7 +152,7 @@ class Translator:
                 beam = beam_search(self.model, src, beam_size, max_len=max_len, length_penalty=length_penalty,
                                    use_cache=use_cache)[0]
                 decoded = Decoded(beam.hypotheses[0][0])
-        return replace(self._result(src_ids, decoded, tuple(notes), beam), budget=max_len)
+        return self._result(src_ids, decoded, tuple(notes), beam, max_len)
 
     def score(self, text: str, reference: str) -> Translation:
         """Teacher-force a reference translation: its probabilities and attention."""
@@ -180,7 +180,8 @@ class Translator:
             return default_max_len(self.model, src_len)
         return max_len or limit
 
-    def _result(self, src_ids: list[int], decoded: Decoded, notes: tuple[str, ...], beam: BeamResult | None) -> Translation:
+    def _result(self, src_ids: list[int], decoded: Decoded, notes: tuple[str, ...], beam: BeamResult | None,
+                budget: int = 0) -> Translation:
         codec_src, codec_tgt = self.bundle.src_codec, self.bundle.tgt_codec
         source_tokens = tuple(codec_src.pieces(src_ids))
         target_tokens = tuple(codec_tgt.pieces([BOS_ID, *decoded.ids[:-1]])) if decoded.ids else ()
@@ -194,7 +195,7 @@ class Translator:
                                 tuple(zip([piece[i] for i in s.top_ids], s.top_probs)), s.entropy, tuple(s.top_ids))
                      for t, s in enumerate(decoded.steps)]
         return Translation(codec_tgt.decode(decoded.ids), source_tokens, target_tokens, tuple(src_ids),
-                           tuple(decoded.ids), record, steps, notes, beam, decoded.log_prob)
+                           tuple(decoded.ids), record, steps, notes, beam, decoded.log_prob, budget)
 
     @torch.no_grad()
     def translate_batch(self, texts: Sequence[str], beam_size: int = 1, max_len: int | None = None,
