@@ -3,8 +3,10 @@ and the Translate page runs it; a bad upload is refused in one sentence."""
 from __future__ import annotations
 
 import io
+import json
 import zipfile
 from pathlib import Path
+from typing import Callable
 
 from streamlit.testing.v1 import AppTest
 
@@ -42,15 +44,18 @@ def test_files_that_are_no_model_are_refused_in_one_sentence(checkpoints_page: A
     assert any("Import rejected: upload a Hugging Face folder's files" in shown(e) for e in checkpoints_page.error)
 
 
-def test_a_config_that_breaks_transformers_is_one_sentence_not_an_exception_box(checkpoints_page: AppTest,
-                                                                                tmp_path: Path) -> None:
-    import json
-    folder = tmp_path / "opus-mt-en-de"
+def marian_with_config(folder: Path, change: Callable[[dict], dict]) -> Path:
+    """A tiny Marian save_pretrained folder whose config.json went through `change`."""
     folder.mkdir()
     hf_fixtures.marian(folder)
-    config = json.loads((folder / "config.json").read_text())
-    del config["d_model"]
-    (folder / "config.json").write_text(json.dumps(config))
+    config = folder / "config.json"
+    config.write_text(json.dumps(change(json.loads(config.read_text()))))
+    return folder
+
+
+def test_a_config_that_breaks_transformers_is_one_sentence_not_an_exception_box(checkpoints_page: AppTest,
+                                                                                tmp_path: Path) -> None:
+    folder = marian_with_config(tmp_path / "opus-mt-en-de", lambda c: {k: v for k, v in c.items() if k != "d_model"})
     checkpoints_page.file_uploader(key="import_hf_files").upload("opus-mt-en-de.zip", _zip(folder)).run()
     checkpoints_page.button(key="import_hf_go").click().run()
     assert not checkpoints_page.exception
@@ -60,13 +65,7 @@ def test_a_config_that_breaks_transformers_is_one_sentence_not_an_exception_box(
 
 def test_a_hugging_face_folders_files_are_named_by_the_model_not_a_temporary_folder(checkpoints_page: AppTest,
                                                                                      tmp_path: Path) -> None:
-    import json
-
-    folder = tmp_path / "model"
-    folder.mkdir()
-    hf_fixtures.marian(folder)
-    config = json.loads((folder / "config.json").read_text())
-    (folder / "config.json").write_text(json.dumps(config | {"_name_or_path": "Helsinki-NLP/opus-mt-en-de"}))
+    folder = marian_with_config(tmp_path / "model", lambda c: c | {"_name_or_path": "Helsinki-NLP/opus-mt-en-de"})
     uploader = checkpoints_page.file_uploader(key="import_hf_files")
     for file in sorted(folder.iterdir()):
         uploader.upload(file.name, file.read_bytes())

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Locator, Page, expect, sync_playwright
 
 from tests.support import CEILING, ROOT, copy_toy_checkpoint, distinct_toy_checkpoint, wait_for
 
@@ -27,6 +27,12 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 def settled(page: Page) -> None:
     """Wait until Streamlit has redrawn everything (no element marked stale)."""
     expect(page.locator('[data-stale="true"]')).to_have_count(0)
+
+
+def enter(box: Locator, value: str) -> None:
+    """Type `value` into an input and commit it with Enter, as a user does."""
+    box.fill(value)
+    box.press("Enter")
 
 
 def upload(page: Page, path: Path, shown: str) -> None:

@@ -9,7 +9,7 @@ import torch
 from playwright.sync_api import Page, expect
 
 from tests.byom_models import WORDS, Seq2SeqTransformer, m1_vocab
-from tests.e2e.conftest import logged_since, settled
+from tests.e2e.conftest import enter, logged_since, settled
 
 
 def test_import_an_m1_state_dict_with_a_json_vocabulary_and_see_its_heatmaps(server: str, page: Page, tmp_path: Path,
@@ -35,12 +35,8 @@ def test_import_an_m1_state_dict_with_a_json_vocabulary_and_see_its_heatmaps(ser
             settled(page)
         if all(file in uploaders.filter(has_text=label).inner_text() for label, file in files):
             break
-    heads = page.get_by_label("Attention heads")
-    heads.fill("4")
-    heads.press("Enter")
-    name = page.get_by_label("Name", exact=True)
-    name.fill("tutorial-m1")
-    name.press("Enter")
+    enter(page.get_by_label("Attention heads"), "4")
+    enter(page.get_by_label("Name", exact=True), "tutorial-m1")
     page.get_by_role("button", name="Import", exact=True).click()
     expect(page.get_by_text("it is now the active checkpoint on every page")).to_be_visible()
     # heads etc. were not verified (the warning; Manage's details of the now active model say it too)

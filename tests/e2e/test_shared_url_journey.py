@@ -8,18 +8,14 @@ from urllib.parse import quote_plus
 
 from playwright.sync_api import BrowserContext, Page, expect
 
-from tests.e2e.conftest import settled
+from tests.e2e.conftest import enter, settled
 
 
 def test_a_beam_view_shared_by_url_opens_with_its_beam_and_length(server: str, page: Page,
                                                                  new_context: Callable[[], BrowserContext]) -> None:
     page.goto(f"{server}/step?sentence={quote_plus('a b c d')}")
-    beam = page.get_by_label("Beam size (1 = greedy, max 16)")
-    beam.fill("3")
-    beam.press("Enter")
-    length = page.get_by_label("Maximum output tokens", exact=True)
-    length.fill("9")
-    length.press("Enter")
+    enter(page.get_by_label("Beam size (1 = greedy, max 16)"), "3")
+    enter(page.get_by_label("Maximum output tokens", exact=True), "9")
     expect(page.locator(".js-plotly-plot .gtitle", has_text="Beam search tree")).to_be_visible()
     settled(page)
     expect(page).to_have_url(re.compile(r"beam=3"))

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support import CEILING
+
 RACE = """
 import sys, threading
 from attnscope.ui import preload
@@ -36,7 +38,8 @@ def test_concurrent_first_runs_get_whole_modules() -> None:
     """Without the lock this race fails nearly every time (a _DeadlockError or "partially initialized module
     'pandas' has no attribute 'Series'"); with it, never."""
     for _ in range(3):
-        out = subprocess.run([sys.executable, "-c", RACE], capture_output=True, text=True, timeout=120)
+        out = subprocess.run([sys.executable, "-c", RACE], capture_output=True, text=True,
+                             timeout=CEILING)  # a ceiling for a hang only: the run ends when its threads do
         assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout + out.stderr
 
 
