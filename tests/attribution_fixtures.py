@@ -39,7 +39,7 @@ def run(model: Transformer, src_ids: list[int], tgt_ids: list[int],
     layers: dict = {}
     with ExitStack() as stack, torch.no_grad():
         for m in list(model.encoder) + list(model.decoder):
-            stack.callback(m.register_forward_hook(lambda mod, a, out: layers.__setitem__(mod, (a[0][0], out[0]))).remove)
+            stack.callback(m.register_forward_hook(lambda mod, a, out: layers.__setitem__(mod, (a[0][0], out[0][0]))).remove)
         for module, edit in (values_edit or {}).items():
             def pre(_m, args, edit=edit):
                 return (args[0], args[1], edit(args[2]), *args[3:])

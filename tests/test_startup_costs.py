@@ -41,7 +41,7 @@ def test_recording_translating_and_stepping_do_not_import_pandas() -> None:
 
 def test_cached_cross_attention_keys_and_values_are_contiguous() -> None:
     model = tiny_model(0)
-    memory, mask = model.encode(torch.tensor([random_source(0)]))
+    source = model.encode(torch.tensor([random_source(0)]))
     cache = DecoderCache.empty(len(model.decoder))
-    model.next_logits(torch.tensor([[BOS_ID]]), memory, mask, cache)
+    model.next_logits(torch.tensor([[BOS_ID]]), source, cache)
     assert all(layer.cross_k.is_contiguous() and layer.cross_v.is_contiguous() for layer in cache.layers)

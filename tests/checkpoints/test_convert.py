@@ -14,7 +14,7 @@ from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.convert import is_torch_file, read_state_dict
 from attnscope.checkpoints.importing import import_weights
 from attnscope.engine.recording.capture import record_attention
-from attnscope.model.transformer import sinusoidal_table
+from attnscope.model.positions import sinusoidal_table
 
 
 class TutorialSeq2Seq(nn.Module):

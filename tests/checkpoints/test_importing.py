@@ -228,8 +228,9 @@ def test_annotated_transformer_imports_exactly(m2, live: bool) -> None:  # noqa:
 
 
 def test_annotated_layer_norm_is_a_config_option_with_unchanged_default() -> None:
+    from attnscope.model.blocks import AnnotatedLayerNorm
     from attnscope.model.config import ModelConfig
-    from attnscope.model.transformer import AnnotatedLayerNorm, Transformer
+    from attnscope.model.transformer import Transformer
     default = Transformer(ModelConfig(10, 10, d_model=8, n_heads=2, d_ff=16))
     assert isinstance(default.encoder[0].attn_block.norm, torch.nn.LayerNorm)
     norm = AnnotatedLayerNorm(8, 1e-6)

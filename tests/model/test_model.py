@@ -6,8 +6,10 @@ import math
 import pytest
 import torch
 
+from attnscope.model.attention import dropout
 from attnscope.model.config import ConfigError, ModelConfig
-from attnscope.model.transformer import DecoderCache, Transformer, dropout, sinusoidal_table
+from attnscope.model.positions import sinusoidal_table
+from attnscope.model.transformer import DecoderCache, Transformer
 from tests.engine_fixtures import atol
 
 VARIANTS = [dict(norm=n, positional=p, tie_embeddings=t, share_embeddings=s)
@@ -96,9 +98,9 @@ def test_incremental_decoding_matches_full_forward(kw: dict, device: torch.devic
     src, tgt = ids(2, 6, device=device), ids(2, 5, device=device)
     with torch.no_grad():
         full = model(src, tgt)
-        memory, mask = model.encode(src)
+        source = model.encode(src)
         cache = DecoderCache.empty(2)
-        steps = [model.decode(tgt[:, t:t + 1], memory, mask, cache) for t in range(5)]
+        steps = [model.decode(tgt[:, t:t + 1], source, cache).logits for t in range(5)]
     assert torch.allclose(torch.cat(steps, 1), full, atol=atol(device))
     cache.reorder(torch.tensor([1, 1], device=device))
     assert torch.equal(cache.layers[0].self_k[0], cache.layers[0].self_k[1])
@@ -122,11 +124,11 @@ def test_a_decode_packs_the_self_attention_weights_once_from_the_live_projection
     model = make()
     src = torch.randint(4, 30, (1, 6))
     with torch.no_grad():
-        memory, mask = model.encode(src)
+        source = model.encode(src)
         cache = DecoderCache.empty(2)
-        model.decode(torch.tensor([[1]]), memory, mask, cache)
+        model.decode(torch.tensor([[1]]), source, cache)
         packed = [layer.qkv_weights for layer in cache.layers]
-        model.decode(torch.tensor([[5]]), memory, mask, cache)
+        model.decode(torch.tensor([[5]]), source, cache)
     for layer, made, module in zip(cache.layers, packed, model.decoder):
         assert layer.qkv_weights is made  # the second step reused them
         assert all(torch.equal(a, b) for a, b in zip(made, module.self_attn.qkv_weights()))
@@ -136,8 +138,8 @@ def test_last_only_gives_the_last_positions_logits() -> None:
     model = make()
     src, tgt = torch.randint(4, 30, (2, 6)), torch.randint(4, 30, (2, 5))
     with torch.no_grad():
-        memory, mask = model.encode(src)
-        last = model.decode(tgt, memory, mask, last_only=True)
+        source = model.encode(src)
+        last = model.decode(tgt, source, last_only=True).logits
         full = model(src, tgt)
     assert last.shape == (2, 1, 30) and torch.allclose(last, full[:, -1:], atol=1e-6)
 

@@ -15,7 +15,8 @@ import pytest
 import torch
 
 from attnscope.model.config import BOS_ID, EOS_ID, ConfigError, ModelConfig
-from attnscope.model.transformer import DecoderCache, Transformer, sinusoidal_table
+from attnscope.model.positions import sinusoidal_table
+from attnscope.model.transformer import DecoderCache, Transformer
 
 BASE = dict(src_vocab_size=30, tgt_vocab_size=30, d_model=16, n_heads=4, d_ff=32, n_encoder_layers=2,
             n_decoder_layers=2, dropout=0.0, attention_dropout=0.0, max_len=32)
@@ -96,9 +97,9 @@ def test_forced_first_output_is_certain_cached_or_not() -> None:
     src, tgt = torch.tensor([[5, 6, 7, EOS_ID]]), torch.tensor([[BOS_ID, 7, 11]])
     with torch.no_grad():
         full = model(src, tgt)
-        memory, mask = model.encode(src)
+        source = model.encode(src)
         cache = DecoderCache.empty(2)
-        steps = torch.cat([model.decode(tgt[:, t:t + 1], memory, mask, cache) for t in range(3)], 1)
+        steps = torch.cat([model.decode(tgt[:, t:t + 1], source, cache).logits for t in range(3)], 1)
     assert torch.equal(full[0, 0].softmax(-1), torch.nn.functional.one_hot(torch.tensor(7), 30).float())
     assert torch.isfinite(full[0, 1:]).all()
     assert torch.allclose(steps, full, atol=1e-5)

@@ -9,7 +9,7 @@ import pytest
 from attnscope.engine.inside.head_view import head_view
 from attnscope.engine.inside.lens import logit_lens
 from attnscope.engine.inside.offsets import fit_offset_map, rotation_check
-from attnscope.model.transformer import sinusoidal_table
+from attnscope.model.positions import sinusoidal_table
 from attnscope.viz import inside
 from attnscope.viz.html import diverging_colours
 from attnscope.viz.lens import lens_table

@@ -75,12 +75,12 @@ def server_latency(tr: Translator, sentences: Sequence[str], repeats: int) -> di
 
     src = torch.tensor([tr.source(sentences[0])[0]])
     with torch.no_grad():
-        memory, mask = tr.model.encode(src)
+        source = tr.model.encode(src)
 
     def one_step() -> None:
         cache = DecoderCache.empty(len(tr.model.decoder))
         with torch.no_grad():
-            tr.model.next_logits(torch.tensor([[1]]), memory, mask, cache)
+            tr.model.next_logits(torch.tensor([[1]]), source, cache)
 
     text, n = sentences[0], TYPICAL
     timed = timings({"sentence + every head": lambda: tr.translate(text, max_len=n, capture=True),

@@ -37,7 +37,8 @@ from attnscope.engine.decoding.translator import Translator
 from attnscope.model.batch import pad
 from attnscope.model.config import BOS_ID, ModelConfig
 from attnscope.model.device import apply_thread_policy, autocast, autocast_dtype, cpu_has_fast_bf16, pick_device
-from attnscope.model.transformer import DecoderCache, Transformer, sinusoidal_table
+from attnscope.model.positions import sinusoidal_table
+from attnscope.model.transformer import DecoderCache, Transformer
 from attnscope.training.data import DataError, data_dir, load_pairs, sample_pairs
 from attnscope.training.loop import label_smoothed_loss
 
@@ -146,11 +147,11 @@ def training_steps(model: nn.Module, src: Tensor, tgt: Tensor, steps: int, devic
 @torch.no_grad()
 def decode_n(model: Transformer, src: Tensor, n: int, use_cache: bool) -> Tensor:
     """Greedy decoding of exactly n tokens (no early stop), to time a fixed amount of work."""
-    memory, mask = model.encode(src)
+    source = model.encode(src)
     cache = DecoderCache.empty(len(model.decoder)) if use_cache else None
     out = torch.full((src.shape[0], 1), BOS_ID, dtype=torch.long, device=src.device)
     for _ in range(n):
-        logits = model.next_logits(out[:, -1:] if use_cache else out, memory, mask, cache)
+        logits = model.next_logits(out[:, -1:] if use_cache else out, source, cache)
         out = torch.cat([out, logits.argmax(-1, keepdim=True)], 1)
     return out
 

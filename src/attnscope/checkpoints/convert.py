@@ -25,7 +25,7 @@ import torch
 from torch import Tensor
 
 from attnscope.checkpoints.checkpoint import CheckpointError
-from attnscope.model.transformer import sinusoidal_table
+from attnscope.model.positions import sinusoidal_table
 
 PICKLED_MODULE = ("{name} holds a whole pickled model, which attnscope never unpickles because that would run its code: "
                   "save the weights with torch.save(model.state_dict(), '{stem}.pt') and import that, or pass the live "

@@ -1,10 +1,10 @@
 """The encoder-decoder Transformer of "Attention Is All You Need" (Vaswani et al. 2017, fig. 1).
 
-Every attention module has a kind (encoder / decoder / cross, see kinds.py), a hook point on its softmaxed weights
-(shape [batch, head, query, key], after the softmax, before dropout) and a sink for them that the recorder sets
-(cheaper than a hook), so a recorder can capture exactly what the model computed. When nothing is hooked or
-sunk, attention runs through `F.scaled_dot_product_attention` (except in CPU training with attention dropout,
-see `dropout`); both paths compute the same function.
+Read top to bottom: the KV cache, what the encoder and decoder return, their layers, the output layer, then the
+model. Attention is attention.py; the feed-forward network, LayerNorm and the residual block are blocks.py;
+positions are positions.py.
+Asked with `output_attentions=True`, `encode` and `decode` return every head's weights beside their result
+(as Hugging Face models do): exactly the tensors the model went on with, per layer (B, H, Q, K).
 
 The variants that models trained elsewhere need (Hugging Face Marian, BART, mBART, M2M100/NLLB, fairseq,
 OpenNMT-py) are config fields whose defaults are the paper's model: other sinusoid layouts and position
@@ -15,206 +15,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from threading import get_ident
-from typing import Callable, NamedTuple
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
+from attnscope.model.attention import MultiHeadAttention
+from attnscope.model.blocks import Dropout, FeedForward, Residual, layer_norm
 from attnscope.model.config import PAD_ID, ModelConfig
 from attnscope.model.kinds import KINDS, Kind
-
-
-class HookPoint(nn.Module):
-    """Identity module marking a tensor that hooks may read (TransformerLens-style)."""
-
-    def forward(self, x: Tensor) -> Tensor:
-        return x
-
-    @property
-    def hooked(self) -> bool:
-        return bool(self._forward_hooks)
-
-
-def dropout(x: Tensor, p: float, training: bool) -> Tensor:
-    """F.dropout, but on the CPU the mask comes from uniform floats compared with p (the same keep probability,
-    1 - p): the CPU's bernoulli_ costs ~10 ns an element, which made dropout masks a sixth of a training step."""
-    if not training or p == 0.0:
-        return x
-    if x.device.type != "cpu":
-        return F.dropout(x, p)
-    return x * torch.rand(x.shape).ge_(p).mul_(1.0 / (1.0 - p)).to(x.dtype)
-
-
-class Dropout(nn.Dropout):
-    """nn.Dropout through `dropout`."""
-
-    def forward(self, x: Tensor) -> Tensor:
-        return dropout(x, self.p, self.training)
-
-
-def split_heads(x: Tensor, n_heads: int) -> Tensor:
-    b, n, d = x.shape
-    return x.view(b, n, n_heads, d // n_heads).transpose(1, 2)  # (B, H, N, dh)
-
-
-def packed_linear(*layers: nn.Linear) -> tuple[Tensor, Tensor | None]:
-    """Several linear layers of one input as one weight and bias: a wide product uses the CPU's
-    threads far better than narrow ones (measured in BENCHMARKS.md, section 1). Layers without
-    biases (config.qkv_bias False) pack to no bias."""
-    biases = [layer.bias for layer in layers]
-    return torch.cat([layer.weight for layer in layers]), None if biases[0] is None else torch.cat(biases)
-
-
-_ZEROS: dict[tuple[torch.dtype, torch.device], Tensor] = {}
-
-
-def _zero(like: Tensor) -> Tensor:
-    """A 0-d zero of `like`'s dtype and device (baddbmm's ignored addend), made once."""
-    zero = _ZEROS.get((like.dtype, like.device))
-    if zero is None:
-        with torch.inference_mode(False):  # a plain tensor, also when first made while decoding in inference mode
-            zero = _ZEROS[(like.dtype, like.device)] = torch.zeros((), dtype=like.dtype, device=like.device)
-    return zero
-
-
-class Sink(NamedTuple):
-    """Where a recorder wants an attention module's softmaxed weights (B, H, Q, K): each call made from thread
-    `thread` appends its tensor (detached if it has a graph) to `calls[name]`. The same tensor a hook on
-    `hook_pattern` would see (the sink reads it after the hooks), at a fraction of the cost: a `HookPoint` is a
-    module call with hook dispatch, about 3 µs in a decoding step that is itself small (BENCHMARKS.md, capture
-    overhead)."""
-
-    thread: int
-    calls: dict[str, list[Tensor]]
-    name: str
-
-
-class MultiHeadAttention(nn.Module):
-    """Scaled dot-product attention over several heads (section 3.2.2)."""
-
-    def __init__(self, *, d_model: int, n_heads: int, dropout: float, kind: Kind, qkv_bias: bool = True) -> None:
-        super().__init__()
-        self.kind, self.n_heads = kind, n_heads
-        self.q_proj = nn.Linear(d_model, d_model, bias=qkv_bias)
-        self.k_proj = nn.Linear(d_model, d_model, bias=qkv_bias)
-        self.v_proj = nn.Linear(d_model, d_model, bias=qkv_bias)
-        self.out_proj = nn.Linear(d_model, d_model)
-        self.dropout = dropout
-        self.hook_scores = HookPoint()  # scaled scores (B, H, Q, K) with -inf where masked, before the softmax
-        self.hook_pattern = HookPoint()  # weights (B, H, Q, K)
-        self.sink: Sink | None = None  # set by a recorder: this module's weights go there, no module call (see Sink)
-
-    def _heads(self, projected: Tensor, n: int) -> list[Tensor]:
-        """Split n projections computed side by side into heads, each (B, H, N, dh)."""
-        return [split_heads(t, self.n_heads) for t in projected.chunk(n, -1)]
-
-    def qkv_weights(self) -> tuple[Tensor, Tensor | None]:
-        """The q/k/v projections as one (3D, D) weight and its bias."""
-        return packed_linear(self.q_proj, self.k_proj, self.v_proj)
-
-    def project_qkv(self, x: Tensor, weights: tuple[Tensor, Tensor | None] | None = None) -> tuple[Tensor, Tensor, Tensor]:
-        """Queries, keys and values of `x` for self-attention, each (B, H, N, dh). Incremental decoding
-        passes `weights` (from qkv_weights()) packed once per sentence instead of once per step."""
-        q, k, v = self._heads(F.linear(x, *(weights or self.qkv_weights())), 3)
-        return q, k, v
-
-    def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        """Keys and values of `x`, each (B, H, K, dh); computed once per source by incremental decoding."""
-        k, v = self._heads(F.linear(x, *packed_linear(self.k_proj, self.v_proj)), 2)
-        return k, v
-
-    def project_q(self, x: Tensor) -> Tensor:
-        return split_heads(self.q_proj(x), self.n_heads)
-
-    def forward(self, q: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> Tensor:
-        """Attend from projected queries `q` (B, H, Q, dh) to keys/values; `mask` is True where allowed (None: all).
-        Returns (B, Q, D)."""
-        p = self.dropout if self.training else 0.0
-        scores_hooked, pattern_hooked = self.hook_scores.hooked, self.hook_pattern.hooked
-        if self.sink is not None or pattern_hooked or scores_hooked or (p and q.device.type == "cpu"):
-            out = self._explicit(q, keys, values, mask, p, scores_hooked, pattern_hooked)
-        else:
-            out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, dropout_p=p)
-        b, h, n, dh = out.shape
-        return self.out_proj(out.transpose(1, 2).reshape(b, n, h * dh))  # heads side by side (B, Q, H*dh) -> (B, Q, D)
-
-    def _explicit(self, q: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None, p: float,
-                  scores_hooked: bool, pattern_hooked: bool) -> Tensor:
-        """softmax(q kᵀ / √d_k) v with the weights made, through the hook points and the sink: (B, H, Q, dh).
-        Recording takes this path for 8 calls a decoding step, where each kernel launch and Python step costs
-        about what these small products do: the heads stay one batch axis (B*H) from the first product to the
-        last, the scale is applied inside the first, and a 4-D view (B, H, Q, K) is made only where the mask,
-        a hook or the sink needs one (each view or reshape is ~0.8 µs; a softmax over 3-D rows is cheaper)."""
-        b, h, n, dh = q.shape
-        scores = torch.baddbmm(_zero(q), q.reshape(b * h, n, dh), keys.reshape(b * h, -1, dh).mT, beta=0,
-                               alpha=dh ** -0.5)  # (B*H, Q, K)
-        if mask is not None or scores_hooked:
-            shaped = scores.view(b, h, n, -1)
-            if mask is not None:
-                shaped = shaped.masked_fill(~mask, float("-inf"))
-            if scores_hooked:
-                shaped = self.hook_scores(shaped)
-            scores = shaped.reshape(b * h, n, -1)
-        weights = scores.softmax(-1)
-        sink = self.sink
-        if pattern_hooked or sink is not None:
-            shaped = weights.view(b, h, n, -1)
-            if pattern_hooked:
-                shaped = self.hook_pattern(shaped)
-                weights = shaped.reshape(b * h, n, -1)
-            if sink is not None and sink.thread == get_ident():  # after the hooks: what the model goes on with
-                sink.calls.setdefault(sink.name, []).append(shaped.detach() if shaped.requires_grad else shaped)
-        if p:
-            weights = dropout(weights, p, True)
-        return torch.bmm(weights, values.reshape(b * h, -1, dh)).view(b, h, n, dh)
-
-
-ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}
-
-
-class FeedForward(nn.Module):
-    """Position-wise two-layer network with ReLU (section 3.3), GELU or SiLU (swish)."""
-
-    def __init__(self, d_model: int, d_ff: int, dropout: float, activation: str = "relu") -> None:
-        super().__init__()
-        self.up, self.down, self.dropout = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model), Dropout(dropout)
-        self.activation = ACTIVATIONS[activation]
-
-    def forward(self, x: Tensor) -> Tensor:
-        return self.down(self.dropout(self.activation(self.up(x))))
-
-
-class AnnotatedLayerNorm(nn.Module):
-    """The Annotated Transformer's LayerNorm: (x - mean) / (unbiased std + eps), then scale and shift."""
-
-    def __init__(self, d_model: int, eps: float) -> None:
-        super().__init__()
-        self.weight, self.bias, self.eps = nn.Parameter(torch.ones(d_model)), nn.Parameter(torch.zeros(d_model)), eps
-
-    def forward(self, x: Tensor) -> Tensor:
-        return self.weight * (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + self.eps) + self.bias
-
-
-def layer_norm(c: ModelConfig) -> nn.Module:
-    """The config's LayerNorm variant; both keep their parameters as `weight` and `bias`."""
-    if c.layer_norm == "annotated":
-        return AnnotatedLayerNorm(c.d_model, c.norm_eps)
-    return nn.LayerNorm(c.d_model, eps=c.norm_eps)
-
-
-class Residual(nn.Module):
-    """Residual connection with LayerNorm after (post-LN, the paper's) or before (pre-LN)."""
-
-    def __init__(self, c: ModelConfig) -> None:
-        super().__init__()
-        self.norm, self.dropout, self.pre = layer_norm(c), Dropout(c.dropout), c.norm == "pre"
-
-    def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
-        if self.pre:
-            return x + self.dropout(sublayer(self.norm(x)))
-        return self.norm(x + self.dropout(sublayer(x)))
+from attnscope.model.positions import LearnedPositions, SinusoidalPositions
 
 
 @dataclass
@@ -248,6 +57,29 @@ class DecoderCache:
                     setattr(layer, name, value.index_select(0, index))
 
 
+@dataclass(frozen=True)
+class EncoderOutput:
+    """What the encoder computed for a batch of sources."""
+
+    memory: Tensor  # (B, S, D) the encoder's output, after its final norm (if any)
+    mask: Tensor | None  # (B, 1, 1, S) True on real keys; None when nothing is padded
+    attentions: tuple[Tensor, ...] | None = None  # each layer's self-attention weights (B, H, S, S), when asked
+
+    def repeat(self, k: int) -> "EncoderOutput":
+        """Each source k times in a row (a beam of k hypotheses per source)."""
+        mask = None if self.mask is None else self.mask.repeat_interleave(k, 0)
+        return EncoderOutput(self.memory.repeat_interleave(k, 0), mask)
+
+
+@dataclass(frozen=True)
+class DecoderOutput:
+    """What the decoder computed for target positions."""
+
+    logits: Tensor  # (B, T, V) next-token logits, or (B, 1, V) for the last position only
+    self_attentions: tuple[Tensor, ...] | None = None  # each layer's masked self-attention (B, H, T, K), when asked
+    cross_attentions: tuple[Tensor, ...] | None = None  # each layer's cross-attention (B, H, T, S), when asked
+
+
 class EncoderLayer(nn.Module):
     def __init__(self, c: ModelConfig) -> None:
         super().__init__()
@@ -256,9 +88,16 @@ class EncoderLayer(nn.Module):
         self.ffn = FeedForward(c.d_model, c.d_ff, c.dropout, c.activation)
         self.attn_block, self.ffn_block = Residual(c), Residual(c)
 
-    def forward(self, x: Tensor, mask: Tensor | None) -> Tensor:
-        x = self.attn_block(x, lambda h: self.self_attn(*self.self_attn.project_qkv(h), mask))
-        return self.ffn_block(x, self.ffn)
+    def forward(self, x: Tensor, mask: Tensor | None, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+        """The layer's output (B, S, D) and, when asked, its self-attention weights (B, H, S, S)."""
+        weights = None
+
+        def attend(h: Tensor) -> Tensor:
+            nonlocal weights
+            out, weights = self.self_attn(*self.self_attn.project_qkv(h), mask, need_weights)
+            return out
+        x = self.attn_block(x, attend)
+        return self.ffn_block(x, self.ffn), weights
 
 
 class DecoderLayer(nn.Module):
@@ -270,17 +109,19 @@ class DecoderLayer(nn.Module):
         self.ffn = FeedForward(c.d_model, c.d_ff, c.dropout, c.activation)
         self.self_block, self.cross_block, self.ffn_block = (Residual(c) for _ in range(3))
 
-    def _self(self, h: Tensor, mask: Tensor | None, cache: LayerCache | None) -> Tensor:
+    def _self(self, h: Tensor, cache: LayerCache | None) -> tuple[Tensor, Tensor, Tensor]:
+        """Queries, keys and values of masked self-attention: with a cache, the keys of every earlier position too."""
         if cache is None:
-            return self.self_attn(*self.self_attn.project_qkv(h), mask)
+            return self.self_attn.project_qkv(h)
         cache.qkv_weights = cache.qkv_weights or self.self_attn.qkv_weights()
         q, k, v = self.self_attn.project_qkv(h, cache.qkv_weights)
         if cache.self_k is not None:
             k, v = torch.cat([cache.self_k, k], dim=2), torch.cat([cache.self_v, v], dim=2)
         cache.self_k, cache.self_v = k, v
-        return self.self_attn(q, k, v, mask)
+        return q, k, v
 
-    def _cross(self, h: Tensor, memory: Tensor, mask: Tensor | None, cache: LayerCache | None) -> Tensor:
+    def _cross(self, h: Tensor, memory: Tensor, cache: LayerCache | None) -> tuple[Tensor, Tensor, Tensor]:
+        """Queries of cross-attention and the source's keys and values (with a cache, computed once a sentence)."""
         if cache is not None and cache.cross_k is not None:
             k, v = cache.cross_k, cache.cross_v
         else:
@@ -288,84 +129,26 @@ class DecoderLayer(nn.Module):
             if cache is not None:  # strided views of one packed projection: contiguous once, read every step
                 k, v = k.contiguous(), v.contiguous()
                 cache.cross_k, cache.cross_v = k, v
-        return self.cross_attn(self.cross_attn.project_q(h), k, v, mask)
+        return self.cross_attn.project_q(h), k, v
 
     def forward(self, x: Tensor, memory: Tensor, self_mask: Tensor | None, cross_mask: Tensor | None,
-                cache: LayerCache | None = None) -> Tensor:
-        x = self.self_block(x, lambda h: self._self(h, self_mask, cache))
-        x = self.cross_block(x, lambda h: self._cross(h, memory, cross_mask, cache))
-        return self.ffn_block(x, self.ffn)
+                cache: LayerCache | None = None, need_weights: bool = False
+                ) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        """The layer's output (B, T, D) and, when asked, its masked self- and cross-attention weights."""
+        self_weights = cross_weights = None
 
+        def attend_self(h: Tensor) -> Tensor:
+            nonlocal self_weights
+            out, self_weights = self.self_attn(*self._self(h, cache), self_mask, need_weights)
+            return out
 
-class SinusoidalPositions(nn.Module):
-    """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...) (section 3.5), or a variant (config.sinusoid);
-    position i reads row i + config.position_offset."""
-
-    def __init__(self, c: ModelConfig) -> None:
-        super().__init__()
-        self.start = c.position_offset
-        self.register_buffer("table", sinusoidal_table(c.max_len + c.position_offset, c.d_model, c.sinusoid),
-                             persistent=False)
-
-    def forward(self, length: int, offset: int = 0, decoder: bool = False) -> Tensor:
-        start = self.start + offset
-        return self.table[start:start + length]  # (N, D)
-
-
-class LearnedPositions(nn.Module):
-    """One trained vector per position (as in BERT and the seed tutorial's en-fr model); with
-    config.separate_positions the decoder has its own table (BART)."""
-
-    def __init__(self, c: ModelConfig) -> None:
-        super().__init__()
-        self.start = c.position_offset
-        self.table = nn.Embedding(c.max_len + c.position_offset, c.d_model)
-        self.decoder_table = nn.Embedding(c.max_len + c.position_offset, c.d_model) if c.separate_positions else None
-
-    def forward(self, length: int, offset: int = 0, decoder: bool = False) -> Tensor:
-        table = self.decoder_table if decoder and self.decoder_table is not None else self.table
-        start = self.start + offset
-        return table.weight[start:start + length]  # (N, D)
-
-
-def sinusoidal_table(max_len: int, d_model: int, layout: str = "interleaved") -> Tensor:
-    """The fixed sinusoidal encodings, (max_len, d_model), always computed on the CPU: a model built on the
-    meta device (to check shapes) would otherwise pay seconds of first-use setup for these few ops.
-    Other layouts are computed the way their own code computes them, so the tables are the same to the bit."""
-    if layout == "halves":
-        return _halves_table(max_len, d_model)
-    if layout == "fairseq":
-        return _fairseq_table(max_len, d_model)
-    position = torch.arange(max_len, dtype=torch.float32, device="cpu").unsqueeze(1)  # (N, 1)
-    inv_freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32, device="cpu") * (-math.log(10000.0) / d_model))
-    table = torch.zeros(max_len, d_model, device="cpu")
-    table[:, 0::2] = torch.sin(position * inv_freq)
-    table[:, 1::2] = torch.cos(position * inv_freq[: d_model // 2])
-    return table
-
-
-def _halves_table(max_len: int, d_model: int) -> Tensor:
-    """[sin | cos] halves at the paper's frequencies, in float64 then rounded (Marian's, as Hugging Face builds it)."""
-    pos = torch.arange(max_len, dtype=torch.float64, device="cpu").unsqueeze(1)  # (N, 1)
-    exponent = 2 * (torch.arange(d_model, dtype=torch.float64, device="cpu") // 2) / d_model  # (D,)
-    angles = pos / torch.pow(torch.tensor(10000.0, dtype=torch.float64, device="cpu"), exponent)  # (N, D)
-    half = (d_model + 1) // 2
-    table = torch.empty(max_len, d_model, dtype=torch.float32, device="cpu")
-    table[:, :half] = torch.sin(angles[:, 0::2]).float()
-    table[:, half:] = torch.cos(angles[:, 1::2]).float()
-    return table
-
-
-def _fairseq_table(max_len: int, d_model: int) -> Tensor:
-    """[sin | cos] halves with frequencies 10000^(-i/(d/2-1)) in float32 (tensor2tensor, fairseq, M2M100)."""
-    half = d_model // 2
-    step = math.log(10000) / (half - 1)
-    freq = torch.exp(torch.arange(half, dtype=torch.int64, device="cpu").float() * -step)  # (D/2,)
-    angles = torch.arange(max_len, dtype=torch.int64, device="cpu").float().unsqueeze(1) * freq.unsqueeze(0)  # (N, D/2)
-    table = torch.cat([torch.sin(angles), torch.cos(angles)], dim=1)
-    if d_model % 2:
-        table = torch.cat([table, torch.zeros(max_len, 1, device="cpu")], dim=1)
-    return table
+        def attend_source(h: Tensor) -> Tensor:
+            nonlocal cross_weights
+            out, cross_weights = self.cross_attn(*self._cross(h, memory, cache), cross_mask, need_weights)
+            return out
+        x = self.self_block(x, attend_self)
+        x = self.cross_block(x, attend_source)
+        return self.ffn_block(x, self.ffn), self_weights, cross_weights
 
 
 def causal_mask(n_queries: int, n_keys: int, device: torch.device) -> Tensor:
@@ -433,20 +216,22 @@ class Transformer(nn.Module):
         x = (self.tgt_embed_norm if decoder else self.src_embed_norm)(x)
         return self.embed_dropout(x)  # (B, N, D)
 
-    def encode(self, src: Tensor) -> tuple[Tensor, Tensor | None]:
-        """Source ids (B, S) -> memory (B, S, D) and the key mask (B, 1, 1, S), None if nothing is padded."""
+    def encode(self, src: Tensor, output_attentions: bool = False) -> EncoderOutput:
+        """Source ids (B, S) -> what the decoder reads (and, when asked, every encoder layer's weights)."""
         if src.shape[1] > self.config.max_len:
             raise ValueError(f"source has {src.shape[1]} tokens; this model handles at most {self.config.max_len}")
         mask: Tensor | None = (src != PAD_ID)[:, None, None, :]  # (B, 1, 1, S)
         if bool(mask.all()):
             mask = None  # lets SDPA take its unmasked fast path
         x = self._embed(self.src_embed, src)
+        attentions = []
         for layer in self.encoder:
-            x = layer(x, mask)
-        return self.encoder_norm(x), mask
+            x, weights = layer(x, mask, output_attentions)
+            attentions.append(weights)
+        return EncoderOutput(self.encoder_norm(x), mask, tuple(attentions) if output_attentions else None)
 
-    def decode(self, tgt: Tensor, memory: Tensor, src_mask: Tensor | None, cache: DecoderCache | None = None,
-               last_only: bool = False) -> Tensor:
+    def decode(self, tgt: Tensor, source: EncoderOutput, cache: DecoderCache | None = None, *, last_only: bool = False,
+               output_attentions: bool = False) -> DecoderOutput:
         """Target ids (B, T) -> logits (B, T, V), or (B, 1, V) for the last position only (what decoding
         needs: the output layer is the costliest matmul of a step). With a cache, `tgt` holds only the new positions."""
         offset = cache.length if cache is not None else 0
@@ -459,13 +244,21 @@ class Transformer(nn.Module):
         elif tgt.shape[1] == 1:
             self_mask = None  # one new position may see every cached one
         x = self._embed(self.tgt_embed, tgt, offset, decoder=True)
+        selves, crosses = [], []
         for i, layer in enumerate(self.decoder):
-            x = layer(x, memory, self_mask, src_mask, None if cache is None else cache.layers[i])
+            x, self_weights, cross_weights = layer(x, source.memory, self_mask, source.mask,
+                                                   None if cache is None else cache.layers[i], output_attentions)
+            selves.append(self_weights)
+            crosses.append(cross_weights)
         if cache is not None:
             cache.length = n_keys
         logits = self.generator(self.decoder_norm(x[:, -1:] if last_only else x))
         first = n_keys - 1 if last_only else offset  # target position of the first row of logits
-        return self._forced(logits) if first == 0 and self.config.forced_first is not None else logits
+        if first == 0 and self.config.forced_first is not None:
+            logits = self._forced(logits)
+        if not output_attentions:
+            return DecoderOutput(logits)
+        return DecoderOutput(logits, tuple(selves), tuple(crosses))
 
     def _forced(self, logits: Tensor) -> Tensor:
         """Row 0 (target position 0) made certain of config.forced_first, as Hugging Face's forced BOS does."""
@@ -473,13 +266,13 @@ class Transformer(nn.Module):
         row[..., self.config.forced_first] = 0.0
         return torch.cat([row, logits[:, 1:]], dim=1)
 
-    def next_logits(self, tgt: Tensor, memory: Tensor, src_mask: Tensor | None, cache: DecoderCache | None = None) -> Tensor:
+    def next_logits(self, tgt: Tensor, source: EncoderOutput, cache: DecoderCache | None = None) -> Tensor:
         """Logits (B, V) of the token after `tgt`: one decoding step."""
-        return self.decode(tgt, memory, src_mask, cache, last_only=True)[:, -1]
+        return self.decode(tgt, source, cache, last_only=True).logits[:, -1]
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
-        memory, src_mask = self.encode(src)
-        return self.decode(tgt, memory, src_mask)
+        """Next-token logits (B, T, V) of every target position: teacher forcing, as training reads them."""
+        return self.decode(tgt, self.encode(src)).logits
 
     def attention_modules(self) -> dict[str, MultiHeadAttention]:
         """Every attention module by its dotted name, encoder first, in forward order."""

@@ -15,7 +15,7 @@ from attnscope.engine.inside.offsets import RotationCheck, offset_errors, rotati
 from attnscope.engine.inside.trace_data import ForwardTrace, LogitLens
 from attnscope.engine.recording import tracer
 from attnscope.model.kinds import KIND_LABELS, KINDS, Kind
-from attnscope.model.transformer import sinusoidal_table
+from attnscope.model.positions import sinusoidal_table
 from attnscope.ui import selection
 from attnscope.ui.persist import keep
 

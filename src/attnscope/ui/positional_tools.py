@@ -8,7 +8,7 @@ from attnscope.engine.decoding.translator import Translator
 from attnscope.engine.inside.anatomy import embedding_norms, model_positions
 from attnscope.engine.inside.offsets import paired
 from attnscope.model.config import ModelConfig
-from attnscope.model.transformer import sinusoidal_table
+from attnscope.model.positions import sinusoidal_table
 from attnscope.ui import widgets
 from attnscope.viz.positional import encoding_curves, encoding_heatmap, norms_histogram, offset_profile, similarity_heatmap
 

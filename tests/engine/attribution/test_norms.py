@@ -8,7 +8,7 @@ import torch
 from attnscope.engine.attribution.norms import layer_norms, norm_arrays, weighted_value_norms
 from attnscope.engine.recording.capture import record_attention
 from attnscope.engine.recording.tracer import decoder_inputs, trace
-from attnscope.model.transformer import MultiHeadAttention
+from attnscope.model.attention import MultiHeadAttention
 from tests.attribution_fixtures import pair, run, tiny
 from tests.engine_fixtures import tiny_translator
 
@@ -36,7 +36,7 @@ def test_norms_match_a_direct_computation_from_the_weights(seed: int, norm: str)
         model(torch.tensor([src]), torch.tensor([decoder_inputs(tgt)]))
     weights = {name: w[0] for name, w in rec.weights.items()}
     traced = trace(model, src, decoder_inputs(tgt))
-    memory = model.encode(torch.tensor([src]))[0][0].detach()
+    memory = model.encode(torch.tensor([src])).memory[0].detach()
     got = {kind: norm_arrays(traced, kind)[0] for kind in ("encoder", "decoder", "cross")}
     for i, layer in enumerate(model.encoder):
         x = layers[layer][0]

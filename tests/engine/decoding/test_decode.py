@@ -147,8 +147,8 @@ def test_entropy_matches_the_distribution() -> None:
     model, src = tiny_model(1), random_source(1)
     out = greedy(model, src, max_len=4, capture=False)
     with torch.no_grad():
-        memory, mask = model.encode(torch.tensor([src]))
-        logits = model.decode(torch.tensor([[BOS_ID]]), memory, mask)[0, -1]
+        source = model.encode(torch.tensor([src]))
+        logits = model.decode(torch.tensor([[BOS_ID]]), source).logits[0, -1]
     p = logits.softmax(-1)
     assert out.steps[0].entropy == pytest.approx(float(-(p * p.log()).sum()), abs=1e-5)
     assert out.steps[0].log_prob == pytest.approx(float(p.max().log()), abs=1e-5)

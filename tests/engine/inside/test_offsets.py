@@ -6,7 +6,7 @@ import pytest
 
 from attnscope.engine.inside.anatomy import model_positions
 from attnscope.engine.inside.offsets import fit_offset_map, offset_errors, rotation_check
-from attnscope.model.transformer import sinusoidal_table
+from attnscope.model.positions import sinusoidal_table
 from tests.engine_fixtures import tiny_model
 
 

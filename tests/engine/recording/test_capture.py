@@ -10,8 +10,9 @@ from torch import nn
 
 from attnscope.engine.recording.capture import record_attention
 from attnscope.engine.recording.record import RecordError
+from attnscope.model.attention import split_heads
 from attnscope.model.config import BOS_ID, PAD_ID
-from attnscope.model.transformer import DecoderCache, split_heads
+from attnscope.model.transformer import DecoderCache
 from tests.engine_fixtures import SEEDS, atol, no_hooks_left, tiny_model
 from tests.support import run_threads
 
@@ -118,27 +119,27 @@ def test_cached_decoding_calls_stack_into_the_full_matrix(device: torch.device) 
         with record_attention(model) as full:
             model(src, tgt)
         with record_attention(model) as steps:
-            memory, mask = model.encode(src)
+            source = model.encode(src)
             cache = DecoderCache.empty(3)
             for t in range(tgt.shape[1]):
-                model.decode(tgt[:, t:t + 1], memory, mask, cache)
+                model.decode(tgt[:, t:t + 1], source, cache)
     assert all(len(steps.calls[n]) == tgt.shape[1] for n in steps.calls if n.startswith("decoder."))
     for name, w in full.weights.items():
         assert steps.weights[name].shape == w.shape, name
         assert (steps.weights[name] - w).abs().max() <= atol(device), name
 
 
-def test_the_sink_records_what_a_hook_on_the_pattern_sees(device: torch.device) -> None:
-    """attnscope's model is recorded through each attention module's sink, not a hook. Call for call (a full
-    pass, then cached decoding steps), it keeps the very tensors a hook on `hook_pattern` receives, and they
-    equal softmax(q kᵀ / √d_k) recomputed from the queries and keys each call was given."""
+def test_the_recording_keeps_what_a_hook_on_the_pattern_sees(device: torch.device) -> None:
+    """A model built of attnscope's attention is recorded through hooks on `hook_pattern`. Call for call (a full
+    pass, then cached decoding steps), it keeps the very tensors another hook there receives, and they equal
+    softmax(q kᵀ / √d_k) recomputed from the queries and keys each call was given."""
     model = tiny_model(2, device=device)
     src, tgt = (x.to(device) for x in batch(2, b=1))
     seen: dict[str, list[torch.Tensor]] = {}
     want: dict[str, list[torch.Tensor]] = {}
 
     def softmax(name: str, args: tuple[torch.Tensor, ...]) -> None:
-        q, keys, _values, mask = args
+        q, keys, _values, mask, *_ = args
         scores = q @ keys.transpose(-2, -1) / math.sqrt(q.shape[-1])
         want.setdefault(name, []).append((scores if mask is None else scores.masked_fill(~mask, -math.inf)).softmax(-1))
 
@@ -147,12 +148,11 @@ def test_the_sink_records_what_a_hook_on_the_pattern_sees(device: torch.device) 
         handles.append(m.register_forward_pre_hook(lambda _m, args, name=name: softmax(name, args)))
         handles.append(m.hook_pattern.register_forward_hook(lambda _m, _a, w, name=name: seen.setdefault(name, []).append(w)))
     with torch.no_grad(), record_attention(model) as rec:
-        assert all(m.sink is not None for m in model.attention_modules().values())
         model(src, tgt)
-        memory, mask = model.encode(src)
+        source = model.encode(src)
         cache = DecoderCache.empty(3)
         for t in range(tgt.shape[1]):
-            model.decode(tgt[:, t:t + 1], memory, mask, cache)
+            model.decode(tgt[:, t:t + 1], source, cache)
     for h in handles:
         h.remove()
     assert rec.calls.keys() == seen.keys() == want.keys()
@@ -164,13 +164,13 @@ def test_the_sink_records_what_a_hook_on_the_pattern_sees(device: torch.device) 
 
 
 def test_a_recording_nested_in_another_gets_the_same_weights() -> None:
-    """The outer recording holds the sinks; the inner one reads the same tensors through hooks."""
+    """Each recording has hooks of its own; both keep the same tensors."""
     model = tiny_model(3)
     src, tgt = batch(3)
     with torch.no_grad(), record_attention(model) as outer:
         with record_attention(model) as inner:
             model(src, tgt)
-        assert not no_hooks_left(model)  # the outer sinks stay until the outer block ends
+        assert not no_hooks_left(model)  # the outer hooks stay until the outer block ends
     assert no_hooks_left(model)
     assert outer.calls.keys() == inner.calls.keys() == model.attention_modules().keys()
     assert all(a[0] is b[0] for a, b in zip(outer.calls.values(), inner.calls.values()))

@@ -11,7 +11,7 @@ import torch
 
 from attnscope.engine.recording.capture import record_attention
 from attnscope.engine.recording.tracer import EVERYTHING, WEIGHTS, Keep, Trace, kept, trace, tracing
-from attnscope.model.transformer import split_heads
+from attnscope.model.attention import split_heads
 from tests.engine.inside.inside_fixtures import VARIANTS, Case, inside_trace, make_case
 from tests.engine_fixtures import no_hooks_left, tiny_model
 
@@ -115,7 +115,7 @@ def test_inputs_memory_and_logits(case: Case) -> None:
     model, tr = case.model, case.full
     src, tgt = torch.tensor([case.source]), torch.tensor([case.prefix])
     with torch.no_grad():
-        memory, _ = model.encode(src)
+        memory = model.encode(src).memory
         logits = model(src, tgt)[0]
         positions = model.positions(len(case.prefix)).numpy()
     for stream, table, ids, first in ((tr.source, model.src_embed, case.source, tr.sublayer("encoder", 0)),
@@ -243,18 +243,16 @@ def test_weights_only_keeps_no_q_k_v_and_no_stream() -> None:
 
 
 def test_capture_is_the_weights_only_mode() -> None:
-    """While recording attnscope's model, capture is the tracer's weights-only mode: no hook anywhere, each
-    attention module's sink set to the recording; a trace nested in it reads the weights through hooks on
-    `hook_pattern` instead (the sinks are taken) and sees the same weights."""
+    """While recording a model built of attnscope's attention, capture is the tracer's weights-only mode: one hook
+    on each `hook_pattern`, nothing else; a trace nested in it adds its own there and sees the same weights."""
     model = tiny_model(2)
     attention = model.attention_modules()
     src, tgt = torch.tensor([[5, 6, 7, 3]]), torch.tensor([[2, 8, 9]])
     with record_attention(model) as rec:
-        assert not any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
-        assert {name for name, m in attention.items() if m.sink is not None and m.sink.calls is rec.calls} == set(attention)
+        hooked = {name for name, m in model.named_modules() if m._forward_hooks or m._forward_pre_hooks}
+        assert hooked == {f"{name}.hook_pattern" for name in attention}
         with tracing(model, WEIGHTS) as nested:
-            hooked = {name for name, m in model.named_modules() if m._forward_hooks or m._forward_pre_hooks}
-            assert hooked == {f"{name}.hook_pattern" for name in attention}
+            assert all(len(m.hook_pattern._forward_hooks) == 2 for m in attention.values())
             model(src, tgt)
     assert all(torch.equal(a, b) for name in attention for a, b in zip(rec.calls[name], nested.weights[name], strict=True))
     assert no_hooks_left(model)
@@ -271,7 +269,7 @@ def test_layer_inputs_and_outputs_are_the_layers_run_by_hand() -> None:
         assert torch.allclose(kept(tr.source).total, x, atol=1e-6)
         for lt, layer in zip(tr.encoder, model.encoder):
             assert torch.allclose(kept(lt.inputs), x, atol=1e-5)
-            x = layer(x, None)
+            x = layer(x, None)[0]
             assert torch.allclose(kept(lt.output), x, atol=1e-5)
         memory = model.encoder_norm(x)
         assert torch.allclose(kept(tr.memory), memory, atol=1e-5)
@@ -279,7 +277,7 @@ def test_layer_inputs_and_outputs_are_the_layers_run_by_hand() -> None:
         mask = torch.ones(len(prefix), len(prefix), dtype=torch.bool).tril()[None, None]
         for lt, layer in zip(tr.decoder, model.decoder):
             assert torch.allclose(kept(lt.inputs), y, atol=1e-5)
-            y = layer(y, memory, mask, None)
+            y = layer(y, memory, mask, None)[0]
             assert torch.allclose(kept(lt.output), y, atol=1e-5)
         assert torch.allclose(tr.logits, model.generator(model.decoder_norm(y)), atol=1e-5)
 
@@ -305,7 +303,7 @@ def test_the_joined_mask_of_cached_steps_is_the_full_pass_mask(case: Case) -> No
 
 
 def test_the_stream_needs_attnscopes_transformer() -> None:
-    from attnscope.model.transformer import MultiHeadAttention
+    from attnscope.model.attention import MultiHeadAttention
 
     attn = MultiHeadAttention(d_model=8, n_heads=2, dropout=0.0, kind="encoder")
     with pytest.raises(TypeError, match="Transformer"):

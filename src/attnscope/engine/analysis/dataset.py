@@ -22,7 +22,6 @@ from attnscope.engine.attribution.quadrature import IGSettings
 from attnscope.engine.attribution.sentence import SentenceAttribution, attribute
 from attnscope.engine.decoding.decode import greedy_batch
 from attnscope.engine.decoding.translator import InputError, Translator, budget_batches
-from attnscope.engine.recording.capture import record_attention
 from attnscope.engine.recording.record import AttentionRecord
 from attnscope.engine.recording.tracer import decoder_inputs, trace
 from attnscope.model.batch import pad
@@ -58,11 +57,12 @@ def _records(translator: Translator, sources: list[list[int]], max_len: int) -> 
     src = pad(sources).to(device)
     targets = _targets(translator, sources, max_len)
     tgt_in = pad([decoder_inputs(t) for t in targets]).to(device)
-    with record_attention(model) as rec, torch.no_grad():
-        model(src, tgt_in)
-    weights = rec.weights
-    stacked = {kind: torch.stack([weights[n] for n in names], dim=1).float().cpu().numpy()  # (B, L, H, Q, K)
-               for kind, names in model.attention_by_kind().items()}
+    with torch.no_grad():
+        source = model.encode(src, output_attentions=True)
+        target = model.decode(tgt_in, source, output_attentions=True)
+    stacked = {kind: torch.stack(weights, dim=1).float().cpu().numpy()  # (B, L, H, Q, K)
+               for kind, weights in (("encoder", source.attentions), ("decoder", target.self_attentions),
+                                     ("cross", target.cross_attentions))}
     src_codec, tgt_codec = translator.bundle.src_codec, translator.bundle.tgt_codec
     out = []
     for b, (s_ids, t_ids) in enumerate(zip(sources, targets)):

@@ -16,8 +16,9 @@ import torch
 from torch import Tensor, nn
 
 from attnscope.engine.recording.tracer import model_lock
+from attnscope.model.attention import MultiHeadAttention
 from attnscope.model.kinds import Kind
-from attnscope.model.transformer import MultiHeadAttention, Transformer
+from attnscope.model.transformer import Transformer
 
 HeadKey = tuple[Kind, int, int]  # (kind, layer, head)
 

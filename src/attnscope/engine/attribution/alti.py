@@ -28,7 +28,7 @@ from attnscope.engine.attribution.contributions import Contributions, float64_mo
 from attnscope.engine.attribution.norms import mixed_vectors
 from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.engine.recording.tracer import EVERYTHING, Layer, Sublayer, Trace, decoder_inputs, kept, trace
-from attnscope.model.transformer import Residual
+from attnscope.model.blocks import Residual
 
 METHOD = "ALTI+"
 

@@ -68,7 +68,7 @@ def decoder_layer_mixing(lt: Layer) -> tuple[Tensor, Tensor]:
     s = ci.values.shape[2]
 
     def cross(h: Tensor) -> Tensor:  # the traced keys and values of the source, queried from h
-        return ca.module(ca.module.project_q(h), ci.keys[:1], ci.values[:1], ci.mask)
+        return ca.module(ca.module.project_q(h), ci.keys[:1], ci.values[:1], ci.mask)[0]
 
     base, attn = _variants(x, sa_out[0], mixed_vectors(sa))
     y_self = layer.ffn_block(layer.cross_block(layer.self_block(base, lambda _h: attn), cross), layer.ffn)

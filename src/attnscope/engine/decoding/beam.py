@@ -2,19 +2,30 @@
 every head's attention for the best hypothesis, recorded while it searches)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, Sequence
 
 import torch
 from torch import Tensor
 
 from attnscope.engine.decoding.beam_result import BeamNode, BeamResult
-from attnscope.engine.decoding.decode import Decoded, RawStep, default_max_len, step_rows
-from attnscope.engine.recording.capture import record_attention
-from attnscope.engine.recording.tracer import model_lock
+from attnscope.engine.decoding.decode import Decoded, RawStep, default_max_len
+from attnscope.engine.recording.steps import join_steps
+from attnscope.engine.recording.tracer import eval_mode
 from attnscope.model.config import BOS_ID, EOS_ID
 from attnscope.model.tokenization import strip_specials
-from attnscope.model.transformer import DecoderCache, Transformer
+from attnscope.model.transformer import DecoderCache, DecoderOutput, EncoderOutput, Transformer
+
+
+class Watcher(Protocol):
+    """What a caller sees of a beam search while it runs (beam_decode records the best hypothesis from it)."""
+
+    def encoded(self, source: EncoderOutput) -> None:
+        """The encoder's output, with every layer's weights."""
+
+    def stepped(self, log_probs: Tensor, top_idx: Tensor, step: DecoderOutput) -> None:
+        """One step: next-token log-probabilities (B*k, V), the flat indices (B, 2k) of the candidates it ranked,
+        and the decoder's output with every head's weights, before the beam moves on."""
 
 
 def normalised(log_prob: float, length: int, alpha: float) -> float:
@@ -24,17 +35,16 @@ def normalised(log_prob: float, length: int, alpha: float) -> float:
 @torch.no_grad()
 def beam_search(model: Transformer, src: Tensor, beam_size: int, *, max_len: int | None = None,
                 length_penalty: float = 1.0, use_cache: bool = True,
-                watch: Callable[[Tensor, Tensor], None] | None = None) -> list[BeamResult]:
-    """Beam search for padded sources (B, S); hypotheses are scored by log-prob / length^alpha.
-
-    `watch`, if given, sees each step's next-token log-probabilities (B*k, V) and the flat indices (B, 2k) of the
-    candidates the step ranked, before the beam moves on."""
+                watch: Watcher | None = None) -> list[BeamResult]:
+    """Beam search for padded sources (B, S); hypotheses are scored by log-prob / length^alpha. A `watch`er sees
+    the search as it runs, every head's weights included."""
     b, k = src.shape[0], beam_size
     max_len = max_len or default_max_len(model, src.shape[1])
-    with model_lock(model):
-        memory, src_mask = model.encode(src)
-        memory = memory.repeat_interleave(k, 0)  # (B*k, S, D)
-        src_mask = None if src_mask is None else src_mask.repeat_interleave(k, 0)
+    with eval_mode(model):
+        source = model.encode(src, output_attentions=watch is not None)
+        if watch is not None:
+            watch.encoded(source)
+        source = source.repeat(k)  # (B*k, S, D)
         cache = DecoderCache.empty(len(model.decoder)) if use_cache else None
         tokens = torch.full((b * k, 1), BOS_ID, dtype=torch.long, device=src.device)
         scores = torch.full((b, k), float("-inf"), device=src.device)
@@ -44,11 +54,12 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, *, max_len: int
         done = [False] * b
         for step in range(1, max_len + 1):
             feed = tokens[:, -1:] if use_cache else tokens
-            log_probs = model.next_logits(feed, memory, src_mask, cache).float().log_softmax(-1)  # (B*k, V)
+            step_out = model.decode(feed, source, cache, last_only=True, output_attentions=watch is not None)
+            log_probs = step_out.logits[:, -1].float().log_softmax(-1)  # (B*k, V)
             cand = (scores.view(-1, 1) + log_probs).view(b, -1)  # (B, k*V)
             top_scores, top_idx = cand.topk(2 * k, dim=1)
             if watch is not None:
-                watch(log_probs, top_idx)
+                watch.stepped(log_probs, top_idx, step_out)
             parents, next_tokens, next_scores = [], [], []
             for i in range(b):
                 chosen = DEAD_BEAM * k if done[i] else _advance(
@@ -123,12 +134,35 @@ def beam_search_batch(model: Transformer, src: Tensor, beam_size: int, max_len: 
 @dataclass
 class _StepStats:
     """What one step of a one-source search offers each beam row: its top-k, entropy and the ranked candidates'
-    log-probabilities (the chosen token is always among them)."""
+    log-probabilities (the chosen token is always among them), and every row's weights."""
 
     top_probs: Tensor  # (k, top_k)
     top_ids: Tensor  # (k, top_k)
     entropy: Tensor  # (k,)
     candidates: dict[int, float]  # flat index row * V + token -> that token's log-probability in that row
+    attention: dict[str, Tensor]  # "decoder" / "cross" -> (L, k, H, Q, K_t)
+
+
+@dataclass
+class _Recorder:
+    """The Watcher of a one-source search: the encoder's weights and each step's statistics."""
+
+    top_k: int
+    encoder: Tensor | None = None  # (L, H, S, S)
+    steps: list[_StepStats] = field(default_factory=list)
+
+    def encoded(self, source: EncoderOutput) -> None:
+        self.encoder = torch.cat(source.attentions)
+
+    def stepped(self, log_probs: Tensor, top_idx: Tensor, step: DecoderOutput) -> None:
+        probs = log_probs.exp()
+        top = probs.topk(min(self.top_k, probs.shape[-1]), dim=-1)
+        flat = top_idx[0]
+        lps = log_probs.view(-1)[flat]
+        self.steps.append(_StepStats(top.values, top.indices, -(probs * log_probs).nan_to_num().sum(-1),
+                                     dict(zip(flat.tolist(), lps.tolist())),
+                                     {"decoder": torch.stack(step.self_attentions),
+                                      "cross": torch.stack(step.cross_attentions)}))
 
 
 @torch.inference_mode()
@@ -139,19 +173,9 @@ def beam_decode(model: Transformer, src_ids: Sequence[int], beam_size: int, *, m
     of its tokens (the nodes' slots; the KV cache was reordered with the beam, so each row attends over that
     hypothesis' own prefix). No second pass: the record is what the search computed."""
     src = torch.tensor([list(src_ids)], dtype=torch.long, device=next(model.parameters()).device)
-    seen: list[_StepStats] = []
-
-    def watch(log_probs: Tensor, top_idx: Tensor) -> None:
-        probs = log_probs.exp()
-        top = probs.topk(min(top_k, probs.shape[-1]), dim=-1)
-        flat = top_idx[0]
-        lps = log_probs.view(-1)[flat]
-        seen.append(_StepStats(top.values, top.indices, -(probs * log_probs).nan_to_num().sum(-1),
-                               dict(zip(flat.tolist(), lps.tolist()))))
-
-    with record_attention(model) as rec:
-        result = beam_search(model, src, beam_size, max_len=max_len, length_penalty=length_penalty,
-                             use_cache=use_cache, watch=watch)[0]
+    seen = _Recorder(top_k)
+    result = beam_search(model, src, beam_size, max_len=max_len, length_penalty=length_penalty, use_cache=use_cache,
+                         watch=seen)[0]
     best_ids = result.hypotheses[0][0]
     best = next(n for n in result.nodes if n.status == "finished" and result.path(n.id) == best_ids)
     chain = [best]
@@ -161,12 +185,11 @@ def beam_decode(model: Transformer, src_ids: Sequence[int], beam_size: int, *, m
     vocab = model.config.tgt_vocab_size
     out = Decoded(list(best_ids))
     for node in chain:
-        stats, row = seen[node.step - 1], node.slot
+        stats, row = seen.steps[node.step - 1], node.slot
         out.steps.append(RawStep(node.token_id, stats.candidates[row * vocab + node.token_id],
                                  stats.top_ids[row].tolist(), stats.top_probs[row].tolist(), float(stats.entropy[row])))
-    names = rec.by_kind()
-    out.encoder = torch.stack([rec.calls[n][0][0] for n in names["encoder"]])
+    out.encoder = seen.encoder
     for kind in ("decoder", "cross"):
-        rows = [[rec.calls[n][node.step - 1][node.slot:node.slot + 1] for node in chain] for n in names[kind]]
-        setattr(out, kind, step_rows(rows))
+        rows = [seen.steps[node.step - 1].attention[kind][:, node.slot] for node in chain]
+        setattr(out, kind, join_steps(rows, last_query=True))
     return result, out

@@ -1,8 +1,8 @@
 """The recorder: capture every attention head of one forward pass (or of a decoding loop).
 
 Works on any model, with no glue in the user's code:
-- attnscope's own model: the tracer's weights-only mode (tracer.py), each attention module's `sink` (the fast
-  path: nothing else runs, not even a hook, so recording the shipped model costs what it always did);
+- models built of attnscope's attention: the tracer's weights-only hooks on each module's `hook_pattern`
+  (tracer.py; attnscope's own decoding asks the model for its weights instead, see model/transformer.py);
 - modules built from `torch.nn.MultiheadAttention` (nn.Transformer, hand-written encoder-decoders): a
   pre-hook asks for per-head weights and a forward hook reads them, then hands the caller exactly
   what it asked for (None, head-averaged or per-head);
@@ -31,8 +31,8 @@ from attnscope.engine.recording.record import RecordError
 from attnscope.engine.recording.recorded import Recording, Structure, infer_kind
 from attnscope.engine.recording.streams import Streams
 from attnscope.engine.recording.tracer import WEIGHTS, Calls, eval_mode, install, model_lock
+from attnscope.model.attention import MultiHeadAttention
 from attnscope.model.kinds import Kind
-from attnscope.model.transformer import MultiHeadAttention
 
 __all__ = ["Recording", "infer_kind", "record_attention"]
 
@@ -173,8 +173,8 @@ def _report(mode: AttentionMode, recording: Recording) -> None:
 
 def _hook_native(module: nn.Module, modules: dict[str, MultiHeadAttention], recording: Recording,
                  given: dict[str, Kind | None], cleanup: ExitStack) -> None:
-    """attnscope's own model: the tracer's weights-only mode, each attention module's softmaxed weights appended
-    to the recording's calls through its sink, nothing else."""
+    """A model built of attnscope's attention: the tracer's weights-only hooks, each attention module's softmaxed
+    weights appended to the recording's calls, nothing else."""
     for name, m in modules.items():
         given.setdefault(name, m.kind)
         recording.kinds[name] = given[name]

@@ -1,16 +1,16 @@
-"""The tracer of attnscope's own model: hooks that keep what one forward pass computed, chosen by flags.
+"""The tracer of attnscope's own model: what one forward pass computed, chosen by flags.
 
-`Keep` says what to keep: the softmaxed weights of every head; the internals of each attention call (q, k, v,
-scores, mask, the heads side by side, the output); the residual stream (embeddings, positions, each layer's
-input and output, each residual block and its LayerNorm). `tracing()` installs exactly those hooks, under the
-model's lock and in eval mode, and collects every call made from the thread that installed them into `Calls`
-(`install` alone puts them on a model whose caller holds the lock already).
-Nothing is recomputed: the values are the tensors the model's own modules received and returned.
+`Keep` says what to keep: the softmaxed weights of every head (which the model returns when asked); the
+internals of each attention call (q, k, v, scores, mask, the heads side by side, the output); the residual
+stream (embeddings, positions, each layer's input and output, each residual block and its LayerNorm).
+`tracing()` installs hooks for what the model does not return, under the model's lock and in eval mode, and
+collects every call made from the thread that installed them into `Calls` (`install` alone puts them on a
+model whose caller holds the lock already; record_attention uses its weights-only hooks on models built of
+attnscope's attention). Nothing is recomputed: the values are the tensors the model's own modules received and
+returned.
 
-- capture (recording/capture.py) runs the weights-only mode over a whole decoding loop: each attention module's
-  sink appends its weights to the recording, the cheapest form (it runs on every translation);
-- `trace()` runs one teacher-forced pass (with or without the KV cache) and returns one `Trace`, which
-  attribution reads (engine/attribution) and the inside view turns into plain numpy data (inside/traced.py).
+`trace()` runs one teacher-forced pass (with or without the KV cache) and returns one `Trace`, which
+attribution reads (engine/attribution) and the inside view turns into plain numpy data (inside/traced.py).
 """
 from __future__ import annotations
 
@@ -26,9 +26,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from attnscope.engine.recording.steps import join_steps
+from attnscope.model.attention import MultiHeadAttention
+from attnscope.model.blocks import Residual
 from attnscope.model.config import BOS_ID
 from attnscope.model.kinds import Kind
-from attnscope.model.transformer import DecoderCache, DecoderLayer, EncoderLayer, MultiHeadAttention, Residual, Sink, Transformer
+from attnscope.model.transformer import DecoderCache, DecoderLayer, EncoderLayer, Transformer
 
 Phase = Literal["encoder", "decoder"]
 T = TypeVar("T")
@@ -127,14 +130,8 @@ def install(hooks: ExitStack, model: nn.Module, keep: Keep, calls: Calls, attent
 
 
 def _keep_weights(hooks: ExitStack, name: str, attn: MultiHeadAttention, into: dict[str, list[Tensor]], thread: int) -> None:
-    """The weights-only route: append each call's weights to into[name], nothing else (capture runs it 8 times a
-    decoding step). Through the module's sink while it is free (no module call, see model.transformer.Sink), else
-    (a trace nested in another of the same model) through a hook on `hook_pattern`, which sees the same tensors."""
-    if attn.sink is None:
-        attn.sink = Sink(thread, into, name)
-        hooks.callback(setattr, attn, "sink", None)
-        return
-
+    """The weights-only route (record_attention on a model built of attnscope's attention): append each call's
+    weights, as `hook_pattern` sees them, to into[name]; nothing else."""
     def keep(_m: nn.Module, _args: Any, weights: Tensor) -> None:
         if threading.get_ident() == thread:  # detach only a tensor with a graph: a new tensor object costs
             into.setdefault(name, []).append(weights.detach() if weights.requires_grad else weights)
@@ -149,7 +146,7 @@ def _on_output(hooks: ExitStack, calls: Calls, module: nn.Module, name: str,
 
 def _hook_internals(hooks: ExitStack, calls: Calls, name: str, attn: MultiHeadAttention) -> None:
     """q, keys, values and mask (the module's arguments) with its output, the scores, the concatenated heads."""
-    _on_output(hooks, calls, attn, f"{name}.call", lambda args, out: (*args, out))
+    _on_output(hooks, calls, attn, f"{name}.call", lambda args, out: (*args[:4], out[0]))
     _on_output(hooks, calls, attn.hook_scores, f"{name}.scores")
     _on_output(hooks, calls, attn.out_proj, f"{name}.concat", lambda args, _out: args[0])
 
@@ -163,7 +160,7 @@ def _hook_stream(hooks: ExitStack, calls: Calls, model: Transformer) -> None:
     _on_output(hooks, calls, model.encoder_norm, "memory")
     for name, m in model.named_modules():
         if isinstance(m, (EncoderLayer, DecoderLayer)):
-            _on_output(hooks, calls, m, f"{name}.io", _in_out)
+            _on_output(hooks, calls, m, f"{name}.io", lambda args, out: (args[0], out[0]))
             for block_name, block in _attention_blocks(m).items():
                 _on_output(hooks, calls, block, f"{name}.{block_name}.io", _in_out)
                 _on_output(hooks, calls, block.norm, f"{name}.{block_name}.norm", _in_out)
@@ -294,25 +291,33 @@ def trace(model: Transformer, source_ids: Sequence[int], target_ids: Sequence[in
     device = next(model.parameters()).device
     src = torch.tensor([list(source_ids)], dtype=torch.long, device=device)
     tgt = torch.tensor([list(target_ids)], dtype=torch.long, device=device)
-    with tracing(model, keep) as calls:
-        memory, src_mask = model.encode(src)
+    with tracing(model, Keep(weights=False, internals=keep.internals, stream=keep.stream)) as calls:
+        source = model.encode(src, output_attentions=keep.weights)
         calls.phase = "decoder"
         if use_cache:
             cache = DecoderCache.empty(len(model.decoder))
-            logits = torch.cat([model.decode(tgt[:, t:t + 1], memory, src_mask, cache) for t in range(tgt.shape[1])], 1)
+            steps = [model.decode(tgt[:, t:t + 1], source, cache, output_attentions=keep.weights)
+                     for t in range(tgt.shape[1])]
         else:
-            logits = model.decode(tgt, memory, src_mask)
-    return _assemble(model, calls, keep, tuple(source_ids), tuple(target_ids), use_cache, logits)
+            steps = [model.decode(tgt, source, output_attentions=keep.weights)]
+    weights = {}
+    if keep.weights:
+        names = model.attention_by_kind()
+        weights = {**dict(zip(names["encoder"], source.attentions)),
+                   **{name: join_steps([s.self_attentions[i] for s in steps]) for i, name in enumerate(names["decoder"])},
+                   **{name: join_steps([s.cross_attentions[i] for s in steps]) for i, name in enumerate(names["cross"])}}
+    logits = torch.cat([s.logits for s in steps], 1)
+    return _assemble(model, calls, weights, keep, tuple(source_ids), tuple(target_ids), use_cache, logits)
 
 
-def _assemble(model: Transformer, calls: Calls, keep: Keep, source_ids: tuple[int, ...], target_ids: tuple[int, ...],
-              use_cache: bool, logits: Tensor) -> Trace:
+def _assemble(model: Transformer, calls: Calls, weights: dict[str, Tensor], keep: Keep, source_ids: tuple[int, ...],
+              target_ids: tuple[int, ...], use_cache: bool, logits: Tensor) -> Trace:
     names = {m: name for name, m in model.named_modules()}
 
     def sublayer(attn: MultiHeadAttention, block: Residual, layer: int) -> Sublayer:
         phase: Phase = "encoder" if attn.kind == "encoder" else "decoder"
         name = names[attn]
-        return Sublayer(attn.kind, layer, attn, block, _square(calls.weights[name], 0.0) if keep.weights else None,
+        return Sublayer(attn.kind, layer, attn, block, weights.get(name),
                         _internals(calls, phase, name) if keep.internals else None,
                         _block_stream(calls, phase, names[block]) if keep.stream else None)
 
@@ -336,13 +341,6 @@ def _rows(calls: list[Tensor], dim: int = 1) -> Tensor:
     return calls[0] if len(calls) == 1 else torch.cat(calls, dim)
 
 
-def _square(calls: list[Tensor], fill: float) -> Tensor:
-    """(B, H, Q, K) rows of every call, right-padded to the last call's keys: a key a cached step had not yet
-    computed is a future position, so its score is -inf and its weight 0, as under the causal mask."""
-    n_keys = calls[-1].shape[-1]
-    return _rows([F.pad(c, (0, n_keys - c.shape[-1]), value=fill) for c in calls], 2)
-
-
 def _mask(calls: list[tuple[Tensor, ...]]) -> Tensor | None:
     """The masks of every call as one (B, 1, Q, K) mask of the joined rows; a call's None allows each key it had.
     None when every call allowed every key (cross-attention to an unpadded source)."""
@@ -360,7 +358,7 @@ def _mask(calls: list[tuple[Tensor, ...]]) -> Tensor | None:
 def _internals(calls: Calls, phase: Phase, name: str) -> Internals:
     each = calls.of(phase, f"{name}.call")  # (q, keys, values, mask, output) per call
     return Internals(queries=_rows([c[0] for c in each], 2), keys=each[-1][1], values=each[-1][2],  # the last call's
-                     scores=_square(calls.of(phase, f"{name}.scores"), -math.inf), mask=_mask(each),  # keys: every one
+                     scores=join_steps(calls.of(phase, f"{name}.scores"), -math.inf), mask=_mask(each),  # keys: every one
                      concat=_rows(calls.of(phase, f"{name}.concat")), output=_rows([c[4] for c in each]))
 
 

@@ -1,36 +1,44 @@
-"""Greedy decoding's rows are assembled once, after the loop: each is the very tensor its step's hook saw."""
+"""The one join of per-step rows (recording/steps.py), and greedy's rows: each is the very tensor its step computed."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from attnscope.engine.decoding.decode import greedy, step_rows
+from attnscope.engine.decoding.decode import greedy
+from attnscope.engine.recording.steps import join_steps
 from tests.engine_fixtures import random_source, tiny_model
 
 
-def reference(calls_per_layer: list[list[torch.Tensor]]) -> torch.Tensor:
-    """Row by row, as the loop used to do it: the last query of each call, right-padded with zeros."""
-    n_keys = max(c.shape[-1] for calls in calls_per_layer for c in calls)
-    return torch.stack([torch.stack([torch.nn.functional.pad(c[0, :, -1], (0, n_keys - c.shape[-1])) for c in calls], dim=1)
-                        for calls in calls_per_layer])
+def reference(steps: list[torch.Tensor], fill: float) -> torch.Tensor:
+    """Row by row: the last query of each step (L, H, Q_t, K_t), right-padded with `fill`, as (L, H, T, K)."""
+    n_keys = max(s.shape[-1] for s in steps)
+    return torch.stack([torch.nn.functional.pad(s[:, :, -1], (0, n_keys - s.shape[-1]), value=fill) for s in steps], dim=2)
 
 
 @pytest.mark.parametrize("queries", ["one per step (KV cache)", "whole prefix per step"])
 @pytest.mark.parametrize("keys", ["growing (self-attention)", "fixed (cross-attention)"])
-def test_step_rows_equal_the_padded_last_rows_of_every_call(queries: str, keys: str) -> None:
+@pytest.mark.parametrize("fill", [0.0, float("-inf")])
+def test_joined_rows_equal_the_padded_last_rows_of_every_step(queries: str, keys: str, fill: float) -> None:
     g = torch.Generator().manual_seed(0)
     n_layers, n_heads, n_steps, n_source = 3, 4, 6, 5
-    calls = [[torch.rand(1, n_heads, 1 if queries.startswith("one") else t + 1,
-                         t + 1 if keys.startswith("growing") else n_source, generator=g) for t in range(n_steps)]
-             for _ in range(n_layers)]
-    got = step_rows(calls)
-    assert torch.equal(got, reference(calls))
+    steps = [torch.rand(n_layers, n_heads, 1 if queries.startswith("one") else t + 1,
+                        t + 1 if keys.startswith("growing") else n_source, generator=g) for t in range(n_steps)]
+    got = join_steps(steps, fill, last_query=True)
+    assert torch.equal(got, reference(steps, fill))
     assert got.shape == (n_layers, n_heads, n_steps, n_steps if keys.startswith("growing") else n_source)
+
+
+def test_joining_keeps_every_query_of_each_step() -> None:
+    """A first step with a whole prompt, then one query a step: every query is a row, in order."""
+    prompt, step = torch.rand(1, 2, 3, 3), torch.rand(1, 2, 1, 4)
+    got = join_steps([prompt, step])
+    assert got.shape == (1, 2, 4, 4)
+    assert torch.equal(got[:, :, :3, :3], prompt) and not got[:, :, :3, 3].any() and torch.equal(got[:, :, 3:], step)
 
 
 @pytest.mark.parametrize("use_cache", [True, False])
 def test_greedy_rows_are_bit_for_bit_the_weights_each_step_computed(use_cache: bool) -> None:
-    """A second hook beside the recorder's keeps every call; greedy's arrays hold exactly those numbers."""
+    """A hook keeps every call's weights; greedy's arrays, returned by the model, hold exactly those numbers."""
     model = tiny_model(1)
     seen: dict[str, list[torch.Tensor]] = {}
     handles = [m.hook_pattern.register_forward_hook(lambda _m, _a, w, name=name: seen.setdefault(name, []).append(w.clone()))

@@ -1,0 +1,133 @@
+"""Multi-head scaled dot-product attention (Vaswani et al. 2017, section 3.2.2), the one attention of the model.
+
+`attend` is the one path: softmax(q kᵀ / √d_k) v, with the weights made when anyone needs them (the caller asks
+for them, or a hook watches `hook_scores` / `hook_pattern`), which the module then returns beside its output.
+When nobody looks at them it hands the same function to `F.scaled_dot_product_attention`: a fused kernel that
+never makes the weights (the one speed trick; CPU training with attention dropout keeps the explicit
+product, whose dropout masks are cheaper there, see `dropout`).
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from attnscope.model.kinds import Kind
+
+
+class HookPoint(nn.Module):
+    """Identity module marking a tensor that hooks may read (TransformerLens-style)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x
+
+    @property
+    def hooked(self) -> bool:
+        return bool(self._forward_hooks)
+
+
+def dropout(x: Tensor, p: float, training: bool) -> Tensor:
+    """F.dropout, but on the CPU the mask comes from uniform floats compared with p (the same keep probability,
+    1 - p): the CPU's bernoulli_ costs ~10 ns an element, which made dropout masks a sixth of a training step."""
+    if not training or p == 0.0:
+        return x
+    if x.device.type != "cpu":
+        return F.dropout(x, p)
+    return x * torch.rand(x.shape).ge_(p).mul_(1.0 / (1.0 - p)).to(x.dtype)
+
+
+def split_heads(x: Tensor, n_heads: int) -> Tensor:
+    b, n, d = x.shape
+    return x.view(b, n, n_heads, d // n_heads).transpose(1, 2)  # (B, H, N, dh)
+
+
+def packed_linear(*layers: nn.Linear) -> tuple[Tensor, Tensor | None]:
+    """Several linear layers of one input as one weight and bias: a wide product uses the CPU's
+    threads far better than narrow ones (measured in BENCHMARKS.md, section 1). Layers without
+    biases (config.qkv_bias False) pack to no bias."""
+    biases = [layer.bias for layer in layers]
+    return torch.cat([layer.weight for layer in layers]), None if biases[0] is None else torch.cat(biases)
+
+
+class MultiHeadAttention(nn.Module):
+    """Scaled dot-product attention over several heads, of one kind (encoder / decoder / cross, see kinds.py).
+
+    Hook points: `hook_scores` (B, H, Q, K) the scaled scores with -inf where masked, before the softmax;
+    `hook_pattern` (B, H, Q, K) the weights, after the softmax and before dropout."""
+
+    def __init__(self, *, d_model: int, n_heads: int, dropout: float, kind: Kind, qkv_bias: bool = True) -> None:
+        super().__init__()
+        self.kind, self.n_heads = kind, n_heads
+        self.q_proj = nn.Linear(d_model, d_model, bias=qkv_bias)
+        self.k_proj = nn.Linear(d_model, d_model, bias=qkv_bias)
+        self.v_proj = nn.Linear(d_model, d_model, bias=qkv_bias)
+        self.out_proj = nn.Linear(d_model, d_model)
+        self.dropout = dropout
+        self.hook_scores = HookPoint()
+        self.hook_pattern = HookPoint()
+
+    def _heads(self, projected: Tensor, n: int) -> list[Tensor]:
+        """Split n projections computed side by side into heads, each (B, H, N, dh)."""
+        return [split_heads(t, self.n_heads) for t in projected.chunk(n, -1)]
+
+    def qkv_weights(self) -> tuple[Tensor, Tensor | None]:
+        """The q/k/v projections as one (3D, D) weight and its bias."""
+        return packed_linear(self.q_proj, self.k_proj, self.v_proj)
+
+    def project_qkv(self, x: Tensor, weights: tuple[Tensor, Tensor | None] | None = None) -> tuple[Tensor, Tensor, Tensor]:
+        """Queries, keys and values of `x` for self-attention, each (B, H, N, dh). Incremental decoding
+        passes `weights` (from qkv_weights()) packed once per sentence instead of once per step."""
+        q, k, v = self._heads(F.linear(x, *(weights or self.qkv_weights())), 3)
+        return q, k, v
+
+    def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """Keys and values of `x`, each (B, H, K, dh); computed once per source by incremental decoding."""
+        k, v = self._heads(F.linear(x, *packed_linear(self.k_proj, self.v_proj)), 2)
+        return k, v
+
+    def project_q(self, x: Tensor) -> Tensor:
+        return split_heads(self.q_proj(x), self.n_heads)
+
+    def forward(self, q: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None,
+                need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+        """Attend from projected queries `q` (B, H, Q, dh) to keys/values; `mask` is True where allowed (None: all).
+        Returns the output (B, Q, D) and, when `need_weights`, the weights (B, H, Q, K) it was computed with."""
+        out, weights = self.attend(q, keys, values, mask, need_weights)
+        b, h, n, dh = out.shape
+        return self.out_proj(out.transpose(1, 2).reshape(b, n, h * dh)), weights  # heads side by side (B, Q, H*dh)
+
+    def attend(self, q: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None,
+               need_weights: bool) -> tuple[Tensor, Tensor | None]:
+        """softmax(q kᵀ / √d_k) v per head, (B, H, Q, dh), and the weights when they are made."""
+        p = self.dropout if self.training else 0.0
+        scores_hooked, pattern_hooked = self.hook_scores.hooked, self.hook_pattern.hooked
+        if not (need_weights or scores_hooked or pattern_hooked or (p and q.device.type == "cpu")):
+            return F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, dropout_p=p), None
+        b, h, n, dh = q.shape
+        # The heads stay one batch axis (B*H) from the first product to the last and the scale is applied inside
+        # the first: recording runs this 8 times a decoding step, where each kernel and view costs what these
+        # small products do.
+        scores = torch.baddbmm(_zero(q), q.reshape(b * h, n, dh), keys.reshape(b * h, -1, dh).mT, beta=0,
+                               alpha=dh ** -0.5)  # (B*H, Q, K)
+        if mask is not None or scores_hooked:
+            shaped = scores.view(b, h, n, -1)
+            if mask is not None:
+                shaped = shaped.masked_fill(~mask, float("-inf"))
+            scores = (self.hook_scores(shaped) if scores_hooked else shaped).reshape(b * h, n, -1)
+        weights = scores.softmax(-1)
+        shaped = self.hook_pattern(weights.view(b, h, n, -1)) if pattern_hooked else weights.view(b, h, n, -1)
+        weights = shaped.reshape(b * h, n, -1) if pattern_hooked else weights
+        out = torch.bmm(dropout(weights, p, True), values.reshape(b * h, -1, dh)).view(b, h, n, dh)
+        return out, shaped if need_weights else None
+
+
+_ZEROS: dict[tuple[torch.dtype, torch.device], Tensor] = {}
+
+
+def _zero(like: Tensor) -> Tensor:
+    """A 0-d zero of `like`'s dtype and device (baddbmm's ignored addend), made once."""
+    zero = _ZEROS.get((like.dtype, like.device))
+    if zero is None:
+        with torch.inference_mode(False):  # a plain tensor, also when first made while decoding in inference mode
+            zero = _ZEROS[(like.dtype, like.device)] = torch.zeros((), dtype=like.dtype, device=like.device)
+    return zero
