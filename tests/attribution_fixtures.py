@@ -11,7 +11,7 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-from attnscope.engine.recording.tracer import decoder_inputs
+from attnscope.engine.recording.trace import decoder_inputs
 from attnscope.model.config import EOS_ID, ModelConfig
 from attnscope.model.transformer import Transformer
 

@@ -69,7 +69,8 @@ def expected(toy_checkpoint_dir: Path) -> dict:
     from attnscope.engine.attribution.saliency import saliency
     from attnscope.engine.attribution.value_zeroing import value_zeroing
     from attnscope.engine.decoding.translator import Translator
-    from attnscope.engine.recording.tracer import decoder_inputs, trace
+    from attnscope.engine.recording.trace import decoder_inputs
+    from attnscope.engine.recording.tracer import trace
 
     tr = Translator(*checkpoint.load(next(toy_checkpoint_dir.glob("*.safetensors"))))
     result = tr.translate(SENTENCE, max_len=tr.model.config.max_len)

@@ -348,7 +348,7 @@ def inside_latency(tr: Translator, repeats: int, max_len: int | None = None) -> 
     from attnscope.engine.inside.head_view import head_view
     from attnscope.engine.inside.lens import logit_lens
     from attnscope.engine.inside.traced import sentence_trace
-    from attnscope.engine.recording.tracer import decoder_inputs
+    from attnscope.engine.recording.trace import decoder_inputs
     from attnscope.viz.inside import PANELS
     from attnscope.viz.lens import lens_table
 

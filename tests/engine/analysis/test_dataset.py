@@ -122,7 +122,7 @@ def test_batched_records_hold_no_lock_between_batches(tr) -> None:
     """A caller may stop between sentences (the page's Stop): the model must be free again meanwhile."""
     import threading
 
-    from attnscope.engine.recording.tracer import model_lock
+    from attnscope.engine.recording.sharing import model_lock
 
     records = batched_records(tr, SENTENCES, batch_size=2)
     next(records)

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from attnscope.engine.attribution import alti
-from attnscope.engine.recording.tracer import decoder_inputs, trace
+from attnscope.engine.recording.trace import decoder_inputs
+from attnscope.engine.recording.tracer import trace
 from tests.attribution_fixtures import pair, run, tiny
 from tests.engine_fixtures import tiny_translator
 

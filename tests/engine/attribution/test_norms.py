@@ -7,7 +7,8 @@ import torch
 
 from attnscope.engine.attribution.norms import layer_norms, norm_arrays, weighted_value_norms
 from attnscope.engine.recording.capture import record_attention
-from attnscope.engine.recording.tracer import decoder_inputs, trace
+from attnscope.engine.recording.trace import decoder_inputs
+from attnscope.engine.recording.tracer import trace
 from attnscope.model.attention import MultiHeadAttention
 from tests.attribution_fixtures import pair, run, tiny
 from tests.engine_fixtures import tiny_translator

@@ -8,7 +8,7 @@ import torch
 
 from attnscope.engine.attribution.quadrature import IGSettings
 from attnscope.engine.attribution.saliency import saliency, translation_saliency
-from attnscope.engine.recording.tracer import decoder_inputs
+from attnscope.engine.recording.trace import decoder_inputs
 from tests.attribution_fixtures import pair, tiny
 from tests.engine_fixtures import tiny_translator
 

@@ -11,7 +11,8 @@ import torch
 import attnscope
 from attnscope.checkpoints.registry import shipped_dir
 from attnscope.engine.attribution.value_zeroing import from_trace, value_zeroing
-from attnscope.engine.recording.tracer import decoder_inputs, trace
+from attnscope.engine.recording.trace import decoder_inputs
+from attnscope.engine.recording.tracer import trace
 from tests.attribution_fixtures import pair, run, tiny
 from tests.engine_fixtures import tiny_translator
 

@@ -8,7 +8,8 @@ import attnscope
 from attnscope.engine.inside.head_view import head_view
 from attnscope.engine.inside.lens import logit_lens
 from attnscope.engine.inside.traced import forward_trace, sentence_trace
-from attnscope.engine.recording.tracer import decoder_inputs, trace
+from attnscope.engine.recording.trace import decoder_inputs
+from attnscope.engine.recording.tracer import trace
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from attnscope.engine.recording.capture import record_attention
-from attnscope.engine.recording.tracer import EVERYTHING, WEIGHTS, Keep, Trace, kept, trace, tracing
+from attnscope.engine.recording.trace import EVERYTHING, WEIGHTS, Keep, Trace, kept
+from attnscope.engine.recording.tracer import trace, tracing
 from attnscope.model.attention import split_heads
 from tests.engine.inside.inside_fixtures import VARIANTS, Case, inside_trace, make_case
 from tests.engine_fixtures import no_hooks_left, tiny_model

@@ -23,7 +23,8 @@ from attnscope.engine.attribution.sentence import SentenceAttribution, attribute
 from attnscope.engine.decoding.decode import greedy_batch
 from attnscope.engine.decoding.translator import InputError, Translator, budget_batches
 from attnscope.engine.recording.record import AttentionRecord
-from attnscope.engine.recording.tracer import decoder_inputs, trace
+from attnscope.engine.recording.trace import decoder_inputs
+from attnscope.engine.recording.tracer import trace
 from attnscope.model.batch import pad
 from attnscope.model.config import EOS_ID
 from attnscope.model.transformer import Transformer

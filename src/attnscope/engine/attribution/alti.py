@@ -27,7 +27,8 @@ from torch import Tensor
 from attnscope.engine.attribution.contributions import Contributions, float64_model, rolled_out
 from attnscope.engine.attribution.norms import mixed_vectors
 from attnscope.engine.decoding.translator import Translation, Translator
-from attnscope.engine.recording.tracer import EVERYTHING, Layer, Sublayer, Trace, decoder_inputs, kept, trace
+from attnscope.engine.recording.trace import EVERYTHING, Layer, Sublayer, Trace, decoder_inputs, kept
+from attnscope.engine.recording.tracer import trace
 from attnscope.model.blocks import Residual
 
 METHOD = "ALTI+"

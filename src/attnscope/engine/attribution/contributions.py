@@ -17,7 +17,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 
-from attnscope.engine.recording.tracer import model_lock
+from attnscope.engine.recording.sharing import model_lock
 from attnscope.model.transformer import Transformer
 
 

@@ -22,7 +22,8 @@ from torch import Tensor
 
 from attnscope.engine.attribution.quadrature import IGSettings, integrate
 from attnscope.engine.decoding.translator import Translation, Translator
-from attnscope.engine.recording.tracer import decoder_inputs, eval_mode, model_lock
+from attnscope.engine.recording.sharing import eval_mode, model_lock
+from attnscope.engine.recording.trace import decoder_inputs
 from attnscope.model.transformer import Transformer
 
 CHUNK = 16  # path points per forward pass: bounds memory, keeps matmuls wide

@@ -10,8 +10,8 @@ from torch import Tensor
 
 from attnscope.engine.decoding.beam_result import BeamNode, BeamResult
 from attnscope.engine.decoding.decode import Decoded, RawStep, default_max_len
+from attnscope.engine.recording.sharing import eval_mode
 from attnscope.engine.recording.steps import join_steps
-from attnscope.engine.recording.tracer import eval_mode
 from attnscope.model.config import BOS_ID, EOS_ID
 from attnscope.model.tokenization import strip_specials
 from attnscope.model.transformer import DecoderCache, DecoderOutput, EncoderOutput, Transformer

@@ -11,8 +11,9 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
+from attnscope.engine.recording.sharing import eval_mode
 from attnscope.engine.recording.steps import join_steps
-from attnscope.engine.recording.tracer import decoder_inputs, eval_mode
+from attnscope.engine.recording.trace import decoder_inputs
 from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID
 from attnscope.model.tokenization import strip_specials
 from attnscope.model.transformer import DecoderCache, Transformer

@@ -18,7 +18,7 @@ from attnscope.engine.decoding.beam import beam_decode, beam_search, beam_search
 from attnscope.engine.decoding.beam_result import BeamResult
 from attnscope.engine.decoding.decode import Decoded, default_max_len, greedy, greedy_batch, teacher_force
 from attnscope.engine.recording.record import AttentionRecord, DecodeStep
-from attnscope.engine.recording.tracer import eval_mode, model_lock
+from attnscope.engine.recording.sharing import eval_mode, model_lock
 from attnscope.model.batch import pad
 from attnscope.model.config import BOS_ID, EOS_ID
 from attnscope.model.transformer import Transformer

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from attnscope.engine.inside.trace_data import ForwardTrace, LogitLens
-from attnscope.engine.recording.tracer import eval_mode, model_lock
+from attnscope.engine.recording.sharing import eval_mode, model_lock
 from attnscope.model.transformer import Transformer
 
 

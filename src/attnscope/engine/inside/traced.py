@@ -9,7 +9,8 @@ import numpy as np
 from torch import Tensor
 
 from attnscope.engine.inside.trace_data import ForwardTrace, StreamInputs, SublayerTrace
-from attnscope.engine.recording.tracer import EVERYTHING, Embedded, Sublayer, Trace, kept, trace
+from attnscope.engine.recording.trace import EVERYTHING, Embedded, Sublayer, Trace, kept
+from attnscope.engine.recording.tracer import trace
 from attnscope.model.transformer import Transformer
 
 

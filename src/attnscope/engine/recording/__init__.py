@@ -4,8 +4,11 @@ from attnscope.engine.lazy import exports
 
 __all__, __getattr__, __dir__ = exports(__name__, {
     "capture": ["record_attention", "Recording"],
-    "tracer": ["trace", "tracing", "install", "Trace", "Keep", "WEIGHTS", "EVERYTHING", "Calls", "Sublayer", "Layer", "Internals",
-               "BlockStream", "Embedded", "decoder_inputs", "kept", "eval_mode", "model_lock"],
+    "tracer": ["trace", "tracing", "install", "Calls"],
+    "trace": ["Trace", "Keep", "WEIGHTS", "EVERYTHING", "Sublayer", "Layer", "Internals", "BlockStream", "Embedded",
+              "decoder_inputs", "kept"],
+    "sharing": ["eval_mode", "model_lock"],
+    "steps": ["join_steps"],
     "record": ["AttentionRecord", "DecodeStep", "StepAttention", "RecordError", "KINDS", "KIND_LABELS", "Kind"],
     "record_files": ["read_record", "record_meta"],
     "hf_generate": ["generate_with_attention"],

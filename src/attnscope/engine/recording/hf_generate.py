@@ -20,7 +20,8 @@ import torch
 from torch import Tensor
 
 from attnscope.engine.recording.record import AttentionRecord, RecordError
-from attnscope.engine.recording.tracer import model_lock
+from attnscope.engine.recording.sharing import model_lock
+from attnscope.engine.recording.steps import join_steps
 
 
 def generate_with_attention(model: Any, **generate_kwargs: Any) -> Any:
@@ -121,9 +122,8 @@ def _decoder_rows(output: Any, rows: Sequence[int], keep: Tensor) -> tuple[np.nd
             queries = slice(None) if step == 0 else slice(-1, None)
             self_rows.append(self_w[:, queries])
             cross_rows.append(cross_w[:, queries][..., keep])
-        n_keys = sum(r.shape[1] for r in self_rows)
-        decoder.append(torch.cat([torch.nn.functional.pad(r, (0, n_keys - r.shape[-1])) for r in self_rows], dim=1))
-        cross.append(torch.cat(cross_rows, dim=1))
+        decoder.append(join_steps(self_rows))
+        cross.append(join_steps(cross_rows))
     return np.stack([_numpy(d) for d in decoder]), np.stack([_numpy(c) for c in cross])
 
 

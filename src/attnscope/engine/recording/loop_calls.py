@@ -19,6 +19,7 @@ import torch
 from torch import Tensor
 
 from attnscope.engine.recording.record import RecordError
+from attnscope.engine.recording.steps import join_steps
 
 Pattern = Literal["once", "rerun", "steps"]
 SAME = 1e-5  # two float32 computations of the same rows (a batch vs one row, a longer prefix) agree this well
@@ -39,10 +40,8 @@ class ModuleCalls:
         if self.pattern == "once":
             return self.calls[0][self._row(0, item)]
         path = self._path(item, beam_rows)
-        first = self.calls[0][path[0]]
         tail = [call[r, :, -1:] for call, r in zip(self.calls[1:], path[1:])]  # the query each step added
-        n_keys = max(t.shape[-1] for t in (first, *tail))
-        return torch.cat([torch.nn.functional.pad(t, (0, n_keys - t.shape[-1])) for t in (first, *tail)], dim=1)
+        return join_steps([self.calls[0][path[0]], *tail])
 
     def all_rows(self) -> Tensor:
         """[B, H, Q, K]: every batch row's sentence (B of the last call)."""

@@ -16,71 +16,22 @@ from __future__ import annotations
 
 import math
 import threading
-import weakref
 from collections import defaultdict
 from contextlib import ExitStack, contextmanager
-from dataclasses import astuple, dataclass
-from typing import Any, Callable, Iterator, Literal, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Literal, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from attnscope.engine.recording.sharing import eval_mode, model_lock
 from attnscope.engine.recording.steps import join_steps
+from attnscope.engine.recording.trace import EVERYTHING, WEIGHTS, BlockStream, Embedded, Internals, Keep, Layer, Sublayer, Trace
 from attnscope.model.attention import MultiHeadAttention
 from attnscope.model.blocks import Residual
-from attnscope.model.config import BOS_ID
-from attnscope.model.kinds import Kind
 from attnscope.model.transformer import DecoderCache, DecoderLayer, EncoderLayer, Transformer
 
 Phase = Literal["encoder", "decoder"]
-T = TypeVar("T")
-
-_LOCKS: "weakref.WeakKeyDictionary[nn.Module, threading.RLock]" = weakref.WeakKeyDictionary()
-_LOCKS_GUARD = threading.Lock()
-
-
-def model_lock(module: nn.Module) -> threading.RLock:
-    """The lock every user of a shared model holds while running or hooking it."""
-    with _LOCKS_GUARD:
-        lock = _LOCKS.get(module)
-        if lock is None:
-            lock = _LOCKS[module] = threading.RLock()
-        return lock
-
-
-@contextmanager
-def eval_mode(module: nn.Module, modules: Sequence[nn.Module] | None = None) -> Iterator[bool]:
-    """Run with every submodule in eval mode, then give each its own mode back; yields whether
-    any was training. Touches only the modules that were training (cheap on every translation).
-    `modules`: module.modules() when the caller has walked them already."""
-    training = [m for m in (module.modules() if modules is None else modules) if m.training]
-    for m in training:
-        m.training = False
-    try:
-        yield bool(training)
-    finally:
-        for m in training:
-            m.training = True
-
-
-@dataclass(frozen=True)
-class Keep:
-    """What a trace keeps: `weights` the softmaxed weights (B, H, Q, K) of every head; `internals` each attention
-    call's q, k, v, scores, mask, concatenated heads and output; `stream` the residual stream (embeddings,
-    positions, each layer's input and output, each attention block's input, LayerNorm input and output, output)."""
-
-    weights: bool = True
-    internals: bool = False
-    stream: bool = False
-
-    def covers(self, other: "Keep") -> bool:
-        """Whether a trace that kept this keeps everything `other` asks for."""
-        return all(mine or not theirs for mine, theirs in zip(astuple(self), astuple(other)))
-
-
-WEIGHTS = Keep()
-EVERYTHING = Keep(weights=True, internals=True, stream=True)
 
 
 class Calls:
@@ -175,109 +126,6 @@ def _attention_blocks(layer: EncoderLayer | DecoderLayer) -> dict[str, Residual]
 
 def _in_out(args: tuple[Any, ...], out: Tensor) -> tuple[Tensor, Tensor]:
     return args[0], out
-
-
-@dataclass(frozen=True)
-class Internals:
-    """What one attention sublayer computed between its projections and its output (Keep.internals)."""
-
-    queries: Tensor  # (B, H, Q, dh)
-    keys: Tensor  # (B, H, K, dh)
-    values: Tensor  # (B, H, K, dh)
-    scores: Tensor  # (B, H, Q, K) q·k/√dh, -inf where masked
-    mask: Tensor | None  # True where allowed, broadcastable to (B, H, Q, K); None: every key everywhere
-    concat: Tensor  # (B, Q, D) the heads' outputs side by side: the input of W_O
-    output: Tensor  # (B, Q, D) after the output projection
-
-
-@dataclass(frozen=True)
-class BlockStream:
-    """The residual block around one attention sublayer (Keep.stream)."""
-
-    residual: Tensor  # (B, Q, D) the block's input x
-    norm_input: Tensor  # (B, Q, D) what its LayerNorm read
-    norm_output: Tensor  # (B, Q, D) what the LayerNorm returned
-    output: Tensor  # (B, Q, D) post-LN: LN(x + attn); pre-LN: x + attn(LN(x))
-
-
-@dataclass(frozen=True)
-class Sublayer:
-    """One attention sublayer over the whole pass; with the KV cache its steps are joined along the queries
-    (keys a step had not computed yet are future positions: score -inf, weight 0, mask False)."""
-
-    kind: Kind
-    layer: int
-    module: MultiHeadAttention
-    block: Residual
-    weights: Tensor | None  # (B, H, Q, K) after the softmax (Keep.weights)
-    internals: Internals | None
-    stream: BlockStream | None
-
-
-@dataclass(frozen=True)
-class Layer:
-    """One encoder or decoder layer: its input and output (Keep.stream) and its attention sublayers."""
-
-    module: EncoderLayer | DecoderLayer
-    inputs: Tensor | None  # (B, N, D)
-    output: Tensor | None  # (B, N, D)
-    self_attn: Sublayer
-    cross_attn: Sublayer | None  # decoder layers only
-
-
-@dataclass(frozen=True)
-class Embedded:
-    """What a stack's first layer reads (Keep.stream): token embedding × scale + positional encoding."""
-
-    token_embedding: Tensor  # (B, N, D) rows of the embedding table, before scaling
-    scale: float  # √d_model, or 1 for a model that does not scale its embeddings (config.embed_scale)
-    position: Tensor  # (N, D) positional encodings of positions 0..N-1
-    total: Tensor  # (B, N, D) the sum the first layer reads (embedding dropout is off in eval)
-
-
-@dataclass(frozen=True)
-class Trace:
-    """One teacher-forced pass of a source and a decoder input (<bos> y1 .. y_t) through the whole model."""
-
-    source_ids: tuple[int, ...]
-    target_ids: tuple[int, ...]  # the decoder's inputs
-    keep: Keep
-    use_cache: bool
-    encoder: tuple[Layer, ...]
-    decoder: tuple[Layer, ...]
-    logits: Tensor  # (B, T, V) next-token logits at every target position
-    source: Embedded | None  # Keep.stream
-    target: Embedded | None
-    memory: Tensor | None  # (B, S, D) the encoder's output (after its final norm, if any), Keep.stream
-
-    def sublayer(self, kind: Kind, layer: int) -> Sublayer:
-        return self.sublayers(kind)[layer]
-
-    def sublayers(self, kind: Kind) -> list[Sublayer]:
-        """The attention sublayers of one kind, in layer order."""
-        if kind == "encoder":
-            return [layer.self_attn for layer in self.encoder]
-        if kind == "decoder":
-            return [layer.self_attn for layer in self.decoder]
-        return [layer.cross_attn for layer in self.decoder if layer.cross_attn is not None]
-
-    def require(self, keep: Keep) -> "Trace":
-        """This trace, if it kept what `keep` asks for (else a ValueError that says what to trace with)."""
-        if not self.keep.covers(keep):
-            raise ValueError(f"this trace kept {self.keep}; the caller needs {keep}")
-        return self
-
-
-def kept(value: T | None) -> T:
-    """A part of a trace that its flags kept; a ValueError for one they left out (`Trace.require` says which)."""
-    if value is None:
-        raise ValueError("this part was not kept by the trace's flags (Keep)")
-    return value
-
-
-def decoder_inputs(target_ids: Sequence[int]) -> list[int]:
-    """<bos> y1 .. y_{T-1}: what the decoder reads while choosing y1 .. yT."""
-    return [BOS_ID, *list(target_ids)[:-1]]
 
 
 @torch.no_grad()
