@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnscope.engine.recording.record import AttentionRecord
+from attnscope.records.attention import AttentionRecord
 
 SRC = ("a", "b", "a", ".", "<eos>")
 TGT = ("<bos>", "x", "y", "x")

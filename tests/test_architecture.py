@@ -1,6 +1,7 @@
 """The design's import rules, checked from the source text (ast): which part may import which.
 
-model < checkpoints < engine < training; viz draws engine data types only; only ui/, pages/ and
+model < records < checkpoints < engine < training; records (captured attention as numpy data) import no torch
+and nothing above the model; viz draws records and engine data types only; only ui/, pages/ and
 app.py know Streamlit (and the bench's served floor app, which nothing imports); bench measures everything
 and nothing imports it but the command line; cli (one module per command) may use every part but the app's
 ui/, and only the entry points (attnscope/__main__.py, attnscope/bench/__main__.py) import it; no two packages
@@ -19,22 +20,23 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "attnscope"
 
-PARTS = ("model", "checkpoints", "engine", "training", "viz", "ui", "bench", "cli")
+PARTS = ("model", "records", "checkpoints", "engine", "training", "viz", "ui", "bench", "cli")
 # Run as programs (`python -m ...`), never imported: they may import the command line, and close no loop.
 ENTRY_POINTS = {"attnscope.__main__", "attnscope.bench.__main__"}
 # Streamlit scripts the benchmarks serve (`streamlit run`) to measure against the app, never imported.
 SERVED = {"attnscope.bench.floor_app"}
 # part -> (parts of attnscope it must not import, the rule in words)
 FORBIDDEN = {
-    "model": ({"checkpoints", "engine", "training", "viz", "ui"}, "the model knows nothing of recording"),
+    "model": ({"records", "checkpoints", "engine", "training", "viz", "ui"}, "the model knows nothing of recording"),
+    "records": ({"checkpoints", "engine", "training", "viz", "ui"}, "records are plain data that the engine writes"),
     "checkpoints": ({"engine", "training", "viz", "ui"}, "checkpoints know only the model"),
     "engine": ({"training", "viz", "ui"}, "the engine knows no training loop and no screen"),
     "training": ({"viz", "ui"}, "one training loop, no UI inside"),
     "cli": ({"ui"}, "the command line runs the library, not the app"),
 }
 # Modules of plain data (no torch) that figure builders may draw from.
-ENGINE_DATA_TYPES = {"attnscope.engine.recording.record", "attnscope.engine.decoding.beam_result",
-                     "attnscope.engine.analysis.alignment", "attnscope.engine.inside.trace_data",
+ENGINE_DATA_TYPES = {"attnscope.records", "attnscope.records.attention", "attnscope.records.forward",
+                     "attnscope.engine.decoding.beam_result", "attnscope.engine.analysis.alignment",
                      "attnscope.engine.inside.head_view", "attnscope.engine.inside.offsets"}
 # What those may import in turn (torch-free too): the attention vocabulary, token conventions, the config, and the
 # parser of JSON from files (a nesting limit on json.loads).
@@ -275,9 +277,11 @@ def test_streamlit_only_in_the_app_and_its_ui() -> None:
     ("attnscope.viz.heatmap", "import torch", "figures are pure"),
     ("attnscope.viz.heatmap", "from attnscope.engine.decoding.beam import beam_search", "engine data types only"),
     ("attnscope.viz.heatmap", "from attnscope.engine import translator", "engine data types only"),
-    ("attnscope.engine.recording.record", "import torch", "figures are pure"),
+    ("attnscope.records.attention", "import torch", "figures are pure"),
     ("attnscope.model.kinds", "import torch", "figures are pure"),
-    ("attnscope.engine.recording.record", "from attnscope.model.transformer import Kind", "engine data types only"),
+    ("attnscope.records.attention", "from attnscope.model.transformer import Kind", "engine data types only"),
+    ("attnscope.records.forward", "from attnscope.engine.decoding.beam import beam_search", "plain data that the engine writes"),
+    ("attnscope.model.transformer", "from attnscope.records.attention import AttentionRecord", "knows nothing of recording"),
     ("attnscope.viz.grid", "from attnscope.model.kinds import KINDS", "engine data types only"),
     ("attnscope.engine.decoding.decode", "from ...ui import results", "no screen"),
     ("attnscope.ui.results", "from attnscope.bench.app_latency import app_latency", "nothing in it needs them"),
@@ -299,16 +303,16 @@ def test_a_broken_rule_is_reported(module: str, source: str, rule: str) -> None:
 
 def test_an_import_cycle_between_packages_is_reported() -> None:
     sources = {"attnscope.engine.decoding.translator": "from attnscope.checkpoints.checkpoint import Bundle",
-               "attnscope.checkpoints.checkpoint": "from attnscope.engine.recording.record import AttentionRecord",
-               "attnscope.engine.recording.record": ""}
+               "attnscope.checkpoints.checkpoint": "from attnscope.engine.decoding.beam_result import BeamResult",
+               "attnscope.engine.decoding.beam_result": ""}
     assert "import cycle between packages: checkpoints -> engine -> checkpoints" in violations(sources)
     assert not cycles({"engine": {"model"}, "model": set(), "ui": {"engine", "model"}})
 
 
 def test_allowed_imports_pass() -> None:
-    sources = {"attnscope.viz.grid": "import numpy\nfrom attnscope.engine.recording.record import AttentionRecord\n"
+    sources = {"attnscope.viz.grid": "import numpy\nfrom attnscope.records.attention import AttentionRecord\n"
                                      "from attnscope.viz.heatmap import COLORSCALE",
-               "attnscope.viz.heatmap": "", "attnscope.engine.recording.record": "import numpy",
+               "attnscope.viz.heatmap": "", "attnscope.records.attention": "import numpy",
                "attnscope.ui.results": "import streamlit\nfrom attnscope.engine.decoding.translator import Translator",
                "attnscope.engine.decoding.translator": "import torch\nfrom attnscope.model.config import BOS_ID",
                "attnscope.model.config": "",

@@ -14,7 +14,7 @@ from tests.support import ROOT
 # Modules on the way to every page and step (recording, translating, the step fragment's figures), and the
 # modules that build tables only on request: none may import pandas (~70 MB, ~0.5 s) when imported.
 # Streamlit itself imports pandas only when a table is drawn, so the ui modules are checked too.
-NO_PANDAS = ("attnscope", "attnscope.engine.recording.record", "attnscope.engine.decoding.translator",
+NO_PANDAS = ("attnscope", "attnscope.records.attention", "attnscope.engine.decoding.translator",
              "attnscope.engine.recording.capture", "attnscope.engine.analysis.heads",
              "attnscope.engine.inside.anatomy", "attnscope.engine.attribution.agreement",
              "attnscope.engine.analysis.dataset", "attnscope.viz.attribution", "attnscope.ui.query", "attnscope.ui.cache",

@@ -102,7 +102,7 @@ def test_an_opened_record_is_stepped_through_and_its_heads_read_without_a_model(
 
 
 def test_a_record_whose_weights_cannot_be_attention_opens_with_a_note(checkpoints_page: AppTest) -> None:
-    from attnscope.engine.recording.record import AttentionRecord
+    from attnscope.records.attention import AttentionRecord
     record = m3_record()
     cross = record.cross.copy()
     cross[0, 0, 0, 0] = np.nan

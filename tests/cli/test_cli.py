@@ -12,7 +12,7 @@ import pytest
 
 import attnscope
 from attnscope.__main__ import main
-from attnscope.engine.recording.record import AttentionRecord
+from attnscope.records.attention import AttentionRecord
 from tests.engine_fixtures import tiny_checkpoint  # noqa: F401 (fixture)
 from tests.support import CEILING
 

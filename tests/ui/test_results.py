@@ -10,7 +10,7 @@ import pytest
 import streamlit as st
 
 from attnscope.checkpoints.checkpoint import save
-from attnscope.engine.recording.record import KINDS
+from attnscope.records.attention import KINDS
 from attnscope.ui import models, results
 from attnscope.ui.query import Query
 from tests.engine_fixtures import no_hooks_left, tiny_translator

@@ -6,8 +6,8 @@ import plotly.graph_objects as go
 import pytest
 
 from attnscope.engine.decoding.beam_result import BeamNode, BeamResult
-from attnscope.engine.recording.record import DecodeStep, StepAttention
 from attnscope.model.positions import sinusoidal_table
+from attnscope.records.attention import DecodeStep, StepAttention
 from attnscope.viz.beam_tree import beam_tree, hypothesis_nodes
 from attnscope.viz.grid import MAX_CELL_SIDE, heads_grid, pooled
 from attnscope.viz.heatmap import MAX_TICKS, TITLE_PX, attention_heatmap, record_heatmap, thinned_ticks

@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from attnscope.checkpoints.checkpoint import atomic_write
-from attnscope.engine.recording.record import AttentionRecord, RecordError
 from attnscope.engine.recording.record_files import read_record, record_meta
+from attnscope.records.attention import AttentionRecord, RecordError
 from attnscope.training.loop import TrainEvent
 
 

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from attnscope.engine.decoding.translator import Translation
-from attnscope.engine.recording.record import AttentionRecord, Kind
+from attnscope.records.attention import AttentionRecord, Kind
 from attnscope.ui.cache import ResultKey
 from attnscope.ui.values_switch import NORM_LABEL, relabel
 from attnscope.viz.grid import heads_grid

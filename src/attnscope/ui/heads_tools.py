@@ -16,7 +16,7 @@ from attnscope.engine.analysis.heads import (
     source_alignment,
 )
 from attnscope.engine.decoding.translator import Translation, Translator
-from attnscope.engine.recording.record import KINDS, Kind
+from attnscope.records.attention import KINDS, Kind
 from attnscope.training.data import DataError, sample_pairs
 from attnscope.ui import models, results, selection, tables, widgets
 from attnscope.ui.attribution_tools import MAX_STATS_SAMPLE

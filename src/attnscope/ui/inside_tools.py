@@ -12,10 +12,10 @@ from attnscope.engine.inside.anatomy import model_positions
 from attnscope.engine.inside.head_view import HeadView, head_view
 from attnscope.engine.inside.lens import logit_lens
 from attnscope.engine.inside.offsets import RotationCheck, offset_errors, rotation_check
-from attnscope.engine.inside.trace_data import ForwardTrace, LogitLens
-from attnscope.engine.recording import tracer
+from attnscope.engine.recording import trace
 from attnscope.model.kinds import KIND_LABELS, KINDS, Kind
 from attnscope.model.positions import sinusoidal_table
+from attnscope.records.forward import ForwardTrace, LogitLens
 from attnscope.ui import selection
 from attnscope.ui.persist import keep
 
@@ -33,7 +33,7 @@ class Choice:
 
 def decoder_inputs(result: Translation) -> tuple[int, ...]:
     """What the decoder read over the whole translation: <bos> y1 .. y_{n-1}; step t read the first t+1."""
-    return tuple(tracer.decoder_inputs(result.target_ids))
+    return tuple(trace.decoder_inputs(result.target_ids))
 
 
 # Kept as objects (cache_resource), never copied: switching head, query or step reads memory, where a pickled copy

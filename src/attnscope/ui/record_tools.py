@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attnscope.engine.recording.record import KINDS, AttentionRecord, RecordError
 from attnscope.engine.recording.record_files import notes, read_record, record_meta
+from attnscope.records.attention import KINDS, AttentionRecord, RecordError
 from attnscope.ui import selection, widgets
 from attnscope.ui.text import plain
 from attnscope.ui.translation_view import show_translation

@@ -9,7 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from attnscope.engine.analysis.heads import head_stats
-from attnscope.engine.recording.record import KIND_LABELS, AttentionRecord
+from attnscope.records.attention import KIND_LABELS, AttentionRecord
 from attnscope.ui import record_tools, selection, tables, widgets
 from attnscope.ui.stepping import step_controls
 from attnscope.ui.text import plain

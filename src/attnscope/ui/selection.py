@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 import streamlit as st
 
-from attnscope.engine.recording.record import KIND_LABELS, KINDS, AttentionRecord, Kind
+from attnscope.records.attention import KIND_LABELS, KINDS, AttentionRecord, Kind
 
 
 def kind() -> Kind:

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 import streamlit as st
 
 from attnscope.engine.decoding.translator import MAX_BEAM
-from attnscope.engine.recording.record import KINDS
+from attnscope.records.attention import KINDS
 
 URL_KEYS = ("sentence", "checkpoint", "kind", "layer", "head", "step", "beam", "max_len", "force")
 

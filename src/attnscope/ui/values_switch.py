@@ -7,7 +7,7 @@ import streamlit as st
 
 from attnscope.engine.attribution.norms import weighted_value_norms
 from attnscope.engine.decoding.translator import Translation, Translator
-from attnscope.engine.recording.record import AttentionRecord
+from attnscope.records.attention import AttentionRecord
 from attnscope.ui.cache import cached
 from attnscope.ui.query import Query
 

@@ -8,7 +8,7 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from attnscope.engine.recording.record import KIND_LABELS, AttentionRecord, Kind
+from attnscope.records.attention import KIND_LABELS, AttentionRecord, Kind
 from attnscope.viz.heatmap import COLORSCALE, MASKED_COLOR, TITLE_PX, causal_cells, is_long, title_layout
 from attnscope.viz.labels import check_labels
 

@@ -7,7 +7,7 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from attnscope.engine.recording.record import KIND_LABELS, AttentionRecord, Kind
+from attnscope.records.attention import KIND_LABELS, AttentionRecord, Kind
 from attnscope.viz.labels import check_labels
 
 COLORSCALE = "Blues"

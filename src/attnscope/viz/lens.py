@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from attnscope.engine.inside.trace_data import LogitLens
+from attnscope.records.forward import LogitLens
 from attnscope.viz.html import Scale, colours, esc, frame, ink, legend
 
 

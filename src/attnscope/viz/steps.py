@@ -8,7 +8,7 @@ from typing import Sequence
 
 import numpy as np
 
-from attnscope.engine.recording.record import DecodeStep, StepAttention
+from attnscope.records.attention import DecodeStep, StepAttention
 from attnscope.viz.html import Scale, heat_table, probability_bars, shaded_tokens
 from attnscope.viz.labels import check_labels
 

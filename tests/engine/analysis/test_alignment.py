@@ -47,7 +47,7 @@ def test_shape_mismatch_says_what_is_wrong() -> None:
 
 
 def test_cross_map_averages_the_chosen_heads() -> None:
-    from attnscope.engine.recording.record import AttentionRecord
+    from attnscope.records.attention import AttentionRecord
     rng = np.random.default_rng(0)
     cross = rng.random((2, 3, 4, 5))
     record = AttentionRecord(tuple("abcde"), tuple("wxyz"), rng.random((1, 3, 5, 5)), rng.random((2, 3, 4, 4)), cross)

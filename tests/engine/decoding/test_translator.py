@@ -12,8 +12,8 @@ import torch
 import attnscope
 from attnscope.engine.decoding.beam_result import BeamResult
 from attnscope.engine.decoding.translator import MAX_BEAM, MAX_CHARS, InputError, Translator
-from attnscope.engine.recording.record import AttentionRecord
 from attnscope.model.config import BOS_ID, EOS_ID, UNK_ID
+from attnscope.records.attention import AttentionRecord
 from tests.engine_fixtures import MAX_LEN, SEEDS, atol, tiny_checkpoint, tiny_translator  # noqa: F401 (fixture)
 
 # eos_bias 0: outputs run to max_len; 2: most end early with <eos> (see test_outputs_cover_both_endings)

@@ -4,11 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from attnscope.engine.decoding.decode import Decoded, greedy
-from attnscope.engine.inside.trace_data import ForwardTrace
 from attnscope.engine.inside.traced import forward_trace
 from attnscope.engine.recording.tracer import trace
 from attnscope.model.config import BOS_ID
 from attnscope.model.transformer import Transformer
+from attnscope.records.forward import ForwardTrace
 from tests.engine_fixtures import random_source, tiny_model
 
 # post-LN (the paper's) and pre-LN, sinusoidal and learned positions, with or without a final norm

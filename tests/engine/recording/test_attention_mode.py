@@ -13,7 +13,7 @@ from torch import Tensor, nn
 
 from attnscope.engine.recording.attention_mode import AttentionMode, sdpa_weights
 from attnscope.engine.recording.capture import record_attention
-from attnscope.engine.recording.record import RecordError
+from attnscope.records.attention import RecordError
 from tests.engine_fixtures import no_hooks_left, tiny_model
 from tests.support import run_threads
 

@@ -9,10 +9,10 @@ import torch
 from torch import nn
 
 from attnscope.engine.recording.capture import record_attention
-from attnscope.engine.recording.record import RecordError
 from attnscope.model.attention import split_heads
 from attnscope.model.config import BOS_ID, PAD_ID
 from attnscope.model.transformer import DecoderCache
+from attnscope.records.attention import RecordError
 from tests.engine_fixtures import SEEDS, atol, no_hooks_left, tiny_model
 from tests.support import run_threads
 

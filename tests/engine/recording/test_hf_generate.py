@@ -12,7 +12,7 @@ import torch
 
 from attnscope.engine.recording.capture import record_attention
 from attnscope.engine.recording.hf_generate import from_generate, generate_with_attention
-from attnscope.engine.recording.record import AttentionRecord, RecordError
+from attnscope.records.attention import AttentionRecord, RecordError
 
 transformers = pytest.importorskip("transformers")
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from attnscope.engine.recording.loop_calls import analyse
-from attnscope.engine.recording.record import RecordError
+from attnscope.records.attention import RecordError
 
 
 def causal(b: int = 3, h: int = 2, t: int = 5, seed: int = 0) -> torch.Tensor:

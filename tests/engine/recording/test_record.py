@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from attnscope.engine.recording.record import KINDS, AttentionRecord, RecordError
+from attnscope.records.attention import KINDS, AttentionRecord, RecordError
 
 # Random row-stochastic arrays with distinct values everywhere, so any mix-up of layers, heads,
 # queries, keys or tokens shows.

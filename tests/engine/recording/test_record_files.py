@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnscope.engine.recording.record import AttentionRecord, RecordError
 from attnscope.engine.recording.record_files import notes, read_record
+from attnscope.records.attention import AttentionRecord, RecordError
 from tests.record_fixtures import pattern_record
 
 

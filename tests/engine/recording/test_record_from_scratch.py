@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from attnscope.engine.recording.capture import record_attention
-from attnscope.engine.recording.record import AttentionRecord, RecordError
+from attnscope.records.attention import AttentionRecord, RecordError
 from tests.engine_fixtures import no_hooks_left
 from tests.scratch_models import bentrevett, hyunwoongko, jadore
 from tests.scratch_models.copy_task import EOS, PAD, SOS

@@ -10,7 +10,7 @@ from torch import nn
 
 import attnscope
 from attnscope.engine.recording.capture import record_attention
-from attnscope.engine.recording.record import RecordError
+from attnscope.records.attention import RecordError
 from attnscope.viz.heatmap import record_heatmap
 from tests.byom_models import (
     M2_SPECIALS,

@@ -13,8 +13,8 @@ from typing import Sequence
 
 import numpy as np
 
-from attnscope.engine.recording.record import AttentionRecord
 from attnscope.model.tokenization import CONTINUATION
+from attnscope.records.attention import AttentionRecord
 
 NON_WORDS = ("<pad>", "<bos>", "<eos>")  # <unk> stands for a real (unknown) word and stays
 

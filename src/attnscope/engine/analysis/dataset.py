@@ -22,12 +22,12 @@ from attnscope.engine.attribution.quadrature import IGSettings
 from attnscope.engine.attribution.sentence import SentenceAttribution, attribute
 from attnscope.engine.decoding.decode import greedy_batch
 from attnscope.engine.decoding.translator import InputError, Translator, budget_batches
-from attnscope.engine.recording.record import AttentionRecord
 from attnscope.engine.recording.trace import decoder_inputs
 from attnscope.engine.recording.tracer import trace
 from attnscope.model.batch import pad
 from attnscope.model.config import EOS_ID
 from attnscope.model.transformer import Transformer
+from attnscope.records.attention import AttentionRecord
 
 if TYPE_CHECKING:  # pandas (~70 MB, ~0.5 s) is imported only when a table is asked for
     import pandas as pd

@@ -10,7 +10,7 @@ import numpy as np
 from attnscope.engine.analysis.bleu import scores
 from attnscope.engine.analysis.head_gate import HeadKey, gate_heads
 from attnscope.engine.decoding.translator import Translation, Translator
-from attnscope.engine.recording.record import KINDS, AttentionRecord
+from attnscope.records.attention import KINDS, AttentionRecord
 
 if TYPE_CHECKING:  # pandas (~70 MB, ~0.5 s) is imported only when a table is asked for
     import pandas as pd

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 import numpy as np
 
 from attnscope.engine.attribution.sentence import ATTENTION, NORM, REFERENCES, SentenceAttribution
-from attnscope.engine.recording.record import AttentionRecord
+from attnscope.records.attention import AttentionRecord
 
 if TYPE_CHECKING:  # pandas (~70 MB, ~0.5 s) is imported only when a table is asked for
     import pandas as pd

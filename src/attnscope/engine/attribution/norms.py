@@ -12,9 +12,9 @@ import torch
 from torch import Tensor
 
 from attnscope.engine.decoding.translator import Translation, Translator
-from attnscope.engine.recording.record import AttentionRecord, Kind
 from attnscope.engine.recording.trace import Keep, Sublayer, Trace, decoder_inputs, kept
 from attnscope.engine.recording.tracer import trace
+from attnscope.records.attention import AttentionRecord, Kind
 
 # What the norms read: the weights and each call's values (W_O comes from the module itself).
 NEEDS = Keep(weights=True, internals=True)

@@ -13,9 +13,9 @@ from attnscope.engine.attribution.norms import layer_norms, norm_record
 from attnscope.engine.attribution.quadrature import IGSettings
 from attnscope.engine.attribution.saliency import Saliency, saliency
 from attnscope.engine.decoding.translator import Translation, Translator
-from attnscope.engine.recording.record import AttentionRecord
 from attnscope.engine.recording.trace import decoder_inputs
 from attnscope.engine.recording.tracer import trace
+from attnscope.records.attention import AttentionRecord
 
 ATTENTION, NORM, ALTI, VALUE_ZEROING, GRAD_X_INPUT, INTEGRATED = (
     "attention", "norm-based", alti.METHOD, value_zeroing.METHOD, "gradient × input", "integrated gradients")

@@ -17,11 +17,11 @@ from attnscope.checkpoints.checkpoint import Bundle
 from attnscope.engine.decoding.beam import beam_decode, beam_search, beam_search_batch
 from attnscope.engine.decoding.beam_result import BeamResult
 from attnscope.engine.decoding.decode import Decoded, default_max_len, greedy, greedy_batch, teacher_force
-from attnscope.engine.recording.record import AttentionRecord, DecodeStep
 from attnscope.engine.recording.sharing import eval_mode, model_lock
 from attnscope.model.batch import pad
 from attnscope.model.config import BOS_ID, EOS_ID
 from attnscope.model.transformer import Transformer
+from attnscope.records.attention import AttentionRecord, DecodeStep
 
 MAX_CHARS = 2000  # longer input is cut before tokenizing (the model reads at most max_len tokens anyway)
 MAX_BEAM = 16

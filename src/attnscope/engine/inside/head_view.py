@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attnscope.engine.inside.trace_data import ForwardTrace, StreamInputs, SublayerTrace
-from attnscope.engine.recording.record import AttentionRecord
 from attnscope.model.kinds import Kind
+from attnscope.records.attention import AttentionRecord
+from attnscope.records.forward import ForwardTrace, StreamInputs, SublayerTrace
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from attnscope.engine.inside.trace_data import ForwardTrace, LogitLens
 from attnscope.engine.recording.sharing import eval_mode, model_lock
 from attnscope.model.transformer import Transformer
+from attnscope.records.forward import ForwardTrace, LogitLens
 
 
 @torch.no_grad()

@@ -8,10 +8,10 @@ from typing import Sequence
 import numpy as np
 from torch import Tensor
 
-from attnscope.engine.inside.trace_data import ForwardTrace, StreamInputs, SublayerTrace
 from attnscope.engine.recording.trace import EVERYTHING, Embedded, Sublayer, Trace, kept
 from attnscope.engine.recording.tracer import trace
 from attnscope.model.transformer import Transformer
+from attnscope.records.forward import ForwardTrace, StreamInputs, SublayerTrace
 
 
 def _np(t: Tensor) -> np.ndarray:

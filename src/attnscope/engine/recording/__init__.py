@@ -9,7 +9,6 @@ __all__, __getattr__, __dir__ = exports(__name__, {
               "decoder_inputs", "kept"],
     "sharing": ["eval_mode", "model_lock"],
     "steps": ["join_steps"],
-    "record": ["AttentionRecord", "DecodeStep", "StepAttention", "RecordError", "KINDS", "KIND_LABELS", "Kind"],
     "record_files": ["read_record", "record_meta"],
     "hf_generate": ["generate_with_attention"],
 })

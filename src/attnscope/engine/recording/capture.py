@@ -27,7 +27,6 @@ import torch
 from torch import Tensor, nn
 
 from attnscope.engine.recording.attention_mode import AttentionMode
-from attnscope.engine.recording.record import RecordError
 from attnscope.engine.recording.recorded import Recording, Structure, infer_kind
 from attnscope.engine.recording.sharing import eval_mode, model_lock
 from attnscope.engine.recording.streams import Streams
@@ -35,6 +34,7 @@ from attnscope.engine.recording.trace import WEIGHTS
 from attnscope.engine.recording.tracer import Calls, install
 from attnscope.model.attention import MultiHeadAttention
 from attnscope.model.kinds import Kind
+from attnscope.records.attention import RecordError
 
 __all__ = ["Recording", "infer_kind", "record_attention"]
 

@@ -19,9 +19,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from attnscope.engine.recording.record import AttentionRecord, RecordError
 from attnscope.engine.recording.sharing import model_lock
 from attnscope.engine.recording.steps import join_steps
+from attnscope.records.attention import AttentionRecord, RecordError
 
 
 def generate_with_attention(model: Any, **generate_kwargs: Any) -> Any:

@@ -18,8 +18,8 @@ from typing import Literal, Sequence
 import torch
 from torch import Tensor
 
-from attnscope.engine.recording.record import RecordError
 from attnscope.engine.recording.steps import join_steps
+from attnscope.records.attention import RecordError
 
 Pattern = Literal["once", "rerun", "steps"]
 SAME = 1e-5  # two float32 computations of the same rows (a batch vs one row, a longer prefix) agree this well

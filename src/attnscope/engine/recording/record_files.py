@@ -13,9 +13,9 @@ import zipfile
 
 import numpy as np
 
-from attnscope.engine.recording.record import KINDS, AttentionRecord, RecordError
 from attnscope.model import untrusted
 from attnscope.model.budget import over_budget
+from attnscope.records.attention import KINDS, AttentionRecord, RecordError
 
 MAX_RECORD_BYTES = 50 * 2**20  # the file
 MAX_UNPACKED_BYTES = 2**30  # its arrays, as their headers declare them

@@ -15,8 +15,8 @@ import numpy as np
 from torch import Tensor
 
 from attnscope.engine.recording.loop_calls import analyse, extends
-from attnscope.engine.recording.record import AttentionRecord, RecordError
 from attnscope.model.kinds import KINDS, Kind
+from attnscope.records.attention import AttentionRecord, RecordError
 
 CROSS_NAMES = ("cross", "src_attn", "multihead_attn", "encoder_attn", "enc_dec", "encdec", "context_attn", "inter_attn")
 Structure = Literal["self", "cross"]

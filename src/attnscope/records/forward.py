@@ -1,6 +1,6 @@
 """Plain data of the inside view (numpy only, no torch): one traced forward pass and the logit lens.
 
-`engine/inside/traced.py` makes a ForwardTrace of the tracer's Trace (engine/recording/tracer.py);
+`engine/inside/traced.py` makes a ForwardTrace of the tracer's Trace (engine/recording/trace.py);
 `engine/inside/lens.py` makes a LogitLens; figure builders draw them. Arrays are float32 of batch item 0.
 """
 from __future__ import annotations
