@@ -13,6 +13,7 @@ import torch
 
 from attnscope.checkpoints.checkpoint import Bundle, save
 from attnscope.engine.decoding.translator import Translator
+from attnscope.engine.recording.capture import Recording
 from attnscope.model.config import EOS_ID, ModelConfig
 from attnscope.model.tokenization import TextCodec, train_word_level
 from attnscope.model.transformer import Transformer
@@ -81,3 +82,8 @@ def atol(device: torch.device) -> float:
     """Tolerance for two float32 computations of the same values (cached vs uncached, batch vs one):
     CPU kernels agree to ~1e-6; GPU kernels (other reduction orders, fused attention) to ~1e-5."""
     return 1e-5 if device.type == "cpu" else 1e-4
+
+
+def joined(rec: Recording) -> dict[str, torch.Tensor]:
+    """Each recorded module's joined weights by name (Recording.modules as a lookup, for comparisons)."""
+    return {m.name: m.weights for m in rec.modules}

@@ -86,7 +86,7 @@ def test_logits_and_every_attention_weight_are_fairseqs(imported: Case) -> None:
         expected, weights = ref.forward(state, a, src_fs, prev_fs)
         with record_attention(imp.model) as rec:
             logits = imp.model(src, tgt)
-    by_kind = {kind: [rec.weights[n] for n in names] for kind, names in imp.model.attention_by_kind().items()}
+    by_kind = {kind: [rec.module(n).weights for n in names] for kind, names in imp.model.attention_by_kind().items()}
     real = [i for i in range(len(imp.tgt_order)) if i != PAD_ID]  # fairseq's generator never outputs <pad>
     assert torch.isinf(logits[..., PAD_ID]).all()
     for b, (s, t) in enumerate(zip(sources, targets)):

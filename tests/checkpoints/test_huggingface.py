@@ -134,7 +134,7 @@ def test_teacher_forced_logits_and_every_attention_weight(pair: Pair) -> None:
         mine, hf = logits[b, first:t][:, real], out.logits[b, first:t][:, [order[i] for i in real]]
         assert (mine - hf).abs().max() <= LOGITS_ATOL
         assert torch.isinf(logits[b, :t][:, list(config.suppressed)]).all()
-        by_kind = {kind: [rec.weights[n] for n in names] for kind, names in
+        by_kind = {kind: [rec.module(n).weights for n in names] for kind, names in
                    {k: list(v) for k, v in pair.ours.model.attention_by_kind().items()}.items()}
         for kind, field in KINDS:
             rows = s if kind == "encoder" else t

@@ -61,7 +61,7 @@ def test_logits_and_every_attention_weight_are_opennmts(imported: Case) -> None:
                                         torch.tensor([[imp.tgt_order[i] for i in row] for row in tgt.tolist()]))
         with record_attention(imp.model) as rec:
             logits = imp.model(src, tgt)
-    by_kind = {kind: [rec.weights[n] for n in names] for kind, names in imp.model.attention_by_kind().items()}
+    by_kind = {kind: [rec.module(n).weights for n in names] for kind, names in imp.model.attention_by_kind().items()}
     for b, (s, t) in enumerate(zip(sources, targets)):
         rows = len(t) + 1
         assert (logits[b, :rows] - expected[b, :rows][:, list(imp.tgt_order)]).abs().max() <= 1e-4

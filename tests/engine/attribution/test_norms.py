@@ -11,7 +11,7 @@ from attnscope.engine.recording.trace import decoder_inputs
 from attnscope.engine.recording.tracer import trace
 from attnscope.model.attention import MultiHeadAttention
 from tests.attribution_fixtures import pair, run, tiny
-from tests.engine_fixtures import tiny_translator
+from tests.engine_fixtures import joined, tiny_translator
 
 
 def direct_norms(module: MultiHeadAttention, weights: torch.Tensor, kv_input: torch.Tensor) -> torch.Tensor:
@@ -35,7 +35,7 @@ def test_norms_match_a_direct_computation_from_the_weights(seed: int, norm: str)
     _, layers = run(model, src, tgt)
     with record_attention(model) as rec:
         model(torch.tensor([src]), torch.tensor([decoder_inputs(tgt)]))
-    weights = {name: w[0] for name, w in rec.weights.items()}
+    weights = {name: w[0] for name, w in joined(rec).items()}
     traced = trace(model, src, decoder_inputs(tgt))
     memory = model.encode(torch.tensor([src])).memory[0].detach()
     got = {kind: norm_arrays(traced, kind)[0] for kind in ("encoder", "decoder", "cross")}

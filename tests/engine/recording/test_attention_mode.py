@@ -14,7 +14,7 @@ from torch import Tensor, nn
 from attnscope.engine.recording.attention_mode import AttentionMode, sdpa_weights
 from attnscope.engine.recording.capture import record_attention
 from attnscope.records.attention import RecordError
-from tests.engine_fixtures import no_hooks_left, tiny_model
+from tests.engine_fixtures import joined, no_hooks_left, tiny_model
 from tests.support import run_threads
 
 
@@ -188,7 +188,7 @@ def test_fused_attention_with_dropout_keeps_the_callers_random_stream() -> None:
         with record_attention(attend) as rec:
             recorded = run()
     assert torch.equal(recorded, plain)
-    assert rec.weights[""].shape == (1, 4, 6, 6)
+    assert rec.module("").weights.shape == (1, 4, 6, 6)
 
 
 def test_a_softmax_that_is_not_attention_is_not_recorded() -> None:
@@ -289,14 +289,14 @@ def test_recording_in_another_thread_does_not_disturb_a_concurrent_one() -> None
         start.wait()
         with record_attention(models[i]) as rec:
             greedy(models[i], torch.tensor([[2, 3, 4, 5]]), 3)
-        results[i] = rec.weights
+        results[i] = joined(rec)
 
     run_threads(work, [(0,), (1,)])
     for i in range(2):
         with record_attention(models[i]) as alone:
             greedy(models[i], torch.tensor([[2, 3, 4, 5]]), 3)
-        assert results[i].keys() == alone.weights.keys()
-        assert all(torch.equal(results[i][n], w) for n, w in alone.weights.items())
+        assert results[i].keys() == joined(alone).keys()
+        assert all(torch.equal(results[i][n], w) for n, w in joined(alone).items())
 
 
 def test_a_call_the_recorder_cannot_follow_still_returns_its_result_and_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,12 +8,13 @@ import pytest
 import torch
 from torch import nn
 
+import attnscope
 from attnscope.engine.recording.capture import record_attention
 from attnscope.model.attention import split_heads
 from attnscope.model.config import BOS_ID, PAD_ID
 from attnscope.model.transformer import DecoderCache
 from attnscope.records.attention import RecordError
-from tests.engine_fixtures import SEEDS, atol, no_hooks_left, tiny_model
+from tests.engine_fixtures import SEEDS, atol, joined, no_hooks_left, tiny_model
 from tests.support import run_threads
 
 
@@ -49,7 +50,7 @@ def test_one_full_tensor_per_attention_module(seed: int, device: torch.device) -
     assert list(rec.calls) == list(model.attention_modules())  # every module, in forward order
     assert len(rec.calls) == 2 + 2 * 3
     assert all(len(calls) == 1 for calls in rec.calls.values())
-    for name, w in rec.weights.items():
+    for name, w in joined(rec).items():
         assert w.shape == expected_shape(name, 3, 7, 5), name
         assert w.device.type == device.type and w.dtype == torch.float32, name
         assert torch.allclose(w.sum(-1), torch.ones(w.shape[:-1], device=device), atol=1e-5), name
@@ -62,7 +63,7 @@ def test_padded_keys_get_exactly_zero_weight(device: torch.device) -> None:
     src, tgt = (x.to(device) for x in batch(0))
     with torch.no_grad(), record_attention(model) as rec:
         model(src, tgt)
-    for name, w in rec.weights.items():
+    for name, w in joined(rec).items():
         if name.startswith("encoder.") or name.endswith("cross_attn"):
             assert torch.all(w[1, :, :, -2:] == 0) and torch.all(w[1, :, :, :-2] > 0), name
         else:
@@ -80,7 +81,7 @@ def test_weights_are_the_softmax_the_model_computes(device: torch.device) -> Non
         q, k = split_heads(attn.q_proj(x), 4), split_heads(attn.k_proj(x), 4)
         scores = (q @ k.transpose(-2, -1) / math.sqrt(4)).masked_fill((src == PAD_ID)[:, None, None, :], -math.inf)
         want = scores.softmax(-1)
-    got = rec.weights["encoder.0.self_attn"]
+    got = rec.module("encoder.0.self_attn").weights
     assert (got - want).abs().max() <= (1e-6 if device.type == "cpu" else 1e-5)
     assert torch.all(got[1, :, :, -2:] == 0)  # padded source keys
 
@@ -124,9 +125,9 @@ def test_cached_decoding_calls_stack_into_the_full_matrix(device: torch.device) 
             for t in range(tgt.shape[1]):
                 model.decode(tgt[:, t:t + 1], source, cache)
     assert all(len(steps.calls[n]) == tgt.shape[1] for n in steps.calls if n.startswith("decoder."))
-    for name, w in full.weights.items():
-        assert steps.weights[name].shape == w.shape, name
-        assert (steps.weights[name] - w).abs().max() <= atol(device), name
+    for name, w in joined(full).items():
+        assert steps.module(name).weights.shape == w.shape, name
+        assert (steps.module(name).weights - w).abs().max() <= atol(device), name
 
 
 def test_the_recording_keeps_what_a_hook_on_the_pattern_sees(device: torch.device) -> None:
@@ -217,8 +218,8 @@ def test_a_training_model_is_recorded_in_eval_mode_and_restored() -> None:
     for rec in recordings:
         assert len(rec.notes) == 1 and "training mode" in rec.notes[0] and "eval mode" in rec.notes[0]
     # no dropout on the weights: two recordings are identical and every row sums to 1
-    for name, w in recordings[0].weights.items():
-        assert torch.equal(w, recordings[1].weights[name]), name
+    for name, w in joined(recordings[0]).items():
+        assert torch.equal(w, recordings[1].module(name).weights), name
         assert torch.allclose(w.sum(-1), torch.ones(w.shape[:-1]), atol=1e-5), name
 
 
@@ -249,7 +250,7 @@ def test_concurrent_recordings_on_one_model_each_get_their_own_weights() -> None
         for src, tgt in inputs:
             with record_attention(model) as rec:
                 model(src, tgt)
-            reference.append(rec.weights)
+            reference.append(joined(rec))
     start = threading.Barrier(len(inputs))
     results: dict[int, list[dict[str, torch.Tensor]]] = {i: [] for i in range(len(inputs))}
 
@@ -259,7 +260,7 @@ def test_concurrent_recordings_on_one_model_each_get_their_own_weights() -> None
             with torch.no_grad(), record_attention(model) as rec:
                 model(*inputs[i])
             assert all(len(calls) == 1 for calls in rec.calls.values())
-            results[i].append(rec.weights)
+            results[i].append(joined(rec))
 
     run_threads(work, [(i,) for i in range(len(inputs))])
     for i, runs in results.items():
@@ -287,8 +288,8 @@ def test_forward_passes_of_other_threads_are_not_recorded() -> None:
         run_threads(other, [()])
         model(*mine)
     assert all(len(calls) == 1 for calls in rec.calls.values())
-    for name, w in rec.weights.items():
-        assert torch.equal(w, ref.weights[name]), name
+    for name, w in joined(rec).items():
+        assert torch.equal(w, ref.module(name).weights), name
 
 
 # ---------------------------------------------------------------- torch.nn models
@@ -326,8 +327,8 @@ def test_nn_transformer_with_padding_gives_full_size_maps() -> None:
         plain = model(src, tgt, **kw)
         with record_attention(model) as rec:
             captured = model(src, tgt, **kw)
-    assert len(rec.weights) == 2 + 2 * 2
-    for name, w in rec.weights.items():
+    assert len(rec.modules) == 2 + 2 * 2
+    for name, w in joined(rec).items():
         if name.startswith("encoder."):
             check_maps(w, (b, 4, s, s), src_pad)
         elif name.endswith("multihead_attn"):
@@ -354,8 +355,8 @@ def test_nested_tensor_encoder_gives_full_size_maps() -> None:
         plain = encoder(x, src_key_padding_mask=src_pad)
         with record_attention(encoder) as rec:
             captured = encoder(x, src_key_padding_mask=src_pad)
-    assert list(rec.weights) == ["layers.0.self_attn", "layers.1.self_attn"]
-    for w in rec.weights.values():
+    assert [m.name for m in rec.modules] == ["layers.0.self_attn", "layers.1.self_attn"]
+    for w in (m.weights for m in rec.modules):
         check_maps(w, (b, 4, s, s), src_pad)
     assert torch.all(plain[src_pad] == 0)  # without recording, the nested-tensor fast path really ran
     keep = ~src_pad
@@ -390,12 +391,12 @@ def test_hand_written_model_with_positional_args_yields_per_head_weights() -> No
         with record_attention(model) as rec:
             captured = model(src, tgt, src_pad)
         direct = model.enc(src, src, src, key_padding_mask=src_pad, need_weights=True, average_attn_weights=False)[1]
-    assert list(rec.weights) == ["enc", "dec", "cross"]
-    check_maps(rec.weights["enc"], (b, 4, s, s), src_pad)
-    check_maps(rec.weights["dec"], (b, 4, t, t), torch.zeros(b, t, dtype=torch.bool))
-    assert torch.all(rec.weights["dec"][..., torch.triu(torch.ones(t, t, dtype=torch.bool), 1)] == 0)
-    check_maps(rec.weights["cross"], (b, 2, t, s), src_pad)
-    assert (rec.weights["enc"] - direct).abs().max() <= 1e-6
+    assert [m.name for m in rec.modules] == ["enc", "dec", "cross"]
+    check_maps(rec.module("enc").weights, (b, 4, s, s), src_pad)
+    check_maps(rec.module("dec").weights, (b, 4, t, t), torch.zeros(b, t, dtype=torch.bool))
+    assert torch.all(rec.module("dec").weights[..., torch.triu(torch.ones(t, t, dtype=torch.bool), 1)] == 0)
+    check_maps(rec.module("cross").weights, (b, 2, t, s), src_pad)
+    assert (rec.module("enc").weights - direct).abs().max() <= 1e-6
     assert (captured - plain).abs().max() <= 1e-5
     assert no_hooks_left(model)
 
@@ -406,8 +407,8 @@ def test_unbatched_multihead_attention_gets_a_batch_axis() -> None:
     x = torch.randn(5, 8)  # (L, E): unbatched
     with torch.no_grad(), record_attention(mha) as rec:
         mha(x, x, x, need_weights=False)
-    assert list(rec.weights) == [""]
-    assert rec.weights[""].shape == (1, 2, 5, 5)
+    assert [m.name for m in rec.modules] == [""]
+    assert rec.module("").weights.shape == (1, 2, 5, 5)
 
 
 # ---------------------------------------------------------------- global state and errors
@@ -437,9 +438,23 @@ def test_a_module_without_attention_gives_an_empty_recording_and_a_clear_error()
     module = nn.Sequential(nn.Linear(4, 4), nn.ReLU())  # in training mode, as built
     with pytest.warns(UserWarning, match="eval mode"), record_attention(module) as rec:
         module(torch.randn(2, 3, 4).softmax(-1))  # a softmax, but of no q @ kᵀ product
-    assert rec.calls == {} and rec.weights == {}
+    assert rec.calls == {} and rec.modules == ()
     with pytest.raises(RecordError, match="nothing was recorded for encoder, decoder, cross attention; recorded: nothing"):
         rec.to_record(["a"], ["b"])
     assert module.training
     assert no_hooks_left(module)
     assert torch.backends.mha.get_fastpath_enabled()
+
+
+def test_the_result_is_typed_and_an_unknown_module_is_named() -> None:
+    """record_attention gives each module's name, kind and joined weights; asking for a module it did not record
+    says which it did."""
+    model = tiny_model(0)
+    src, tgt = batch(0)
+    with torch.no_grad(), record_attention(model) as rec:
+        model(src, tgt)
+    assert [m.name for m in rec.modules] == list(model.attention_modules())
+    assert [m.kind for m in rec.modules] == [m.kind for m in model.attention_modules().values()]
+    assert all(isinstance(m, attnscope.ModuleAttention) and m.weights.dim() == 4 for m in rec.modules)
+    with pytest.raises(RecordError, match="nothing was recorded for 'decoder.9.self_attn'; recorded: encoder.0.self_attn"):
+        rec.module("decoder.9.self_attn")

@@ -84,7 +84,7 @@ def test_m1_tutorial_greedy_loop_records_the_rows_of_our_cached_decoding() -> No
     with record_attention(m1) as rec:
         ids = m1_greedy_decode(m1, src, 8)
     n_steps = len(ids) - 1
-    cross = rec.weights["transformer.decoder.layers.1.multihead_attn"]
+    cross = rec.module("transformer.decoder.layers.1.multihead_attn").weights
     assert len(rec.calls["transformer.decoder.layers.1.multihead_attn"]) == n_steps
     assert cross.shape == (1, 4, n_steps, src.shape[0])  # not [1, 4, 1 + 2 + ... + n, S]
     tr = attnscope.import_model(m1, itos, itos, source_framing="bos-eos")
@@ -122,7 +122,7 @@ def test_m3_prefix_loop_rows_equal_one_full_pass() -> None:
         model.decode(torch.tensor([[1, *ids[:-1]]]), model.encode(src))
     for name in full.calls:
         if not name.startswith("encoder"):
-            assert torch.allclose(loop.weights[name], full.weights[name], atol=1e-5), name
+            assert torch.allclose(loop.module(name).weights, full.module(name).weights, atol=1e-5), name
     tokens = [f"t{i}" for i in [1, *ids[:-1]]]
     record = loop.to_record([f"s{i}" for i in src[0].tolist()], tokens)
     assert record.cross.shape == (2, 2, len(ids), 6)

@@ -13,7 +13,7 @@ Works on any model, with no glue in the user's code:
   from (streams.py).
 Hooks and the mode live only inside the context manager and are removed in `finally`.
 
-Every call is kept separately (`Recording.calls`, recorded.py); `Recording.weights` and
+Every call is kept separately (`Recording.calls`, recorded.py); `Recording.modules` and
 `Recording.to_record` join a module's calls into whole sentences however the loop ran (loop_calls.py).
 """
 from __future__ import annotations

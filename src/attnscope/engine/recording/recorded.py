@@ -22,6 +22,15 @@ CROSS_NAMES = ("cross", "src_attn", "multihead_attn", "encoder_attn", "enc_dec",
 Structure = Literal["self", "cross"]
 
 
+@dataclass(frozen=True)
+class ModuleAttention:
+    """One attention module's weights over a recorded block: its calls joined into whole sentences."""
+
+    name: str  # the module's dotted name in the model
+    kind: Kind | None  # encoder / decoder / cross; None when the recorder could not tell (pass kinds=...)
+    weights: Tensor  # [batch, head, query, key]
+
+
 @dataclass
 class Recording:
     """Weights captured per attention module name, one tensor per call, each [B, H, Q, K]."""
@@ -45,14 +54,20 @@ class Recording:
             self.reordered.add(name)
 
     @property
-    def weights(self) -> dict[str, Tensor]:
-        """One [B, H, Q, K] tensor per module: its calls joined into whole sentences.
+    def modules(self) -> tuple[ModuleAttention, ...]:
+        """Every recorded module, in call order, with its calls joined into whole sentences.
 
         Identical repeated calls (an encoder re-run at every step) count once; one-query calls of a
         cached loop are stacked (rows right-padded with zeros: the keys not there yet); a loop that
         re-runs the whole prefix gives, per row, the query each call added. See loop_calls.py.
         """
-        return {name: analyse(name, calls, name in self.reordered).all_rows() for name, calls in self.calls.items()}
+        return tuple(self.module(name) for name in self.calls)
+
+    def module(self, name: str) -> ModuleAttention:
+        """One module's weights, [B, H, Q, K] (its calls joined as `modules` says)."""
+        if name not in self.calls:
+            raise RecordError(f"nothing was recorded for {name!r}; recorded: {', '.join(self.calls) or 'nothing'}")
+        return ModuleAttention(name, self.kinds.get(name), analyse(name, self.calls[name], name in self.reordered).all_rows())
 
     def clear(self) -> None:
         self.calls.clear()
