@@ -3,9 +3,9 @@ from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.engine.decoding.loading import import_model, load
 from attnscope.engine.decoding.translator import InputError, Translation, Translator
 from attnscope.engine.recording.capture import Recording, record_attention
-from attnscope.engine.recording.recorded import ModuleAttention
 from attnscope.engine.recording.hf_generate import from_generate, generate_with_attention
+from attnscope.engine.recording.recorded import ModuleAttention
 from attnscope.records.attention import AttentionRecord, DecodeStep, StepAttention
 
-__all__ = ["AttentionRecord", "CheckpointError", "DecodeStep", "InputError", "ModuleAttention", "Recording", "StepAttention", "Translation",
-           "Translator", "from_generate", "generate_with_attention", "import_model", "load", "record_attention"]
+__all__ = ["AttentionRecord", "CheckpointError", "DecodeStep", "InputError", "ModuleAttention", "Recording", "StepAttention",
+           "Translation", "Translator", "from_generate", "generate_with_attention", "import_model", "load", "record_attention"]

@@ -26,7 +26,8 @@ from attnscope.engine.decoding.translator import Translator
 from attnscope.model.config import PAD_ID
 from attnscope.training.config import TrainConfig
 from attnscope.training.data import toy_pairs
-from attnscope.training.loop import Trainer, TrainEvent, label_smoothed_loss, lr_at, train
+from attnscope.training.loop import Trainer, TrainEvent, lr_at, train
+from attnscope.training.loss import label_smoothed_loss
 from attnscope.training.state import TrainState, load_training_state, save_training_state
 from tests.support import CEILING, wait_for
 

@@ -19,20 +19,20 @@ from typing import Any, Callable
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from tqdm import tqdm
 
 from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.checkpoint import Bundle
 from attnscope.engine.analysis.bleu import scores
 from attnscope.engine.decoding.translator import Translator
-from attnscope.model.config import PAD_ID, PRESETS, ModelConfig
+from attnscope.model.config import PRESETS, ModelConfig
 from attnscope.model.device import autocast, autocast_dtype, pick_device
-from attnscope.model.tokenization import TextCodec, train_bpe, train_word_level
 from attnscope.model.transformer import Transformer
 from attnscope.training.config import TrainConfig
-from attnscope.training.data import Example, collate, data_dir, load_pairs, make_example, token_batches, toy_split
+from attnscope.training.corpus import build_corpus
+from attnscope.training.data import collate, token_batches
 from attnscope.training.evaluate import exact_match
+from attnscope.training.loss import label_smoothed_loss, validation_loss
 from attnscope.training.state import TrainState, load_training_state, save_training_state
 
 # Fields a run started from a checkpoint may change: they alter training, not the shapes of the weights.
@@ -70,100 +70,10 @@ class TrainEvent:
     checkpoint: str | None = None
 
 
-@dataclass
-class Corpus:
-    bundle_codecs: tuple[TextCodec, TextCodec]
-    train: list[Example]
-    val: list[Example]
-    val_text: list[tuple[str, str]]
-
-
 def lr_at(step: int, peak: float, warmup: int) -> float:
     """Linear warmup to `peak`, then decay with the inverse square root of the step."""
     step = max(step, 1)
     return peak * min(step / warmup, math.sqrt(warmup / step))
-
-
-def build_corpus(cfg: TrainConfig, codecs: tuple[TextCodec, TextCodec] | None, max_len: int) -> Corpus:
-    """Read (or generate) the data and encode it, training the tokenizer unless given one."""
-    if cfg.task == "multi30k":
-        directory = data_dir(cfg.data_dir)
-        train_text = load_pairs(directory, "train", cfg.src_lang, cfg.tgt_lang)
-        val_text = load_pairs(directory, "val", cfg.src_lang, cfg.tgt_lang)
-    else:
-        train_text, val_text = toy_split(cfg.task, cfg.toy_size, 200, cfg.seed)
-    if codecs is None:
-        texts = [s for s, _ in train_text] + [t for _, t in train_text]
-        tok = train_bpe(texts, cfg.vocab_size) if cfg.task == "multi30k" else train_word_level(texts)
-        codecs = (TextCodec(tok), TextCodec(tok))
-    src, tgt = codecs
-
-    def encode(pairs: list[tuple[str, str]]) -> list[Example]:
-        return [make_example(src.encode(s), tgt.encode(t), max_len) for s, t in pairs]
-    return Corpus(codecs, encode(train_text), encode(val_text), val_text)
-
-
-# Rows of logits the loss handles at a time: 32 rows of an 8000-token vocabulary (1 MB in fp32) stay in cache.
-LOSS_CHUNK_ROWS = 32
-
-
-class SmoothedCrossEntropy(torch.autograd.Function):
-    """F.cross_entropy(logits.float(), target, ignore_index=PAD_ID, label_smoothing=s, reduction="sum") for
-    logits (N, V), computed a few rows at a time with its gradient, (softmax - smoothed one-hot) on non-pad rows,
-    in the same pass: autograd's version makes about ten passes over (N, V) fp32 tensors, each freshly allocated
-    (page faults), which cost a fifth of a CPU training step."""
-
-    @staticmethod
-    def forward(ctx: Any, logits: torch.Tensor, target: torch.Tensor, smoothing: float) -> torch.Tensor:
-        n, v = logits.shape
-        keep = (target != PAD_ID)[:, None]  # (N, 1)
-        grad = torch.empty_like(logits) if ctx.needs_input_grad[0] else None
-        sums = []
-        for start in range(0, n, LOSS_CHUNK_ROWS):
-            rows = slice(start, start + LOSS_CHUNK_ROWS)
-            log_probs = logits[rows].float().log_softmax(-1)
-            t = target[rows, None]
-            loss = log_probs.gather(1, t).mul_(smoothing - 1.0) - log_probs.sum(-1, keepdim=True).mul_(smoothing / v)
-            sums.append(loss.masked_fill_(~keep[rows], 0.0).sum())
-            if grad is not None:
-                probs = log_probs.exp_().sub_(smoothing / v)
-                probs.scatter_add_(1, t, probs.new_full(t.shape, smoothing - 1.0))
-                torch.mul(probs, keep[rows], out=grad[rows])
-        ctx.grad = grad
-        return torch.stack(sums).sum() if sums else logits.new_zeros((), dtype=torch.float32)
-
-    @staticmethod
-    def backward(ctx: Any, grad_loss: torch.Tensor) -> tuple[torch.Tensor, None, None]:
-        """Scales the stored (N, V) gradient in place, sparing an allocation as big as the logits; so it runs once."""
-        grad, ctx.grad = ctx.grad, None
-        if grad is None:
-            raise RuntimeError("SmoothedCrossEntropy's backward can run only once per forward")
-        return grad.mul_(grad_loss), None, None
-
-
-def label_smoothed_loss(logits: torch.Tensor, target: torch.Tensor, smoothing: float) -> tuple[torch.Tensor, int]:
-    """Summed smoothed cross-entropy over non-pad targets, and their count. On the CPU through
-    SmoothedCrossEntropy; on a GPU through F.cross_entropy, whose fused kernels have no such cost and
-    which a row-chunked Python loop would only slow down with kernel launches."""
-    flat_logits, flat_target = logits.reshape(-1, logits.shape[-1]), target.reshape(-1)
-    if logits.device.type == "cpu":
-        loss = SmoothedCrossEntropy.apply(flat_logits, flat_target, smoothing)
-    else:
-        loss = F.cross_entropy(flat_logits.float(), flat_target, ignore_index=PAD_ID, label_smoothing=smoothing,
-                               reduction="sum")
-    return loss, int((target != PAD_ID).sum())
-
-
-@torch.no_grad()
-def validation_loss(model: Transformer, examples: list[Example], device: torch.device) -> float:
-    model.eval()
-    total, count = 0.0, 0
-    for idx in token_batches(examples, 8000, shuffle=False):
-        batch = collate([examples[i] for i in idx]).to(device)
-        loss, n = label_smoothed_loss(model(batch.src, batch.tgt_in), batch.tgt_out, 0.0)
-        total, count = total + float(loss), count + n
-    model.train()
-    return total / max(count, 1)
 
 
 class Trainer:

@@ -1,0 +1,66 @@
+"""What every benchmark section shares: the sentences it translates, median timings, the machine it ran on, and the
+Markdown table it prints."""
+from __future__ import annotations
+
+import platform
+import statistics
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from attnscope.model.device import cpu_has_fast_bf16, pick_device
+
+SENTENCES = ("A man in an orange hat starring at something.", "Two dogs are running through the snow.",
+             "A little girl climbs into a wooden playhouse.", "A group of people standing in front of an igloo.",
+             "The woman with the red hat is reading a book in the park.")
+# The longest sources of Multi30k's test sets (31-36 words): capture's cost grows with every decoding step.
+LONG_SENTENCES = (
+    "A man in a black jacket and checkered hat wearing black and white striped pants plays an electric guitar on a "
+    "stage with a singer and another guitar player in the background.",
+    "A man wearing a gray shirt, blue jeans and a neon green safety vest is standing on a railroad track with a white "
+    "truck and a white building in the background.",
+    "An man in his 50s with a striped button down shirt and blue jeans is sitting on the sidewalk, leaning against a "
+    "barrier wall with his hand resting on his head as if he is upset.",
+    "Behind a barb wired fence, there is a large ad on the side of the building above a row of cars, showing a red fox "
+    "running with two small red, white, and dark grey birds.")
+
+
+def median_times(fns: dict[str, Callable[[], Any]], repeats: int, clock: Callable[[], float] = time.perf_counter,
+                 statistic: Callable[[list[float]], float] = statistics.median) -> dict[str, float]:
+    """Median seconds of each function, run in turn within every repetition, so that a change in
+    machine load (another process, CPU frequency) hits every contender alike. `clock`: wall time,
+    or time.process_time for the CPU seconds this process spent (less inflated by a busy machine);
+    `statistic`: min gives the runs least disturbed by other processes."""
+    for fn in fns.values():
+        fn()  # warm-up
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = clock()
+            fn()
+            times[name].append(clock() - start)
+    return {name: statistic(t) for name, t in times.items()}
+
+
+def machine() -> dict[str, Any]:
+    cpu = platform.processor()
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+        cpu = next(line.split(":", 1)[1].strip() for line in lines if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return {"cpu": cpu, "threads": torch.get_num_threads(), "torch": torch.__version__, "python": platform.python_version(),
+            "device": str(pick_device()), "fast_bf16": cpu_has_fast_bf16()}
+
+
+def print_table(title: str, rows: list[dict[str, Any]] | dict[str, Any]) -> None:
+    rows = [rows] if isinstance(rows, dict) else rows
+    print(f"\n## {title}")
+    if not rows:
+        return
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    print("| " + " | ".join(keys) + " |\n|" + "---|" * len(keys))
+    for r in rows:
+        print("| " + " | ".join(str(r.get(k, "")) for k in keys) + " |")
