@@ -325,3 +325,21 @@ def test_allowed_imports_pass() -> None:
                "attnscope.bench.__main__": "from attnscope.cli.bench import main",
                "attnscope.cli": ""}
     assert violations(sources) == []
+
+
+MAX_LINES = 300  # a module a newcomer reads in one sitting (shared/STYLE.md: modules of 50-300 lines)
+
+
+def long_modules(sources: dict[str, str]) -> list[str]:
+    """Modules over MAX_LINES lines, one sentence each."""
+    return [f"{module} has {n} lines: split it by job (at most {MAX_LINES})"
+            for module, source in sorted(sources.items()) if (n := len(source.splitlines())) > MAX_LINES]
+
+
+def test_every_module_is_short() -> None:
+    assert long_modules(package_sources()) == []
+
+
+def test_a_long_module_is_reported() -> None:
+    assert long_modules({"attnscope.model.transformer": "x = 1\n" * 301, "attnscope.model.config": "x = 1\n" * 300}) == [
+        "attnscope.model.transformer has 301 lines: split it by job (at most 300)"]
