@@ -46,16 +46,15 @@ def gate_heads(model: Transformer, heads: Iterable[HeadKey]) -> Iterator[None]:
         x = args[0]  # (B, Q, H*dh): head h is columns h*dh .. (h+1)*dh
         return (x * off.to(x.dtype),) if threading.get_ident() == me else (x,)
 
-    with model_lock(model):
-        chosen = _heads_of(model, heads)
-        try:
-            for module, off in chosen.items():
-                keep = torch.ones(module.n_heads, device=module.out_proj.weight.device)
-                keep[off] = 0.0
-                columns = keep.repeat_interleave(module.out_proj.in_features // module.n_heads)  # (H*dh,)
-                handles.append(module.out_proj.register_forward_pre_hook(
-                    lambda m, args, columns=columns: pre_hook(m, args, columns)))
-            yield
-        finally:
-            for handle in handles:
-                handle.remove()
+    chosen = _heads_of(model, heads)
+    try:  # the hooks act on this thread's calls only: the translations run under it take the model's lock
+        for module, off in chosen.items():
+            keep = torch.ones(module.n_heads, device=module.out_proj.weight.device)
+            keep[off] = 0.0
+            columns = keep.repeat_interleave(module.out_proj.in_features // module.n_heads)  # (H*dh,)
+            handles.append(module.out_proj.register_forward_pre_hook(
+                lambda m, args, columns=columns: pre_hook(m, args, columns)))
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()

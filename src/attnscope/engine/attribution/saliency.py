@@ -147,7 +147,7 @@ def saliency(model: Transformer, src_ids: Sequence[int], target_ids: Sequence[in
              ig: IGSettings | None = None) -> Saliency:
     """Gradient × input (`ig` None), or integrated gradients integrated to the completeness `ig` asks for."""
     pair, s = _pair(model, src_ids, target_ids), len(src_ids)
-    with model_lock(model), eval_mode(model):
+    with eval_mode(model):  # a shared model: under its lock, which the caller holds (translation_saliency)
         if ig is None:
             grad, ends = pair.gradients(np.ones(1))[0], pair.values(np.array([1.0, 0.0]))
             return Saliency(GRADIENT_X_INPUT, grad[:, :s], grad[:, s:], ends[0], ends[1])

@@ -1,5 +1,10 @@
 """One model, many sessions: the lock every user of a shared model holds while running or hooking it, and eval
-mode for the length of a call."""
+mode for the length of a call.
+
+Who takes the lock: `Translator.inference()` around everything run through a translator, and the public entry
+points that hook a model they are handed (record_attention, generate_with_attention, the logit lens, a float64
+copy's read of the weights). Functions of a bare model (decoding, trace, saliency) take none: their caller holds
+it. attnscope's own paths take it once; it stays re-entrant for users who nest one record_attention in another."""
 from __future__ import annotations
 
 import threading

@@ -56,10 +56,10 @@ class Calls:
 
 @contextmanager
 def tracing(model: nn.Module, keep: Keep = WEIGHTS) -> Iterator[Calls]:
-    """Hooks for what `keep` asks, under the model's lock and in eval mode; yields the `Calls` they fill and
-    removes the hooks on leaving (also after an error)."""
+    """Hooks for what `keep` asks, in eval mode; yields the `Calls` they fill and removes the hooks on leaving (also
+    after an error). A shared model is traced under its lock, which its caller holds (Translator.inference())."""
     calls = Calls()
-    with model_lock(model), eval_mode(model), ExitStack() as hooks:
+    with eval_mode(model), ExitStack() as hooks:
         install(hooks, model, keep, calls, {name: m for name, m in model.named_modules() if isinstance(m, MultiHeadAttention)})
         yield calls
 
