@@ -26,7 +26,7 @@ VARIANTS = [dict(norm=n, positional=p, tie_embeddings=t, share_embeddings=s)
          share_embeddings=True),
     dict(positional="relative", relative_buckets=6, relative_max_distance=4, layer_norm="rms", norm="pre", ffn="gated",
          activation="gelu_tanh", qkv_bias=False, out_bias=False, ffn_bias=False, scale_scores=False, embed_scale=False,
-         decoder_start=0, share_embeddings=True, tie_embeddings=False),
+         decoder_start=0, share_embeddings=True, tie_embeddings=False, d_head=6),
 ]
 
 

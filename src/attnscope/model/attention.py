@@ -58,13 +58,15 @@ class MultiHeadAttention(nn.Module):
     -inf where masked); `hook_pattern` (B, H, Q, K) the weights, after the softmax and before dropout."""
 
     def __init__(self, *, d_model: int, n_heads: int, dropout: float, kind: Kind, qkv_bias: bool = True,
-                 out_bias: bool = True, scale_scores: bool = True) -> None:
+                 out_bias: bool = True, scale_scores: bool = True, head_dim: int | None = None) -> None:
+        """`head_dim` None: d_model / n_heads; T5's heads may be wider or narrower (config.d_head)."""
         super().__init__()
         self.kind, self.n_heads, self.scale_scores = kind, n_heads, scale_scores
-        self.q_proj = nn.Linear(d_model, d_model, bias=qkv_bias)
-        self.k_proj = nn.Linear(d_model, d_model, bias=qkv_bias)
-        self.v_proj = nn.Linear(d_model, d_model, bias=qkv_bias)
-        self.out_proj = nn.Linear(d_model, d_model, bias=out_bias)
+        inner = d_model if head_dim is None else n_heads * head_dim
+        self.q_proj = nn.Linear(d_model, inner, bias=qkv_bias)
+        self.k_proj = nn.Linear(d_model, inner, bias=qkv_bias)
+        self.v_proj = nn.Linear(d_model, inner, bias=qkv_bias)
+        self.out_proj = nn.Linear(inner, d_model, bias=out_bias)
         self.dropout = dropout
         self.hook_scores = HookPoint()
         self.hook_pattern = HookPoint()
@@ -74,7 +76,7 @@ class MultiHeadAttention(nn.Module):
         return [split_heads(t, self.n_heads) for t in projected.chunk(n, -1)]
 
     def qkv_weights(self) -> tuple[Tensor, Tensor | None]:
-        """The q/k/v projections as one (3D, D) weight and its bias."""
+        """The q/k/v projections as one (3 H dh, D) weight and its bias."""
         return packed_linear(self.q_proj, self.k_proj, self.v_proj)
 
     def project_qkv(self, x: Tensor, weights: tuple[Tensor, Tensor | None] | None = None) -> tuple[Tensor, Tensor, Tensor]:

@@ -73,6 +73,8 @@ class ModelConfig:
     # T5 (Raffel et al. 2020) and its v1.1, Flan-T5, mT5 and ByT5: positional "relative" adds nothing to the embeddings
     # but a learned bias to every self-attention score, one per head and bucket of the offset key - query (section 2.1),
     #   from a table each stack keeps in its first layer and shares with the others (positions.RelativePositionBias)
+    d_head: int | None = None  # size of each head's q, k, v; None: d_model / n_heads. T5's d_kv, whose heads need not
+    #   add up to d_model (Flan-T5-small, mT5-small, ByT5-small: 6 heads of 64 in 512)
     relative_buckets: int = 32  # buckets of offsets: half exact, half logarithmically wider (the encoder splits them by sign)
     relative_max_distance: int = 128  # offsets this far or farther share the last bucket
     ffn: FeedForwardKind = "dense"  # "gated": down(act(x W_gate) * x W_up), a GLU variant (Shazeer 2020; T5 v1.1, mT5)
@@ -103,7 +105,9 @@ class ModelConfig:
         for name in ("n_encoder_layers", "n_decoder_layers"):
             if not 1 <= getattr(self, name) <= 64:
                 raise ConfigError(f"config field {name} must be between 1 and 64, got {getattr(self, name)}")
-        if self.d_model % self.n_heads:
+        if self.d_head is not None and (isinstance(self.d_head, bool) or not isinstance(self.d_head, int) or self.d_head < 1):
+            raise ConfigError(f"config field d_head must be a positive integer or null, got {self.d_head!r}")
+        if self.d_head is None and self.d_model % self.n_heads:
             raise ConfigError(f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}")
         for name in ("dropout", "attention_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
@@ -164,12 +168,12 @@ class ModelConfig:
 
     @property
     def head_dim(self) -> int:
-        return self.d_model // self.n_heads
+        return self.d_model // self.n_heads if self.d_head is None else self.d_head
 
     def parameter_count(self) -> int:
         """Number of parameters the model will have, computed without allocating it."""
-        d, f = self.d_model, self.d_ff
-        attention = 4 * d * d + (3 * d if self.qkv_bias else 0) + (d if self.out_bias else 0)
+        d, f, inner = self.d_model, self.d_ff, self.n_heads * self.head_dim
+        attention = 4 * d * inner + (3 * inner if self.qkv_bias else 0) + (d if self.out_bias else 0)
         ffn = (3 if self.ffn == "gated" else 2) * d * f + ((2 if self.ffn == "gated" else 1) * f + d if self.ffn_bias else 0)
         norm = d if self.layer_norm == "rms" else 2 * d
         encoder = self.n_encoder_layers * (attention + ffn + 2 * norm)

@@ -86,7 +86,7 @@ class DecoderOutput:
 
 def attention(c: ModelConfig, kind: Kind) -> MultiHeadAttention:
     return MultiHeadAttention(d_model=c.d_model, n_heads=c.n_heads, dropout=c.attention_dropout, kind=kind,
-                              qkv_bias=c.qkv_bias, out_bias=c.out_bias, scale_scores=c.scale_scores)
+                              qkv_bias=c.qkv_bias, out_bias=c.out_bias, scale_scores=c.scale_scores, head_dim=c.d_head)
 
 
 def relative_bias(c: ModelConfig, first: bool, bidirectional: bool) -> RelativePositionBias | None:
