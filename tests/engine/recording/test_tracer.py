@@ -311,3 +311,37 @@ def test_the_stream_needs_attnscopes_transformer() -> None:
         with tracing(attn, EVERYTHING):
             pass
     assert no_hooks_left(attn)
+
+
+T5 = dict(positional="relative", relative_buckets=8, relative_max_distance=5, layer_norm="rms", norm="pre", ffn="gated",
+          activation="gelu_tanh", qkv_bias=False, out_bias=False, ffn_bias=False, scale_scores=False, scale_output=True,
+          embed_scale=False, decoder_start=0, d_head=6)
+
+
+@pytest.mark.parametrize("use_cache", [False, True])
+def test_a_t5_model_is_traced_with_its_position_bias_in_the_scores(use_cache: bool) -> None:
+    """On a T5 config (tests/model/test_t5.py checks it against transformers) the scores are q·k unscaled plus the
+    stack's relative position bias (none in cross-attention), -inf where masked; the weights their softmax; the
+    positions added to the embeddings zeros; the logits the model's own."""
+    model = tiny_model(4, **T5)
+    with torch.no_grad():
+        for stack in (model.encoder, model.decoder):
+            stack[0].relative_bias.table.weight.normal_(0.0, 3.0)  # large enough to decide the weights
+    source, prefix = [5, 6, 7, 8, 9, 10, 11, 3], [1, 12, 13, 14, 15, 4, 5]
+    tr = trace(model, source, prefix, use_cache=use_cache)
+    assert no_hooks_left(model)
+    for kind, stack in (("encoder", model.encoder), ("decoder", model.decoder), ("cross", None)):
+        for s in tr.sublayers(kind):
+            inside = kept(s.internals)
+            expected = inside.queries @ inside.keys.mT
+            if stack is not None:
+                expected = expected + stack[0].relative_bias(*expected.shape[-2:])
+            if inside.mask is not None:
+                expected = expected.masked_fill(~inside.mask, -math.inf)
+            finite = torch.isfinite(expected)
+            assert torch.equal(finite, torch.isfinite(inside.scores)), kind
+            assert (inside.scores[finite] - expected[finite]).abs().max() < 1e-5, kind
+            assert torch.allclose(inside.scores.softmax(-1), s.weights, atol=1e-6), kind
+    assert not torch.any(kept(tr.source).position) and kept(tr.target).scale == 1.0
+    with torch.no_grad():
+        assert torch.allclose(tr.logits, model(torch.tensor([source]), torch.tensor([prefix])), atol=1e-5)
