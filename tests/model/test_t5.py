@@ -8,6 +8,7 @@ d_model / n_heads as in their small sizes). Few buckets and a short max distance
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 import torch
@@ -185,6 +186,15 @@ def test_the_bias_is_shared_and_moves_the_weights() -> None:
     assert all((a - b).abs().max() > 1e-3 for a, b in zip(before, after))
 
 
+def test_a_decoder_starting_on_pad_trains_its_row() -> None:
+    """T5's decoder reads <pad>'s embedding first, so fine-tuning must move it; elsewhere <pad>'s row learns nothing."""
+    src, tgt = batch()
+    for config, learns in ((attnscope_config("v1.1"), True), (replace(attnscope_config("v1.1"), decoder_start=None), False)):
+        model = Transformer(config).train()
+        model(src, tgt).logsumexp(-1).sum().backward()
+        assert (model.tgt_embed.weight.grad[PAD].abs().sum() > 0) == learns
+
+
 def test_rms_norm_is_t5s() -> None:
     """Zhang & Sennrich's RMSNorm as T5LayerNorm computes it, in float16 too (its mean of squares in float32)."""
     from attnscope.model.blocks import RMSNorm
@@ -197,6 +207,8 @@ def test_rms_norm_is_t5s() -> None:
         assert torch.allclose(norm(x), norm.weight * x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6), rtol=1e-6)
         assert torch.equal(norm(x), theirs(x)) and not hasattr(norm, "bias")
         assert torch.equal(norm.half()(x.half()), theirs.half()(x.half())) and torch.isfinite(norm(x.half())).all()
+        x, norm = x.double(), norm.double()  # value zeroing's float64 copy keeps float64's precision
+        assert torch.allclose(norm(x), norm.weight * x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6), rtol=1e-12)
 
 
 @pytest.mark.parametrize("bad, message", [

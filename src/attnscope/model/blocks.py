@@ -70,14 +70,15 @@ class AnnotatedLayerNorm(nn.Module):
 
 class RMSNorm(nn.Module):
     """T5's LayerNorm, root mean square normalisation (Zhang & Sennrich 2019, eq. 4): x / √(mean(x²) + eps) × weight,
-    with no mean subtracted and no bias; the mean of squares in float32, so half-precision inputs do not overflow."""
+    with no mean subtracted and no bias; the mean of squares in float32 at least, so half-precision inputs do not
+    overflow (and a float64 copy, as value zeroing makes, stays float64)."""
 
     def __init__(self, d_model: int, eps: float) -> None:
         super().__init__()
         self.weight, self.eps = nn.Parameter(torch.ones(d_model)), eps
 
     def forward(self, x: Tensor) -> Tensor:
-        mean_square = x.float().pow(2).mean(-1, keepdim=True)
+        mean_square = x.to(torch.promote_types(x.dtype, torch.float32)).pow(2).mean(-1, keepdim=True)
         return self.weight * (x * torch.rsqrt(mean_square + self.eps)).to(self.weight.dtype)
 
 

@@ -182,7 +182,8 @@ class Transformer(nn.Module):
         (loading a checkpoint): the model's own initialisation would be computed only to be thrown away."""
         super().__init__()
         c = self.config = config
-        self.tgt_embed = nn.Embedding(c.tgt_vocab_size, c.d_model, padding_idx=PAD_ID)
+        # <pad>'s row learns nothing (padding_idx), unless the decoder starts on <pad> (T5, Marian) and so reads it
+        self.tgt_embed = nn.Embedding(c.tgt_vocab_size, c.d_model, padding_idx=None if c.decoder_start == PAD_ID else PAD_ID)
         self.src_embed = self.tgt_embed if c.share_embeddings else nn.Embedding(c.src_vocab_size, c.d_model, padding_idx=PAD_ID)
         self.positions = POSITIONS[c.positional](c)
         self.src_embed_norm = layer_norm(c) if c.embed_norm else nn.Identity()
