@@ -70,13 +70,13 @@ class ModelConfig:
     suppressed: tuple[int, ...] = ()  # tokens never output (logit -inf): rows the original lacks, or it bans
     source_prefix: tuple[int, ...] = ()  # ids before the sentence (after <bos>): a language code
     source_suffix: tuple[int, ...] = ()  # ids after the final <eos>: mBART's source language code
-    # T5 (Raffel et al. 2020) and its v1.1, Flan-T5, mT5 and ByT5: positional "relative" adds nothing to the embeddings
+    # T5 (Raffel et al. 2020) and its v1.1, Flan-T5, mT5 and ByT5. Positional "relative" adds nothing to the embeddings
     # but a learned bias to every self-attention score, one per head and bucket of the offset key - query (section 2.1),
-    #   from a table each stack keeps in its first layer and shares with the others (positions.RelativePositionBias)
-    d_head: int | None = None  # size of each head's q, k, v; None: d_model / n_heads. T5's d_kv, whose heads need not
-    #   add up to d_model (Flan-T5-small, mT5-small, ByT5-small: 6 heads of 64 in 512)
+    #   from a table each stack keeps in its first layer and shares with the others (positions.RelativePositionBias):
     relative_buckets: int = 32  # buckets of offsets: half exact, half logarithmically wider (the encoder splits them by sign)
     relative_max_distance: int = 128  # offsets this far or farther share the last bucket
+    d_head: int | None = None  # size of each head's q, k, v; None: d_model / n_heads. T5's d_kv, whose heads need not
+    #   add up to d_model (Flan-T5-small, mT5-small, ByT5-small: 6 heads of 64 in 512)
     ffn: FeedForwardKind = "dense"  # "gated": down(act(x W_gate) * x W_up), a GLU variant (Shazeer 2020; T5 v1.1, mT5)
     ffn_bias: bool = True  # the feed-forward layers have biases (T5 has none)
     out_bias: bool = True  # the attention output projection has a bias (T5 has none)
