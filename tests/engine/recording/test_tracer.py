@@ -14,7 +14,7 @@ from attnscope.engine.recording.trace import EVERYTHING, WEIGHTS, Keep, Trace, k
 from attnscope.engine.recording.tracer import trace, tracing
 from attnscope.model.attention import split_heads
 from tests.engine.inside.inside_fixtures import VARIANTS, Case, inside_trace, make_case
-from tests.engine_fixtures import no_hooks_left, tiny_model
+from tests.engine_fixtures import T5, no_hooks_left, tiny_model
 
 FIELDS = ("q", "k", "v", "scores", "weights", "concat", "output", "residual", "norm_input", "norm_output", "block_output")
 
@@ -312,10 +312,6 @@ def test_the_stream_needs_attnscopes_transformer() -> None:
             pass
     assert no_hooks_left(attn)
 
-
-T5 = dict(positional="relative", relative_buckets=8, relative_max_distance=5, layer_norm="rms", norm="pre", ffn="gated",
-          activation="gelu_tanh", qkv_bias=False, out_bias=False, ffn_bias=False, scale_scores=False, scale_output=True,
-          embed_scale=False, decoder_start=0, d_head=6)
 
 
 @pytest.mark.parametrize("use_cache", [False, True])
