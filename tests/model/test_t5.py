@@ -2,8 +2,8 @@
 
 Tiny T5s of both kinds are built from configs, their weights copied into attnscope's model under the names below
 (the importer comes later), and each forward compared: T5 v1.0 (ReLU feed-forward network, output layer tied to the
-embedding and its input rescaled by d_model^-0.5) and v1.1 / Flan-T5 / mT5 (gated GELU, untied, heads narrower than
-d_model / n_heads as in their small sizes). Few buckets and a short max distance make longer offsets share buckets.
+embedding and its input rescaled by d_model^-0.5) and v1.1 / Flan-T5 / mT5 (gated GELU, untied, heads that do not
+add up to d_model, as in their small sizes). Few buckets and a short max distance make longer offsets share buckets.
 """
 from __future__ import annotations
 
