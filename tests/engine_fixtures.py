@@ -19,6 +19,11 @@ from attnscope.model.tokenization import TextCodec, train_word_level
 from attnscope.model.transformer import Transformer
 
 SEEDS = (0, 1, 2)
+# T5's variants (tests/model/test_t5.py checks them against transformers): relative positions, RMS norm, gated GELU,
+# no biases, unscaled scores, a rescaled output layer input, narrow heads, the decoder starting on <pad>
+T5 = dict(positional="relative", relative_buckets=8, relative_max_distance=5, layer_norm="rms", norm="pre", ffn="gated",
+          activation="gelu_tanh", qkv_bias=False, out_bias=False, ffn_bias=False, scale_scores=False, scale_output=True,
+          embed_scale=False, decoder_start=0, d_head=6)
 SYMBOLS = "a b c d e f g h i j k l"  # word-level vocabulary: 4 specials + 12 symbols
 MAX_LEN = 32
 

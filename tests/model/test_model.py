@@ -20,6 +20,13 @@ VARIANTS = [dict(norm=n, positional=p, tie_embeddings=t, share_embeddings=s)
     dict(sinusoid="halves", activation="silu", decoder_start=0, suppressed=(1,), qkv_bias=False),
     dict(sinusoid="fairseq", position_offset=2, norm="pre", final_norm=True, decoder_start=2, forced_first=7,
          source_prefix=(5,)),
+    # T5 v1.0 and v1.1 (tests/model/test_t5.py checks them against transformers)
+    dict(positional="relative", relative_buckets=8, relative_max_distance=5, layer_norm="rms", norm="pre", qkv_bias=False,
+         out_bias=False, ffn_bias=False, scale_scores=False, scale_output=True, embed_scale=False, decoder_start=0,
+         share_embeddings=True),
+    dict(positional="relative", relative_buckets=6, relative_max_distance=4, layer_norm="rms", norm="pre", ffn="gated",
+         activation="gelu_tanh", qkv_bias=False, out_bias=False, ffn_bias=False, scale_scores=False, embed_scale=False,
+         decoder_start=0, share_embeddings=True, tie_embeddings=False, d_head=6),
 ]
 
 

@@ -1,7 +1,9 @@
 """Multi-head scaled dot-product attention (Vaswani et al. 2017, section 3.2.2), the one attention of the model.
 
-`attend` is the one path: softmax(q kᵀ / √d_k) v, with the weights made when anyone needs them (the caller asks
+`attend` is the one path: softmax(q kᵀ / √d_k + B) v, with the weights made when anyone needs them (the caller asks
 for them, or a hook watches `hook_scores` / `hook_pattern`), which the module then returns beside its output.
+B is T5's relative position bias (positions.RelativePositionBias; absent for other models), and T5 leaves out
+the 1/√d_k (config.scale_scores), which its initialisation folds into the query projection.
 When nobody looks at them it hands the same function to `F.scaled_dot_product_attention`: a fused kernel that
 never makes the weights (the one speed trick; CPU training with attention dropout keeps the explicit
 product, whose dropout masks are cheaper there, see `dropout`).
@@ -52,16 +54,19 @@ def packed_linear(*layers: nn.Linear) -> tuple[Tensor, Tensor | None]:
 class MultiHeadAttention(nn.Module):
     """Scaled dot-product attention over several heads, of one kind (encoder / decoder / cross, see kinds.py).
 
-    Hook points: `hook_scores` (B, H, Q, K) the scaled scores with -inf where masked, before the softmax;
-    `hook_pattern` (B, H, Q, K) the weights, after the softmax and before dropout."""
+    Hook points: `hook_scores` (B, H, Q, K) the scores as the softmax reads them (scaled, plus the position bias,
+    -inf where masked); `hook_pattern` (B, H, Q, K) the weights, after the softmax and before dropout."""
 
-    def __init__(self, *, d_model: int, n_heads: int, dropout: float, kind: Kind, qkv_bias: bool = True) -> None:
+    def __init__(self, *, d_model: int, n_heads: int, dropout: float, kind: Kind, qkv_bias: bool = True,
+                 out_bias: bool = True, scale_scores: bool = True, head_dim: int | None = None) -> None:
+        """`head_dim` None: d_model / n_heads; T5's heads may be wider or narrower (config.d_head)."""
         super().__init__()
-        self.kind, self.n_heads = kind, n_heads
-        self.q_proj = nn.Linear(d_model, d_model, bias=qkv_bias)
-        self.k_proj = nn.Linear(d_model, d_model, bias=qkv_bias)
-        self.v_proj = nn.Linear(d_model, d_model, bias=qkv_bias)
-        self.out_proj = nn.Linear(d_model, d_model)
+        self.kind, self.n_heads, self.scale_scores = kind, n_heads, scale_scores
+        inner = d_model if head_dim is None else n_heads * head_dim
+        self.q_proj = nn.Linear(d_model, inner, bias=qkv_bias)
+        self.k_proj = nn.Linear(d_model, inner, bias=qkv_bias)
+        self.v_proj = nn.Linear(d_model, inner, bias=qkv_bias)
+        self.out_proj = nn.Linear(inner, d_model, bias=out_bias)
         self.dropout = dropout
         self.hook_scores = HookPoint()
         self.hook_pattern = HookPoint()
@@ -71,7 +76,7 @@ class MultiHeadAttention(nn.Module):
         return [split_heads(t, self.n_heads) for t in projected.chunk(n, -1)]
 
     def qkv_weights(self) -> tuple[Tensor, Tensor | None]:
-        """The q/k/v projections as one (3D, D) weight and its bias."""
+        """The q/k/v projections as one (3 H dh, D) weight and its bias."""
         return packed_linear(self.q_proj, self.k_proj, self.v_proj)
 
     def project_qkv(self, x: Tensor, weights: tuple[Tensor, Tensor | None] | None = None) -> tuple[Tensor, Tensor, Tensor]:
@@ -88,29 +93,34 @@ class MultiHeadAttention(nn.Module):
     def project_q(self, x: Tensor) -> Tensor:
         return split_heads(self.q_proj(x), self.n_heads)
 
-    def forward(self, q: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None,
-                need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
-        """Attend from projected queries `q` (B, H, Q, dh) to keys/values; `mask` is True where allowed (None: all).
-        Returns the output (B, Q, D) and, when `need_weights`, the weights (B, H, Q, K) it was computed with."""
-        out, weights = self.attend(q, keys, values, mask, need_weights)
+    def forward(self, q: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None, need_weights: bool = False,
+                bias: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+        """Attend from projected queries `q` (B, H, Q, dh) to keys/values; `mask` is True where allowed (None: all),
+        `bias` (1, H, Q, K) is added to the scores (T5's relative positions). Returns the output (B, Q, D) and, when
+        `need_weights`, the weights (B, H, Q, K) it was computed with."""
+        out, weights = self.attend(q, keys, values, mask, need_weights, bias)
         b, h, n, dh = out.shape
         return self.out_proj(out.transpose(1, 2).reshape(b, n, h * dh)), weights  # heads side by side (B, Q, H*dh)
 
-    def attend(self, q: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None,
-               need_weights: bool) -> tuple[Tensor, Tensor | None]:
-        """softmax(q kᵀ / √d_k) v per head, (B, H, Q, dh), and the weights when they are made."""
+    def attend(self, q: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None, need_weights: bool,
+               bias: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+        """softmax(q kᵀ / √d_k + bias) v per head, (B, H, Q, dh), and the weights when they are made."""
         p = self.dropout if self.training else 0.0
         scores_hooked, pattern_hooked = self.hook_scores.hooked, self.hook_pattern.hooked
         if not (need_weights or scores_hooked or pattern_hooked or (p and q.device.type == "cpu")):
-            return F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, dropout_p=p), None
+            allowed = mask if bias is None else bias if mask is None else bias.masked_fill(~mask, float("-inf"))
+            return F.scaled_dot_product_attention(q, keys, values, attn_mask=allowed, dropout_p=p,
+                                                  scale=None if self.scale_scores else 1.0), None
         b, h, n, dh = q.shape
         # The heads stay one batch axis (B*H) from the first product to the last and the scale is applied inside
         # the first: recording runs this 8 times a decoding step, where each kernel and view costs what these
         # small products do.
         scores = torch.baddbmm(_zero(q), q.reshape(b * h, n, dh), keys.reshape(b * h, -1, dh).mT, beta=0,
-                               alpha=dh ** -0.5)  # (B*H, Q, K)
-        if mask is not None or scores_hooked:
+                               alpha=dh ** -0.5 if self.scale_scores else 1.0)  # (B*H, Q, K)
+        if mask is not None or bias is not None or scores_hooked:
             shaped = scores.view(b, h, n, -1)
+            if bias is not None:
+                shaped = shaped + bias
             if mask is not None:
                 shaped = shaped.masked_fill(~mask, float("-inf"))
             scores = (self.hook_scores(shaped) if scores_hooked else shaped).reshape(b * h, n, -1)

@@ -8,10 +8,11 @@ from typing import Any, Literal
 
 from attnscope.model import untrusted
 
-Positional = Literal["sinusoidal", "learned"]
+Positional = Literal["sinusoidal", "learned", "relative"]
 Norm = Literal["post", "pre"]
-LayerNormKind = Literal["torch", "annotated"]
-Activation = Literal["relu", "gelu", "silu"]
+LayerNormKind = Literal["torch", "annotated", "rms"]
+Activation = Literal["relu", "gelu", "silu", "gelu_tanh"]
+FeedForwardKind = Literal["dense", "gated"]
 Framing = Literal["eos", "bos-eos", "none"]
 Sinusoid = Literal["interleaved", "halves", "fairseq"]
 
@@ -51,9 +52,10 @@ class ModelConfig:
     share_embeddings: bool = False  # source and target embeddings are one matrix (joint vocabulary)
     final_norm: bool | None = None  # LayerNorm after each stack; None = only with pre-LN (nn.Transformer always has one)
     # Variants met in models trained elsewhere (checkpoints/importing.py); the defaults are attnscope's own.
-    layer_norm: LayerNormKind = "torch"  # "annotated": unbiased std with eps added to the std (the Annotated Transformer)
+    layer_norm: LayerNormKind = "torch"  # "annotated": unbiased std with eps added to the std (the Annotated Transformer);
+    #   "rms": root mean square, no mean and no bias (T5's)
     norm_eps: float = 1e-5  # LayerNorm epsilon (nn.LayerNorm's default; the Annotated Transformer uses 1e-6)
-    activation: Activation = "relu"  # of the FFN hidden layer ("silu" is Marian's "swish")
+    activation: Activation = "relu"  # of the FFN hidden layer ("silu" is Marian's "swish"; "gelu_tanh" T5 v1.1's "gelu_new")
     embed_scale: bool = True  # token embeddings are multiplied by sqrt(d_model) (section 3.4)
     source_framing: Framing = "eos"  # source ids are `x <eos>`, `<bos> x <eos>` (the PyTorch tutorial's) or `x` (OpenNMT-py)
     # Variants of Hugging Face's Marian, BART, mBART, M2M100/NLLB, fairseq and OpenNMT-py (checkpoints/importers/).
@@ -62,12 +64,25 @@ class ModelConfig:
     position_offset: int = 0  # position i reads table row i + offset (BART's learned tables, fairseq's padding_idx + 1)
     separate_positions: bool = False  # the decoder has its own learned table (BART, mBART)
     embed_norm: bool = False  # LayerNorm on the embedded input of each stack (BART's layernorm_embedding)
-    qkv_bias: bool = True  # the q/k/v projections have biases (the output projection always has one, maybe zero)
+    qkv_bias: bool = True  # the q/k/v projections have biases
     decoder_start: int | None = None  # token whose embedding the first decoder position reads; None: <bos>
     forced_first: int | None = None  # the first output is always this token (a language code: NLLB, M2M100, mBART-50)
     suppressed: tuple[int, ...] = ()  # tokens never output (logit -inf): rows the original lacks, or it bans
     source_prefix: tuple[int, ...] = ()  # ids before the sentence (after <bos>): a language code
     source_suffix: tuple[int, ...] = ()  # ids after the final <eos>: mBART's source language code
+    # T5 (Raffel et al. 2020) and its v1.1, Flan-T5, mT5 and ByT5. Positional "relative" adds nothing to the embeddings
+    # but a learned bias to every self-attention score, one per head and bucket of the offset key - query (section 2.1),
+    #   from a table each stack keeps in its first layer and shares with the others (positions.RelativePositionBias):
+    relative_buckets: int = 32  # buckets of offsets: half exact, half logarithmically wider (the encoder splits them by sign)
+    relative_max_distance: int = 128  # offsets this far or farther share the last bucket
+    d_head: int | None = None  # size of each head's q, k, v; None: d_model / n_heads. T5's d_kv, whose heads need not
+    #   add up to d_model (Flan-T5-small, mT5-small, ByT5-small: 6 heads of 64 in 512)
+    ffn: FeedForwardKind = "dense"  # "gated": down(act(x W_gate) * x W_up), a GLU variant (Shazeer 2020; T5 v1.1, mT5)
+    ffn_bias: bool = True  # the feed-forward layers have biases (T5 has none)
+    out_bias: bool = True  # the attention output projection has a bias (T5 has none)
+    scale_scores: bool = True  # attention scores are divided by √d_k (section 3.2.1); T5 folds that into its initialisation
+    scale_output: bool = False  # the output layer's input is multiplied by d_model^-0.5 (T5 v1.0, whose output layer is
+    #   its embedding)
 
     def __post_init__(self) -> None:
         for name in ("suppressed", "source_prefix", "source_suffix"):  # JSON gives lists
@@ -90,16 +105,19 @@ class ModelConfig:
         for name in ("n_encoder_layers", "n_decoder_layers"):
             if not 1 <= getattr(self, name) <= 64:
                 raise ConfigError(f"config field {name} must be between 1 and 64, got {getattr(self, name)}")
-        if self.d_model % self.n_heads:
+        if self.d_head is not None and (isinstance(self.d_head, bool) or not isinstance(self.d_head, int) or self.d_head < 1):
+            raise ConfigError(f"config field d_head must be a positive integer or null, got {self.d_head!r}")
+        if self.d_head is None and self.d_model % self.n_heads:
             raise ConfigError(f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}")
         for name in ("dropout", "attention_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ConfigError(f"config field {name} must be in [0, 1), got {getattr(self, name)}")
-        if self.positional not in ("sinusoidal", "learned"):
-            raise ConfigError(f"positional must be 'sinusoidal' or 'learned', got {self.positional!r}")
+        if self.positional not in ("sinusoidal", "learned", "relative"):
+            raise ConfigError(f"positional must be 'sinusoidal', 'learned' or 'relative', got {self.positional!r}")
         if self.norm not in ("post", "pre"):
             raise ConfigError(f"norm must be 'post' or 'pre', got {self.norm!r}")
-        for name, allowed in (("layer_norm", ("torch", "annotated")), ("activation", ("relu", "gelu", "silu")),
+        for name, allowed in (("layer_norm", ("torch", "annotated", "rms")), ("ffn", ("dense", "gated")),
+                              ("activation", ("relu", "gelu", "silu", "gelu_tanh")),
                               ("source_framing", ("eos", "bos-eos", "none")), ("sinusoid", ("interleaved", "halves", "fairseq"))):
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
@@ -120,6 +138,12 @@ class ModelConfig:
             raise ConfigError(f"config field position_offset must be between 0 and 4096, got {self.position_offset}")
         if self.separate_positions and self.positional != "learned":
             raise ConfigError("separate_positions needs learned positions: sinusoidal tables are the same on both sides")
+        if not 4 <= self.relative_buckets <= 1024:
+            raise ConfigError(f"config field relative_buckets must be between 4 and 1024, got {self.relative_buckets}")
+        if not self.relative_buckets // 2 < self.relative_max_distance <= MAX_LEN:
+            raise ConfigError(f"config field relative_max_distance must be more than the {self.relative_buckets // 2} exact "
+                              f"offsets of relative_buckets {self.relative_buckets} and at most {MAX_LEN:,}, "
+                              f"got {self.relative_max_distance}")
         for name in IDS:
             value = getattr(self, name)
             size = self.src_vocab_size if name.startswith("source") else self.tgt_vocab_size
@@ -144,14 +168,14 @@ class ModelConfig:
 
     @property
     def head_dim(self) -> int:
-        return self.d_model // self.n_heads
+        return self.d_model // self.n_heads if self.d_head is None else self.d_head
 
     def parameter_count(self) -> int:
         """Number of parameters the model will have, computed without allocating it."""
-        d, f = self.d_model, self.d_ff
-        attention = 4 * (d * d + d) - (0 if self.qkv_bias else 3 * d)
-        ffn = d * f + f + f * d + d
-        norm = 2 * d
+        d, f, inner = self.d_model, self.d_ff, self.n_heads * self.head_dim
+        attention = 4 * d * inner + (3 * inner if self.qkv_bias else 0) + (d if self.out_bias else 0)
+        ffn = (3 if self.ffn == "gated" else 2) * d * f + ((2 if self.ffn == "gated" else 1) * f + d if self.ffn_bias else 0)
+        norm = d if self.layer_norm == "rms" else 2 * d
         encoder = self.n_encoder_layers * (attention + ffn + 2 * norm)
         decoder = self.n_decoder_layers * (2 * attention + ffn + 3 * norm)
         finals = 2 * norm if self.has_final_norm else 0
@@ -161,7 +185,8 @@ class ModelConfig:
         tables = 2 if self.separate_positions else 1
         positions = tables * (self.max_len + self.position_offset) * d if self.positional == "learned" else 0
         embed_norms = 2 * norm if self.embed_norm else 0
-        return encoder + decoder + finals + src_emb + tgt_emb + output + positions + embed_norms
+        relative = 2 * self.relative_buckets * self.n_heads if self.positional == "relative" else 0  # a table per stack
+        return encoder + decoder + finals + src_emb + tgt_emb + output + positions + embed_norms + relative
 
     def element_count(self) -> int:
         """Numbers the built model holds: its parameters and the fixed sinusoid table (a buffer)."""

@@ -1,5 +1,6 @@
 """Where each token sits: the paper's fixed sinusoids (section 3.5) in the layouts other frameworks compute them,
-or a learned table per position."""
+a learned table per position, or none (T5), whose positions are a learned bias on the attention scores by the
+bucket of each query-key offset (RelativePositionBias)."""
 from __future__ import annotations
 
 import math
@@ -39,6 +40,55 @@ class LearnedPositions(nn.Module):
         table = self.decoder_table if decoder and self.decoder_table is not None else self.table
         start = self.start + offset
         return table.weight[start:start + length]  # (N, D)
+
+
+class NoPositions(nn.Module):
+    """No absolute positions (positional "relative", T5's): zeros, so that what a stack's first layer reads is still
+    "embedding + position" (every view of it shows that nothing was added)."""
+
+    def __init__(self, c: ModelConfig) -> None:
+        super().__init__()
+        self.register_buffer("zero", torch.zeros(1, c.d_model, device="cpu"), persistent=False)
+
+    def forward(self, length: int, offset: int = 0, decoder: bool = False) -> Tensor:
+        return self.zero.expand(length, -1)  # (N, D)
+
+
+class RelativePositionBias(nn.Module):
+    """T5's relative position bias (Raffel et al. 2020, section 2.1): a learned number per head for each bucket of
+    the offset key - query, added to the self-attention scores before the softmax; one table per stack, whose bias
+    every layer of the stack adds. The encoder's is bidirectional, the decoder's sees only earlier keys."""
+
+    def __init__(self, c: ModelConfig, bidirectional: bool) -> None:
+        super().__init__()
+        self.table = nn.Embedding(c.relative_buckets, c.n_heads)
+        self.max_distance, self.bidirectional = c.relative_max_distance, bidirectional
+
+    def forward(self, n_queries: int, n_keys: int, offset: int = 0) -> Tensor:
+        """The bias (1, H, Q, K) of queries at positions offset .. offset + Q - 1 over keys 0 .. K - 1 (with the KV
+        cache, a decoding step's rows of the full matrix)."""
+        device = self.table.weight.device
+        queries, keys = torch.arange(offset, offset + n_queries, device=device), torch.arange(n_keys, device=device)
+        buckets = relative_bucket(keys[None, :] - queries[:, None], self.table.num_embeddings, self.max_distance,
+                                  self.bidirectional)
+        return self.table(buckets).permute(2, 0, 1).unsqueeze(0)
+
+
+def relative_bucket(offset: Tensor, n_buckets: int, max_distance: int, bidirectional: bool) -> Tensor:
+    """T5's bucket of each offset key - query, as Mesh TensorFlow computes it: distances below half the buckets
+    get one each, longer ones share buckets that widen logarithmically up to `max_distance`, beyond which all
+    share the last. Bidirectional (the encoder), each direction has half the buckets, later keys the upper half;
+    otherwise (the decoder) a later key counts as distance 0."""
+    if bidirectional:
+        n_buckets //= 2
+        base, distance = (offset > 0).long() * n_buckets, offset.abs()
+    else:
+        base, distance = torch.zeros_like(offset), (-offset).clamp(min=0)
+    exact = n_buckets // 2
+    # in float32 and in this order of operations, as the original, so that the buckets' edges fall where they do there
+    wide = exact + (torch.log(distance.clamp(min=exact).float() / exact) / math.log(max_distance / exact)
+                    * (n_buckets - exact)).long()
+    return base + torch.where(distance < exact, distance, wide.clamp(max=n_buckets - 1))
 
 
 def sinusoidal_table(max_len: int, d_model: int, layout: str = "interleaved") -> Tensor:

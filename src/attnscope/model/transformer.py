@@ -1,7 +1,7 @@
 """The encoder-decoder Transformer of "Attention Is All You Need" (Vaswani et al. 2017, fig. 1).
 
-Read top to bottom: the KV cache, what the encoder and decoder return, their layers, the output layer, then the
-model. Attention is attention.py; the feed-forward network, LayerNorm and the residual block are blocks.py;
+Read top to bottom: the KV cache, what the encoder and decoder return, their layers, then the model. Attention is
+attention.py; the feed-forward network, LayerNorm, the residual block and the output layer are blocks.py;
 positions are positions.py.
 Asked with `output_attentions=True`, `encode` and `decode` return every head's weights beside their result
 (as Hugging Face models do): exactly the tensors the model went on with, per layer (B, H, Q, K).
@@ -9,7 +9,9 @@ Asked with `output_attentions=True`, `encode` and `decode` return every head's w
 The variants that models trained elsewhere need (Hugging Face Marian, BART, mBART, M2M100/NLLB, fairseq,
 OpenNMT-py) are config fields whose defaults are the paper's model: other sinusoid layouts and position
 offsets, a separate decoder position table, LayerNorm on the embeddings, q/k/v without biases, a decoder
-start token other than <bos>, a forced first output (a language code) and tokens never output.
+start token other than <bos>, a forced first output (a language code) and tokens never output; and T5's
+(Raffel et al. 2020): relative position biases instead of absolute positions, RMS norm, a gated feed-forward
+network, no biases, unscaled scores and a rescaled input to the output layer.
 """
 from __future__ import annotations
 
@@ -20,10 +22,12 @@ import torch
 from torch import Tensor, nn
 
 from attnscope.model.attention import MultiHeadAttention
-from attnscope.model.blocks import Dropout, FeedForward, Residual, layer_norm
+from attnscope.model.blocks import Dropout, Generator, Residual, feed_forward, layer_norm
 from attnscope.model.config import PAD_ID, ModelConfig
 from attnscope.model.kinds import KINDS, Kind
-from attnscope.model.positions import LearnedPositions, SinusoidalPositions
+from attnscope.model.positions import LearnedPositions, NoPositions, RelativePositionBias, SinusoidalPositions
+
+POSITIONS = {"sinusoidal": SinusoidalPositions, "learned": LearnedPositions, "relative": NoPositions}
 
 
 @dataclass
@@ -80,33 +84,44 @@ class DecoderOutput:
     cross_attentions: tuple[Tensor, ...] | None = None  # each layer's cross-attention (B, H, T, S), when asked
 
 
+def attention(c: ModelConfig, kind: Kind) -> MultiHeadAttention:
+    return MultiHeadAttention(d_model=c.d_model, n_heads=c.n_heads, dropout=c.attention_dropout, kind=kind,
+                              qkv_bias=c.qkv_bias, out_bias=c.out_bias, scale_scores=c.scale_scores, head_dim=c.d_head)
+
+
+def relative_bias(c: ModelConfig, first: bool, bidirectional: bool) -> RelativePositionBias | None:
+    """T5 keeps its stack's relative position table in the first layer; every layer adds the bias made from it."""
+    return RelativePositionBias(c, bidirectional) if first and c.positional == "relative" else None
+
+
 class EncoderLayer(nn.Module):
-    def __init__(self, c: ModelConfig) -> None:
+    def __init__(self, c: ModelConfig, first: bool = False) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model=c.d_model, n_heads=c.n_heads, dropout=c.attention_dropout,
-                                            kind="encoder", qkv_bias=c.qkv_bias)
-        self.ffn = FeedForward(c.d_model, c.d_ff, c.dropout, c.activation)
+        self.self_attn = attention(c, "encoder")
+        self.relative_bias = relative_bias(c, first, bidirectional=True)
+        self.ffn = feed_forward(c)
         self.attn_block, self.ffn_block = Residual(c), Residual(c)
 
-    def forward(self, x: Tensor, mask: Tensor | None, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
-        """The layer's output (B, S, D) and, when asked, its self-attention weights (B, H, S, S)."""
+    def forward(self, x: Tensor, mask: Tensor | None, need_weights: bool = False,
+                bias: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+        """The layer's output (B, S, D) and, when asked, its self-attention weights (B, H, S, S); `bias` (1, H, S, S)
+        is the stack's relative position bias (T5)."""
         weights = None
 
         def attend(h: Tensor) -> Tensor:
             nonlocal weights
-            out, weights = self.self_attn(*self.self_attn.project_qkv(h), mask, need_weights)
+            out, weights = self.self_attn(*self.self_attn.project_qkv(h), mask, need_weights, bias)
             return out
         x = self.attn_block(x, attend)
         return self.ffn_block(x, self.ffn), weights
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, c: ModelConfig) -> None:
+    def __init__(self, c: ModelConfig, first: bool = False) -> None:
         super().__init__()
-        kw = dict(d_model=c.d_model, n_heads=c.n_heads, dropout=c.attention_dropout, qkv_bias=c.qkv_bias)
-        self.self_attn = MultiHeadAttention(**kw, kind="decoder")
-        self.cross_attn = MultiHeadAttention(**kw, kind="cross")
-        self.ffn = FeedForward(c.d_model, c.d_ff, c.dropout, c.activation)
+        self.self_attn, self.cross_attn = attention(c, "decoder"), attention(c, "cross")
+        self.relative_bias = relative_bias(c, first, bidirectional=False)  # cross-attention has none
+        self.ffn = feed_forward(c)
         self.self_block, self.cross_block, self.ffn_block = (Residual(c) for _ in range(3))
 
     def _self(self, h: Tensor, cache: LayerCache | None) -> tuple[Tensor, Tensor, Tensor]:
@@ -132,14 +147,15 @@ class DecoderLayer(nn.Module):
         return self.cross_attn.project_q(h), k, v
 
     def forward(self, x: Tensor, memory: Tensor, self_mask: Tensor | None, cross_mask: Tensor | None,
-                cache: LayerCache | None = None, need_weights: bool = False
+                cache: LayerCache | None = None, need_weights: bool = False, bias: Tensor | None = None
                 ) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        """The layer's output (B, T, D) and, when asked, its masked self- and cross-attention weights."""
+        """The layer's output (B, T, D) and, when asked, its masked self- and cross-attention weights; `bias`
+        (1, H, T, K) is the stack's relative position bias for the masked self-attention (T5)."""
         self_weights = cross_weights = None
 
         def attend_self(h: Tensor) -> Tensor:
             nonlocal self_weights
-            out, self_weights = self.self_attn(*self._self(h, cache), self_mask, need_weights)
+            out, self_weights = self.self_attn(*self._self(h, cache), self_mask, need_weights, bias)
             return out
 
         def attend_source(h: Tensor) -> Tensor:
@@ -158,18 +174,6 @@ def causal_mask(n_queries: int, n_keys: int, device: torch.device) -> Tensor:
     return torch.arange(n_keys, device=device).unsqueeze(0) <= q  # (Q, K)
 
 
-class Generator(nn.Linear):
-    """The output layer; tokens in `suppressed` (rows the original model lacks, or that it bans) get logit -inf."""
-
-    def __init__(self, d_model: int, vocab_size: int, suppressed: tuple[int, ...] = ()) -> None:
-        super().__init__(d_model, vocab_size)
-        self.register_buffer("suppressed", torch.tensor(suppressed, dtype=torch.long, device="cpu"), persistent=False)
-
-    def forward(self, x: Tensor) -> Tensor:
-        logits = super().forward(x)
-        return logits.index_fill(-1, self.suppressed, float("-inf")) if len(self.suppressed) else logits
-
-
 class Transformer(nn.Module):
     """Encoder-decoder Transformer; `forward(src, tgt_in)` returns next-token logits."""
 
@@ -178,18 +182,18 @@ class Transformer(nn.Module):
         (loading a checkpoint): the model's own initialisation would be computed only to be thrown away."""
         super().__init__()
         c = self.config = config
-        self.tgt_embed = nn.Embedding(c.tgt_vocab_size, c.d_model, padding_idx=PAD_ID)
+        # <pad>'s row learns nothing (padding_idx), unless the decoder starts on <pad> (T5, Marian) and so reads it
+        self.tgt_embed = nn.Embedding(c.tgt_vocab_size, c.d_model, padding_idx=None if c.decoder_start == PAD_ID else PAD_ID)
         self.src_embed = self.tgt_embed if c.share_embeddings else nn.Embedding(c.src_vocab_size, c.d_model, padding_idx=PAD_ID)
-        positions = SinusoidalPositions if c.positional == "sinusoidal" else LearnedPositions
-        self.positions = positions(c)
+        self.positions = POSITIONS[c.positional](c)
         self.src_embed_norm = layer_norm(c) if c.embed_norm else nn.Identity()
         self.tgt_embed_norm = layer_norm(c) if c.embed_norm else nn.Identity()
         self.embed_dropout = Dropout(c.dropout)
-        self.encoder = nn.ModuleList(EncoderLayer(c) for _ in range(c.n_encoder_layers))
-        self.decoder = nn.ModuleList(DecoderLayer(c) for _ in range(c.n_decoder_layers))
+        self.encoder = nn.ModuleList(EncoderLayer(c, first=i == 0) for i in range(c.n_encoder_layers))
+        self.decoder = nn.ModuleList(DecoderLayer(c, first=i == 0) for i in range(c.n_decoder_layers))
         self.encoder_norm = layer_norm(c) if c.has_final_norm else nn.Identity()
         self.decoder_norm = layer_norm(c) if c.has_final_norm else nn.Identity()
-        self.generator = Generator(c.d_model, c.tgt_vocab_size, c.suppressed)
+        self.generator = Generator(c.d_model, c.tgt_vocab_size, c.suppressed, c.scale_output)
         if initialise:
             self._init_weights()
         if c.tie_embeddings:
@@ -216,6 +220,12 @@ class Transformer(nn.Module):
         x = (self.tgt_embed_norm if decoder else self.src_embed_norm)(x)
         return self.embed_dropout(x)  # (B, N, D)
 
+    @staticmethod
+    def _relative_bias(stack: nn.ModuleList, n_queries: int, n_keys: int, offset: int = 0) -> Tensor | None:
+        """The stack's relative position bias (1, H, Q, K) from its first layer's table (T5); None without one."""
+        table = stack[0].relative_bias
+        return None if table is None else table(n_queries, n_keys, offset)
+
     def encode(self, src: Tensor, output_attentions: bool = False) -> EncoderOutput:
         """Source ids (B, S) -> what the decoder reads (and, when asked, every encoder layer's weights)."""
         if src.shape[1] > self.config.max_len:
@@ -224,9 +234,10 @@ class Transformer(nn.Module):
         if bool(mask.all()):
             mask = None  # lets SDPA take its unmasked fast path
         x = self._embed(self.src_embed, src)
+        bias = self._relative_bias(self.encoder, src.shape[1], src.shape[1])
         attentions = []
         for layer in self.encoder:
-            x, weights = layer(x, mask, output_attentions)
+            x, weights = layer(x, mask, output_attentions, bias)
             attentions.append(weights)
         return EncoderOutput(self.encoder_norm(x), mask, tuple(attentions) if output_attentions else None)
 
@@ -244,10 +255,11 @@ class Transformer(nn.Module):
         elif tgt.shape[1] == 1:
             self_mask = None  # one new position may see every cached one
         x = self._embed(self.tgt_embed, tgt, offset, decoder=True)
+        bias = self._relative_bias(self.decoder, tgt.shape[1], n_keys, offset)  # with a cache: the new rows only
         selves, crosses = [], []
         for i, layer in enumerate(self.decoder):
             x, self_weights, cross_weights = layer(x, source.memory, self_mask, source.mask,
-                                                   None if cache is None else cache.layers[i], output_attentions)
+                                                   None if cache is None else cache.layers[i], output_attentions, bias)
             selves.append(self_weights)
             crosses.append(cross_weights)
         if cache is not None:

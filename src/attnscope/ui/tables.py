@@ -89,12 +89,14 @@ CONFIG_FIELDS = {
     "dropout": "Share of values zeroed while training (embeddings, sublayer outputs, feed-forward); off when translating.",
     "attention_dropout": "Share of attention weights zeroed while training, after they are recorded; off when translating.",
     "max_len": "The longest sequence the positional encoding covers.",
-    "positional": "How positions are encoded: fixed sinusoids (the paper) or a learned table.",
+    "positional": "How positions are encoded: fixed sinusoids (the paper), a learned table, or relative (T5: no table, "
+                  "a learned bias on each attention score by how far the key is from the query).",
     "norm": "Where LayerNorm sits: after each residual addition (post, the paper) or before each sublayer (pre).",
     "tie_embeddings": "Whether the output layer reuses the target embedding matrix.",
     "share_embeddings": "Whether source and target embeddings are one matrix (one joint vocabulary).",
     "final_norm": "Whether a LayerNorm follows each stack (empty: only with pre-LN).",
-    "layer_norm": "LayerNorm's formula: torch's, or the Annotated Transformer's (unbiased std, eps added to the std).",
+    "layer_norm": "LayerNorm's formula: torch's, the Annotated Transformer's (unbiased std, eps added to the std), or RMS "
+                  "(T5: divided by the root mean square, no mean subtracted, no bias).",
     "norm_eps": "The small number LayerNorm adds so it never divides by zero.",
     "activation": "The feed-forward network's nonlinearity (relu in the paper).",
     "embed_scale": "Whether token embeddings are multiplied by √d_model before the positions are added (section 3.4).",
@@ -109,6 +111,14 @@ CONFIG_FIELDS = {
     "suppressed": "Tokens the model never outputs.",
     "source_prefix": "Tokens put before every source sentence, such as a language code.",
     "source_suffix": "Tokens put after every source sentence's <eos>, such as mBART's language code.",
+    "relative_buckets": "With relative positions: how many groups of key-query distances get a bias of their own (T5).",
+    "relative_max_distance": "With relative positions: distances this long or longer share one bias.",
+    "d_head": "Width of each head's queries, keys and values (empty: d_model / n_heads; T5's heads need not add up to d_model).",
+    "ffn": "The feed-forward network: two layers (the paper), or gated, the activated first layer times a second (T5 v1.1).",
+    "ffn_bias": "Whether the feed-forward layers have biases (T5's have none).",
+    "out_bias": "Whether each attention's output projection has a bias (T5's has none).",
+    "scale_scores": "Whether attention scores are divided by √d_head before the softmax (T5 does not).",
+    "scale_output": "Whether the output layer's input is multiplied by 1/√d_model (T5 v1.0: its output layer is its embedding).",
 }
 PARAMETERS = {
     "module": Column("part", "A part of the model: the embeddings, each encoder and decoder layer, the output layer. "

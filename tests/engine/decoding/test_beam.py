@@ -11,7 +11,7 @@ from attnscope.engine.decoding.decode import greedy, teacher_force
 from attnscope.model.batch import pad
 from attnscope.model.config import BOS_ID, EOS_ID
 from attnscope.model.tokenization import strip_specials
-from tests.engine_fixtures import SEEDS, atol, random_source, tiny_model
+from tests.engine_fixtures import SEEDS, T5, atol, random_source, tiny_model
 
 MODELS = [(seed, bias) for seed in SEEDS for bias in (0.0, 2.0)]
 STATUSES = {"extended", "pruned", "finished"}
@@ -38,6 +38,15 @@ def test_cached_equals_uncached(seed: int, bias: float, k: int, device: torch.de
     assert [h[1] for h in cached.hypotheses] == pytest.approx([h[1] for h in full.hypotheses], abs=tol)
     assert [h[2] for h in cached.hypotheses] == pytest.approx([h[2] for h in full.hypotheses], abs=tol)
     assert [(n.parent, n.token_id, n.status) for n in cached.nodes] == [(n.parent, n.token_id, n.status) for n in full.nodes]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_cached_equals_uncached_on_a_t5_config(seed: int, device: torch.device) -> None:
+    """The relative position bias of each cached step follows the beam's reordered rows (it depends on the step only)."""
+    model, src, tol = tiny_model(seed, 1.0, device, **T5), torch.tensor([random_source(seed)], device=device), atol(device)
+    cached, full = beam_search(model, src, 3, max_len=10)[0], beam_search(model, src, 3, max_len=10, use_cache=False)[0]
+    assert [h[0] for h in cached.hypotheses] == [h[0] for h in full.hypotheses]
+    assert [h[2] for h in cached.hypotheses] == pytest.approx([h[2] for h in full.hypotheses], abs=tol)
 
 
 @pytest.mark.parametrize("seed,bias", MODELS)

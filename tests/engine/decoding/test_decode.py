@@ -43,7 +43,7 @@ def test_some_outputs_stop_at_eos_and_others_run_to_max_len() -> None:
 
 
 @pytest.mark.parametrize("seed,bias", MODELS)
-@pytest.mark.parametrize("norm,positional", [("post", "sinusoidal"), ("pre", "learned")])
+@pytest.mark.parametrize("norm,positional", [("post", "sinusoidal"), ("pre", "learned"), ("pre", "relative")])
 def test_step_rows_equal_one_teacher_forced_pass(seed: int, bias: float, norm: str, positional: str,
                                                  device: torch.device) -> None:
     model, src = tiny_model(seed, bias, device, norm=norm, positional=positional), random_source(seed)

@@ -14,7 +14,7 @@ from attnscope.engine.recording.trace import EVERYTHING, WEIGHTS, Keep, Trace, k
 from attnscope.engine.recording.tracer import trace, tracing
 from attnscope.model.attention import split_heads
 from tests.engine.inside.inside_fixtures import VARIANTS, Case, inside_trace, make_case
-from tests.engine_fixtures import no_hooks_left, tiny_model
+from tests.engine_fixtures import T5, no_hooks_left, tiny_model
 
 FIELDS = ("q", "k", "v", "scores", "weights", "concat", "output", "residual", "norm_input", "norm_output", "block_output")
 
@@ -311,3 +311,33 @@ def test_the_stream_needs_attnscopes_transformer() -> None:
         with tracing(attn, EVERYTHING):
             pass
     assert no_hooks_left(attn)
+
+
+
+@pytest.mark.parametrize("use_cache", [False, True])
+def test_a_t5_model_is_traced_with_its_position_bias_in_the_scores(use_cache: bool) -> None:
+    """On a T5 config (tests/model/test_t5.py checks it against transformers) the scores are q·k unscaled plus the
+    stack's relative position bias (none in cross-attention), -inf where masked; the weights their softmax; the
+    positions added to the embeddings zeros; the logits the model's own."""
+    model = tiny_model(4, **T5)
+    with torch.no_grad():
+        for stack in (model.encoder, model.decoder):
+            stack[0].relative_bias.table.weight.normal_(0.0, 3.0)  # large enough to decide the weights
+    source, prefix = [5, 6, 7, 8, 9, 10, 11, 3], [1, 12, 13, 14, 15, 4, 5]
+    tr = trace(model, source, prefix, use_cache=use_cache)
+    assert no_hooks_left(model)
+    for kind, stack in (("encoder", model.encoder), ("decoder", model.decoder), ("cross", None)):
+        for s in tr.sublayers(kind):
+            inside = kept(s.internals)
+            expected = inside.queries @ inside.keys.mT
+            if stack is not None:
+                expected = expected + stack[0].relative_bias(*expected.shape[-2:])
+            if inside.mask is not None:
+                expected = expected.masked_fill(~inside.mask, -math.inf)
+            finite = torch.isfinite(expected)
+            assert torch.equal(finite, torch.isfinite(inside.scores)), kind
+            assert (inside.scores[finite] - expected[finite]).abs().max() < 1e-5, kind
+            assert torch.allclose(inside.scores.softmax(-1), s.weights, atol=1e-6), kind
+    assert not torch.any(kept(tr.source).position) and kept(tr.target).scale == 1.0
+    with torch.no_grad():
+        assert torch.allclose(tr.logits, model(torch.tensor([source]), torch.tensor([prefix])), atol=1e-5)

@@ -42,7 +42,8 @@ class Internals:
     queries: Tensor  # (B, H, Q, dh)
     keys: Tensor  # (B, H, K, dh)
     values: Tensor  # (B, H, K, dh)
-    scores: Tensor  # (B, H, Q, K) q·k/√dh, -inf where masked
+    scores: Tensor  # (B, H, Q, K) what the softmax read: q·k/√dh (q·k where config.scale_scores is off, as in T5)
+    #   plus the stack's relative position bias in self-attention (positional "relative", T5), -inf where masked
     mask: Tensor | None  # True where allowed, broadcastable to (B, H, Q, K); None: every key everywhere
     concat: Tensor  # (B, Q, D) the heads' outputs side by side: the input of W_O
     output: Tensor  # (B, Q, D) after the output projection
@@ -89,7 +90,8 @@ class Embedded:
 
     token_embedding: Tensor  # (B, N, D) rows of the embedding table, before scaling
     scale: float  # √d_model, or 1 for a model that does not scale its embeddings (config.embed_scale)
-    position: Tensor  # (N, D) positional encodings of positions 0..N-1
+    position: Tensor  # (N, D) positional encodings of positions 0..N-1; zeros without absolute positions (T5's
+    #   positions are the bias in Internals.scores)
     total: Tensor  # (B, N, D) the sum the first layer reads (embedding dropout is off in eval)
 
 
