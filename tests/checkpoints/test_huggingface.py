@@ -17,7 +17,7 @@ import torch
 
 import attnscope
 from attnscope.checkpoints.importers.huggingface import import_hf
-from attnscope.checkpoints.importing import Imported
+from attnscope.checkpoints.importers.parts import Imported
 from attnscope.engine.decoding.translator import Translator
 from attnscope.engine.recording.capture import record_attention
 from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID, SPECIAL_TOKENS

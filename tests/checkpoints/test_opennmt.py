@@ -15,7 +15,7 @@ import torch
 import attnscope
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.importers import import_any
-from attnscope.checkpoints.importing import Imported
+from attnscope.checkpoints.importers.parts import Imported
 from attnscope.engine.recording.capture import record_attention
 from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID
 from tests.checkpoints import reference_opennmt as ref

@@ -29,8 +29,8 @@ from attnscope.bench.attribution import ig_completeness, split_by_position
 from attnscope.bench.hf_peer import peer
 from attnscope.bench.paired import ratio_summary
 from attnscope.checkpoints import checkpoint
-from attnscope.checkpoints.convert import read_state_dict
-from attnscope.checkpoints.importing import import_weights
+from attnscope.checkpoints.importers.state_dict import import_weights
+from attnscope.checkpoints.importers.torch_files import read_state_dict
 from attnscope.checkpoints.registry import default_checkpoint, shipped_dir
 from attnscope.engine.analysis.bleu import scores
 from attnscope.engine.decoding.translator import Translator

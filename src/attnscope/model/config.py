@@ -50,7 +50,7 @@ class ModelConfig:
     tie_embeddings: bool = True  # target embedding shares its matrix with the output layer
     share_embeddings: bool = False  # source and target embeddings are one matrix (joint vocabulary)
     final_norm: bool | None = None  # LayerNorm after each stack; None = only with pre-LN (nn.Transformer always has one)
-    # Variants met in models trained elsewhere (checkpoints/importing.py); the defaults are attnscope's own.
+    # Variants met in models trained elsewhere (checkpoints/importers/state_dict.py); the defaults are attnscope's own.
     layer_norm: LayerNormKind = "torch"  # "annotated": unbiased std with eps added to the std (the Annotated Transformer)
     norm_eps: float = 1e-5  # LayerNorm epsilon (nn.LayerNorm's default; the Annotated Transformer uses 1e-6)
     activation: Activation = "relu"  # of the FFN hidden layer ("silu" is Marian's "swish")
