@@ -42,3 +42,17 @@ def test_the_fixtures_are_the_old_format() -> None:
     for name in (n for n in EXPECTED if n.startswith("import-")):
         with safe_open(str(_path(name)), framework="pt") as f:
             assert f.metadata()["format_version"] == "1", name
+
+
+def test_a_file_written_now_is_version_2_and_names_its_special_ids(tmp_path: Path) -> None:
+    from safetensors import safe_open
+
+    tr = attnscope.load(_path("import-opennmt"))
+    path = tr.save(tmp_path / "again.safetensors")
+    with safe_open(str(path), framework="pt") as f:
+        meta = f.metadata()
+    assert meta["format_version"] == "2"
+    assert {k: json.loads(meta["config"])[k] for k in ("pad_id", "bos_id", "eos_id", "unk_id")} == {
+        "pad_id": 0, "bos_id": 1, "eos_id": 2, "unk_id": 3}
+    row = EXPECTED["import-opennmt"][0]
+    assert attnscope.load(path).translate(row["sentence"], max_len=12).text == row["text"]

@@ -24,7 +24,8 @@ from attnscope.model.tokenization import TextCodec, TokenizerError
 from attnscope.model.transformer import Transformer
 
 FORMAT = "attnscope-checkpoint"
-FORMAT_VERSION = "1"
+FORMAT_VERSION = "2"  # 2: the special tokens' ids are config fields (pad_id...); version 1 files hold the defaults
+READABLE_VERSIONS = ("1", FORMAT_VERSION)
 
 
 class CheckpointError(ValueError):
@@ -134,9 +135,9 @@ def _read_header(path: str | os.PathLike[str]) -> tuple[Bundle, dict[str, tuple[
                                   "python -m attnscope import FOLDER --out model.safetensors")
         raise CheckpointError(f"{path.name} is a safetensors file but not an attnscope checkpoint "
                               "(its metadata has no 'format': 'attnscope-checkpoint')")
-    if meta.get("format_version") != FORMAT_VERSION:
+    if meta.get("format_version") not in READABLE_VERSIONS:
         raise CheckpointError(f"{path.name} has checkpoint format version {meta.get('format_version')!r}; "
-                              f"this attnscope reads version {FORMAT_VERSION}")
+                              f"this attnscope reads versions {' and '.join(READABLE_VERSIONS)}")
     return _bundle_from_metadata(meta, path.name), shapes, meta
 
 

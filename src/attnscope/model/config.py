@@ -20,10 +20,10 @@ Sinusoid = Literal["interleaved", "halves", "fairseq"]
 MAX_PARAMETERS = 1_000_000_000
 MAX_LEN = 65_536  # positions a table may cover (the longest any imported family uses is 4,096); with the parameter
 #   limit this bounds the fixed sinusoid table, a buffer the parameter count leaves out, to 4 GB
-IDS = ("decoder_start", "forced_first", "suppressed", "source_prefix", "source_suffix")  # fields holding token ids
-
-# Ids of the special tokens every attnscope tokenizer reserves, in this order.
+# Ids of the special tokens attnscope's own tokenizers reserve, in this order: the defaults of the config's ids.
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
+SPECIAL_IDS = ("pad_id", "bos_id", "eos_id", "unk_id")  # config fields naming the special tokens, in that order
+IDS = ("decoder_start", "forced_first", "suppressed", "source_prefix", "source_suffix", *SPECIAL_IDS)  # fields of token ids
 SPECIAL_TOKENS = ("<pad>", "<bos>", "<eos>", "<unk>")
 
 
@@ -63,11 +63,16 @@ class ModelConfig:
     separate_positions: bool = False  # the decoder has its own learned table (BART, mBART)
     embed_norm: bool = False  # LayerNorm on the embedded input of each stack (BART's layernorm_embedding)
     qkv_bias: bool = True  # the q/k/v projections have biases (the output projection always has one, maybe zero)
-    decoder_start: int | None = None  # token whose embedding the first decoder position reads; None: <bos>
+    decoder_start: int | None = None  # token whose embedding the first decoder position reads; None: bos_id
     forced_first: int | None = None  # the first output is always this token (a language code: NLLB, M2M100, mBART-50)
     suppressed: tuple[int, ...] = ()  # tokens never output (logit -inf): rows the original lacks, or it bans
     source_prefix: tuple[int, ...] = ()  # ids before the sentence (after <bos>): a language code
     source_suffix: tuple[int, ...] = ()  # ids after the final <eos>: mBART's source language code
+    # The special tokens' ids, the same on both sides (files without them were written with these defaults).
+    pad_id: int = PAD_ID
+    bos_id: int = BOS_ID
+    eos_id: int = EOS_ID
+    unk_id: int = UNK_ID
 
     def __post_init__(self) -> None:
         for name in ("suppressed", "source_prefix", "source_suffix"):  # JSON gives lists
@@ -120,17 +125,21 @@ class ModelConfig:
             raise ConfigError(f"config field position_offset must be between 0 and 4096, got {self.position_offset}")
         if self.separate_positions and self.positional != "learned":
             raise ConfigError("separate_positions needs learned positions: sinusoidal tables are the same on both sides")
+        specials = [getattr(self, name) for name in SPECIAL_IDS]
+        if len(set(specials)) < len(specials):
+            raise ConfigError(f"the special tokens' ids {dict(zip(SPECIAL_IDS, specials))} are not distinct")
         for name in IDS:
             value = getattr(self, name)
-            size = self.src_vocab_size if name.startswith("source") else self.tgt_vocab_size
+            size = (self.src_vocab_size if name.startswith("source") else
+                    min(self.src_vocab_size, self.tgt_vocab_size) if name in SPECIAL_IDS else self.tgt_vocab_size)
             for token in value if isinstance(value, tuple) else () if value is None else (value,):
                 if isinstance(token, bool) or not isinstance(token, int) or not 0 <= token < size:
                     raise ConfigError(f"config field {name} holds {token!r}, not a token id below {size}")
 
     def frame_source(self, ids: list[int]) -> list[int]:
         """Source ids as the model was trained to read them: [<bos>] prefix x [<eos>] suffix."""
-        start = [BOS_ID] if self.source_framing == "bos-eos" else []
-        end = [] if self.source_framing == "none" else [EOS_ID]
+        start = [self.bos_id] if self.source_framing == "bos-eos" else []
+        end = [] if self.source_framing == "none" else [self.eos_id]
         return [*start, *self.source_prefix, *ids, *end, *self.source_suffix]
 
     @property

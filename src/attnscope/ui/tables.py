@@ -109,6 +109,10 @@ CONFIG_FIELDS = {
     "suppressed": "Tokens the model never outputs.",
     "source_prefix": "Tokens put before every source sentence, such as a language code.",
     "source_suffix": "Tokens put after every source sentence's <eos>, such as mBART's language code.",
+    "pad_id": "The id of the padding token, which no position attends to.",
+    "bos_id": "The id of the token that starts a sentence.",
+    "eos_id": "The id of the token that ends a sentence.",
+    "unk_id": "The id of the token that stands for a piece the vocabulary lacks.",
 }
 PARAMETERS = {
     "module": Column("part", "A part of the model: the embeddings, each encoder and decoder layer, the output layer. "
