@@ -356,7 +356,8 @@ def inside_latency(tr: Translator, repeats: int, max_len: int | None = None) -> 
 
     def traced() -> Any:
         with tr.inference():
-            return sentence_trace(tr.model, result.source_ids, decoder_inputs(result.target_ids))  # as the page does
+            bos = tr.model.config.bos_id
+            return sentence_trace(tr.model, result.source_ids, decoder_inputs(result.target_ids, bos))  # as the page
 
     whole = traced()
     state = {"step": 0}

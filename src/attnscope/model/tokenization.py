@@ -206,13 +206,13 @@ CLEANUP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" 
            (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
 
 
-def strip_specials(ids: Iterable[int]) -> list[int]:
-    """Ids up to the first <eos>, without <bos>/<pad>."""
+def strip_specials(ids: Iterable[int], eos: int = EOS_ID, dropped: tuple[int, ...] = (BOS_ID, PAD_ID)) -> list[int]:
+    """Ids up to the first <eos>, without <bos>/<pad> (a model's own ids, or this module's tokenizers')."""
     kept = []
     for i in ids:
-        if i == EOS_ID:
+        if i == eos:
             break
-        if i not in (BOS_ID, PAD_ID):
+        if i not in dropped:
             kept.append(i)
     return kept
 

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnscope.model.config import PAD_ID, ModelConfig
+from attnscope.model.config import ModelConfig
 from attnscope.model.kinds import KINDS, Kind
 
 
@@ -395,8 +395,8 @@ class Transformer(nn.Module):
         (loading a checkpoint): the model's own initialisation would be computed only to be thrown away."""
         super().__init__()
         c = self.config = config
-        self.tgt_embed = nn.Embedding(c.tgt_vocab_size, c.d_model, padding_idx=PAD_ID)
-        self.src_embed = self.tgt_embed if c.share_embeddings else nn.Embedding(c.src_vocab_size, c.d_model, padding_idx=PAD_ID)
+        self.tgt_embed = nn.Embedding(c.tgt_vocab_size, c.d_model, padding_idx=c.pad_id)
+        self.src_embed = self.tgt_embed if c.share_embeddings else nn.Embedding(c.src_vocab_size, c.d_model, padding_idx=c.pad_id)
         positions = SinusoidalPositions if c.positional == "sinusoidal" else LearnedPositions
         self.positions = positions(c)
         self.src_embed_norm = layer_norm(c) if c.embed_norm else nn.Identity()
@@ -421,8 +421,8 @@ class Transformer(nn.Module):
             elif p.dim() > 1:
                 nn.init.xavier_uniform_(p)
         with torch.no_grad():
-            self.tgt_embed.weight[PAD_ID].zero_()
-            self.src_embed.weight[PAD_ID].zero_()
+            self.tgt_embed.weight[self.config.pad_id].zero_()
+            self.src_embed.weight[self.config.pad_id].zero_()
 
     def _embed(self, table: nn.Embedding, ids: Tensor, offset: int = 0, decoder: bool = False) -> Tensor:
         c = self.config
@@ -437,7 +437,7 @@ class Transformer(nn.Module):
         """Source ids (B, S) -> memory (B, S, D) and the key mask (B, 1, 1, S), None if nothing is padded."""
         if src.shape[1] > self.config.max_len:
             raise ValueError(f"source has {src.shape[1]} tokens; this model handles at most {self.config.max_len}")
-        mask: Tensor | None = (src != PAD_ID)[:, None, None, :]  # (B, 1, 1, S)
+        mask: Tensor | None = (src != self.config.pad_id)[:, None, None, :]  # (B, 1, 1, S)
         if bool(mask.all()):
             mask = None  # lets SDPA take its unmasked fast path
         x = self._embed(self.src_embed, src)
@@ -455,7 +455,7 @@ class Transformer(nn.Module):
             raise ValueError(f"target reached {n_keys} tokens; this model handles at most {self.config.max_len}")
         self_mask: Tensor | None = causal_mask(tgt.shape[1], n_keys, tgt.device)[None, None]  # (1, 1, T, K)
         if cache is None:
-            self_mask = self_mask & (tgt != PAD_ID)[:, None, None, :]  # (B, 1, T, T)
+            self_mask = self_mask & (tgt != self.config.pad_id)[:, None, None, :]  # (B, 1, T, T)
         elif tgt.shape[1] == 1:
             self_mask = None  # one new position may see every cached one
         x = self._embed(self.tgt_embed, tgt, offset, decoder=True)

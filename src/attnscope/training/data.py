@@ -152,8 +152,8 @@ class Batch:
 
 
 def collate(examples: Sequence[Example]) -> Batch:
-    return Batch(pad([e.src for e in examples]), pad([e.tgt[:-1] for e in examples]),
-                 pad([e.tgt[1:] for e in examples]))
+    return Batch(pad([e.src for e in examples], PAD_ID), pad([e.tgt[:-1] for e in examples], PAD_ID),
+                 pad([e.tgt[1:] for e in examples], PAD_ID))
 
 
 def token_batches(examples: Sequence[Example], max_tokens: int, *, shuffle: bool, seed: int = 0,

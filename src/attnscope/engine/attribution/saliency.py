@@ -139,7 +139,7 @@ class _Pair:
 def _pair(model: Transformer, src_ids: Sequence[int], target_ids: Sequence[int]) -> _Pair:
     device = model.generator.weight.device
     return _Pair(model, torch.tensor([list(src_ids)], device=device),
-                 torch.tensor([decoder_inputs(target_ids)], device=device), [int(i) for i in target_ids])
+                 torch.tensor([decoder_inputs(target_ids, model.config.bos_id)], device=device), [int(i) for i in target_ids])
 
 
 def saliency(model: Transformer, src_ids: Sequence[int], target_ids: Sequence[int],

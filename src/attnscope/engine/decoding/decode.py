@@ -14,7 +14,6 @@ from torch import Tensor
 
 from attnscope.engine.recording.capture import record_attention
 from attnscope.engine.recording.tracer import decoder_inputs, model_lock
-from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID
 from attnscope.model.tokenization import strip_specials
 from attnscope.model.transformer import DecoderCache, Transformer
 
@@ -91,8 +90,8 @@ def greedy(model: Transformer, src_ids: Sequence[int], *, max_len: int | None = 
             out.encoder = torch.stack([rec.calls[n][0][0] for n in rec.by_kind()["encoder"]])
             rec.clear()
         cache = DecoderCache.empty(len(model.decoder)) if use_cache else None
-        inputs = [BOS_ID]
-        while len(out.ids) < max_len and (not out.ids or out.ids[-1] != EOS_ID):
+        inputs = [model.config.bos_id]
+        while len(out.ids) < max_len and (not out.ids or out.ids[-1] != model.config.eos_id):
             feed = inputs[-1:] if use_cache else inputs
             logits = model.next_logits(torch.tensor([feed], device=src.device), memory, src_mask, cache)[0]
             log_probs, top_ids, top_probs, entropy = _step_stats(logits, top_k)
@@ -114,7 +113,7 @@ def greedy(model: Transformer, src_ids: Sequence[int], *, max_len: int | None = 
 def teacher_force(model: Transformer, src_ids: Sequence[int], tgt_ids: Sequence[int], *, top_k: int = 10) -> Decoded:
     """Score a given target (ids, usually ending in <eos>) in one full forward pass."""
     src = torch.tensor([list(src_ids)], dtype=torch.long, device=_device(model))
-    tgt_in = torch.tensor([decoder_inputs(tgt_ids)], dtype=torch.long, device=src.device)
+    tgt_in = torch.tensor([decoder_inputs(tgt_ids, model.config.bos_id)], dtype=torch.long, device=src.device)
     names = model.attention_by_kind()
     with record_attention(model) as rec:
         logits = model(src, tgt_in)[0]  # (T, V)
@@ -138,15 +137,16 @@ def greedy_batch(model: Transformer, src: Tensor, max_len: int | None = None, us
         memory, src_mask = model.encode(src)
         cache = DecoderCache.empty(len(model.decoder)) if use_cache else None
         b = src.shape[0]
-        out = torch.full((b, 1), BOS_ID, dtype=torch.long, device=src.device)
+        c = model.config
+        out = torch.full((b, 1), c.bos_id, dtype=torch.long, device=src.device)
         done = torch.zeros(b, dtype=torch.bool, device=src.device)
         while out.shape[1] < max_len + 1 and not bool(done.all()):
             feed = out[:, -1:] if use_cache else out
             logits = model.next_logits(feed, memory, src_mask, cache)  # (B, V)
-            token = logits.argmax(-1).masked_fill(done, PAD_ID)
+            token = logits.argmax(-1).masked_fill(done, c.pad_id)
             out = torch.cat([out, token.unsqueeze(1)], dim=1)
-            done |= token == EOS_ID
-    return [strip_specials(row) for row in out[:, 1:].tolist()]
+            done |= token == c.eos_id
+    return [strip_specials(row, c.eos_id, (c.bos_id, c.pad_id)) for row in out[:, 1:].tolist()]
 
 
 def _device(model: Transformer) -> torch.device:
