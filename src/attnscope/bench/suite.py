@@ -35,7 +35,7 @@ from attnscope.checkpoints.registry import default_checkpoint, shipped_dir
 from attnscope.engine.analysis.bleu import scores
 from attnscope.engine.decoding.translator import Translator
 from attnscope.model.batch import pad
-from attnscope.model.config import BOS_ID, ModelConfig
+from attnscope.model.config import ModelConfig
 from attnscope.model.device import apply_thread_policy, autocast, autocast_dtype, cpu_has_fast_bf16, pick_device
 from attnscope.model.transformer import DecoderCache, Transformer, sinusoidal_table
 from attnscope.training.data import DataError, data_dir, load_pairs, sample_pairs
@@ -148,7 +148,7 @@ def decode_n(model: Transformer, src: Tensor, n: int, use_cache: bool) -> Tensor
     """Greedy decoding of exactly n tokens (no early stop), to time a fixed amount of work."""
     memory, mask = model.encode(src)
     cache = DecoderCache.empty(len(model.decoder)) if use_cache else None
-    out = torch.full((src.shape[0], 1), BOS_ID, dtype=torch.long, device=src.device)
+    out = torch.full((src.shape[0], 1), model.config.bos_id, dtype=torch.long, device=src.device)
     for _ in range(n):
         logits = model.next_logits(out[:, -1:] if use_cache else out, memory, mask, cache)
         out = torch.cat([out, logits.argmax(-1, keepdim=True)], 1)

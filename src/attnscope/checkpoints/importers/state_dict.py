@@ -81,7 +81,7 @@ class StateDict(Family):
     def check(self, model: Transformer, tensors: dict[str, Tensor]) -> int:
         if not self.examples:
             return 0
-        pairs = [example_ids(ex, self.src, self.tgt) for ex in self.examples]
+        pairs = [example_ids(ex, self.src, self.tgt, model.config) for ex in self.examples]
         if not reproduces(model, pairs):
             def config(candidate: dict[str, Any]) -> ModelConfig:
                 return dataclasses.replace(model.config, **fields(self.layout, candidate, self.max_len))

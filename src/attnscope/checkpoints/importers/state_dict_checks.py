@@ -12,14 +12,14 @@ from torch import Tensor
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.importers.parts import build
 from attnscope.checkpoints.importers.vocab_files import Vocabulary
-from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID, ConfigError, ModelConfig
+from attnscope.model.config import ConfigError, ModelConfig
 from attnscope.model.transformer import Transformer
 
 HIDDEN = ("n_heads", "norm_first", "activation", "norm_eps", "embed_scale", "source_framing")
 Example = tuple[str, "str | Sequence[int]"]  # a source sentence and the user's model's output (text or its ids)
 
 
-def example_ids(example: Example, src: Vocabulary, tgt: Vocabulary) -> tuple[list[int], list[int], bool]:
+def example_ids(example: Example, src: Vocabulary, tgt: Vocabulary, config: ModelConfig) -> tuple[list[int], list[int], bool]:
     """Source ids without framing, the output's ids in attnscope's numbering (no specials), and whether the
     output is complete (text, or ids ending with <eos>) rather than cut at a length limit."""
     try:
@@ -36,8 +36,9 @@ def example_ids(example: Example, src: Vocabulary, tgt: Vocabulary) -> tuple[lis
         except (CheckpointError, TypeError, ValueError):
             raise CheckpointError(f"the output ids {list(output)[:10]} are not ids of your target vocabulary "
                                   f"(0-{tgt.size - 1})") from None
-        complete = bool(ids) and ids[-1] == EOS_ID
-    return src.codec.encode(text), [i for i in ids if i not in (PAD_ID, BOS_ID, EOS_ID)], complete
+        complete = bool(ids) and ids[-1] == config.eos_id
+    specials = (config.pad_id, config.bos_id, config.eos_id)
+    return src.codec.encode(text), [i for i in ids if i not in specials], complete
 
 
 @torch.no_grad()
@@ -45,8 +46,8 @@ def reproduces(model: Transformer, pairs: Iterable[tuple[list[int], list[int], b
     """Whether greedy decoding gives exactly each output, then <eos> if it is complete (checked by teacher forcing)."""
     for src_ids, out_ids, complete in pairs:
         src = torch.tensor([model.config.frame_source(src_ids)])
-        expected = [*out_ids, EOS_ID] if complete else out_ids
-        tgt_in = torch.tensor([[BOS_ID, *expected[:-1]]])
+        expected = [*out_ids, model.config.eos_id] if complete else out_ids
+        tgt_in = torch.tensor([[model.config.bos_id, *expected[:-1]]])
         if not expected or src.shape[1] > model.config.max_len or tgt_in.shape[1] > model.config.max_len:
             continue
         if model(src, tgt_in)[0].argmax(-1).tolist() != expected:
