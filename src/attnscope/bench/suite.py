@@ -159,7 +159,7 @@ def decoding_speed(tr: Translator, lengths: Sequence[int], batches: Sequence[int
     rows = []
     for b in batches:
         texts = [SENTENCES[i % len(SENTENCES)] for i in range(b)]
-        src = pad([tr.source(t)[0] for t in texts]).to(tr.device)
+        src = pad([tr.source(t)[0] for t in texts], tr.model.config.pad_id).to(tr.device)
         for n in lengths:
             n = min(n, tr.model.config.max_len - 1)
             timed = median_times({"cached": partial(decode_n, tr.model, src, n, True),
