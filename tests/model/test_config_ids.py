@@ -25,3 +25,8 @@ def test_the_source_is_framed_with_the_configs_own_ids() -> None:
 def test_bad_special_ids_are_one_config_error(ids: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         ModelConfig(src_vocab_size=10, tgt_vocab_size=12, **ids)
+
+
+def test_bos_may_be_the_padding_token() -> None:
+    config = ModelConfig(src_vocab_size=10, tgt_vocab_size=12, bos_id=0, decoder_start=0)  # Marian starts on <pad>
+    assert config.bos_id == config.pad_id

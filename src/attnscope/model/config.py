@@ -125,9 +125,10 @@ class ModelConfig:
             raise ConfigError(f"config field position_offset must be between 0 and 4096, got {self.position_offset}")
         if self.separate_positions and self.positional != "learned":
             raise ConfigError("separate_positions needs learned positions: sinusoidal tables are the same on both sides")
-        specials = [getattr(self, name) for name in SPECIAL_IDS]
-        if len(set(specials)) < len(specials):
-            raise ConfigError(f"the special tokens' ids {dict(zip(SPECIAL_IDS, specials))} are not distinct")
+        specials = {name: getattr(self, name) for name in SPECIAL_IDS}
+        apart = [self.pad_id, self.eos_id, self.unk_id]  # <bos> may be <pad>: Marian's decoder starts on its <pad>
+        if len(set(apart)) < 3 or self.bos_id in (self.eos_id, self.unk_id):
+            raise ConfigError(f"the special tokens' ids {specials} are not distinct")
         for name in IDS:
             value = getattr(self, name)
             size = (self.src_vocab_size if name.startswith("source") else

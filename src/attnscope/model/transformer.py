@@ -455,7 +455,8 @@ class Transformer(nn.Module):
             raise ValueError(f"target reached {n_keys} tokens; this model handles at most {self.config.max_len}")
         self_mask: Tensor | None = causal_mask(tgt.shape[1], n_keys, tgt.device)[None, None]  # (1, 1, T, K)
         if cache is None:
-            self_mask = self_mask & (tgt != self.config.pad_id)[:, None, None, :]  # (B, 1, T, T)
+            keep = (tgt != self.config.pad_id) | (torch.arange(tgt.shape[1], device=tgt.device) == 0)  # the start may be <pad>
+            self_mask = self_mask & keep[:, None, None, :]  # (B, 1, T, T)
         elif tgt.shape[1] == 1:
             self_mask = None  # one new position may see every cached one
         x = self._embed(self.tgt_embed, tgt, offset, decoder=True)
