@@ -1,10 +1,10 @@
 """One import, whatever the family: what a family supplies (`Family`) and the one step that makes a model of it.
 
 A family reads its framework's settings into ModelConfig fields, maps its layers onto the names of
-model/parameters.py, and gives its vocabularies (the order of their rows, codecs, languages and the
-token-level config fields). `assemble` does the rest the same way for every family: the vocabulary rows in
-the model's order, the config, the model, the check against the user's outputs where the family has one,
-the import report, the summary and the checkpoint bundle.
+model/parameters.py, and gives its vocabularies (their special tokens' ids, which the config takes as
+they are, codecs, languages and the token-level config fields). `assemble` does the rest the same way for
+every family: the vocabulary rows, the config, the model, the check against the user's outputs where the
+family has one, the import report, the summary and the checkpoint bundle.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from torch import Tensor
 
 from attnscope.checkpoints.checkpoint import Bundle, CheckpointError
 from attnscope.checkpoints.importers.parts import Imported, ImportReport, build, checked, vocab_tensors
-from attnscope.checkpoints.importers.vocab_plan import VocabPlan
+from attnscope.checkpoints.importers.vocab_plan import ROLES, VocabPlan
 from attnscope.model.config import ConfigError, ModelConfig
 from attnscope.model.tokenization import TextCodec
 from attnscope.model.transformer import Transformer
@@ -83,9 +83,13 @@ def assemble(family: Family) -> Imported:
     tables, share, tie = vocab_tensors(weights.src_embed, weights.tgt_embed, weights.output, weights.output_bias,
                                        vocab.src, vocab.tgt)
     tensors = checked(weights.layers | tables)
+    ids = {f"{role}_id": getattr(vocab.tgt, role) for role in ROLES}
+    if any(getattr(vocab.src, role) != getattr(vocab.tgt, role) for role in ROLES if role != "bos"):
+        raise CheckpointError("the source and target vocabularies number their special tokens differently: "
+                              f"{ {r: getattr(vocab.src, r) for r in ROLES} } and {ids}")
     try:
         config = ModelConfig(src_vocab_size=vocab.src.size, tgt_vocab_size=vocab.tgt.size, tie_embeddings=tie,
-                             share_embeddings=share, **fields, **vocab.fields)
+                             share_embeddings=share, **fields, **vocab.fields, **ids)
     except (ConfigError, TypeError) as err:
         raise CheckpointError(f"this {family.label} model does not make a valid attnscope config: {err}") from None
     model = build(config, tensors)

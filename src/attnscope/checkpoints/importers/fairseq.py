@@ -27,7 +27,7 @@ from attnscope.checkpoints.importers.hf_tokenizers import spm_codec
 from attnscope.checkpoints.importers.parts import Imported
 from attnscope.checkpoints.importers.training_files import Recognised, read, setting, word_codec
 from attnscope.checkpoints.importers.vocab_plan import VocabPlan
-from attnscope.model.config import EOS_ID, PAD_ID, ModelConfig
+from attnscope.model.config import ModelConfig
 
 SPECIALS = ("<s>", "<pad>", "</s>", "<unk>")  # fairseq's Dictionary puts these at ids 0-3
 BINARISED = re.compile(r"^[^.]+\.([^.-]+)-([^.]+)\.\1\.(?:bin|idx)$")  # fairseq-preprocess's train.en-de.en.bin
@@ -156,11 +156,12 @@ class Fairseq(Family):
         tables = (self.state["encoder.embed_tokens.weight"], self.state["decoder.embed_tokens.weight"])
         symbols = [_dictionary(self.path, given, lang, side, t.shape[0])
                    for given, lang, side, t in zip(self.given, self.langs, ("source", "target"), tables)]
-        plans = [VocabPlan.build(len(s), pad=1, bos=0, eos=2, unk=3) for s in symbols]
+        tgt = VocabPlan.build(len(symbols[1]), pad=1, bos=0, eos=2, unk=3)  # fairseq's Dictionary: <s> <pad> </s> <unk>
+        plans = [VocabPlan.build(len(symbols[0]), pad=1, bos=0, eos=2, unk=3, at=tgt), tgt]
         codecs = [_codec(self.path, self.args, s, plan) for s, plan in zip(symbols, plans)]
         # fairseq starts the decoder on </s>; its SequenceGenerator never outputs <pad>
         return Vocabularies(plans[0], plans[1], codecs[0], codecs[1], self.langs,
-                            dict(source_framing="eos", decoder_start=EOS_ID, suppressed=(PAD_ID,)))
+                            dict(source_framing="eos", decoder_start=tgt.eos, suppressed=(tgt.pad,)))
 
     def weights(self, fields: dict[str, Any]) -> Weights:
         enc, dec = self.state["encoder.embed_tokens.weight"], self.state["decoder.embed_tokens.weight"]

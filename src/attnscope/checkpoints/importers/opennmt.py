@@ -24,7 +24,7 @@ from attnscope.checkpoints.importers.parts import Imported
 from attnscope.checkpoints.importers.training_files import Recognised, read, setting, word_codec
 from attnscope.checkpoints.importers.vocab_plan import VocabPlan
 from attnscope.model import parameters
-from attnscope.model.config import BOS_ID, ModelConfig
+from attnscope.model.config import ModelConfig
 
 PAD, BOS, EOS, UNK = "<blank>", "<s>", "</s>", "<unk>"  # onmt.constants.DefaultTokens
 SINUSOIDS = {"SinusoidalInterleaved": "interleaved", "SinusoidalConcat": "fairseq"}
@@ -132,12 +132,16 @@ class OpenNMT(Family):
     def vocabularies(self) -> Vocabularies:
         vocab = self.checkpoint["vocab"]
         lists = [[str(t) for t in vocab[side]] for side in ("src", "tgt")]
-        plans = [VocabPlan.build(len(tokens), pad=_index(tokens, PAD), bos=_index(tokens, BOS), eos=_index(tokens, EOS),
-                                 unk=_index(tokens, UNK)) for tokens in lists]
+        def plan(tokens: list[str], at: VocabPlan | None = None) -> VocabPlan:
+            return VocabPlan.build(len(tokens), pad=_index(tokens, PAD), bos=_index(tokens, BOS), eos=_index(tokens, EOS),
+                                   unk=_index(tokens, UNK), at=at)
+
+        tgt = plan(lists[1])
+        plans = [plan(lists[0], tgt), tgt]
         start = plans[1].ours(_index(lists[1], str(vocab.get("decoder_start_token") or BOS)))
         codecs = [word_codec(tokens, plan, UNK, set()) for tokens, plan in zip(lists, plans)]  # <unk> shown, as in OpenNMT-py
         return Vocabularies(plans[0], plans[1], codecs[0], codecs[1], self.langs,
-                            {"decoder_start": None if start == BOS_ID else start})
+                            {"decoder_start": None if start == tgt.bos else start})
 
     def weights(self, fields: dict[str, Any]) -> Weights:
         state, generator = self.checkpoint["model"], self.checkpoint["generator"] or {}

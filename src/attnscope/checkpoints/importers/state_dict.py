@@ -3,8 +3,8 @@
 One importer serves the Checkpoints page, `python -m attnscope import` and `attnscope.import_model`;
 it is a family like the others (assemble.py). Steps:
 1. recognise the family and rename the tensors (state_dict_layout.py);
-2. read the vocabularies and move their special tokens to ids 0-3 (vocab_files.py), the embedding and
-   output rows moved the same way by assemble, so every logit is the user's logit for that token;
+2. read the vocabularies and find their special tokens (vocab_files.py): the config takes their ids, and
+   only a source vocabulary whose specials sit elsewhere than the target's has its rows moved;
 3. settle what the weights cannot show (heads, norm placement, activation, LayerNorm eps,
    embedding scale, source framing): read from the live module when there is one, else given
    or assumed, and then checked against the user's own outputs on a few sentences when given
@@ -137,14 +137,17 @@ def _import_module(module: nn.Module, src_vocab: VocabSource, tgt_vocab: VocabSo
     return import_weights(state, src_vocab, tgt_vocab, read=read, **{k: v for k, v in kw.items() if k not in read})
 
 
-def _vocabulary(value: VocabSource, specials: Specials | None, what: str) -> Vocabulary:
-    return value if isinstance(value, Vocabulary) else load_vocabulary(value, specials=specials, what=what)
+def _vocabulary(value: VocabSource, specials: Specials | None, what: str, at: Vocabulary | None = None) -> Vocabulary:
+    if isinstance(value, Vocabulary):
+        return value
+    return load_vocabulary(value, specials=specials, what=what, at=None if at is None else at.plan)
 
 
 def _vocabularies(layout: Layout, src_vocab: VocabSource, tgt_vocab: VocabSource | None,
                   specials: Specials | None, tgt_specials: Specials | None) -> tuple[Vocabulary, Vocabulary]:
-    src = _vocabulary(src_vocab, specials, "source vocabulary")
-    tgt = src if tgt_vocab is None else _vocabulary(tgt_vocab, tgt_specials or specials, "target vocabulary")
+    tgt = None if tgt_vocab is None else _vocabulary(tgt_vocab, tgt_specials or specials, "target vocabulary")
+    src = _vocabulary(src_vocab, specials, "source vocabulary", tgt)  # its specials at the target's ids
+    tgt = tgt or src
     if tgt.size != layout.tgt_rows:
         which = "target vocabulary" if tgt_vocab is not None else "vocabulary (no target vocabulary was given)"
         raise CheckpointError(f"the output layer has {layout.tgt_rows:,} rows but your {which} has {tgt.size:,} tokens: "

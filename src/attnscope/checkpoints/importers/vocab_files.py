@@ -3,10 +3,10 @@
 Three kinds of file are read: a Hugging Face `tokenizer.json`, a JSON list of tokens (what
 torchtext's `vocab.get_itos()` gives) and a text file with one token per line. The special
 tokens are found by name in any order and spelling (`<pad>`/`<blank>`, `<bos>`/`<sos>`/`<s>`,
-`<eos>`/`</s>`, `<unk>`...) or given explicitly, then moved to attnscope's ids 0-3 (pad, bos,
-eos, unk) under attnscope's names: `Vocabulary.plan` (vocab_plan.py, as for every family) says which of
-the user's ids each new id is, and the importer permutes the embedding and output rows the same way, so the model
-computes exactly what it computed before, token for token.
+`<eos>`/`</s>`, `<unk>`...) or given explicitly, then renamed where they are to attnscope's names
+(`Vocabulary.plan`, vocab_plan.py as for every family, holds their ids, which the model's config takes).
+A source vocabulary whose specials sit at other ids than the target's has them moved to the target's
+(rows swapped the same way), so the model computes exactly what it computed before, token for token.
 
 Word-level vocabularies (the two list kinds) get a built-in splitter: text is split at
 whitespace and every punctuation character becomes its own token ("Hunde." -> "Hunde", "."),
@@ -29,7 +29,7 @@ from attnscope.model import untrusted
 from attnscope.model.config import SPECIAL_TOKENS
 from attnscope.model.tokenization import TextCodec, TokenizerError
 
-ROLES = ("pad", "bos", "eos", "unk")  # attnscope's ids 0-3, named SPECIAL_TOKENS
+ROLES = ("pad", "bos", "eos", "unk")  # named SPECIAL_TOKENS in this order
 # Spellings of each special token, compared without <>, [] and case: "<SOS>", "[PAD]", "</s>"...
 SPELLINGS = {"pad": {"pad", "blank", "padding"}, "bos": {"bos", "sos", "s", "start", "go", "cls"},
              "eos": {"eos", "/s", "end", "stop", "sep"}, "unk": {"unk", "oov", "unknown"}}
@@ -127,18 +127,18 @@ def find_specials(tokens: Sequence[str], given: Specials | None = None, what: st
 
 
 def load_vocabulary(source: "str | Path | bytes | Sequence[str]", name: str = "", specials: Specials | None = None,
-                    what: str = "vocabulary") -> Vocabulary:
-    """Read a vocabulary of any supported kind and move its specials to attnscope's ids 0-3."""
+                    what: str = "vocabulary", at: VocabPlan | None = None) -> Vocabulary:
+    """Read a vocabulary of any supported kind, its specials renamed where they are (or moved to `at`'s ids)."""
     data, kind = read_tokens(source, name)
     if kind == "tokenizer.json":
-        return _from_tokenizer_json(data, specials, what)
+        return _from_tokenizer_json(data, specials, what, at)
     if not data:
         raise CheckpointError(f"the {what} is empty")
     duplicates = sorted({t for t in data if data.count(t) > 1}) if len(set(data)) < len(data) else []
     if duplicates:
         raise CheckpointError(f"the {what} lists {shown(duplicates[0])} more than once: one token a line, each once")
     roles = find_specials(data, specials, what)
-    plan = VocabPlan.build(len(data), **roles)
+    plan = VocabPlan.build(len(data), **roles, at=at)
     tokens = [_renamed(data[old], old, roles) for old in plan.order]
     return Vocabulary(TextCodec(word_level(tokens)), plan, {r: data[i] for r, i in roles.items()}, kind)
 
@@ -156,7 +156,7 @@ def _renamed(token: str, old_id: int, roles: dict[str, int]) -> str:
 def word_level(tokens: Sequence[str]) -> Tokenizer:
     """A word-level tokenizer over `tokens` (ids in list order): whitespace, then each punctuation mark apart."""
     tok = Tokenizer(models.WordLevel({t: i for i, t in enumerate(tokens)}, unk_token=SPECIAL_TOKENS[3]))
-    if not any(ch.isupper() for t in tokens[len(SPECIAL_TOKENS):] for ch in t):
+    if not any(ch.isupper() for t in tokens if t not in SPECIAL_TOKENS for ch in t):
         tok.normalizer = normalizers.Lowercase()
     tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(),
                                                  pre_tokenizers.Punctuation(behavior="isolated")])
@@ -165,7 +165,7 @@ def word_level(tokens: Sequence[str]) -> Tokenizer:
     return tok
 
 
-def _from_tokenizer_json(data: dict, specials: Specials | None, what: str) -> Vocabulary:
+def _from_tokenizer_json(data: dict, specials: Specials | None, what: str, at: VocabPlan | None) -> Vocabulary:
     """Reorder a Hugging Face tokenizer's ids (its vocabulary and added tokens) around the specials."""
     try:
         tok = Tokenizer.from_str(json.dumps(data))
@@ -174,7 +174,7 @@ def _from_tokenizer_json(data: dict, specials: Specials | None, what: str) -> Vo
     size = tok.get_vocab_size(with_added_tokens=True)
     tokens = [tok.id_to_token(i) or "" for i in range(size)]
     roles = find_specials(tokens, specials, what)
-    plan = VocabPlan.build(size, **roles)
+    plan = VocabPlan.build(size, **roles, at=at)
     order = plan.order
     new_id = {old: new for new, old in enumerate(order)}
     rename = {tokens[roles[r]]: name for r, name in zip(ROLES, SPECIAL_TOKENS)}
