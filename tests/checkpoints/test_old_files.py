@@ -56,3 +56,16 @@ def test_a_file_written_now_is_version_2_and_names_its_special_ids(tmp_path: Pat
         "pad_id": 0, "bos_id": 1, "eos_id": 2, "unk_id": 3}
     row = EXPECTED["import-opennmt"][0]
     assert attnscope.load(path).translate(row["sentence"], max_len=12).text == row["text"]
+
+
+def test_a_config_that_names_other_special_ids_than_its_tokenizer_is_refused(tmp_path: Path) -> None:
+    from safetensors.torch import save_file
+
+    from tests.support import tensors_and_meta
+
+    path = attnscope.load(_path("import-fairseq")).save(tmp_path / "fs.safetensors")
+    tensors, meta = tensors_and_meta(path)
+    config = json.loads(meta["config"]) | {"pad_id": 3, "unk_id": 0}  # its tokenizer: <pad> at 0, <unk> at 3
+    save_file(tensors, str(path), metadata=meta | {"config": json.dumps(config)})
+    with pytest.raises(attnscope.CheckpointError, match="special tokens at"):
+        attnscope.load(path)

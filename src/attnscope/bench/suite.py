@@ -316,7 +316,7 @@ def toy_training(task: str = "reverse", target: float = 0.95, limit_s: float = 3
 
 def import_speed(megabytes: float, repeats: int) -> dict[str, Any]:
     """Seconds to import a PyTorch-tutorial-style state_dict (nn.Transformer 3+3 layers, d 256) of about
-    `megabytes` MB with torchtext-style vocabularies: read, recognise, permute rows, build."""
+    `megabytes` MB with torchtext-style vocabularies: read, recognise, build."""
     d = 256
     core = {f"transformer.{k}": v for k, v in nn.Transformer(d, 8, 3, 3, 1024).state_dict().items()}
     vocab = max(10, int((megabytes * 1e6 / 4 - sum(v.numel() for v in core.values())) / (3 * d)))

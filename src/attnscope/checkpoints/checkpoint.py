@@ -173,6 +173,10 @@ def _bundle_from_metadata(meta: dict[str, str], name: str) -> Bundle:
         if codec.vocab_size != size:
             raise CheckpointError(f"{name}: the {side} tokenizer has {codec.vocab_size} tokens "
                                   f"but the model expects {size}")
+        wrong = {role: i for role, i in codec.specials.items() if getattr(config, f"{role}_id") != i}
+        if wrong:
+            raise CheckpointError(f"{name}: the {side} tokenizer has its special tokens at {wrong}, but the model's "
+                                  f"config names {({role: getattr(config, f'{role}_id') for role in wrong})}")
     return Bundle(config, src, tgt, meta["src_lang"], meta["tgt_lang"], summary)
 
 

@@ -25,7 +25,7 @@ IdToken = Callable[[int], str]
 
 
 def backend_codec(tok: Any, plan: VocabPlan) -> TextCodec:
-    """A tokenizer backed by `tokenizers` (its tokenizer.json): the same object, ids moved to the model's."""
+    """A tokenizer backed by `tokenizers` (its tokenizer.json): the same object, on the model's ids."""
     raw = Tokenizer.from_str(tok.backend_tokenizer.to_str())
     raw.post_processor = None  # attnscope frames sources itself (config.frame_source)
     raw.no_truncation()

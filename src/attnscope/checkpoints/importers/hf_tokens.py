@@ -1,6 +1,6 @@
 """What a Hugging Face model's tokenizer and generation settings fix, family by family.
 
-For each side: the vocabulary in attnscope's order (vocab_plan.py) and its codec (hf_tokenizers.py);
+For each side: the vocabulary and its special tokens' ids (vocab_plan.py) and its codec (hf_tokenizers.py);
 for the model: how sources are framed (`<s> x </s>`, `x </s> en_XX`, `eng_Latn x </s>`, Marian's
 `>>de<< x </s>`), the decoder start token (Marian's <pad>, BART's </s>, mBART's language code), the
 first output forced to the target language (NLLB, M2M100, mBART-50) and tokens generation never

@@ -105,7 +105,7 @@ def build(config: ModelConfig, tensors: dict[str, Tensor]) -> Transformer:
 
 def vocab_tensors(enc: Tensor, dec: Tensor, head: Tensor, bias: Tensor | None, src: VocabPlan,
                   tgt: VocabPlan) -> tuple[dict[str, Tensor], bool, bool]:
-    """Token embeddings, output layer and its bias in our vocabulary order (rows permuted by the plans), and
+    """Token embeddings, output layer and its bias in our vocabulary order (the original's unless a plan moves rows), and
     whether source and target share one table and the output layer is the target table (tied)."""
     bias = torch.zeros(head.shape[0]) if bias is None else floating(bias, "of the output bias").reshape(-1)
     enc, dec, head = (floating(t, f"of the {what}") for t, what in ((enc, "source embedding"), (dec, "target embedding"),

@@ -47,7 +47,7 @@ def shown(token: "str | int") -> str:
 
 @dataclass(frozen=True)
 class Vocabulary:
-    """A vocabulary moved to attnscope's conventions: the codec, and for each new id the user's id."""
+    """A user's vocabulary as the model reads it: the codec, and its plan (the user's id of each id, the specials)."""
 
     codec: TextCodec
     plan: VocabPlan  # the model's id i is the user's id plan.order[i]
