@@ -117,7 +117,7 @@ def training_throughput(c: ModelConfig, batch: int, length: int, steps: int, rep
     rows = []
     for dtype in precisions:
         result: dict[str, Any] = {"precision": "fp32" if dtype is None else "bf16"}
-        runs = {name: training_steps(model, src, tgt, steps, device, dtype)
+        runs = {name: training_steps(model, src, tgt, steps, device, dtype, c.pad_id)
                 for name, model in (("attnscope", Transformer(c)), ("nn.Transformer", TorchBaseline(c)))}
         for name, seconds in median_times(runs, repeats).items():
             result[f"{name} tokens/s"] = round(batch * length * steps / seconds)
@@ -127,8 +127,8 @@ def training_throughput(c: ModelConfig, batch: int, length: int, steps: int, rep
 
 
 def training_steps(model: nn.Module, src: Tensor, tgt: Tensor, steps: int, device: torch.device,
-                   dtype: torch.dtype | None) -> Callable[[], None]:
-    """`steps` optimizer steps of `model` on one fixed batch, as a function to time."""
+                   dtype: torch.dtype | None, pad_id: int) -> Callable[[], None]:
+    """`steps` optimizer steps of `model` on one fixed batch (padded with `pad_id`), as a function to time."""
     model.to(device).train()
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
 
@@ -136,7 +136,7 @@ def training_steps(model: nn.Module, src: Tensor, tgt: Tensor, steps: int, devic
         for _ in range(steps):
             with autocast(device, dtype):
                 logits = model(src, tgt[:, :-1])
-            loss, n = label_smoothed_loss(logits, tgt[:, 1:], 0.1)
+            loss, n = label_smoothed_loss(logits, tgt[:, 1:], 0.1, pad_id)
             opt.zero_grad()
             (loss / n).backward()
             opt.step()

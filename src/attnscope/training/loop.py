@@ -26,7 +26,7 @@ from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.checkpoint import Bundle
 from attnscope.engine.analysis.bleu import scores
 from attnscope.engine.decoding.translator import Translator
-from attnscope.model.config import PAD_ID, PRESETS, ModelConfig
+from attnscope.model.config import PRESETS, ModelConfig
 from attnscope.model.device import autocast, autocast_dtype, pick_device
 from attnscope.model.tokenization import TextCodec, train_bpe, train_word_level
 from attnscope.model.transformer import Transformer
@@ -99,7 +99,7 @@ def build_corpus(cfg: TrainConfig, codecs: tuple[TextCodec, TextCodec] | None, m
     src, tgt = codecs
 
     def encode(pairs: list[tuple[str, str]]) -> list[Example]:
-        return [make_example(src.encode(s), tgt.encode(t), max_len) for s, t in pairs]
+        return [make_example(src.encode(s), tgt.encode(t), max_len, tgt.specials) for s, t in pairs]
     return Corpus(codecs, encode(train_text), encode(val_text), val_text)
 
 
@@ -108,15 +108,15 @@ LOSS_CHUNK_ROWS = 32
 
 
 class SmoothedCrossEntropy(torch.autograd.Function):
-    """F.cross_entropy(logits.float(), target, ignore_index=PAD_ID, label_smoothing=s, reduction="sum") for
+    """F.cross_entropy(logits.float(), target, ignore_index=pad_id, label_smoothing=s, reduction="sum") for
     logits (N, V), computed a few rows at a time with its gradient, (softmax - smoothed one-hot) on non-pad rows,
     in the same pass: autograd's version makes about ten passes over (N, V) fp32 tensors, each freshly allocated
     (page faults), which cost a fifth of a CPU training step."""
 
     @staticmethod
-    def forward(ctx: Any, logits: torch.Tensor, target: torch.Tensor, smoothing: float) -> torch.Tensor:
+    def forward(ctx: Any, logits: torch.Tensor, target: torch.Tensor, smoothing: float, pad_id: int) -> torch.Tensor:
         n, v = logits.shape
-        keep = (target != PAD_ID)[:, None]  # (N, 1)
+        keep = (target != pad_id)[:, None]  # (N, 1)
         grad = torch.empty_like(logits) if ctx.needs_input_grad[0] else None
         sums = []
         for start in range(0, n, LOSS_CHUNK_ROWS):
@@ -133,25 +133,26 @@ class SmoothedCrossEntropy(torch.autograd.Function):
         return torch.stack(sums).sum() if sums else logits.new_zeros((), dtype=torch.float32)
 
     @staticmethod
-    def backward(ctx: Any, grad_loss: torch.Tensor) -> tuple[torch.Tensor, None, None]:
+    def backward(ctx: Any, grad_loss: torch.Tensor) -> tuple[torch.Tensor, None, None, None]:
         """Scales the stored (N, V) gradient in place, sparing an allocation as big as the logits; so it runs once."""
         grad, ctx.grad = ctx.grad, None
         if grad is None:
             raise RuntimeError("SmoothedCrossEntropy's backward can run only once per forward")
-        return grad.mul_(grad_loss), None, None
+        return grad.mul_(grad_loss), None, None, None
 
 
-def label_smoothed_loss(logits: torch.Tensor, target: torch.Tensor, smoothing: float) -> tuple[torch.Tensor, int]:
-    """Summed smoothed cross-entropy over non-pad targets, and their count. On the CPU through
+def label_smoothed_loss(logits: torch.Tensor, target: torch.Tensor, smoothing: float,
+                        pad_id: int) -> tuple[torch.Tensor, int]:
+    """Summed smoothed cross-entropy over targets other than `pad_id` (the model config's), and their count. On the CPU through
     SmoothedCrossEntropy; on a GPU through F.cross_entropy, whose fused kernels have no such cost and
     which a row-chunked Python loop would only slow down with kernel launches."""
     flat_logits, flat_target = logits.reshape(-1, logits.shape[-1]), target.reshape(-1)
     if logits.device.type == "cpu":
-        loss = SmoothedCrossEntropy.apply(flat_logits, flat_target, smoothing)
+        loss = SmoothedCrossEntropy.apply(flat_logits, flat_target, smoothing, pad_id)
     else:
-        loss = F.cross_entropy(flat_logits.float(), flat_target, ignore_index=PAD_ID, label_smoothing=smoothing,
+        loss = F.cross_entropy(flat_logits.float(), flat_target, ignore_index=pad_id, label_smoothing=smoothing,
                                reduction="sum")
-    return loss, int((target != PAD_ID).sum())
+    return loss, int((target != pad_id).sum())
 
 
 @torch.no_grad()
@@ -159,8 +160,8 @@ def validation_loss(model: Transformer, examples: list[Example], device: torch.d
     model.eval()
     total, count = 0.0, 0
     for idx in token_batches(examples, 8000, shuffle=False):
-        batch = collate([examples[i] for i in idx]).to(device)
-        loss, n = label_smoothed_loss(model(batch.src, batch.tgt_in), batch.tgt_out, 0.0)
+        batch = collate([examples[i] for i in idx], model.config.pad_id).to(device)
+        loss, n = label_smoothed_loss(model(batch.src, batch.tgt_in), batch.tgt_out, 0.0, batch.pad_id)
         total, count = total + float(loss), count + n
     model.train()
     return total / max(count, 1)
@@ -312,12 +313,12 @@ class Trainer:
         return self.stop.is_set() or self.out_of_patience()
 
     def train_step(self, idx: list[int]) -> float:
-        batch = collate([self.corpus.train[i] for i in idx]).to(self.device)
+        batch = collate([self.corpus.train[i] for i in idx], self.model.config.pad_id).to(self.device)
         for group in self.optimizer.param_groups:
             group["lr"] = lr_at(self.state.step + 1, self.cfg.lr, self.cfg.warmup)
         with autocast(self.device, self.dtype):
             logits = self.net(batch.src, batch.tgt_in)
-        loss, n = label_smoothed_loss(logits, batch.tgt_out, self.cfg.label_smoothing)
+        loss, n = label_smoothed_loss(logits, batch.tgt_out, self.cfg.label_smoothing, batch.pad_id)
         self.optimizer.zero_grad(set_to_none=True)
         (loss / n).backward()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.clip)
