@@ -21,7 +21,7 @@ from typing import Any, Iterable, Iterator
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 from attnscope.model import untrusted
-from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID, SPECIAL_TOKENS
+from attnscope.model.config import SPECIAL_TOKENS
 
 WORD_START = "▁"  # SentencePiece-style marker the Metaspace pre-tokenizer puts before each word
 CONTINUATION = "##"  # how continuation pieces are shown to users (BERT's convention)
@@ -223,8 +223,8 @@ CLEANUP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" 
            (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
 
 
-def strip_specials(ids: Iterable[int], eos: int = EOS_ID, dropped: tuple[int, ...] = (BOS_ID, PAD_ID)) -> list[int]:
-    """Ids up to the first <eos>, without <bos>/<pad> (a model's own ids, or this module's tokenizers')."""
+def strip_specials(ids: Iterable[int], eos: int, dropped: tuple[int, ...]) -> list[int]:
+    """Ids up to the first `eos`, without the `dropped` ones (<bos>, <pad>: the model config's or the vocabulary's)."""
     kept = []
     for i in ids:
         if i == eos:
