@@ -58,9 +58,10 @@ class Imported:
     model: Transformer
     bundle: Bundle
     report: ImportReport
-    # for each of our ids, the original model's id (None: a row it lacks); compare logits as ours vs theirs[..., order]
-    src_order: tuple[int | None, ...] = ()
-    tgt_order: tuple[int | None, ...] = ()
+    # for each of our ids, the original model's id: the identity unless a source side's specials moved to the
+    # target's ids (compare logits as ours vs theirs[..., order])
+    src_order: tuple[int, ...] = ()
+    tgt_order: tuple[int, ...] = ()
 
 
 def floating(tensor: Tensor, name: str) -> Tensor:
