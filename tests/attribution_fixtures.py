@@ -44,5 +44,5 @@ def run(model: Transformer, src_ids: list[int], tgt_ids: list[int],
             def pre(_m, args, edit=edit):
                 return (args[0], args[1], edit(args[2]), *args[3:])
             stack.callback(module.register_forward_pre_hook(pre).remove)
-        logits = model(torch.tensor([src_ids]), torch.tensor([decoder_inputs(tgt_ids)]))[0]
+        logits = model(torch.tensor([src_ids]), torch.tensor([decoder_inputs(tgt_ids, model.config.bos_id)]))[0]
     return logits, layers

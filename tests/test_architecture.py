@@ -8,7 +8,8 @@ ui/, and only the entry points (attnscope/__main__.py, attnscope/bench/__main__.
 import each other, directly or around a loop. Pages and app.py are thin: from attnscope they import only
 attnscope.ui, which does the work behind their widgets. The app (app.py, pages/, ui/) uses only Streamlit's
 public API: no private names (`st._x`, `from streamlit import _x`) and no runtime/server internals, so an
-upgrade cannot break it silently.
+upgrade cannot break it silently. Parameter names are spelled only in model/parameters.py, and every importer
+makes its model through the one assemble step (checkpoints/importers/assemble.py).
 """
 from __future__ import annotations
 
@@ -343,3 +344,44 @@ def test_every_module_is_short() -> None:
 def test_a_long_module_is_reported() -> None:
     assert long_modules({"attnscope.model.transformer": "x = 1\n" * 301, "attnscope.model.config": "x = 1\n" * 300}) == [
         "attnscope.model.transformer has 301 lines: split it by job (at most 300)"]
+# Only the table spells attnscope's parameter names; bench builds other frameworks' files, whose names may coincide.
+NAME_TABLE, NAMES_EXEMPT = "attnscope.model.parameters", ("attnscope.bench",)
+# In the importers, only the assemble step makes a config, a report, a bundle or an import's result.
+ASSEMBLE, ASSEMBLED = "attnscope.checkpoints.importers.assemble", {"ModelConfig", "ImportReport", "Bundle", "Imported"}
+
+
+def parameter_names() -> set[str]:
+    """Fragments that only attnscope's parameter names contain (full names, dotted layer parts, norms' prefixes)."""
+    from attnscope.model import parameters as p
+
+    return ({p.SRC_EMBED, p.TGT_EMBED, p.OUTPUT, p.OUTPUT_BIAS, p.POSITIONS, p.DECODER_POSITIONS}
+            | {v for parts in p.LAYER_PARTS.values() for v in parts.values() if "." in v}
+            | {f"{n}." for n in (*p.FINAL_NORMS.values(), *p.EMBED_NORMS.values())})
+
+
+def name_and_assembly_violations(sources: dict[str, str]) -> list[str]:
+    names, found = parameter_names(), []
+    for module, source in sources.items():
+        for node in ast.walk(ast.parse(source)):
+            text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
+            if module != NAME_TABLE and not module.startswith(NAMES_EXEMPT) and any(n in text for n in names):
+                found.append(f"{module} spells the parameter name {text!r}: only model/parameters.py spells them")
+            called = node.func.id if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) else ""
+            if module.startswith("attnscope.checkpoints.importers") and module != ASSEMBLE and called in ASSEMBLED:
+                found.append(f"{module} makes a {called} itself: importers go through the one assemble step")
+    return found
+
+
+def test_parameter_names_live_in_one_table_and_importers_assemble_in_one_step() -> None:
+    assert not name_and_assembly_violations(package_sources()), "\n".join(name_and_assembly_violations(package_sources()))
+
+
+@pytest.mark.parametrize("module, source, rule", [
+    ("attnscope.checkpoints.importers.opennmt", "x = {'w_1': 'ffn.up'}", "only model/parameters.py spells"),
+    ("attnscope.engine.inside.lens", "name = f'{side}.generator.weight'", "only model/parameters.py spells"),
+    ("attnscope.checkpoints.importers.fairseq", "config = ModelConfig(src_vocab_size=4)", "one assemble step"),
+    ("attnscope.checkpoints.importers.opennmt", "return Imported(model, bundle, report)", "one assemble step"),
+])
+def test_a_spelled_name_or_an_importer_assembling_itself_is_reported(module: str, source: str, rule: str) -> None:
+    assert any(rule in v for v in name_and_assembly_violations({module: source}))
+    assert not name_and_assembly_violations({NAME_TABLE if "spells" in rule else ASSEMBLE: source})  # where it belongs

@@ -1,4 +1,4 @@
-"""Every page runs on models imported from Hugging Face: Marian (an added <bos> row, [sin | cos] sinusoids),
+"""Every page runs on models imported from Hugging Face: Marian (a decoder that starts on <pad>, [sin | cos] sinusoids),
 BART (learned positions with an offset, LayerNorm on embeddings, byte-level tokens) and NLLB (a forced
 language code, a source prefix, pre-LN)."""
 from __future__ import annotations

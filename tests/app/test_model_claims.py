@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.importers.huggingface import import_hf
-from attnscope.checkpoints.importing import import_module
+from attnscope.checkpoints.importers.state_dict import import_module
 from attnscope.model.config import ModelConfig
 from tests.byom_models import WORDS, Seq2SeqTransformer, m1_vocab
 from tests.checkpoints import hf_fixtures

@@ -77,7 +77,7 @@ def expected(toy_checkpoint_dir: Path) -> dict:
     src, tgt = result.source_ids, result.target_ids
     vz, split = value_zeroing(tr, result), alti_plus(tr, result)
     with tr.inference():
-        norms = layer_norms(trace(tr.model, src, decoder_inputs(tgt)), "cross")[1]
+        norms = layer_norms(trace(tr.model, src, decoder_inputs(tgt, tr.model.config.bos_id)), "cross")[1]
         gxi, ig = saliency(tr.model, src, tgt), saliency(tr.model, src, tgt, IGSettings(max_points=16))
     return {"result": result, "split": split.source_share, "prefix": split.prefix, "value zeroing": vz.source,
             "ALTI+": split.source, "attention (layer 1)": result.attention.mean_over_heads("cross", 1),

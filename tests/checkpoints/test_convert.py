@@ -11,8 +11,8 @@ import torch
 from torch import nn
 
 from attnscope.checkpoints.checkpoint import CheckpointError
-from attnscope.checkpoints.convert import is_torch_file, read_state_dict
-from attnscope.checkpoints.importing import import_weights
+from attnscope.checkpoints.importers.state_dict import import_weights
+from attnscope.checkpoints.importers.torch_files import is_torch_file, read_state_dict
 from attnscope.engine.recording.capture import record_attention
 from attnscope.model.positions import sinusoidal_table
 

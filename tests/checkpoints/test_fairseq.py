@@ -18,9 +18,8 @@ import torch
 import attnscope
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.importers import import_any
-from attnscope.checkpoints.importing import Imported
+from attnscope.checkpoints.importers.parts import Imported
 from attnscope.engine.recording.capture import record_attention
-from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from tests.checkpoints import reference_fairseq as ref
 
 SRC_WORDS = "a man rides the red bike . two dogs play in snow ! children sing song".split()
@@ -68,7 +67,9 @@ def test_tokens_are_the_dictionarys(imported: Case) -> None:
     ids = imp.model.config.frame_source(codec.encode("a man rides the zebra ."))
     assert _theirs(imp.src_order, ids) == [4, 5, 6, 7, 3, 10, 2]  # fairseq: symbols from 4, <unk> 3, </s> 2
     assert imp.bundle.tgt_codec.decode([imp.tgt_order.index(4 + TGT_WORDS.index(w)) for w in ("zwei", "hunde")]) == "zwei hunde"
-    assert imp.bundle.tgt_codec.decode([UNK_ID, EOS_ID]) == "<unk>"  # fairseq's Dictionary.string() shows it
+    c = imp.model.config
+    assert (c.bos_id, c.pad_id, c.eos_id, c.unk_id) == (0, 1, 2, 3)  # fairseq's Dictionary's own ids, kept
+    assert imp.bundle.tgt_codec.decode([c.unk_id, c.eos_id]) == "<unk>"  # fairseq's Dictionary.string() shows it
 
 
 def test_logits_and_every_attention_weight_are_fairseqs(imported: Case) -> None:
@@ -78,8 +79,9 @@ def test_logits_and_every_attention_weight_are_fairseqs(imported: Case) -> None:
     targets = [imp.bundle.tgt_codec.encode(t) for t in ("ein mann fährt das rote fahrrad .", "zwei hunde", "kinder singen",
                                                           "ein hund")]
     width_s, width_t = max(map(len, sources)), max(map(len, targets)) + 1
-    src = torch.tensor([s + [PAD_ID] * (width_s - len(s)) for s in sources])
-    tgt = torch.tensor([[BOS_ID, *t] + [PAD_ID] * (width_t - 1 - len(t)) for t in targets])
+    c = imp.model.config
+    src = torch.tensor([s + [c.pad_id] * (width_s - len(s)) for s in sources])
+    tgt = torch.tensor([[c.bos_id, *t] + [c.pad_id] * (width_t - 1 - len(t)) for t in targets])
     src_fs = torch.tensor([_theirs(imp.src_order, row) for row in src.tolist()])
     prev_fs = torch.tensor([[2, *_theirs(imp.tgt_order, row[1:])] for row in tgt.tolist()])  # fairseq starts on </s>
     with torch.no_grad():
@@ -87,8 +89,8 @@ def test_logits_and_every_attention_weight_are_fairseqs(imported: Case) -> None:
         with record_attention(imp.model) as rec:
             logits = imp.model(src, tgt)
     by_kind = {kind: [rec.module(n).weights for n in names] for kind, names in imp.model.attention_by_kind().items()}
-    real = [i for i in range(len(imp.tgt_order)) if i != PAD_ID]  # fairseq's generator never outputs <pad>
-    assert torch.isinf(logits[..., PAD_ID]).all()
+    real = [i for i in range(len(imp.tgt_order)) if i != c.pad_id]  # fairseq's generator never outputs <pad>
+    assert torch.isinf(logits[..., c.pad_id]).all()
     for b, (s, t) in enumerate(zip(sources, targets)):
         rows = len(t) + 1
         assert (logits[b, :rows, real] - expected[b, :rows][:, [imp.tgt_order[i] for i in real]]).abs().max() <= 1e-4
@@ -128,7 +130,8 @@ def test_the_cli_finds_the_dictionaries_beside_the_checkpoint(tmp_path: Path) ->
     path = write_checkpoint(tmp_path, ref.args())
     assert main(["import", str(path), "--out", str(tmp_path / "fs.safetensors")]) == 0
     tr = attnscope.load(tmp_path / "fs.safetensors")
-    assert (tr.bundle.src_lang, tr.bundle.tgt_lang) == ("en", "de") and tr.model.config.decoder_start == EOS_ID
+    assert (tr.bundle.src_lang, tr.bundle.tgt_lang) == ("en", "de")
+    assert tr.model.config.decoder_start == tr.model.config.eos_id == 2
 
 
 class Meter:

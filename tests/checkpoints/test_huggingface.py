@@ -17,10 +17,9 @@ import torch
 
 import attnscope
 from attnscope.checkpoints.importers.huggingface import import_hf
-from attnscope.checkpoints.importing import Imported
+from attnscope.checkpoints.importers.parts import Imported
 from attnscope.engine.decoding.translator import Translator
 from attnscope.engine.recording.capture import record_attention
-from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID, SPECIAL_TOKENS
 from tests.checkpoints import hf_fixtures
 from tests.checkpoints.hf_fixtures import DE, EN, LANGS, SENTENCES, transformers
 
@@ -65,15 +64,17 @@ def pair(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     return Pair(name, hf, tok, attnscope.load(path), imported)
 
 
-def test_vocabulary_order_is_the_originals_with_specials_first(pair: Pair) -> None:
-    """Every id of ours is the original's token (specials renamed), so permuting by tgt_order aligns logits."""
-    codec, order, tok = pair.ours.bundle.tgt_codec, pair.imported.tgt_order, pair.tok
-    specials = [tok.pad_token_id, tok.bos_token_id, tok.eos_token_id, tok.unk_token_id]
-    assert [order[i] for i in range(4)] == specials
-    assert [codec.token(i) for i in range(4)] == list(SPECIAL_TOKENS)
-    names = tok.convert_ids_to_tokens([i for i in order[4:]])
-    assert [codec.token(i) for i in range(4, len(order))] == [n or tok.unk_token for n in names]
-    assert sorted(i for i in order if i is not None) == list(range(pair.hf.config.vocab_size))
+def test_the_vocabulary_keeps_the_originals_ids_and_the_config_names_its_specials(pair: Pair) -> None:
+    """Every id is the original's id of the same token (specials renamed in place): no row moved or added."""
+    codec, order, tok, c = pair.ours.bundle.tgt_codec, pair.imported.tgt_order, pair.tok, pair.ours.model.config
+    assert order == tuple(range(pair.hf.config.vocab_size))
+    bos = tok.pad_token_id if tok.bos_token_id is None else tok.bos_token_id  # Marian has none: it starts on <pad>
+    assert (c.pad_id, c.bos_id, c.eos_id, c.unk_id) == (tok.pad_token_id, bos, tok.eos_token_id, tok.unk_token_id)
+    specials = {c.pad_id: "<pad>", c.eos_id: "<eos>", c.unk_id: "<unk>"} | ({} if c.bos_id == c.pad_id else {c.bos_id: "<bos>"})
+    names = tok.convert_ids_to_tokens(list(order))
+    assert [codec.token(i) for i in order] == [specials.get(i) or n or tok.unk_token for i, n in enumerate(names)]
+    assert codec.specials == {role: getattr(c, f"{role}_id") for role in ("pad", "bos", "eos", "unk")
+                              if role != "bos" or c.bos_id != c.pad_id}
 
 
 def test_tokenizer_gives_the_originals_ids(pair: Pair) -> None:
@@ -88,12 +89,12 @@ def test_tokenizer_gives_the_originals_ids(pair: Pair) -> None:
 def test_decoded_text_is_the_originals(pair: Pair) -> None:
     """Generated-like id sequences (every token, language codes and <unk> included) decode as the original's
     decode(..., skip_special_tokens=True)."""
-    order = pair.imported.tgt_order
+    order, c = pair.imported.tgt_order, pair.ours.model.config
     generator = torch.Generator().manual_seed(0)
     for length in (1, 3, 8, 15):
         for _ in range(8):
-            ours = torch.randint(3, len(order), (length,), generator=generator).tolist()
-            ours = [i for i in ours if order[i] is not None and i != EOS_ID] + [EOS_ID]
+            ours = torch.randint(0, len(order), (length,), generator=generator).tolist()
+            ours = [i for i in ours if i not in (c.pad_id, c.bos_id, c.eos_id)] + [c.eos_id]
             expected = pair.tok.decode([pair.hf.generation_config.decoder_start_token_id, *pair.to_hf(ours)],
                                        skip_special_tokens=True)
             assert pair.ours.bundle.tgt_codec.decode(ours) == expected, pair.to_hf(ours)
@@ -103,26 +104,27 @@ def _batch(pair: Pair) -> tuple[torch.Tensor, torch.Tensor, list[list[int]]]:
     """Padded sources and decoder inputs in both numberings: (ours src, ours tgt, per-row decoder inputs in theirs)."""
     sources = [pair.ours.source(text)[0] for text in EN[:4]]
     targets = [pair.ours.bundle.tgt_codec.encode(text) for text in DE[:4]]
-    prefix = [BOS_ID] + ([] if pair.ours.model.config.forced_first is None else [pair.ours.model.config.forced_first])
+    c = pair.ours.model.config
+    prefix = [c.bos_id] + ([] if c.forced_first is None else [c.forced_first])
     inputs = [prefix + t for t in targets]
     theirs = [pair.start() + pair.to_hf(t) for t in targets]
-    return _padded(sources), _padded(inputs), theirs
+    return _padded(sources, c.pad_id), _padded(inputs, c.pad_id), theirs
 
 
-def _padded(rows: list[list[int]]) -> torch.Tensor:
-    return torch.tensor([r + [PAD_ID] * (max(map(len, rows)) - len(r)) for r in rows])
+def _padded(rows: list[list[int]], pad: int) -> torch.Tensor:
+    return torch.tensor([r + [pad] * (max(map(len, rows)) - len(r)) for r in rows])
 
 
 def test_teacher_forced_logits_and_every_attention_weight(pair: Pair) -> None:
     src, tgt, theirs = _batch(pair)
     src_hf = torch.tensor([pair.to_hf(row, "src") for row in src.tolist()])
-    pad_hf = pair.tok.pad_token_id
-    src_hf[src == PAD_ID] = pad_hf
+    pad_hf, pad = pair.tok.pad_token_id, pair.ours.model.config.pad_id
+    src_hf[src == pad] = pad_hf
     tgt_hf = torch.full(tgt.shape, pad_hf)
     for i, row in enumerate(theirs):
         tgt_hf[i, :len(row)] = torch.tensor(row)
     with torch.no_grad():
-        out = pair.hf(input_ids=src_hf, attention_mask=(src != PAD_ID).long(), decoder_input_ids=tgt_hf,
+        out = pair.hf(input_ids=src_hf, attention_mask=(src != pad).long(), decoder_input_ids=tgt_hf,
                       output_attentions=True)
         with record_attention(pair.ours.model) as rec:
             logits = pair.ours.model(src, tgt)
@@ -130,7 +132,7 @@ def test_teacher_forced_logits_and_every_attention_weight(pair: Pair) -> None:
     real = [i for i, o in enumerate(order) if o is not None and i not in config.suppressed]
     first = 1 if config.forced_first is not None else 0  # position 0 is forced to the language code
     for b in range(src.shape[0]):
-        t, s = len(theirs[b]), int((src[b] != PAD_ID).sum())
+        t, s = len(theirs[b]), int((src[b] != pad).sum())
         mine, hf = logits[b, first:t][:, real], out.logits[b, first:t][:, [order[i] for i in real]]
         assert (mine - hf).abs().max() <= LOGITS_ATOL
         assert torch.isinf(logits[b, :t][:, list(config.suppressed)]).all()
@@ -156,10 +158,10 @@ def _generate(pair: Pair, texts: list[str], **kw: Any) -> list[list[int]]:
     with torch.no_grad():
         out = pair.hf.generate(**batch, do_sample=False, max_new_tokens=12, **kw)
     back = {o: i for i, o in enumerate(pair.imported.tgt_order) if o is not None}
-    rows = []
+    rows, eos = [], pair.ours.model.config.eos_id
     for row in out.tolist():
         ids = [back[i] for i in row[1:]]
-        rows.append(ids[: ids.index(EOS_ID) + 1] if EOS_ID in ids else ids)
+        rows.append(ids[: ids.index(eos) + 1] if eos in ids else ids)
     return rows
 
 

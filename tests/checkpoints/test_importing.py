@@ -11,9 +11,9 @@ import torch
 
 import attnscope
 from attnscope.checkpoints.checkpoint import CheckpointError
-from attnscope.checkpoints.convert import read_state_dict
-from attnscope.checkpoints.importing import import_module, import_weights
-from attnscope.checkpoints.vocab import load_vocabulary
+from attnscope.checkpoints.importers.state_dict import import_module, import_weights
+from attnscope.checkpoints.importers.torch_files import read_state_dict
+from attnscope.checkpoints.importers.vocab_files import load_vocabulary
 from tests.byom_models import (
     M2_SPECIALS,
     WORDS,
@@ -58,7 +58,7 @@ def assert_same_logits_and_greedy(tr: attnscope.Translator, theirs_logits, their
         result = tr.translate(sentence, max_len=len(their_ids) - 1 if their_ids[-1] != 3 else 11)
         ours = [tgt_order[i] for i in result.target_ids]
         assert ours == their_ids[1:], sentence  # the same greedy translation, token for token
-        tgt_in = [1, *result.target_ids[:-1]]
+        tgt_in = [tr.model.config.bos_id, *result.target_ids[:-1]]
         with torch.no_grad():
             ours_logits = tr.model(torch.tensor([src_ids]), torch.tensor([tgt_in]))[0]
         expected = theirs_logits(sentence, [tgt_order[i] for i in tgt_in])
@@ -72,8 +72,10 @@ def test_m1_state_dict_with_torchtext_vocabularies_imports_exactly(m1: Seq2SeqTr
     with pytest.warns(UserWarning, match="Not checked"):
         tr = attnscope.import_model(tmp_path / "m1.pt", src_vocab=tmp_path / "src.json", tgt_vocab=tmp_path / "tgt.txt",
                                     src_lang="de", tgt_lang="en", source_framing="bos-eos", n_heads=4)
-    assert tr.source(SENTENCES[0])[0][0] == 1 and tr.bundle.config.source_framing == "bos-eos"
-    tgt_order = load_vocabulary(m1_vocab(TGT_WORDS)).order
+    c = tr.model.config
+    assert (c.unk_id, c.pad_id, c.bos_id, c.eos_id) == (0, 1, 2, 3)  # torchtext's order, kept: no row moved
+    assert tr.source(SENTENCES[0])[0][0] == c.bos_id and tr.bundle.config.source_framing == "bos-eos"
+    tgt_order = load_vocabulary(m1_vocab(TGT_WORDS)).plan.order
 
     def theirs(sentence: str, tgt_ids: list[int]) -> torch.Tensor:
         with torch.no_grad():
@@ -82,7 +84,7 @@ def test_m1_state_dict_with_torchtext_vocabularies_imports_exactly(m1: Seq2SeqTr
     assert_same_logits_and_greedy(tr, theirs, m1_outputs(m1), m1_vocab(WORDS), tgt_order)
     # Every route to the model frames the source the same way: beam search, forced tokens, teacher forcing.
     framed = tr.source(SENTENCES[0])[0]
-    assert framed[0] == 1 and framed[-1] == 2
+    assert framed[0] == c.bos_id and framed[-1] == c.eos_id
     assert tr.translate(SENTENCES[0], beam_size=2).source_ids == tuple(framed)
     assert tr.translate(SENTENCES[0], prefix=[5]).source_tokens[0] == "<bos>"
     assert tr.score(SENTENCES[0], "two dogs").source_ids == tuple(framed)
@@ -171,13 +173,17 @@ def test_specials_in_any_spelling_and_a_tokenizer_json() -> None:
     for added in tok["added_tokens"]:
         added["id"] = reordered[added["content"]]
     vocab = load_vocabulary(json.dumps(tok).encode(), "tokenizer.json")
-    assert vocab.codec.encode("b") == [vocab.from_user([reordered["b"]])[0]]
+    assert vocab.codec.encode("b") == [vocab.plan.ours(reordered["b"])]
     sos = load_vocabulary(["<PAD>", "a", "<SOS>", "<EOS>", "<UNK>"])
-    assert sos.order == (0, 2, 3, 4, 1) and sos.specials["bos"] == "<SOS>"
+    assert sos.plan.order == (0, 1, 2, 3, 4) and sos.specials["bos"] == "<SOS>"  # renamed where they are
+    assert (sos.plan.pad, sos.plan.bos, sos.plan.eos, sos.plan.unk) == (0, 2, 3, 4) and sos.codec.token(2) == "<bos>"
+    moved = load_vocabulary(["<unk>", "<pad>", "b", "<bos>", "<eos>"], at=sos.plan)  # a source side's specials elsewhere
+    assert (moved.plan.pad, moved.plan.bos, moved.plan.eos, moved.plan.unk) == (0, 2, 3, 4)
+    assert [moved.codec.token(i) for i in range(5)] == ["<pad>", "b", "<bos>", "<eos>", "<unk>"]
     with pytest.raises(CheckpointError, match="several tokens that could be bos"):
         load_vocabulary(["<pad>", "<s>", "<start>", "</s>", "<unk>"])
     explicit = load_vocabulary(["<pad>", "<s>", "<start>", "</s>", "<unk>"], specials={"bos": "<s>"})
-    assert explicit.order[1] == 1 and explicit.codec.tokenizer.id_to_token(4) == "<start>"
+    assert explicit.plan.bos == 1 and explicit.codec.tokenizer.id_to_token(2) == "<start>"
     with pytest.raises(CheckpointError, match="uses <bos> as an ordinary token"):
         load_vocabulary(["<pad>", "<s>", "<bos>", "</s>", "<unk>"], specials={"bos": "<s>"})
 
@@ -209,14 +215,14 @@ def test_annotated_transformer_imports_exactly(m2, live: bool) -> None:  # noqa:
         assert imported.report.checked_on == 3
     assert imported.bundle.config.layer_norm == "annotated" and imported.bundle.config.norm == "pre"
     tr = attnscope.Translator(imported.model, imported.bundle)
-    tgt_order = load_vocabulary(tgt_itos).order
+    tgt_order = load_vocabulary(tgt_itos).plan.order
     for sentence in SENTENCES:
         theirs = m2_greedy_decode(m2, torch.tensor([m2_ids(sentence)]), 12)
         result = tr.translate(sentence, max_len=11)
         assert [tgt_order[i] for i in result.target_ids] == theirs[1:]
         src_ids, _ = tr.source(sentence)
-        assert [load_vocabulary(src_itos).order[i] for i in src_ids] == m2_ids(sentence)
-        tgt_in = [1, *result.target_ids[:-1]]
+        assert [load_vocabulary(src_itos).plan.order[i] for i in src_ids] == m2_ids(sentence)
+        tgt_in = [tr.model.config.bos_id, *result.target_ids[:-1]]
         with torch.no_grad():
             ours = tr.model(torch.tensor([src_ids]), torch.tensor([tgt_in]))[0].log_softmax(-1)
             src = torch.tensor([m2_ids(sentence)])

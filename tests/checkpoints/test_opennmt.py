@@ -15,9 +15,8 @@ import torch
 import attnscope
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.importers import import_any
-from attnscope.checkpoints.importing import Imported
+from attnscope.checkpoints.importers.parts import Imported
 from attnscope.engine.recording.capture import record_attention
-from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID
 from tests.checkpoints import reference_opennmt as ref
 
 SRC = ref.SPECIALS + "a man rides the red bike . two dogs play in snow ! children sing song".split()
@@ -45,7 +44,9 @@ def test_sources_are_their_tokens_alone(imported: Case) -> None:
     tr = attnscope.Translator(imp.model, imp.bundle)
     ids, _ = tr.source("a man rides the zebra .")
     assert [imp.src_order[i] for i in ids] == [SRC.index(w) if w in SRC else 0 for w in "a man rides the zebra .".split()]
-    assert imp.bundle.tgt_codec.decode([imp.tgt_order.index(TGT.index("zwei")), 3, EOS_ID]) == "zwei <unk>"
+    c = imp.model.config
+    assert (c.unk_id, c.pad_id, c.bos_id, c.eos_id) == (0, 1, 2, 3)  # OpenNMT-py's own ids, kept
+    assert imp.bundle.tgt_codec.decode([imp.tgt_order.index(TGT.index("zwei")), c.unk_id, c.eos_id]) == "zwei <unk>"
 
 
 def test_logits_and_every_attention_weight_are_opennmts(imported: Case) -> None:
@@ -54,8 +55,9 @@ def test_logits_and_every_attention_weight_are_opennmts(imported: Case) -> None:
     sources = [codec.encode(s) for s in SENTENCES[:4]]
     targets = [imp.bundle.tgt_codec.encode(t) for t in ("ein mann fährt das rote fahrrad .", "zwei hunde", "kinder", "ein")]
     width_s, width_t = max(map(len, sources)), max(map(len, targets)) + 1
-    src = torch.tensor([s + [PAD_ID] * (width_s - len(s)) for s in sources])
-    tgt = torch.tensor([[BOS_ID, *t] + [PAD_ID] * (width_t - 1 - len(t)) for t in targets])
+    c = imp.model.config
+    src = torch.tensor([s + [c.pad_id] * (width_s - len(s)) for s in sources])
+    tgt = torch.tensor([[c.bos_id, *t] + [c.pad_id] * (width_t - 1 - len(t)) for t in targets])
     with torch.no_grad():
         expected, weights = ref.forward(ck, torch.tensor([[imp.src_order[i] for i in row] for row in src.tolist()]),
                                         torch.tensor([[imp.tgt_order[i] for i in row] for row in tgt.tolist()]))

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.importers.hf_config import OPTIONAL, SIZES, TOKEN_IDS, check_config
-from attnscope.checkpoints.vocab import load_vocabulary
+from attnscope.checkpoints.importers.vocab_files import load_vocabulary
 from attnscope.model.config import MAX_LEN, ConfigError, ModelConfig
 
 ANY = st.none() | st.booleans() | st.integers(-2, 10**11) | st.floats(allow_nan=True) | st.text(max_size=6) \

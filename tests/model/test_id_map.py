@@ -49,7 +49,7 @@ def test_the_map_round_trips_and_bad_maps_are_refused() -> None:
     c = codec(hidden=frozenset({3}), strip=True, replace=CLEANUP, unknown_by_text=True, codes=frozenset({8}))
     again = TextCodec.from_json(c.to_json(), c.id_map.to_json())
     assert again.id_map == c.id_map and again.encode("▁Hund e") == c.encode("▁Hund e")
-    with pytest.raises(TokenizerError, match="must start with <pad>, <bos>, <eos>, <unk>"):
+    with pytest.raises(TokenizerError, match="must name <pad>, <eos>, <unk> once each"):
         IdMap((0,), ("a", "b", "c", "d"))
     with pytest.raises(TokenizerError, match="points past the model's 10 tokens"):
         IdMap((12,), tuple(OURS))
@@ -57,3 +57,13 @@ def test_the_map_round_trips_and_bad_maps_are_refused() -> None:
         TextCodec(c.tokenizer, IdMap((0, 1), tuple(OURS)))
     with pytest.raises(TokenizerError, match="not valid JSON"):
         IdMap.from_json("{")
+
+
+def test_specials_are_found_by_name_wherever_the_vocabulary_puts_them() -> None:
+    moved = ("a", "<unk>", "<eos>", "b", "<pad>", "c")  # no <bos>: a model whose decoder starts elsewhere (Marian)
+    raw = Tokenizer(models.WordLevel({"a": 0, "b": 1, "c": 2, "?": 3}, unk_token="?"))
+    raw.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    c = TextCodec(raw, IdMap((0, 3, 5, 1), moved))
+    assert c.specials == {"pad": 4, "eos": 2, "unk": 1}
+    assert c.decode([0, 4, 3, 2, 5]) == "a b"  # <pad> dropped, everything after <eos> too
+    assert c.encode("a x c") == [0, 1, 5]

@@ -196,3 +196,19 @@ def test_config_from_untrusted_dict() -> None:
         ModelConfig.from_dict({"d_model": 8})
     with pytest.raises(ConfigError, match="not valid JSON"):
         ModelConfig.from_json("{")
+
+
+def test_a_decoder_started_on_the_padding_token_still_reads_its_start() -> None:
+    """Marian's decoder starts on <pad>: the full-prefix pass must not mask its first position (the cached one never does)."""
+    config = ModelConfig(src_vocab_size=12, tgt_vocab_size=12, d_model=16, n_heads=2, d_ff=32, dropout=0.0,
+                         attention_dropout=0.0, n_encoder_layers=1, n_decoder_layers=2, bos_id=0, decoder_start=0)
+    torch.manual_seed(0)
+    model = Transformer(config).eval()
+    src, tgt = torch.tensor([[5, 6, 2]]), torch.tensor([[0, 7, 8]])
+    with torch.no_grad():
+        full = model(src, tgt)
+        source = model.encode(src)
+        cache = DecoderCache.empty(2)
+        steps = [model.next_logits(tgt[:, i:i + 1], source, cache) for i in range(3)]
+    assert torch.isfinite(full).all()
+    assert torch.allclose(full[0], torch.cat(steps), atol=1e-5)

@@ -44,11 +44,13 @@ def test_bad_tokenizer_json_is_a_clear_error(codec: TextCodec) -> None:
     with pytest.raises(TokenizerError, match="does not parse"):
         TextCodec.from_json("{nope")
     broken = codec.to_json().replace('"<bos>"', '"<start>"')
-    with pytest.raises(TokenizerError, match="<bos> at id 1"):
+    with pytest.raises(TokenizerError, match="it lacks <bos>"):
         TextCodec.from_json(broken)
 
 
 def test_strip_specials() -> None:
-    assert strip_specials([BOS_ID, 5, PAD_ID, 6, EOS_ID, 7]) == [5, 6]
-    assert strip_specials([5, 6]) == [5, 6]
-    assert strip_specials([EOS_ID, 5]) == []
+    dropped = (BOS_ID, PAD_ID)
+    assert strip_specials([BOS_ID, 5, PAD_ID, 6, EOS_ID, 7], EOS_ID, dropped) == [5, 6]
+    assert strip_specials([5, 6], EOS_ID, dropped) == [5, 6]
+    assert strip_specials([EOS_ID, 5], EOS_ID, dropped) == []
+    assert strip_specials([9, 5, 3, 0, 6], 0, (9, 3)) == [5]

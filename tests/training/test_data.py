@@ -21,6 +21,8 @@ from attnscope.training.data import (
 from attnscope.training.evaluate import exact_match
 from tests.support import ROOT
 
+IDS = {"pad": PAD_ID, "bos": BOS_ID, "eos": EOS_ID}  # attnscope's own vocabularies' ids
+
 
 def write(folder: Path, name: str, lines: list[str]) -> None:
     with gzip.open(folder / name, "wt", encoding="utf-8") as f:
@@ -57,7 +59,8 @@ def test_toy_tasks(task: str, check) -> None:
 
 
 def test_token_batches_respect_the_budget_and_cover_everything() -> None:
-    examples = [make_example(list(range(4, 4 + n % 17 + 1)), list(range(4, 4 + n % 13 + 1)), 64) for n in range(300)]
+    examples = [make_example(list(range(4, 4 + n % 17 + 1)), list(range(4, 4 + n % 13 + 1)), 64, IDS)
+                for n in range(300)]
     batches = token_batches(examples, 200, shuffle=True, seed=1)
     assert sorted(i for b in batches for i in b) == list(range(300))
     for b in batches:
@@ -67,7 +70,7 @@ def test_token_batches_respect_the_budget_and_cover_everything() -> None:
 
 
 def test_collate_shifts_the_target() -> None:
-    batch = collate([make_example([5, 6], [7, 8, 9], 16), make_example([5], [7], 16)])
+    batch = collate([make_example([5, 6], [7, 8, 9], 16, IDS), make_example([5], [7], 16, IDS)], PAD_ID)
     assert batch.src.tolist() == [[5, 6, EOS_ID], [5, EOS_ID, PAD_ID]]
     assert batch.tgt_in.tolist() == [[BOS_ID, 7, 8, 9], [BOS_ID, 7, PAD_ID, PAD_ID]]
     assert batch.tgt_out.tolist() == [[7, 8, 9, EOS_ID], [7, EOS_ID, PAD_ID, PAD_ID]]
@@ -75,7 +78,7 @@ def test_collate_shifts_the_target() -> None:
 
 
 def test_make_example_truncates_to_fit() -> None:
-    ex = make_example(list(range(4, 30)), list(range(4, 30)), 10)
+    ex = make_example(list(range(4, 30)), list(range(4, 30)), 10, IDS)
     assert len(ex.src) == 10 and ex.src[-1] == EOS_ID
     assert len(ex.tgt) == 10 and ex.tgt[0] == BOS_ID and ex.tgt[-1] == EOS_ID
 
@@ -132,3 +135,10 @@ def test_the_sample_is_package_data_of_a_built_wheel(tmp_path: Path) -> None:
     names = zipfile.ZipFile(next((tmp_path / "dist").glob("*.whl"))).namelist()
     shipped = sorted(n.rsplit("/", 1)[1] for n in names if n.endswith(".gz"))
     assert shipped == sorted(p.name for p in SAMPLE_DIR.iterdir())
+
+
+def test_examples_and_batches_use_the_vocabularys_own_ids() -> None:
+    batch = collate([make_example([5], [7, 8], 16, {"pad": 9, "bos": 3, "eos": 0})], 9)
+    assert (batch.src.tolist(), batch.tgt_in.tolist(), batch.tgt_out.tolist()) == ([[5, 0]], [[3, 7, 8]], [[7, 8, 0]])
+    assert collate([make_example([5], [7], 16, {"bos": 3, "eos": 0}), make_example([5, 6], [7, 8], 16,
+                                                                                  {"bos": 3, "eos": 0})], 9).n_target_tokens == 5

@@ -52,7 +52,7 @@ def test_the_chunked_loss_and_its_gradient_equal_cross_entropy(dtype: torch.dtyp
     logits = (torch.randn(3, 37, 101) * 3).to(device, dtype).requires_grad_()
     target = torch.randint(0, 101, (3, 37), device=device)
     target[0, :5], target[2, -3:] = PAD_ID, PAD_ID
-    loss, n = label_smoothed_loss(logits, target, smoothing)
+    loss, n = label_smoothed_loss(logits, target, smoothing, PAD_ID)
     (loss / n).backward()
     grad, logits.grad = logits.grad, None
     expected = F.cross_entropy(logits.float().reshape(-1, 101), target.reshape(-1), ignore_index=PAD_ID,

@@ -16,7 +16,7 @@ import torch
 
 from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.checkpoint import Bundle
-from attnscope.checkpoints.vocab import word_level
+from attnscope.checkpoints.importers.vocab_files import word_level
 from attnscope.engine.decoding.translator import Translator
 from attnscope.model.config import SPECIAL_TOKENS, ModelConfig
 from attnscope.model.tokenization import TextCodec

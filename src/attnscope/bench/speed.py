@@ -16,7 +16,7 @@ from attnscope.bench.measure import LONG_SENTENCES, SENTENCES, median_times
 from attnscope.bench.paired import ratio_summary
 from attnscope.engine.decoding.translator import Translator
 from attnscope.model.batch import pad
-from attnscope.model.config import BOS_ID, ModelConfig
+from attnscope.model.config import ModelConfig
 from attnscope.model.device import autocast, autocast_dtype, pick_device
 from attnscope.model.positions import sinusoidal_table
 from attnscope.model.transformer import DecoderCache, Transformer
@@ -56,7 +56,7 @@ def training_throughput(c: ModelConfig, batch: int, length: int, steps: int, rep
     rows = []
     for dtype in precisions:
         result: dict[str, Any] = {"precision": "fp32" if dtype is None else "bf16"}
-        runs = {name: training_steps(model, src, tgt, steps, device, dtype)
+        runs = {name: training_steps(model, src, tgt, steps, device, dtype, c.pad_id)
                 for name, model in (("attnscope", Transformer(c)), ("nn.Transformer", TorchBaseline(c)))}
         for name, seconds in median_times(runs, repeats).items():
             result[f"{name} tokens/s"] = round(batch * length * steps / seconds)
@@ -66,8 +66,8 @@ def training_throughput(c: ModelConfig, batch: int, length: int, steps: int, rep
 
 
 def training_steps(model: nn.Module, src: Tensor, tgt: Tensor, steps: int, device: torch.device,
-                   dtype: torch.dtype | None) -> Callable[[], None]:
-    """`steps` optimizer steps of `model` on one fixed batch, as a function to time."""
+                   dtype: torch.dtype | None, pad_id: int) -> Callable[[], None]:
+    """`steps` optimizer steps of `model` on one fixed batch (padded with `pad_id`), as a function to time."""
     model.to(device).train()
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
 
@@ -75,7 +75,7 @@ def training_steps(model: nn.Module, src: Tensor, tgt: Tensor, steps: int, devic
         for _ in range(steps):
             with autocast(device, dtype):
                 logits = model(src, tgt[:, :-1])
-            loss, n = label_smoothed_loss(logits, tgt[:, 1:], 0.1)
+            loss, n = label_smoothed_loss(logits, tgt[:, 1:], 0.1, pad_id)
             opt.zero_grad()
             (loss / n).backward()
             opt.step()
@@ -87,7 +87,7 @@ def decode_n(model: Transformer, src: Tensor, n: int, use_cache: bool) -> Tensor
     """Greedy decoding of exactly n tokens (no early stop), to time a fixed amount of work."""
     source = model.encode(src)
     cache = DecoderCache.empty(len(model.decoder)) if use_cache else None
-    out = torch.full((src.shape[0], 1), BOS_ID, dtype=torch.long, device=src.device)
+    out = torch.full((src.shape[0], 1), model.config.bos_id, dtype=torch.long, device=src.device)
     for _ in range(n):
         logits = model.next_logits(out[:, -1:] if use_cache else out, source, cache)
         out = torch.cat([out, logits.argmax(-1, keepdim=True)], 1)
@@ -98,7 +98,7 @@ def decoding_speed(tr: Translator, lengths: Sequence[int], batches: Sequence[int
     rows = []
     for b in batches:
         texts = [SENTENCES[i % len(SENTENCES)] for i in range(b)]
-        src = pad([tr.source(t)[0] for t in texts]).to(tr.device)
+        src = pad([tr.source(t)[0] for t in texts], tr.model.config.pad_id).to(tr.device)
         for n in lengths:
             n = min(n, tr.model.config.max_len - 1)
             timed = median_times({"cached": partial(decode_n, tr.model, src, n, True),

@@ -26,8 +26,8 @@ from attnscope.bench.hf_peer import peer
 from attnscope.bench.measure import LONG_SENTENCES, SENTENCES, machine, median_times, print_table
 from attnscope.bench.speed import batch_throughput, capture_overhead, dataset_scale, decoding_speed, training_throughput
 from attnscope.checkpoints import checkpoint
-from attnscope.checkpoints.convert import read_state_dict
-from attnscope.checkpoints.importing import import_weights
+from attnscope.checkpoints.importers.state_dict import import_weights
+from attnscope.checkpoints.importers.torch_files import read_state_dict
 from attnscope.checkpoints.registry import default_checkpoint, shipped_dir
 from attnscope.engine.analysis.bleu import scores
 from attnscope.engine.decoding.translator import Translator
@@ -113,7 +113,7 @@ def toy_training(task: str = "reverse", target: float = 0.95, limit_s: float = 3
 
 def import_speed(megabytes: float, repeats: int) -> dict[str, Any]:
     """Seconds to import a PyTorch-tutorial-style state_dict (nn.Transformer 3+3 layers, d 256) of about
-    `megabytes` MB with torchtext-style vocabularies: read, recognise, permute rows, build."""
+    `megabytes` MB with torchtext-style vocabularies: read, recognise, build."""
     d = 256
     core = {f"transformer.{k}": v for k, v in nn.Transformer(d, 8, 3, 3, 1024).state_dict().items()}
     vocab = max(10, int((megabytes * 1e6 / 4 - sum(v.numel() for v in core.values())) / (3 * d)))
@@ -153,7 +153,8 @@ def inside_latency(tr: Translator, repeats: int, max_len: int | None = None) -> 
 
     def traced() -> Any:
         with tr.inference():
-            return sentence_trace(tr.model, result.source_ids, decoder_inputs(result.target_ids))  # as the page does
+            bos = tr.model.config.bos_id
+            return sentence_trace(tr.model, result.source_ids, decoder_inputs(result.target_ids, bos))  # as the page
 
     whole = traced()
     state = {"step": 0}

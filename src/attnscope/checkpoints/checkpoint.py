@@ -19,11 +19,13 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
 from attnscope.model.config import ConfigError, ModelConfig
+from attnscope.model.parameters import expected_shapes
 from attnscope.model.tokenization import TextCodec, TokenizerError
 from attnscope.model.transformer import Transformer
 
 FORMAT = "attnscope-checkpoint"
-FORMAT_VERSION = "1"
+FORMAT_VERSION = "2"  # 2: the special tokens' ids are config fields (pad_id...); version 1 files hold the defaults
+READABLE_VERSIONS = ("1", FORMAT_VERSION)
 
 
 class CheckpointError(ValueError):
@@ -133,9 +135,9 @@ def _read_header(path: str | os.PathLike[str]) -> tuple[Bundle, dict[str, tuple[
                                   "python -m attnscope import FOLDER --out model.safetensors")
         raise CheckpointError(f"{path.name} is a safetensors file but not an attnscope checkpoint "
                               "(its metadata has no 'format': 'attnscope-checkpoint')")
-    if meta.get("format_version") != FORMAT_VERSION:
+    if meta.get("format_version") not in READABLE_VERSIONS:
         raise CheckpointError(f"{path.name} has checkpoint format version {meta.get('format_version')!r}; "
-                              f"this attnscope reads version {FORMAT_VERSION}")
+                              f"this attnscope reads versions {' and '.join(READABLE_VERSIONS)}")
     return _bundle_from_metadata(meta, path.name), shapes, meta
 
 
@@ -171,53 +173,11 @@ def _bundle_from_metadata(meta: dict[str, str], name: str) -> Bundle:
         if codec.vocab_size != size:
             raise CheckpointError(f"{name}: the {side} tokenizer has {codec.vocab_size} tokens "
                                   f"but the model expects {size}")
+        wrong = {role: i for role, i in codec.specials.items() if getattr(config, f"{role}_id") != i}
+        if wrong:
+            raise CheckpointError(f"{name}: the {side} tokenizer has its special tokens at {wrong}, but the model's "
+                                  f"config names {({role: getattr(config, f'{role}_id') for role in wrong})}")
     return Bundle(config, src, tgt, meta["src_lang"], meta["tgt_lang"], summary)
-
-
-def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
-    """Shapes of the tensors a checkpoint of `config` must hold, by arithmetic on the config.
-
-    It mirrors `Transformer`'s parameter names (tests compare it with a built model); building
-    the model on the meta device instead would import ~800 torch modules (~1.2 s) per process.
-    """
-    d, f = config.d_model, config.d_ff
-
-    def linear(name: str, n_out: int, n_in: int) -> dict[str, tuple[int, ...]]:
-        return {f"{name}.weight": (n_out, n_in), f"{name}.bias": (n_out,)}
-
-    def norm(name: str) -> dict[str, tuple[int, ...]]:
-        return {f"{name}.weight": (d,), f"{name}.bias": (d,)}
-
-    def attention(name: str) -> dict[str, tuple[int, ...]]:
-        shapes = {k: v for proj in ("q_proj", "k_proj", "v_proj", "out_proj") for k, v in linear(f"{name}.{proj}", d, d).items()}
-        return shapes if config.qkv_bias else {k: v for k, v in shapes.items() if not k.endswith(("q_proj.bias", "k_proj.bias",
-                                                                                                   "v_proj.bias"))}
-
-    def ffn(name: str) -> dict[str, tuple[int, ...]]:
-        return linear(f"{name}.up", f, d) | linear(f"{name}.down", d, f)
-
-    shapes: dict[str, tuple[int, ...]] = {"tgt_embed.weight": (config.tgt_vocab_size, d)}
-    if not config.share_embeddings:
-        shapes["src_embed.weight"] = (config.src_vocab_size, d)
-    if config.positional == "learned":
-        shapes["positions.table.weight"] = (config.max_len + config.position_offset, d)
-        if config.separate_positions:
-            shapes["positions.decoder_table.weight"] = (config.max_len + config.position_offset, d)
-    if config.embed_norm:
-        shapes |= norm("src_embed_norm") | norm("tgt_embed_norm")
-    for i in range(config.n_encoder_layers):
-        shapes |= attention(f"encoder.{i}.self_attn") | ffn(f"encoder.{i}.ffn")
-        shapes |= norm(f"encoder.{i}.attn_block.norm") | norm(f"encoder.{i}.ffn_block.norm")
-    for i in range(config.n_decoder_layers):
-        shapes |= attention(f"decoder.{i}.self_attn") | attention(f"decoder.{i}.cross_attn") | ffn(f"decoder.{i}.ffn")
-        for block in ("self_block", "cross_block", "ffn_block"):
-            shapes |= norm(f"decoder.{i}.{block}.norm")
-    if config.has_final_norm:
-        shapes |= norm("encoder_norm") | norm("decoder_norm")
-    if not config.tie_embeddings:
-        shapes["generator.weight"] = (config.tgt_vocab_size, d)
-    shapes["generator.bias"] = (config.tgt_vocab_size,)
-    return shapes
 
 
 def _and_more(names: list[str]) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Sequence
 
 from attnscope.checkpoints.checkpoint import CheckpointError
-from attnscope.checkpoints.importing import Example
+from attnscope.checkpoints.importers.state_dict_checks import Example
 
 
 def read_examples(path: Path) -> list[Example]:

@@ -18,7 +18,7 @@ from typing import Iterable, Literal
 from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.boundary import cause
 from attnscope.checkpoints.checkpoint import Bundle, CheckpointError
-from attnscope.checkpoints.convert import NOT_TORCH, is_torch_file
+from attnscope.checkpoints.importers.torch_files import NOT_TORCH, is_torch_file
 
 CHECKPOINTS_ENV = "ATTNSCOPE_CHECKPOINTS"
 DEFAULT_CHECKPOINT = "multi30k-en-de.safetensors"

@@ -21,10 +21,10 @@ Sinusoid = Literal["interleaved", "halves", "fairseq"]
 MAX_PARAMETERS = 1_000_000_000
 MAX_LEN = 65_536  # positions a table may cover (the longest any imported family uses is 4,096); with the parameter
 #   limit this bounds the fixed sinusoid table, a buffer the parameter count leaves out, to 4 GB
-IDS = ("decoder_start", "forced_first", "suppressed", "source_prefix", "source_suffix")  # fields holding token ids
-
-# Ids of the special tokens every attnscope tokenizer reserves, in this order.
+# Ids of the special tokens attnscope's own tokenizers reserve, in this order: the defaults of the config's ids.
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
+SPECIAL_IDS = ("pad_id", "bos_id", "eos_id", "unk_id")  # config fields naming the special tokens, in that order
+IDS = ("decoder_start", "forced_first", "suppressed", "source_prefix", "source_suffix", *SPECIAL_IDS)  # fields of token ids
 SPECIAL_TOKENS = ("<pad>", "<bos>", "<eos>", "<unk>")
 
 
@@ -51,7 +51,7 @@ class ModelConfig:
     tie_embeddings: bool = True  # target embedding shares its matrix with the output layer
     share_embeddings: bool = False  # source and target embeddings are one matrix (joint vocabulary)
     final_norm: bool | None = None  # LayerNorm after each stack; None = only with pre-LN (nn.Transformer always has one)
-    # Variants met in models trained elsewhere (checkpoints/importing.py); the defaults are attnscope's own.
+    # Variants met in models trained elsewhere (checkpoints/importers/state_dict.py); the defaults are attnscope's own.
     layer_norm: LayerNormKind = "torch"  # "annotated": unbiased std with eps added to the std (the Annotated Transformer);
     #   "rms": root mean square, no mean and no bias (T5's)
     norm_eps: float = 1e-5  # LayerNorm epsilon (nn.LayerNorm's default; the Annotated Transformer uses 1e-6)
@@ -64,8 +64,8 @@ class ModelConfig:
     position_offset: int = 0  # position i reads table row i + offset (BART's learned tables, fairseq's padding_idx + 1)
     separate_positions: bool = False  # the decoder has its own learned table (BART, mBART)
     embed_norm: bool = False  # LayerNorm on the embedded input of each stack (BART's layernorm_embedding)
-    qkv_bias: bool = True  # the q/k/v projections have biases
-    decoder_start: int | None = None  # token whose embedding the first decoder position reads; None: <bos>
+    qkv_bias: bool = True  # the q/k/v projections have biases (the output projection always has one, maybe zero)
+    decoder_start: int | None = None  # token whose embedding the first decoder position reads; None: bos_id
     forced_first: int | None = None  # the first output is always this token (a language code: NLLB, M2M100, mBART-50)
     suppressed: tuple[int, ...] = ()  # tokens never output (logit -inf): rows the original lacks, or it bans
     source_prefix: tuple[int, ...] = ()  # ids before the sentence (after <bos>): a language code
@@ -83,6 +83,11 @@ class ModelConfig:
     scale_scores: bool = True  # attention scores are divided by √d_k (section 3.2.1); T5 folds that into its initialisation
     scale_output: bool = False  # the output layer's input is multiplied by d_model^-0.5 (T5 v1.0, whose output layer is
     #   its embedding)
+    # The special tokens' ids, the same on both sides (files without them were written with these defaults).
+    pad_id: int = PAD_ID
+    bos_id: int = BOS_ID
+    eos_id: int = EOS_ID
+    unk_id: int = UNK_ID
 
     def __post_init__(self) -> None:
         for name in ("suppressed", "source_prefix", "source_suffix"):  # JSON gives lists
@@ -144,17 +149,22 @@ class ModelConfig:
             raise ConfigError(f"config field relative_max_distance must be more than the {self.relative_buckets // 2} exact "
                               f"offsets of relative_buckets {self.relative_buckets} and at most {MAX_LEN:,}, "
                               f"got {self.relative_max_distance}")
+        specials = {name: getattr(self, name) for name in SPECIAL_IDS}
+        apart = [self.pad_id, self.eos_id, self.unk_id]  # <bos> may be <pad>: Marian's decoder starts on its <pad>
+        if len(set(apart)) < 3 or self.bos_id in (self.eos_id, self.unk_id):
+            raise ConfigError(f"the special tokens' ids {specials} are not distinct")
         for name in IDS:
             value = getattr(self, name)
-            size = self.src_vocab_size if name.startswith("source") else self.tgt_vocab_size
+            size = (self.src_vocab_size if name.startswith("source") else
+                    min(self.src_vocab_size, self.tgt_vocab_size) if name in SPECIAL_IDS else self.tgt_vocab_size)
             for token in value if isinstance(value, tuple) else () if value is None else (value,):
                 if isinstance(token, bool) or not isinstance(token, int) or not 0 <= token < size:
                     raise ConfigError(f"config field {name} holds {token!r}, not a token id below {size}")
 
     def frame_source(self, ids: list[int]) -> list[int]:
         """Source ids as the model was trained to read them: [<bos>] prefix x [<eos>] suffix."""
-        start = [BOS_ID] if self.source_framing == "bos-eos" else []
-        end = [] if self.source_framing == "none" else [EOS_ID]
+        start = [self.bos_id] if self.source_framing == "bos-eos" else []
+        end = [] if self.source_framing == "none" else [self.eos_id]
         return [*start, *self.source_prefix, *ids, *end, *self.source_suffix]
 
     @property

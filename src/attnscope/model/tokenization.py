@@ -6,9 +6,10 @@ and lets the model share one embedding matrix for source, target and output (few
 parameters on a small corpus). Toy tasks use a word-level vocabulary of their symbols.
 
 A model imported from Hugging Face keeps its own tokenizer (its pieces and ids, so text is cut
-exactly as the original cuts it) with an `IdMap` onto the model's ids, where the special tokens
-sit at 0-3 and pieces the model lacks read as <unk>; decoding then follows the original's
-`decode(ids, skip_special_tokens=True)`.
+exactly as the original cuts it) with an `IdMap` onto the model's ids, where pieces the model lacks
+read as <unk>; decoding then follows the original's `decode(ids, skip_special_tokens=True)`. A codec's
+special tokens are found by their names (SPECIAL_TOKENS) wherever its vocabulary puts them: attnscope's
+own tokenizers at 0-3, an imported model's at the original's ids (its config names the same ids).
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from typing import Any, Iterable, Iterator
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 from attnscope.model import untrusted
-from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID, SPECIAL_TOKENS, UNK_ID
+from attnscope.model.config import SPECIAL_TOKENS
 
 WORD_START = "▁"  # SentencePiece-style marker the Metaspace pre-tokenizer puts before each word
 CONTINUATION = "##"  # how continuation pieces are shown to users (BERT's convention)
@@ -57,7 +58,7 @@ class IdMap:
     """A tokenizer made elsewhere (Hugging Face) on the model's ids, and how its decode() reads them back."""
 
     ids: tuple[int, ...]  # the model's id of each tokenizer id (<unk> for pieces the model lacks)
-    tokens: tuple[str, ...]  # the token of each model id; <pad> <bos> <eos> <unk> first
+    tokens: tuple[str, ...]  # the token of each model id; the specials under SPECIAL_TOKENS' names (<bos> optional)
     hidden: frozenset[int] = field(default_factory=frozenset)  # model ids decode() drops: the original's specials
     strip: bool = False  # decode() strips surrounding spaces (transformers' SentencePiece tokenizers do)
     replace: tuple[tuple[str, str], ...] = ()  # decode()'s text replacements, in order: transformers'
@@ -68,8 +69,9 @@ class IdMap:
     codes: frozenset[int] = field(default_factory=frozenset)  # language codes: labelled as they are, like specials
 
     def __post_init__(self) -> None:
-        if tuple(self.tokens[:4]) != SPECIAL_TOKENS:
-            raise TokenizerError(f"an id map must start with {', '.join(SPECIAL_TOKENS)}, got {list(self.tokens[:4])}")
+        needed = [t for t in SPECIAL_TOKENS if t != SPECIAL_TOKENS[1]]  # a model may have no <bos> (Marian)
+        if any(self.tokens.count(t) != 1 for t in needed) or self.tokens.count(SPECIAL_TOKENS[1]) > 1:
+            raise TokenizerError(f"an id map must name {', '.join(needed)} once each (and <bos> at most once)")
         if any(not 0 <= i < len(self.tokens) for i in [*self.ids, *self.hidden, *self.codes]):
             raise TokenizerError(f"an id map points past the model's {len(self.tokens)} tokens")
 
@@ -103,9 +105,10 @@ class TextCodec:
                 raise TokenizerError(f"the id map covers {len(self.id_map.ids)} ids but the tokenizer has "
                                      f"{self.tokenizer.get_vocab_size(with_added_tokens=True)}")
             return
-        for want, token in zip((PAD_ID, BOS_ID, EOS_ID, UNK_ID), SPECIAL_TOKENS):
-            if self.tokenizer.token_to_id(token) != want:
-                raise TokenizerError(f"tokenizer must have {token} at id {want}")
+        missing = [token for token in SPECIAL_TOKENS if self.tokenizer.token_to_id(token) is None]
+        if missing:
+            raise TokenizerError(f"tokenizer must have the special tokens {', '.join(SPECIAL_TOKENS)}; it lacks "
+                                 f"{', '.join(missing)}")
 
     @classmethod
     def from_json(cls, text: str, id_map: str | None = None) -> "TextCodec":
@@ -123,6 +126,16 @@ class TextCodec:
     def vocab_size(self) -> int:
         return len(self.id_map.tokens) if self.id_map else self.tokenizer.get_vocab_size()
 
+    @cached_property
+    def specials(self) -> dict[str, int]:
+        """The ids of this vocabulary's special tokens by role (pad, bos, eos, unk), found by their names; a model
+        without a <bos> of its own has none."""
+        if self.id_map is not None:
+            index = {t: i for i, t in enumerate(self.id_map.tokens) if t in SPECIAL_TOKENS}
+        else:
+            index = {t: self.tokenizer.token_to_id(t) for t in SPECIAL_TOKENS}
+        return {role: index[t] for role, t in zip(("pad", "bos", "eos", "unk"), SPECIAL_TOKENS) if index.get(t) is not None}
+
     def _encoding(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
         """The model's ids of `text` and each one's character span."""
         enc = self.tokenizer.encode(text, add_special_tokens=False)
@@ -131,7 +144,8 @@ class TextCodec:
             return enc.ids, enc.offsets
         ids = [m.ids[i] for i in enc.ids]
         if m.unknown_by_text:
-            ids = [self._by_text.get(piece, UNK_ID) if i == UNK_ID else i for i, piece in zip(ids, enc.tokens)]
+            unk = self.specials["unk"]
+            ids = [self._by_text.get(piece, unk) if i == unk else i for i, piece in zip(ids, enc.tokens)]
         return ids, enc.offsets
 
     @cached_property
@@ -139,8 +153,9 @@ class TextCodec:
         """The model's ids by token text, specials excepted (first id of a repeated text)."""
         tokens = self.id_map.tokens if self.id_map else ()
         found: dict[str, int] = {}
-        for i in range(len(SPECIAL_TOKENS), len(tokens)):
-            found.setdefault(tokens[i], i)
+        for i, token in enumerate(tokens):
+            if i not in self.specials.values():
+                found.setdefault(token, i)
         return found
 
     def encode(self, text: str) -> list[int]:
@@ -149,10 +164,12 @@ class TextCodec:
 
     def decode(self, ids: Iterable[int]) -> str:
         """Text of `ids`, dropping special tokens and everything after the first <eos>."""
+        s = self.specials
+        kept = strip_specials(ids, s["eos"], tuple(s[r] for r in ("bos", "pad") if r in s))
         if self.id_map is None:
-            return self.tokenizer.decode(strip_specials(ids), skip_special_tokens=False).strip()
+            return self.tokenizer.decode(kept, skip_special_tokens=False).strip()
         m = self.id_map
-        tokens = [m.tokens[i] for i in strip_specials(ids) if i not in m.hidden]
+        tokens = [m.tokens[i] for i in kept if i not in m.hidden]
         text = self.tokenizer.decoder.decode(tokens) if self.tokenizer.decoder is not None else " ".join(tokens)
         for before, after in m.replace:
             text = text.replace(before, after)
@@ -161,8 +178,8 @@ class TextCodec:
     def token(self, i: int) -> str:
         """The token of model id `i`."""
         if self.id_map is not None:
-            return self.id_map.tokens[i] if 0 <= i < len(self.id_map.tokens) else SPECIAL_TOKENS[UNK_ID]
-        return self.tokenizer.id_to_token(i) or SPECIAL_TOKENS[UNK_ID]
+            return self.id_map.tokens[i] if 0 <= i < len(self.id_map.tokens) else SPECIAL_TOKENS[3]
+        return self.tokenizer.id_to_token(i) or SPECIAL_TOKENS[3]
 
     def pieces(self, ids: Iterable[int]) -> list[str]:
         """Readable labels: word starts without the marker, continuations prefixed with ##; special tokens
@@ -196,7 +213,7 @@ class TextCodec:
         found: list[str] = []
         for token_id, (start, end) in zip(*self._encoding(text)):
             piece = text[start:end].strip()
-            if token_id == UNK_ID and piece and piece not in found:
+            if token_id == self.specials["unk"] and piece and piece not in found:
                 found.append(piece)
         return found
 
@@ -206,13 +223,13 @@ CLEANUP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" 
            (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
 
 
-def strip_specials(ids: Iterable[int]) -> list[int]:
-    """Ids up to the first <eos>, without <bos>/<pad>."""
+def strip_specials(ids: Iterable[int], eos: int, dropped: tuple[int, ...]) -> list[int]:
+    """Ids up to the first `eos`, without the `dropped` ones (<bos>, <pad>: the model config's or the vocabulary's)."""
     kept = []
     for i in ids:
-        if i == EOS_ID:
+        if i == eos:
             break
-        if i not in (BOS_ID, PAD_ID):
+        if i not in dropped:
             kept.append(i)
     return kept
 

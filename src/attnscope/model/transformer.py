@@ -23,7 +23,7 @@ from torch import Tensor, nn
 
 from attnscope.model.attention import MultiHeadAttention
 from attnscope.model.blocks import Dropout, Generator, Residual, feed_forward, layer_norm
-from attnscope.model.config import PAD_ID, ModelConfig
+from attnscope.model.config import ModelConfig
 from attnscope.model.kinds import KINDS, Kind
 from attnscope.model.positions import LearnedPositions, NoPositions, RelativePositionBias, SinusoidalPositions
 
@@ -183,8 +183,10 @@ class Transformer(nn.Module):
         super().__init__()
         c = self.config = config
         # <pad>'s row learns nothing (padding_idx), unless the decoder starts on <pad> (T5, Marian) and so reads it
-        self.tgt_embed = nn.Embedding(c.tgt_vocab_size, c.d_model, padding_idx=None if c.decoder_start == PAD_ID else PAD_ID)
-        self.src_embed = self.tgt_embed if c.share_embeddings else nn.Embedding(c.src_vocab_size, c.d_model, padding_idx=PAD_ID)
+        start = c.bos_id if c.decoder_start is None else c.decoder_start
+        pad_row = None if start == c.pad_id else c.pad_id
+        self.tgt_embed = nn.Embedding(c.tgt_vocab_size, c.d_model, padding_idx=pad_row)
+        self.src_embed = self.tgt_embed if c.share_embeddings else nn.Embedding(c.src_vocab_size, c.d_model, padding_idx=c.pad_id)
         self.positions = POSITIONS[c.positional](c)
         self.src_embed_norm = layer_norm(c) if c.embed_norm else nn.Identity()
         self.tgt_embed_norm = layer_norm(c) if c.embed_norm else nn.Identity()
@@ -208,8 +210,8 @@ class Transformer(nn.Module):
             elif p.dim() > 1:
                 nn.init.xavier_uniform_(p)
         with torch.no_grad():
-            self.tgt_embed.weight[PAD_ID].zero_()
-            self.src_embed.weight[PAD_ID].zero_()
+            self.tgt_embed.weight[self.config.pad_id].zero_()
+            self.src_embed.weight[self.config.pad_id].zero_()
 
     def _embed(self, table: nn.Embedding, ids: Tensor, offset: int = 0, decoder: bool = False) -> Tensor:
         c = self.config
@@ -230,7 +232,7 @@ class Transformer(nn.Module):
         """Source ids (B, S) -> what the decoder reads (and, when asked, every encoder layer's weights)."""
         if src.shape[1] > self.config.max_len:
             raise ValueError(f"source has {src.shape[1]} tokens; this model handles at most {self.config.max_len}")
-        mask: Tensor | None = (src != PAD_ID)[:, None, None, :]  # (B, 1, 1, S)
+        mask: Tensor | None = (src != self.config.pad_id)[:, None, None, :]  # (B, 1, 1, S)
         if bool(mask.all()):
             mask = None  # lets SDPA take its unmasked fast path
         x = self._embed(self.src_embed, src)
@@ -251,7 +253,8 @@ class Transformer(nn.Module):
             raise ValueError(f"target reached {n_keys} tokens; this model handles at most {self.config.max_len}")
         self_mask: Tensor | None = causal_mask(tgt.shape[1], n_keys, tgt.device)[None, None]  # (1, 1, T, K)
         if cache is None:
-            self_mask = self_mask & (tgt != PAD_ID)[:, None, None, :]  # (B, 1, T, T)
+            keep = (tgt != self.config.pad_id) | (torch.arange(tgt.shape[1], device=tgt.device) == 0)  # the start may be <pad>
+            self_mask = self_mask & keep[:, None, None, :]  # (B, 1, T, T)
         elif tgt.shape[1] == 1:
             self_mask = None  # one new position may see every cached one
         x = self._embed(self.tgt_embed, tgt, offset, decoder=True)

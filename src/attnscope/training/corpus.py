@@ -31,5 +31,5 @@ def build_corpus(cfg: TrainConfig, codecs: tuple[TextCodec, TextCodec] | None, m
     src, tgt = codecs
 
     def encode(pairs: list[tuple[str, str]]) -> list[Example]:
-        return [make_example(src.encode(s), tgt.encode(t), max_len) for s, t in pairs]
+        return [make_example(src.encode(s), tgt.encode(t), max_len, tgt.specials) for s, t in pairs]
     return Corpus(codecs, encode(train_text), encode(val_text), val_text)

@@ -7,13 +7,12 @@ import random
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import torch
 from torch import Tensor
 
 from attnscope.model.batch import pad
-from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID
 
 LANGUAGES = ("en", "de", "fr", "cs")
 SPLITS = ("train", "val", "test_2016_flickr", "test_2017_flickr")
@@ -132,28 +131,31 @@ class Example:
     tgt: list[int]  # <bos> + subword ids + <eos>
 
 
-def make_example(src_ids: list[int], tgt_ids: list[int], max_len: int) -> Example:
-    """Add special tokens, truncating so that both sides fit in `max_len` positions."""
-    return Example(src_ids[: max_len - 1] + [EOS_ID], [BOS_ID] + tgt_ids[: max_len - 2] + [EOS_ID])
+def make_example(src_ids: list[int], tgt_ids: list[int], max_len: int, specials: Mapping[str, int]) -> Example:
+    """Add special tokens (`specials`: the vocabulary's ids by role), truncating so both sides fit in `max_len`."""
+    bos, eos = specials["bos"], specials["eos"]
+    return Example(src_ids[: max_len - 1] + [eos], [bos] + tgt_ids[: max_len - 2] + [eos])
 
 
 @dataclass(frozen=True)
 class Batch:
-    src: Tensor  # (B, S) padded with PAD_ID
+    src: Tensor  # (B, S) padded with pad_id
     tgt_in: Tensor  # (B, T) <bos> y1 .. yn
     tgt_out: Tensor  # (B, T) y1 .. yn <eos>
+    pad_id: int
 
     @property
     def n_target_tokens(self) -> int:
-        return int((self.tgt_out != PAD_ID).sum())
+        return int((self.tgt_out != self.pad_id).sum())
 
     def to(self, device: torch.device | str) -> "Batch":
-        return Batch(self.src.to(device), self.tgt_in.to(device), self.tgt_out.to(device))
+        return Batch(self.src.to(device), self.tgt_in.to(device), self.tgt_out.to(device), self.pad_id)
 
 
-def collate(examples: Sequence[Example]) -> Batch:
-    return Batch(pad([e.src for e in examples]), pad([e.tgt[:-1] for e in examples]),
-                 pad([e.tgt[1:] for e in examples]))
+def collate(examples: Sequence[Example], pad_id: int) -> Batch:
+    """Examples padded with `pad_id` (the model config's) into one batch."""
+    return Batch(pad([e.src for e in examples], pad_id), pad([e.tgt[:-1] for e in examples], pad_id),
+                 pad([e.tgt[1:] for e in examples], pad_id), pad_id)
 
 
 def token_batches(examples: Sequence[Example], max_tokens: int, *, shuffle: bool, seed: int = 0,

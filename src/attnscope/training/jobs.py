@@ -19,7 +19,6 @@ from pathlib import Path
 from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.engine.decoding.translator import Translator
-from attnscope.model.config import EOS_ID
 from attnscope.training.config import TrainConfig
 from attnscope.training.history import Snapshot, Validation, read_snapshots, read_validations, save_snapshot
 from attnscope.training.loop import Trainer, TrainEvent
@@ -156,7 +155,7 @@ class TrainJob:
             translator = Translator(self.trainer.model, self.trainer.bundle(), self.trainer.device)
             result = translator.translate(self.sample)
             if result.attention is not None:
-                stopped = bool(result.target_ids) and result.target_ids[-1] == EOS_ID
+                stopped = bool(result.target_ids) and result.target_ids[-1] == translator.model.config.eos_id
                 snap = Snapshot(event.step, event.bleu, self.sample, result.text, result.attention,
                                 result.output_tokens, not stopped, event.exact)
                 save_snapshot(Path(self.config.out_dir), snap)

@@ -222,12 +222,12 @@ class Trainer:
         return self.stop.is_set() or self.out_of_patience()
 
     def train_step(self, idx: list[int]) -> float:
-        batch = collate([self.corpus.train[i] for i in idx]).to(self.device)
+        batch = collate([self.corpus.train[i] for i in idx], self.model.config.pad_id).to(self.device)
         for group in self.optimizer.param_groups:
             group["lr"] = lr_at(self.state.step + 1, self.cfg.lr, self.cfg.warmup)
         with autocast(self.device, self.dtype):
             logits = self.net(batch.src, batch.tgt_in)
-        loss, n = label_smoothed_loss(logits, batch.tgt_out, self.cfg.label_smoothing)
+        loss, n = label_smoothed_loss(logits, batch.tgt_out, self.cfg.label_smoothing, batch.pad_id)
         self.optimizer.zero_grad(set_to_none=True)
         (loss / n).backward()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.clip)

@@ -7,24 +7,22 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from attnscope.model.config import PAD_ID
 from attnscope.model.transformer import Transformer
 from attnscope.training.data import Example, collate, token_batches
 
-# Rows of logits the loss handles at a time: 32 rows of an 8000-token vocabulary (1 MB in fp32) stay in cache.
 LOSS_CHUNK_ROWS = 32
 
 
 class SmoothedCrossEntropy(torch.autograd.Function):
-    """F.cross_entropy(logits.float(), target, ignore_index=PAD_ID, label_smoothing=s, reduction="sum") for
+    """F.cross_entropy(logits.float(), target, ignore_index=pad_id, label_smoothing=s, reduction="sum") for
     logits (N, V), computed a few rows at a time with its gradient, (softmax - smoothed one-hot) on non-pad rows,
     in the same pass: autograd's version makes about ten passes over (N, V) fp32 tensors, each freshly allocated
     (page faults), which cost a fifth of a CPU training step."""
 
     @staticmethod
-    def forward(ctx: Any, logits: torch.Tensor, target: torch.Tensor, smoothing: float) -> torch.Tensor:
+    def forward(ctx: Any, logits: torch.Tensor, target: torch.Tensor, smoothing: float, pad_id: int) -> torch.Tensor:
         n, v = logits.shape
-        keep = (target != PAD_ID)[:, None]  # (N, 1)
+        keep = (target != pad_id)[:, None]  # (N, 1)
         grad = torch.empty_like(logits) if ctx.needs_input_grad[0] else None
         sums = []
         for start in range(0, n, LOSS_CHUNK_ROWS):
@@ -41,25 +39,26 @@ class SmoothedCrossEntropy(torch.autograd.Function):
         return torch.stack(sums).sum() if sums else logits.new_zeros((), dtype=torch.float32)
 
     @staticmethod
-    def backward(ctx: Any, grad_loss: torch.Tensor) -> tuple[torch.Tensor, None, None]:
+    def backward(ctx: Any, grad_loss: torch.Tensor) -> tuple[torch.Tensor, None, None, None]:
         """Scales the stored (N, V) gradient in place, sparing an allocation as big as the logits; so it runs once."""
         grad, ctx.grad = ctx.grad, None
         if grad is None:
             raise RuntimeError("SmoothedCrossEntropy's backward can run only once per forward")
-        return grad.mul_(grad_loss), None, None
+        return grad.mul_(grad_loss), None, None, None
 
 
-def label_smoothed_loss(logits: torch.Tensor, target: torch.Tensor, smoothing: float) -> tuple[torch.Tensor, int]:
-    """Summed smoothed cross-entropy over non-pad targets, and their count. On the CPU through
+def label_smoothed_loss(logits: torch.Tensor, target: torch.Tensor, smoothing: float,
+                        pad_id: int) -> tuple[torch.Tensor, int]:
+    """Summed smoothed cross-entropy over targets other than `pad_id` (the model config's), and their count. On the CPU through
     SmoothedCrossEntropy; on a GPU through F.cross_entropy, whose fused kernels have no such cost and
     which a row-chunked Python loop would only slow down with kernel launches."""
     flat_logits, flat_target = logits.reshape(-1, logits.shape[-1]), target.reshape(-1)
     if logits.device.type == "cpu":
-        loss = SmoothedCrossEntropy.apply(flat_logits, flat_target, smoothing)
+        loss = SmoothedCrossEntropy.apply(flat_logits, flat_target, smoothing, pad_id)
     else:
-        loss = F.cross_entropy(flat_logits.float(), flat_target, ignore_index=PAD_ID, label_smoothing=smoothing,
+        loss = F.cross_entropy(flat_logits.float(), flat_target, ignore_index=pad_id, label_smoothing=smoothing,
                                reduction="sum")
-    return loss, int((target != PAD_ID).sum())
+    return loss, int((target != pad_id).sum())
 
 
 @torch.no_grad()
@@ -67,8 +66,8 @@ def validation_loss(model: Transformer, examples: list[Example], device: torch.d
     model.eval()
     total, count = 0.0, 0
     for idx in token_batches(examples, 8000, shuffle=False):
-        batch = collate([examples[i] for i in idx]).to(device)
-        loss, n = label_smoothed_loss(model(batch.src, batch.tgt_in), batch.tgt_out, 0.0)
+        batch = collate([examples[i] for i in idx], model.config.pad_id).to(device)
+        loss, n = label_smoothed_loss(model(batch.src, batch.tgt_in), batch.tgt_out, 0.0, batch.pad_id)
         total, count = total + float(loss), count + n
     model.train()
     return total / max(count, 1)

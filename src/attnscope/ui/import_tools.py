@@ -12,10 +12,11 @@ import streamlit as st
 from attnscope.checkpoints import checkpoint, registry
 from attnscope.checkpoints.boundary import boundary
 from attnscope.checkpoints.checkpoint import CheckpointError
-from attnscope.checkpoints.convert import read_state_dict
 from attnscope.checkpoints.import_inputs import parse_examples, parse_specials
+from attnscope.checkpoints.importers.parts import Imported
+from attnscope.checkpoints.importers.state_dict import import_weights
+from attnscope.checkpoints.importers.torch_files import read_state_dict
 from attnscope.checkpoints.importers.uploads import import_uploaded
-from attnscope.checkpoints.importing import Imported, import_weights
 from attnscope.ui.checkpoint_tools import keep_for_session
 from attnscope.ui.text import plain
 

@@ -31,9 +31,9 @@ class Choice:
     query: int
 
 
-def decoder_inputs(result: Translation) -> tuple[int, ...]:
+def decoder_inputs(tr: Translator, result: Translation) -> tuple[int, ...]:
     """What the decoder read over the whole translation: <bos> y1 .. y_{n-1}; step t read the first t+1."""
-    return tuple(trace.decoder_inputs(result.target_ids))
+    return tuple(trace.decoder_inputs(result.target_ids, tr.model.config.bos_id))
 
 
 # Kept as objects (cache_resource), never copied: switching head, query or step reads memory, where a pickled copy
@@ -46,7 +46,7 @@ def _trace(_tr: Translator, checkpoint_key: str, source_ids: tuple[int, ...], ta
 
 def sentence_trace(tr: Translator, result: Translation) -> ForwardTrace:
     """Every intermediate of the whole translation, from one teacher-forced pass (cached per sentence)."""
-    return _trace(tr, tr.cache_key, result.source_ids, decoder_inputs(result))
+    return _trace(tr, tr.cache_key, result.source_ids, decoder_inputs(tr, result))
 
 
 def view(tr: Translator, result: Translation, choice: Choice) -> HeadView:
@@ -63,7 +63,7 @@ def _lens(_tr: Translator, checkpoint_key: str, source_ids: tuple[int, ...], tar
 
 def lens(tr: Translator, result: Translation, step: int) -> LogitLens:
     """Logit lens at `step`, ranking the token the model chose there (cached)."""
-    return _lens(tr, tr.cache_key, result.source_ids, decoder_inputs(result), step, result.steps[step].token_id)
+    return _lens(tr, tr.cache_key, result.source_ids, decoder_inputs(tr, result), step, result.steps[step].token_id)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)

@@ -13,7 +13,6 @@ from streamlit.errors import StreamlitAPIException
 
 from attnscope.engine.decoding.beam_result import BeamResult
 from attnscope.engine.decoding.translator import Translation, Translator
-from attnscope.model.config import BOS_ID, PAD_ID, UNK_ID
 from attnscope.ui import figures, results, selection, widgets
 from attnscope.ui.attribution_tools import step_contributions
 from attnscope.ui.cache import result_key
@@ -108,7 +107,7 @@ def forced_choice(tr: Translator, rivals: list[tuple[str, int]], choice: str | N
     if typed.strip():
         ids = codec.encode(typed.strip())
         pieces = " ".join(plain(codec.piece(i)) for i in ids)
-        if not ids or UNK_ID in ids:
+        if not ids or tr.model.config.unk_id in ids:
             return [], (f"“{plain(typed.strip())}” is not in the target vocabulary (its pieces: {pieces or 'none'}): "
                         "pick a rival or type another word.")
         return ids, f"Forcing the typed word “{plain(typed.strip())}” ({len(ids)} piece{'s' * (len(ids) > 1)}: {pieces})."
@@ -127,7 +126,8 @@ def force_branch(tr: Translator, query: Query, result: Translation, t: int) -> N
     st.subheader(f"What if step {t} chose something else?")
     step = result.steps[t]
     # <pad> and <bos> are never outputs; forcing them would decode to nothing visible
-    rivals = [(tok, i) for (tok, _), i in zip(step.top_k, step.top_ids) if tok != step.token and i not in (PAD_ID, BOS_ID)]
+    never = (tr.model.config.pad_id, tr.model.config.bos_id)
+    rivals = [(tok, i) for (tok, _), i in zip(step.top_k, step.top_ids) if tok != step.token and i not in never]
     choice_key, typed_key = f"force_choice-{t}", f"force_typed-{t}"
     shared = st.session_state.pop("_url_force", None)
     if shared:

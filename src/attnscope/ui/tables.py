@@ -119,6 +119,10 @@ CONFIG_FIELDS = {
     "out_bias": "Whether each attention's output projection has a bias (T5's has none).",
     "scale_scores": "Whether attention scores are divided by √d_head before the softmax (T5 does not).",
     "scale_output": "Whether the output layer's input is multiplied by 1/√d_model (T5 v1.0: its output layer is its embedding).",
+    "pad_id": "The id of the padding token, which no position attends to.",
+    "bos_id": "The id of the token that starts a sentence.",
+    "eos_id": "The id of the token that ends a sentence.",
+    "unk_id": "The id of the token that stands for a piece the vocabulary lacks.",
 }
 PARAMETERS = {
     "module": Column("part", "A part of the model: the embeddings, each encoder and decoder layer, the output layer. "

@@ -90,8 +90,9 @@ def translated_sentence(tr: Translator) -> tuple[Query, Translation]:
     result = results.translate(tr, query)
     if result is None or not result.steps:
         st.stop()
-    for note in (*result.notes, *input_notes(tr.bundle.summary, result.source_ids),
-                 *output_notes(result.source_ids, result.target_ids, result.budget, query.max_len is not None)):
+    config = tr.model.config
+    for note in (*result.notes, *input_notes(tr.bundle.summary, config, result.source_ids),
+                 *output_notes(config, result.source_ids, result.target_ids, result.budget, query.max_len is not None)):
         st.info(plain(note))
     src, tgt = tr.bundle.src_lang, tr.bundle.tgt_lang
     wrong_language = target_language_note(query.sentence, src, tgt, *sample_words(src, tgt))

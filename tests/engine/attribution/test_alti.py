@@ -133,7 +133,7 @@ def test_alti_plus_equals_the_explicit_computation(norm: str, kind: str) -> None
     model = tiny(11, norm=norm, layer_norm=kind)
     src, tgt = pair(11)
     want = explicit_alti(model, src, tgt)
-    traced = trace(model, src, decoder_inputs(tgt))
+    traced = trace(model, src, decoder_inputs(tgt, model.config.bos_id))
     got = alti.layers(traced)
     np.testing.assert_allclose(got.encoder, np.array(want["encoder"]), atol=1e-10)
     np.testing.assert_allclose(got.decoder_self, np.array(want["self"]), atol=1e-10)
@@ -148,7 +148,7 @@ def test_the_residual_keeps_a_share_of_its_own_token() -> None:
     block's last column), so the prefix keeps a real share instead of leaking to the source at every layer."""
     model = tiny(12, norm="pre")
     src, tgt = pair(12)
-    al = alti.layers(trace(model, src, decoder_inputs(tgt)))
+    al = alti.layers(trace(model, src, decoder_inputs(tgt, model.config.bos_id)))
     assert np.all(np.diagonal(al.encoder, axis1=1, axis2=2) > 0)
     assert np.all(np.diagonal(al.decoder_self, axis1=1, axis2=2) > 0) and np.all(al.cross[:, :, -1] > 0)
     assert np.all(np.triu(al.decoder_self, k=1) == 0)  # no token reads a later one

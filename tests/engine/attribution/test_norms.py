@@ -34,9 +34,9 @@ def test_norms_match_a_direct_computation_from_the_weights(seed: int, norm: str)
     src, tgt = pair(seed)
     _, layers = run(model, src, tgt)
     with record_attention(model) as rec:
-        model(torch.tensor([src]), torch.tensor([decoder_inputs(tgt)]))
+        model(torch.tensor([src]), torch.tensor([decoder_inputs(tgt, model.config.bos_id)]))
     weights = {name: w[0] for name, w in joined(rec).items()}
-    traced = trace(model, src, decoder_inputs(tgt))
+    traced = trace(model, src, decoder_inputs(tgt, model.config.bos_id))
     memory = model.encode(torch.tensor([src])).memory[0].detach()
     got = {kind: norm_arrays(traced, kind)[0] for kind in ("encoder", "decoder", "cross")}
     for i, layer in enumerate(model.encoder):
@@ -56,7 +56,7 @@ def test_norms_match_a_direct_computation_from_the_weights(seed: int, norm: str)
 def test_layer_norm_is_the_norm_of_the_summed_head_vectors() -> None:
     model = tiny(2)
     src, tgt = pair(2)
-    traced = trace(model, src, decoder_inputs(tgt))
+    traced = trace(model, src, decoder_inputs(tgt, model.config.bos_id))
     call = traced.decoder[1].cross_attn
     v = call.internals.values[0]  # (H, K, dh)
     h, k, dh = v.shape
@@ -95,7 +95,7 @@ def test_a_gated_head_passes_on_nothing() -> None:
     model = tiny(3)
     src, tgt = pair(3)
     with gate_heads(model, [("cross", 1, 2), ("encoder", 0, 0)]):
-        traced = trace(model, src, decoder_inputs(tgt))
+        traced = trace(model, src, decoder_inputs(tgt, model.config.bos_id))
         cross, encoder = norm_arrays(traced, "cross")[0], norm_arrays(traced, "encoder")[0]
     assert np.all(cross[1, 2] == 0) and np.all(encoder[0, 0] == 0)
     assert np.all(cross[1, [0, 1, 3]].sum(-1) > 0) and np.all(cross[0].sum(-1) > 0)

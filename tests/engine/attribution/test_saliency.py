@@ -18,7 +18,7 @@ def log_probs_with_hook(model, src, tgt, hook) -> np.ndarray:
     handles = [m.register_forward_hook(hook) for m in {id(m): m for m in (model.src_embed, model.tgt_embed)}.values()]
     try:
         with torch.no_grad():
-            logits = model(torch.tensor([src]), torch.tensor([decoder_inputs(tgt)]))[0]
+            logits = model(torch.tensor([src]), torch.tensor([decoder_inputs(tgt, model.config.bos_id)]))[0]
     finally:
         for h in handles:
             h.remove()
@@ -79,7 +79,7 @@ def slow_integrated_gradients(model, src, tgt, steps: int) -> tuple[np.ndarray, 
 
             handles = [m.register_forward_hook(scale) for m in {model.src_embed, model.tgt_embed}]
             try:
-                logits = model(torch.tensor([src]), torch.tensor([decoder_inputs(tgt)]))[0]
+                logits = model(torch.tensor([src]), torch.tensor([decoder_inputs(tgt, model.config.bos_id)]))[0]
             finally:
                 for h in handles:
                     h.remove()
@@ -144,7 +144,7 @@ def test_one_step_is_the_gradient_at_half_the_input() -> None:
             out.retain_grad()
             emb.setdefault("src" if "src" not in emb else "tgt", out)
         handles += [m.register_forward_hook(grab) for m in (model.src_embed, model.tgt_embed)]
-        logits = model(torch.tensor([src]), torch.tensor([decoder_inputs(tgt)]))[0]
+        logits = model(torch.tensor([src]), torch.tensor([decoder_inputs(tgt, model.config.bos_id)]))[0]
         lp = logits.log_softmax(-1)[2, tgt[2]]
         lp.backward()
     finally:

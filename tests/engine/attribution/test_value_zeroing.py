@@ -61,7 +61,7 @@ def real_zeroing(model, src: list[int], tgt: list[int]) -> tuple[list[np.ndarray
 def test_per_layer_scores_equal_rerunning_with_zeroed_values(norm: str) -> None:
     model = tiny(3, norm=norm)
     src, tgt = pair(3)
-    got = from_trace(trace(model, src, decoder_inputs(tgt)))
+    got = from_trace(trace(model, src, decoder_inputs(tgt, model.config.bos_id)))
     encoder, decoder = real_zeroing(model, src, tgt)
     np.testing.assert_allclose(got.encoder_layers, np.stack(encoder), atol=1e-9)
     np.testing.assert_allclose(got.decoder_layers, np.stack(decoder), atol=1e-9)
@@ -70,7 +70,7 @@ def test_per_layer_scores_equal_rerunning_with_zeroed_values(norm: str) -> None:
 def test_rollout_composes_the_layers() -> None:
     model = tiny(4)
     src, tgt = pair(4)
-    got = from_trace(trace(model, src, decoder_inputs(tgt)))
+    got = from_trace(trace(model, src, decoder_inputs(tgt, model.config.bos_id)))
     s, t = len(src), len(tgt)
     memory = got.encoder_layers[1] @ got.encoder_layers[0]
     r = np.hstack([np.zeros((t, s)), np.eye(t)])

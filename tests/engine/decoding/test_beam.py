@@ -53,15 +53,16 @@ def test_cached_equals_uncached_on_a_t5_config(seed: int, device: torch.device) 
 def test_a_batch_of_sources_equals_one_by_one(seed: int, bias: float, device: torch.device) -> None:
     model = tiny_model(seed, bias, device)
     sources = [random_source(seed, 6), random_source(seed + 4, 2), random_source(seed + 7, 4)]
-    together = beam_search(model, pad(sources).to(device), 3, max_len=10)
+    together = beam_search(model, pad(sources, model.config.pad_id).to(device), 3, max_len=10)
     assert len(together) == 3
     for src, r in zip(sources, together):
         alone = beam_search(model, torch.tensor([src], device=device), 3, max_len=10)[0]
         assert [h[0] for h in r.hypotheses] == [h[0] for h in alone.hypotheses]
         assert [h[1] for h in r.hypotheses] == pytest.approx([h[1] for h in alone.hypotheses], abs=atol(device))
         assert [(n.parent, n.token_id, n.status) for n in r.nodes] == [(n.parent, n.token_id, n.status) for n in alone.nodes]
-    best = beam_search_batch(model, pad(sources).to(device), 3, max_len=10)
-    assert best == [strip_specials(r.hypotheses[0][0]) for r in together]
+    best = beam_search_batch(model, pad(sources, model.config.pad_id).to(device), 3, max_len=10)
+    c = model.config
+    assert best == [strip_specials(r.hypotheses[0][0], c.eos_id, (c.bos_id, c.pad_id)) for r in together]
 
 
 @pytest.mark.parametrize("seed,bias", MODELS)

@@ -106,11 +106,13 @@ def test_a_forced_eos_ends_decoding() -> None:
 def test_greedy_batch_on_a_padded_batch_equals_one_by_one(seed: int, bias: float, device: torch.device) -> None:
     model = tiny_model(seed, bias, device)
     sources = [random_source(seed, 7), random_source(seed + 5, 2), random_source(seed + 9, 4), random_source(seed + 3, 5)]
-    batch = pad(sources).to(device)
+    batch = pad(sources, model.config.pad_id).to(device)
     assert (batch == PAD_ID).any()
     for use_cache in (True, False):
         together = greedy_batch(model, batch, max_len=12, use_cache=use_cache)
-        alone = [strip_specials(greedy(model, s, max_len=12, capture=False).ids) for s in sources]
+        c = model.config
+        alone = [strip_specials(greedy(model, s, max_len=12, capture=False).ids, c.eos_id, (c.bos_id, c.pad_id))
+                 for s in sources]
         assert together == alone
 
 

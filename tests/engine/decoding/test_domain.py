@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 from attnscope.engine.decoding.domain import input_notes, output_notes, target_language_note, trained_length, words
-from attnscope.model.config import EOS_ID, UNK_ID
+from attnscope.model.config import EOS_ID, UNK_ID, ModelConfig
+
+CONFIG = ModelConfig(src_vocab_size=10, tgt_vocab_size=10)  # attnscope's own special ids
 
 
 def test_trained_length_prefers_the_checkpoint_record() -> None:
@@ -13,23 +15,23 @@ def test_trained_length_prefers_the_checkpoint_record() -> None:
 
 def test_long_input_and_unknown_pieces_are_flagged() -> None:
     summary = {"task": "multi30k", "data": "Multi30k task 1"}
-    assert input_notes(summary, [5] * 40 + [EOS_ID]) == []
-    (note,) = input_notes(summary, [5] * 77 + [EOS_ID])
+    assert input_notes(summary, CONFIG, [5] * 40 + [EOS_ID]) == []
+    (note,) = input_notes(summary, CONFIG, [5] * 77 + [EOS_ID])
     assert note.startswith("This input has 77 tokens; Multi30k task 1 trained this model on inputs of at most about 40")
-    (unknown,) = input_notes(summary, [5, UNK_ID, UNK_ID, 6, EOS_ID])
+    (unknown,) = input_notes(summary, CONFIG, [5, UNK_ID, UNK_ID, 6, EOS_ID])
     assert unknown.startswith("2 of 4 input tokens are unknown")
-    assert input_notes(summary, [5] * 20 + [UNK_ID, EOS_ID]) == []  # one rare word is not "far outside"
+    assert input_notes(summary, CONFIG, [5] * 20 + [UNK_ID, EOS_ID]) == []  # one rare word is not "far outside"
 
 
 def test_output_at_the_length_limit_or_far_too_short_is_flagged() -> None:
-    (cut,) = output_notes([5, 6, 7, EOS_ID], [8, 9, 10], max_len=3)
+    (cut,) = output_notes(CONFIG, [5, 6, 7, EOS_ID], [8, 9, 10], max_len=3)
     assert "stopped at the maximum of 3 tokens" in cut
-    (auto,) = output_notes([5, 6, 7, EOS_ID], [8, 9, 10], max_len=3, chosen=False)
+    (auto,) = output_notes(CONFIG, [5, 6, 7, EOS_ID], [8, 9, 10], max_len=3, chosen=False)
     assert "default budget (twice the source plus 10) of 3 tokens" in auto
-    assert output_notes([5, 6, 7, EOS_ID], [8, 9, 10, EOS_ID], max_len=3) == []
-    (short,) = output_notes([5] * 30 + [EOS_ID], [8] * 10 + [EOS_ID], max_len=100)
+    assert output_notes(CONFIG, [5, 6, 7, EOS_ID], [8, 9, 10, EOS_ID], max_len=3) == []
+    (short,) = output_notes(CONFIG, [5] * 30 + [EOS_ID], [8] * 10 + [EOS_ID], max_len=100)
     assert "10 tokens for 30 input tokens" in short
-    assert output_notes([5] * 30 + [EOS_ID], [8] * 25 + [EOS_ID], max_len=100) == []
+    assert output_notes(CONFIG, [5] * 30 + [EOS_ID], [8] * 25 + [EOS_ID], max_len=100) == []
 
 
 ENGLISH = frozenset({"a", "man", "rides", "bike", "the", "park", "dog"})
@@ -49,3 +51,12 @@ def test_target_language_input_gets_a_note_and_source_language_input_none() -> N
     assert target_language_note("Ein Mann im park", "en", "de", ENGLISH, GERMAN) is not None
     assert target_language_note("Ein Mann.", "en", "en", GERMAN, GERMAN) is None  # a same-language model
     assert target_language_note("Ein Mann.", "en", "de", frozenset(), frozenset()) is None  # no word lists
+
+
+def test_the_notes_read_the_special_ids_from_the_config() -> None:
+    moved = ModelConfig(src_vocab_size=10, tgt_vocab_size=10, pad_id=1, bos_id=0, eos_id=3, unk_id=2)
+    summary = {"task": "multi30k"}
+    (unknown,) = input_notes(summary, moved, [5, 2, 2, 6, 3])
+    assert "2 of 4 input tokens" in unknown
+    assert output_notes(moved, [5, 6, 7, 3], [8, 9, 3], max_len=3) == []
+    assert output_notes(moved, [5, 6, 7, 3], [8, 9, 2], max_len=3)

@@ -18,7 +18,7 @@ def girl():
     result = tr.translate("A girl is playing in the park.")
     assert result.target_tokens[:3] == ("<bos>", "Ein", "Mädchen"), result.target_tokens
     with tr.inference():
-        whole = sentence_trace(tr.model, result.source_ids, decoder_inputs(result.target_ids))
+        whole = sentence_trace(tr.model, result.source_ids, decoder_inputs(result.target_ids, tr.model.config.bos_id))
     return tr, result, whole.until(2)
 
 
@@ -27,8 +27,9 @@ def test_the_teacher_forced_trace_is_the_decode_at_every_step() -> None:
     tr = attnscope.load()
     result = tr.translate("Two young men are playing football on a green field near the old church.")
     with tr.inference():
-        whole = sentence_trace(tr.model, result.source_ids, decoder_inputs(result.target_ids))
-        cached = forward_trace(trace(tr.model, result.source_ids, decoder_inputs(result.target_ids), use_cache=True))
+        whole = sentence_trace(tr.model, result.source_ids, decoder_inputs(result.target_ids, tr.model.config.bos_id))
+        inputs = decoder_inputs(result.target_ids, tr.model.config.bos_id)
+        cached = forward_trace(trace(tr.model, result.source_ids, inputs, use_cache=True))
     assert not whole.use_cache and len(whole.target_ids) == len(result.target_ids) > 10
     for kind in ("encoder", "decoder", "cross"):
         for layer in range(tr.model.config.n_decoder_layers):

@@ -7,8 +7,9 @@ Checkpoints page. What `source` is decides the route:
 - a fairseq transformer checkpoint (its `args`/`cfg` beside the weights, dict.*.txt beside the file):
   fairseq.py;
 - an OpenNMT-py v3 checkpoint (`model`, `generator`, `vocab`, `opt`): opennmt.py;
-- any other .pt/.pth state_dict, with vocabularies given: ../importing.py (nn.Transformer, Annotated
+- any other .pt/.pth state_dict, with vocabularies given: state_dict.py (nn.Transformer, Annotated
   Transformer).
+Each is a family (assemble.Family) made into a model by the one assemble step (assemble.py).
 """
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ from typing import Any
 
 from attnscope.checkpoints.boundary import boundary, shown
 from attnscope.checkpoints.checkpoint import FORMAT, CheckpointError
-from attnscope.checkpoints.convert import read_state_dict
 from attnscope.checkpoints.importers.hf_files import is_hf_folder, is_hub_name
-from attnscope.checkpoints.importing import Imported, import_file
+from attnscope.checkpoints.importers.parts import Imported
+from attnscope.checkpoints.importers.state_dict import import_file
+from attnscope.checkpoints.importers.torch_files import read_state_dict
 
 HF_WEIGHTS = ("model.safetensors", "pytorch_model.bin")
 STATE_DICT_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt")

@@ -14,22 +14,25 @@ checkpoint: a path in a file is never followed) cuts it instead.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 from torch import Tensor
 
-from attnscope.checkpoints.checkpoint import Bundle, CheckpointError
-from attnscope.checkpoints.importers.hf_models import layers, vocab_tensors
+from attnscope.checkpoints.checkpoint import CheckpointError
+from attnscope.checkpoints.importers.assemble import Family, Vocabularies, Weights, assemble
+from attnscope.checkpoints.importers.hf_models import layers
 from attnscope.checkpoints.importers.hf_tokenizers import spm_codec
+from attnscope.checkpoints.importers.parts import Imported
 from attnscope.checkpoints.importers.training_files import Recognised, read, setting, word_codec
 from attnscope.checkpoints.importers.vocab_plan import VocabPlan
-from attnscope.checkpoints.importing import Imported, ImportReport, build, checked
-from attnscope.model.config import EOS_ID, PAD_ID, ConfigError, ModelConfig
+from attnscope.model.config import ModelConfig
 
 SPECIALS = ("<s>", "<pad>", "</s>", "<unk>")  # fairseq's Dictionary puts these at ids 0-3
 BINARISED = re.compile(r"^[^.]+\.([^.-]+)-([^.]+)\.\1\.(?:bin|idx)$")  # fairseq-preprocess's train.en-de.en.bin
 POST_PROCESS = {"sentencepiece": ((" ", ""), ("\u2581", " ")), "subword_nmt": (("@@ ", ""),), "@@ ": (("@@ ", ""),)}
+SETTINGS = ("activation", "norm", "final_norm", "positional", "sinusoid", "position_offset", "embed_norm", "embed_scale")
 UNSUPPORTED = ("adaptive_input", "adaptive_softmax_cutoff", "cross_self_attention", "no_cross_attention",
                "no_token_positional_embeddings", "tie_adaptive_weights")
 
@@ -120,32 +123,53 @@ def import_fairseq(path: Path, state: dict[str, Tensor], args: Any, cfg: Any, *,
     enc, dec = _get(state, "encoder.embed_tokens.weight"), _get(state, "decoder.embed_tokens.weight")
     if not all(vocabularies):
         src_lang, tgt_lang = languages(path, src_lang, tgt_lang, (enc.shape[0], dec.shape[0]))
-    fields = architecture(args)
-    if fields["positional"] == "learned":  # tables of max_positions + padding_idx + 1 rows; attnscope has one length
-        rows = {_get(state, f"{side}.embed_positions.weight").shape[0] for side in ("encoder", "decoder")}
-        if len(rows) > 1:
-            raise CheckpointError(f"the learned position tables have {sorted(rows)} rows; attnscope needs one length")
-        fields["max_len"] = rows.pop() - fields["position_offset"]
-    head = state.get("decoder.output_projection.weight", state.get("decoder.embed_out", dec))
-    symbols = [_dictionary(path, given, lang, side, t.shape[0])
-               for given, lang, side, t in zip(vocabularies, (src_lang, tgt_lang), ("source", "target"), (enc, dec))]
-    plans = [VocabPlan.build(len(s), pad=1, bos=0, eos=2, unk=3) for s in symbols]
-    tensors = layers(state, fields)
-    vocab, share, tie = vocab_tensors(enc, dec, head, None, *plans)
-    codecs = [_codec(path, args, s, plan) for s, plan in zip(symbols, plans)]
-    try:
-        config = ModelConfig(src_vocab_size=plans[0].size, tgt_vocab_size=plans[1].size, tie_embeddings=tie,
-                             share_embeddings=share, source_framing="eos", decoder_start=EOS_ID, suppressed=(PAD_ID,),
-                             **fields)  # fairseq starts the decoder on </s>; its SequenceGenerator never outputs <pad>
-    except ConfigError as err:
-        raise CheckpointError(f"this fairseq model does not make a valid attnscope config: {err}") from None
-    model = build(config, checked(tensors | vocab))
-    settings = {k: getattr(config, k) for k in ("activation", "norm", "final_norm", "positional", "sinusoid",
-                                                "position_offset", "embed_norm", "embed_scale")}
-    report = ImportReport("fairseq transformer", settings, {k: "the checkpoint's settings" for k in settings})
-    summary = {"data": f"imported fairseq transformer {path.name}", "name": name or path.stem, "import": report.lines()}
-    bundle = Bundle(config, codecs[0], codecs[1], src_lang or "src", tgt_lang or "tgt", summary)
-    return Imported(model, bundle, report, plans[0].order, plans[1].order)
+    return assemble(Fairseq(path, state, args, (src_lang or "src", tgt_lang or "tgt"), tuple(vocabularies),
+                            name or path.stem))
+
+
+@dataclass(frozen=True)
+class Fairseq(Family):
+    """A fairseq checkpoint's family: its args, its state (named as Hugging Face's BART) and its dict.LANG.txt."""
+
+    path: Path
+    state: dict[str, Tensor]
+    args: Any
+    langs: tuple[str, str]
+    given: tuple[Any, ...]  # the dictionaries given instead of those beside the checkpoint (None: beside it)
+    name: str
+    label = "fairseq transformer"
+
+    @property
+    def data(self) -> str:
+        return f"imported fairseq transformer {self.path.name}"
+
+    def config_fields(self) -> dict[str, Any]:
+        fields = architecture(self.args)
+        if fields["positional"] == "learned":  # tables of max_positions + padding_idx + 1 rows; attnscope has one length
+            rows = {_get(self.state, f"{side}.embed_positions.weight").shape[0] for side in ("encoder", "decoder")}
+            if len(rows) > 1:
+                raise CheckpointError(f"the learned position tables have {sorted(rows)} rows; attnscope needs one length")
+            fields["max_len"] = rows.pop() - fields["position_offset"]
+        return fields
+
+    def vocabularies(self) -> Vocabularies:
+        tables = (self.state["encoder.embed_tokens.weight"], self.state["decoder.embed_tokens.weight"])
+        symbols = [_dictionary(self.path, given, lang, side, t.shape[0])
+                   for given, lang, side, t in zip(self.given, self.langs, ("source", "target"), tables)]
+        tgt = VocabPlan.build(len(symbols[1]), pad=1, bos=0, eos=2, unk=3)  # fairseq's Dictionary: <s> <pad> </s> <unk>
+        plans = [VocabPlan.build(len(symbols[0]), pad=1, bos=0, eos=2, unk=3, at=tgt), tgt]
+        codecs = [_codec(self.path, self.args, s, plan) for s, plan in zip(symbols, plans)]
+        # fairseq starts the decoder on </s>; its SequenceGenerator never outputs <pad>
+        return Vocabularies(plans[0], plans[1], codecs[0], codecs[1], self.langs,
+                            dict(source_framing="eos", decoder_start=tgt.eos, suppressed=(tgt.pad,)))
+
+    def weights(self, fields: dict[str, Any]) -> Weights:
+        enc, dec = self.state["encoder.embed_tokens.weight"], self.state["decoder.embed_tokens.weight"]
+        head = self.state.get("decoder.output_projection.weight", self.state.get("decoder.embed_out", dec))
+        return Weights(layers(self.state, fields), enc, dec, head)
+
+    def settings(self, config: ModelConfig) -> dict[str, tuple[Any, str]]:
+        return {k: (getattr(config, k), "the checkpoint's settings") for k in SETTINGS}
 
 
 def _get(state: dict[str, Tensor], key: str) -> Tensor:

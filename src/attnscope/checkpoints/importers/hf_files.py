@@ -24,7 +24,7 @@ from safetensors.torch import load_file
 from torch import Tensor
 
 from attnscope.checkpoints.checkpoint import CheckpointError
-from attnscope.checkpoints.convert import read_state_dict
+from attnscope.checkpoints.importers.torch_files import read_state_dict
 from attnscope.model import untrusted
 from attnscope.model.budget import over_budget
 

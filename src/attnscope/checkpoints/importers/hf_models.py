@@ -16,12 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
 from torch import Tensor
 
 from attnscope.checkpoints.checkpoint import CheckpointError
-from attnscope.checkpoints.importers.vocab_plan import VocabPlan
-from attnscope.checkpoints.importing import floating
+from attnscope.model import parameters
 
 ARCHITECTURES: dict[str, dict[str, Any]] = {
     "marian": dict(positional="sinusoidal", sinusoid="halves", norm="post", final_norm=False, embed_norm=False),
@@ -64,35 +62,37 @@ def _prefix(state: dict[str, Tensor]) -> str:
                           "mBART or M2M100 model's state")
 
 
-ENCODER_BLOCKS = {"self_attn": "self_attn", "self_attn_layer_norm": "attn_block.norm", "fc1": "ffn.up",
-                  "fc2": "ffn.down", "final_layer_norm": "ffn_block.norm"}
-DECODER_BLOCKS = {"self_attn": "self_attn", "self_attn_layer_norm": "self_block.norm", "encoder_attn": "cross_attn",
-                  "encoder_attn_layer_norm": "cross_block.norm", "fc1": "ffn.up", "fc2": "ffn.down",
-                  "final_layer_norm": "ffn_block.norm"}
-PROJECTIONS = (".q_proj", ".k_proj", ".v_proj", ".out_proj")
+# their layer parts -> our roles (parameters.LAYER_PARTS); fairseq's layers carry the same names
+ENCODER_PARTS = {"self_attn": "self_attn", "self_attn_layer_norm": "self_norm", "fc1": "ffn_up", "fc2": "ffn_down",
+                 "final_layer_norm": "ffn_norm"}
+DECODER_PARTS = {"self_attn": "self_attn", "self_attn_layer_norm": "self_norm", "encoder_attn": "cross_attn",
+                 "encoder_attn_layer_norm": "cross_norm", "fc1": "ffn_up", "fc2": "ffn_down", "final_layer_norm": "ffn_norm"}
+PROJECTIONS = dict(zip(("q_proj", "k_proj", "v_proj", "out_proj"), parameters.PROJECTIONS))
 
 
 def layers(state: dict[str, Tensor], fields: dict[str, Any]) -> dict[str, Tensor]:
     """The stacks, their norms and the positional tables under attnscope's names."""
     p = _prefix(state)
     out: dict[str, Tensor] = {}
-    for side, count, blocks in (("encoder", fields["n_encoder_layers"], ENCODER_BLOCKS),
-                                ("decoder", fields["n_decoder_layers"], DECODER_BLOCKS)):
+    for side, count, parts in (("encoder", fields["n_encoder_layers"], ENCODER_PARTS),
+                               ("decoder", fields["n_decoder_layers"], DECODER_PARTS)):
         for i in range(count):
-            for theirs, ours in blocks.items():
-                for part in PROJECTIONS if theirs.endswith("attn") else ("",):
+            for theirs, role in parts.items():
+                ours = parameters.part(side, i, role)
+                for their_proj, our_proj in PROJECTIONS.items() if role.endswith("attn") else (("", ""),):
                     for kind in ("weight", "bias"):
-                        out[f"{side}.{i}.{ours}{part}.{kind}"] = _get(state, f"{p}{side}.layers.{i}.{theirs}{part}.{kind}")
-    sides = (("encoder", "src", "table"), ("decoder", "tgt", "decoder_table"))
-    for side, short, table in sides:
-        if fields["final_norm"]:
-            out[f"{side}_norm.weight"] = _get(state, f"{p}{side}.layer_norm.weight")
-            out[f"{side}_norm.bias"] = _get(state, f"{p}{side}.layer_norm.bias")
-        if fields["embed_norm"]:
-            out[f"{short}_embed_norm.weight"] = _get(state, f"{p}{side}.layernorm_embedding.weight")
-            out[f"{short}_embed_norm.bias"] = _get(state, f"{p}{side}.layernorm_embedding.bias")
+                        name = f"{ours}.{our_proj}" if our_proj else ours
+                        out[f"{name}.{kind}"] = _get(state, f"{p}{side}.layers.{i}.{theirs}" +
+                                                     (f".{their_proj}" if their_proj else "") + f".{kind}")
+    for side in parameters.SIDES:
+        for kind in ("weight", "bias"):
+            if fields["final_norm"]:
+                out[f"{parameters.FINAL_NORMS[side]}.{kind}"] = _get(state, f"{p}{side}.layer_norm.{kind}")
+            if fields["embed_norm"]:
+                out[f"{parameters.EMBED_NORMS[side]}.{kind}"] = _get(state, f"{p}{side}.layernorm_embedding.{kind}")
         if fields["positional"] == "learned":
-            out[f"positions.{table}.weight"] = _get(state, f"{p}{side}.embed_positions.weight")
+            table = parameters.DECODER_POSITIONS if side == "decoder" else parameters.POSITIONS
+            out[table] = _get(state, f"{p}{side}.embed_positions.weight")
     return out
 
 
@@ -102,8 +102,7 @@ def _get(state: dict[str, Tensor], key: str) -> Tensor:
     return state[key]
 
 
-def embeddings(state: dict[str, Tensor], config: dict[str, Any], src: VocabPlan, tgt: VocabPlan) -> tuple[
-        dict[str, Tensor], bool, bool]:
+def embeddings(state: dict[str, Tensor], config: dict[str, Any]) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
     """Token embeddings, output layer and logits bias (final_logits_bias) of a Hugging Face state."""
     p = _prefix(state)
     shared = state.get(f"{p}shared.weight")
@@ -112,18 +111,4 @@ def embeddings(state: dict[str, Tensor], config: dict[str, Any], src: VocabPlan,
     if enc is None or dec is None:
         raise CheckpointError("the weights have no token embeddings (model.shared.weight or embed_tokens.weight)")
     tied = bool(config.get("tie_word_embeddings", True)) or "lm_head.weight" not in state
-    return vocab_tensors(enc, dec, dec if tied else state["lm_head.weight"], state.get("final_logits_bias"), src, tgt)
-
-
-def vocab_tensors(enc: Tensor, dec: Tensor, head: Tensor, bias: Tensor | None, src: VocabPlan,
-                  tgt: VocabPlan) -> tuple[dict[str, Tensor], bool, bool]:
-    """Token embeddings, output layer and its bias in our vocabulary order (rows permuted by the plans), and
-    whether source and target share one table and the output layer is the target table (tied)."""
-    bias = torch.zeros(head.shape[0]) if bias is None else floating(bias, "of the output bias").reshape(-1)
-    enc, dec, head = (floating(t, f"of the {what}") for t, what in ((enc, "source embedding"), (dec, "target embedding"),
-                                                                    (head, "output layer")))
-    out = {"src_embed.weight": src.rows(enc), "tgt_embed.weight": tgt.rows(dec),
-           "generator.weight": tgt.rows(head), "generator.bias": tgt.rows(bias.unsqueeze(1))[:, 0]}
-    share = enc.shape == dec.shape and src.order == tgt.order and (enc is dec or bool(torch.equal(enc, dec)))
-    tied = head is dec or (head.shape == dec.shape and bool(torch.equal(head, dec)))
-    return out, share, tied
+    return enc, dec, dec if tied else state["lm_head.weight"], state.get("final_logits_bias")

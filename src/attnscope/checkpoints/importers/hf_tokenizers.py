@@ -5,7 +5,7 @@ Done once, at import (transformers and sentencepiece are needed here, never to r
 - a SentencePiece one (Marian's source.spm/target.spm, M2M100's sentencepiece.bpe.model) is converted
   with transformers' own SpmConverter, and each piece is given the id the original gives it (its
   vocab.json id, or <unk> when the vocabulary lacks the piece).
-The codec's IdMap moves those ids to the model's (specials at 0-3, see vocab_plan.py) and says how the
+The codec's IdMap gives those ids as the model's (vocab_plan.py; the specials under attnscope's names) and says how the
 original decodes: which ids `decode(..., skip_special_tokens=True)` drops, whether it strips spaces and
 whether it cleans up tokenization spaces.
 """
@@ -17,15 +17,15 @@ from typing import Any, Callable, Mapping, Sequence
 from tokenizers import Tokenizer
 
 from attnscope.checkpoints.checkpoint import CheckpointError
-from attnscope.checkpoints.importers.vocab_plan import VocabPlan
-from attnscope.model.config import SPECIAL_TOKENS, UNK_ID
+from attnscope.checkpoints.importers.vocab_plan import ROLES, VocabPlan
+from attnscope.model.config import SPECIAL_TOKENS
 from attnscope.model.tokenization import CLEANUP, IdMap, TextCodec
 
 IdToken = Callable[[int], str]
 
 
 def backend_codec(tok: Any, plan: VocabPlan) -> TextCodec:
-    """A tokenizer backed by `tokenizers` (its tokenizer.json): the same object, ids moved to the model's."""
+    """A tokenizer backed by `tokenizers` (its tokenizer.json): the same object, on the model's ids."""
     raw = Tokenizer.from_str(tok.backend_tokenizer.to_str())
     raw.post_processor = None  # attnscope frames sources itself (config.frame_source)
     raw.no_truncation()
@@ -84,9 +84,10 @@ def spm_tokenizer(model: Path) -> Tokenizer:
 def id_map(originals: Sequence[int], plan: VocabPlan, id_token: IdToken, special: set[int], *, strip: bool,
            replace: tuple[tuple[str, str], ...] = (), by_text: bool = False) -> IdMap:
     """Tokenizer ids -> the model's, the model's tokens (specials renamed) and the ids decode() drops."""
-    ids = tuple(plan.ours(o) if plan.has(o) else UNK_ID for o in originals)
-    tokens = tuple(SPECIAL_TOKENS[i] if i < len(SPECIAL_TOKENS) else
-                   (SPECIAL_TOKENS[UNK_ID] if old is None else str(id_token(old))) for i, old in enumerate(plan.order))
+    ids = tuple(plan.ours(o) if plan.has(o) else plan.unk for o in originals)
+    names = {getattr(plan, role): name for role, name in zip(ROLES, SPECIAL_TOKENS)}  # <pad> wins when it is <bos>
+    names[plan.pad] = SPECIAL_TOKENS[0]
+    tokens = tuple(names.get(i) or str(id_token(old)) for i, old in enumerate(plan.order))
     hidden = frozenset(plan.ours(o) for o in special if plan.has(o))
     return IdMap(ids, tokens, hidden, strip, replace, by_text)
 

@@ -1,6 +1,6 @@
 """What a Hugging Face model's tokenizer and generation settings fix, family by family.
 
-For each side: the vocabulary in attnscope's order (vocab_plan.py) and its codec (hf_tokenizers.py);
+For each side: the vocabulary and its special tokens' ids (vocab_plan.py) and its codec (hf_tokenizers.py);
 for the model: how sources are framed (`<s> x </s>`, `x </s> en_XX`, `eng_Latn x </s>`, Marian's
 `>>de<< x </s>`), the decoder start token (Marian's <pad>, BART's </s>, mBART's language code), the
 first output forced to the target language (NLLB, M2M100, mBART-50) and tokens generation never
@@ -18,7 +18,6 @@ from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.importers.hf_files import HFFolder
 from attnscope.checkpoints.importers.hf_tokenizers import backend_codec, framing, spm_codec
 from attnscope.checkpoints.importers.vocab_plan import VocabPlan
-from attnscope.model.config import BOS_ID, EOS_ID
 from attnscope.model.tokenization import TextCodec
 
 MULTILINGUAL = ("mbart", "m2m_100")
@@ -93,16 +92,16 @@ def _token(tok: Any, i: int) -> str:
 def _generation_fields(folder: HFFolder, plan: VocabPlan, start: int, forced: int | None) -> dict[str, Any]:
     """decoder_start, forced_first and suppressed in our ids."""
     bad = [ids[0] for ids in folder.setting("bad_words_ids") or [] if isinstance(ids, list) and len(ids) == 1]
-    suppressed = sorted({*plan.virtual, *(plan.ours(i) for i in bad if plan.has(i))})
+    suppressed = sorted({plan.ours(i) for i in bad if plan.has(i)})
     ours_start = plan.ours(start)
-    return dict(decoder_start=None if ours_start == BOS_ID else ours_start, suppressed=tuple(suppressed),
+    return dict(decoder_start=None if ours_start == plan.bos else ours_start, suppressed=tuple(suppressed),
                 forced_first=None if forced is None else plan.ours(forced))
 
 
-def _source_fields(before: list[int], after: list[int]) -> dict[str, Any]:
+def _source_fields(plan: VocabPlan, before: list[int], after: list[int]) -> dict[str, Any]:
     """[<bos>] prefix x <eos> suffix, from the ids the tokenizer puts around a sentence."""
-    framing_ = "bos-eos" if before[:1] == [BOS_ID] else "eos"
-    if after[:1] != [EOS_ID]:
+    framing_ = "bos-eos" if before[:1] == [plan.bos] else "eos"
+    if after[:1] != [plan.eos]:
         raise CheckpointError("the tokenizer does not end sources with </s>: attnscope cannot frame them as it does")
     return dict(source_framing=framing_, source_prefix=tuple(before[1:] if framing_ == "bos-eos" else before),
                 source_suffix=tuple(after[1:]))
@@ -113,8 +112,10 @@ def _marian(folder: HFFolder, tok: Any, src_lang: str | None, tgt_lang: str | No
     separate = bool(getattr(tok, "separate_vocabs", False))
     vocabs = (tok.encoder, tok.target_encoder if separate else tok.encoder)
     sizes = (int(folder.config["vocab_size"]), int(folder.config.get("decoder_vocab_size") or folder.config["vocab_size"]))
-    plans = [VocabPlan.build(size, pad=_id(v, tok.pad_token), bos=None, eos=_id(v, tok.eos_token), unk=_id(v, tok.unk_token))
-             for v, size in zip(vocabs, sizes)]
+    tgt = VocabPlan.build(sizes[1], pad=_id(vocabs[1], tok.pad_token), bos=None, eos=_id(vocabs[1], tok.eos_token),
+                          unk=_id(vocabs[1], tok.unk_token))
+    plans = [VocabPlan.build(sizes[0], pad=_id(vocabs[0], tok.pad_token), bos=None, eos=_id(vocabs[0], tok.eos_token),
+                             unk=_id(vocabs[0], tok.unk_token), at=tgt), tgt]
     codecs = []
     for vocab, plan, spm in zip(vocabs, plans, tok.spm_files):
         names = {i: t for t, i in vocab.items()}
@@ -161,7 +162,7 @@ def _shared(folder: HFFolder, tok: Any, src_lang: str | None, tgt_lang: str | No
         langs = (str(src_lang), str(tgt_lang))
         if forced is None and start != target:
             forced = target  # what transformers' translation pipeline and model cards pass to generate()
-    fields = dict(**_source_fields(*framing(tok, plan)), **_generation_fields(folder, plan, start, forced))
+    fields = dict(**_source_fields(plan, *framing(tok, plan)), **_generation_fields(folder, plan, start, forced))
     return Tokens(plan, plan, codec, codec, langs, fields)
 
 
@@ -182,7 +183,7 @@ def size_note(tok: Any, found: Tokens) -> str | None:
     decode to nothing, tokens without a row read as <unk>."""
     separate = getattr(tok, "target_encoder", None) if getattr(tok, "separate_vocabs", False) else None
     size = len(separate) if separate is not None else len(tok)
-    rows = found.tgt.size - len(found.tgt.virtual)
+    rows = found.tgt.size
     if size < rows:
         return (f"The tokenizer has {size:,} tokens but the output layer has {rows:,} rows: the {rows - size:,} rows "
                 "without a token decode to nothing when the model outputs them (as in transformers); check that the "

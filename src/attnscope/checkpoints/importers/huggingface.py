@@ -8,16 +8,18 @@ against the user's outputs. Other model types are refused with the route that wo
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attnscope.checkpoints.checkpoint import Bundle, CheckpointError
+from attnscope.checkpoints.checkpoint import CheckpointError
+from attnscope.checkpoints.importers.assemble import Family, Vocabularies, Weights, assemble
 from attnscope.checkpoints.importers.hf_config import check_config
 from attnscope.checkpoints.importers.hf_files import HFFolder, located, open_folder
 from attnscope.checkpoints.importers.hf_models import architecture, embeddings, layers
-from attnscope.checkpoints.importers.hf_tokens import load_tokenizer, size_note, tokens
-from attnscope.checkpoints.importing import Imported, ImportReport, build, checked
-from attnscope.model.config import ConfigError, ModelConfig
+from attnscope.checkpoints.importers.hf_tokens import Tokens, load_tokenizer, size_note, tokens
+from attnscope.checkpoints.importers.parts import Imported
+from attnscope.model.config import ModelConfig
 
 FAMILIES = {"marian": "MarianMT", "bart": "BART", "mbart": "mBART", "m2m_100": "M2M100/NLLB"}
 FROM_GENERATE = ("record its attention with attnscope.from_generate(model.generate(..., output_attentions=True, "
@@ -53,25 +55,43 @@ def _imported(folder: HFFolder, where: str, label: str, src_lang: str | None, tg
         raise CheckpointError(refusal(kind, folder.config.get("architectures")))
     check_config(folder.config, where)
     tok = load_tokenizer(folder, src_lang, tgt_lang)
-    found = tokens(folder, tok, src_lang, tgt_lang)
-    fields = architecture(folder.config)
-    state = folder.weights()
-    tensors = layers(state, fields)
-    vocab, share, tie = embeddings(state, folder.config, found.src, found.tgt)
-    tensors |= vocab
-    try:
-        config = ModelConfig(src_vocab_size=found.src.size, tgt_vocab_size=found.tgt.size, tie_embeddings=tie,
-                             share_embeddings=share, **fields, **found.fields)
-    except ConfigError as err:
-        raise CheckpointError(f"this model does not make a valid attnscope config: {err}") from None
-    model = build(config, checked(tensors))
-    family = f"Hugging Face {FAMILIES[kind]} ({type(tok).__name__})"
-    settings = {k: getattr(config, k) for k in SETTINGS}
-    note = size_note(tok, found)
-    report = ImportReport(family, settings, {k: "config.json" for k in settings}, notes=(note,) if note else ())
-    summary = {"data": f"imported {family} from {folder.path.name}", "name": label, "import": report.lines()}
-    bundle = Bundle(config, found.src_codec, found.tgt_codec, *found.langs, summary)
-    return Imported(model, bundle, report, found.src.order, found.tgt.order)
+    return assemble(HuggingFace(folder, tok, tokens(folder, tok, src_lang, tgt_lang), label))
+
+
+@dataclass(frozen=True)
+class HuggingFace(Family):
+    """A Hugging Face folder's family: config.json, its weights, and the tokens its tokenizer fixes."""
+
+    folder: HFFolder
+    tok: Any
+    found: Tokens
+    name: str
+
+    @property
+    def label(self) -> str:
+        return f"Hugging Face {FAMILIES[self.folder.model_type]} ({type(self.tok).__name__})"
+
+    @property
+    def data(self) -> str:
+        return f"imported {self.label} from {self.folder.path.name}"
+
+    def config_fields(self) -> dict[str, Any]:
+        return architecture(self.folder.config)
+
+    def vocabularies(self) -> Vocabularies:
+        f = self.found
+        return Vocabularies(f.src, f.tgt, f.src_codec, f.tgt_codec, f.langs, f.fields)
+
+    def weights(self, fields: dict[str, Any]) -> Weights:
+        state = self.folder.weights()
+        return Weights(layers(state, fields), *embeddings(state, self.folder.config))
+
+    def settings(self, config: ModelConfig) -> dict[str, tuple[Any, str]]:
+        return {k: (getattr(config, k), "config.json") for k in SETTINGS}
+
+    def notes(self) -> tuple[str, ...]:
+        note = size_note(self.tok, self.found)
+        return (note,) if note else ()
 
 
 def refusal(kind: str, architectures: Any) -> str:

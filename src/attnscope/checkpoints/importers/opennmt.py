@@ -11,26 +11,31 @@ OpenNMT-py reads already-tokenized text.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 import torch
 from torch import Tensor
 
-from attnscope.checkpoints.checkpoint import Bundle, CheckpointError
-from attnscope.checkpoints.importers.hf_models import vocab_tensors
+from attnscope.checkpoints.checkpoint import CheckpointError
+from attnscope.checkpoints.importers.assemble import Family, Vocabularies, Weights, assemble
+from attnscope.checkpoints.importers.parts import Imported
 from attnscope.checkpoints.importers.training_files import Recognised, read, setting, word_codec
 from attnscope.checkpoints.importers.vocab_plan import VocabPlan
-from attnscope.checkpoints.importing import Imported, ImportReport, build, checked
-from attnscope.model.config import BOS_ID, ConfigError, ModelConfig
+from attnscope.model import parameters
+from attnscope.model.config import ModelConfig
 
 PAD, BOS, EOS, UNK = "<blank>", "<s>", "</s>", "<unk>"  # onmt.constants.DefaultTokens
 SINUSOIDS = {"SinusoidalInterleaved": "interleaved", "SinusoidalConcat": "fairseq"}
-ENCODER = {"layer_norm": "attn_block.norm", "feed_forward.layer_norm": "ffn_block.norm", "feed_forward.w_1": "ffn.up",
-           "feed_forward.w_2": "ffn.down"}
-DECODER = {"layer_norm_1": "self_block.norm", "layer_norm_2": "cross_block.norm",
-           "feed_forward.layer_norm": "ffn_block.norm", "feed_forward.w_1": "ffn.up", "feed_forward.w_2": "ffn.down"}
-PROJECTIONS = {"linear_query": "q_proj", "linear_keys": "k_proj", "linear_values": "v_proj", "final_linear": "out_proj"}
+SETTINGS = ("activation", "norm", "norm_eps", "sinusoid", "qkv_bias", "source_framing")
+# their layer parts -> our roles (parameters.LAYER_PARTS)
+ENCODER = {"layer_norm": "self_norm", "feed_forward.layer_norm": "ffn_norm", "feed_forward.w_1": "ffn_up",
+           "feed_forward.w_2": "ffn_down"}
+DECODER = {"layer_norm_1": "self_norm", "layer_norm_2": "cross_norm", "feed_forward.layer_norm": "ffn_norm",
+           "feed_forward.w_1": "ffn_up", "feed_forward.w_2": "ffn_down"}
+ATTENTIONS = {"self_attn": "self_attn", "context_attn": "cross_attn"}
+PROJECTIONS = dict(zip(("linear_query", "linear_keys", "linear_values", "final_linear"), parameters.PROJECTIONS))
 
 
 def recognise(path: Path) -> Recognised | None:
@@ -74,15 +79,15 @@ def layers(state: dict[str, Tensor], fields: dict[str, Any]) -> dict[str, Tensor
               ("decoder", "decoder.transformer_layers", fields["n_decoder_layers"], DECODER, ("self_attn", "context_attn")))
     for side, prefix, count, blocks, attentions in stacks:
         for i in range(count):
-            src, dst = f"{prefix}.{i}", f"{side}.{i}"
-            for theirs, ours in blocks.items():
-                out |= _linear(state, f"{src}.{theirs}", f"{dst}.{ours}", bias=True)
+            src = f"{prefix}.{i}"
+            for theirs, role in blocks.items():
+                out |= _linear(state, f"{src}.{theirs}", parameters.part(side, i, role), bias=True)
             for attn in attentions:
-                ours = "cross_attn" if attn == "context_attn" else "self_attn"
+                ours = parameters.part(side, i, ATTENTIONS[attn])
                 for theirs, proj in PROJECTIONS.items():
-                    out |= _linear(state, f"{src}.{attn}.{theirs}", f"{dst}.{ours}.{proj}",
-                                   bias=proj == "out_proj" or fields["qkv_bias"])
-        out |= _linear(state, f"{side}.layer_norm", f"{side}_norm", bias=True)
+                    out |= _linear(state, f"{src}.{attn}.{theirs}", f"{ours}.{proj}",
+                                   bias=proj == parameters.PROJECTIONS[3] or fields["qkv_bias"])
+        out |= _linear(state, f"{side}.layer_norm", parameters.FINAL_NORMS[side], bias=True)
     return out
 
 
@@ -99,34 +104,54 @@ def _linear(state: dict[str, Tensor], src: str, dst: str, *, bias: bool) -> dict
 def import_opennmt(path: Path, data: dict[str, Any], *, src_lang: str | None = None, tgt_lang: str | None = None,
                    name: str | None = None, vocabularies: Sequence[Any] = (None, None)) -> Imported:
     """An attnscope model computing what OpenNMT-py's NMTModel computes (tests/checkpoints/test_opennmt.py)."""
-    opt, vocab, state = data["opt"], data["vocab"], data["model"]
+    vocab = data["vocab"]
     if not isinstance(vocab, dict) or not isinstance(vocab.get("src"), list) or not isinstance(vocab.get("tgt"), list):
         raise CheckpointError(f"{path.name} is not an OpenNMT-py v3 checkpoint (its vocab is not lists of tokens): convert "
                               "older ones with OpenNMT-py's tools/convertv2_v3.py")
-    fields = architecture(opt)
-    lists = [[str(t) for t in vocab[side]] for side in ("src", "tgt")]
-    plans = [VocabPlan.build(len(tokens), pad=_index(tokens, PAD), bos=_index(tokens, BOS), eos=_index(tokens, EOS),
-                             unk=_index(tokens, UNK)) for tokens in lists]
-    start = plans[1].ours(_index(lists[1], str(vocab.get("decoder_start_token") or BOS)))
-    enc = state["encoder.embeddings.make_embedding.emb_luts.0.weight"]
-    dec = state["decoder.embeddings.make_embedding.emb_luts.0.weight"]
-    generator = data["generator"] or {}
-    head = dec if setting(opt, "share_decoder_embeddings", False) else generator.get("weight", dec)
-    vocab_part, share, tie = vocab_tensors(enc, dec, head, generator.get("bias"), *plans)
-    max_len = int(state.get("encoder.embeddings.make_embedding.pe.pe", torch.zeros(5000)).shape[0])
-    codecs = [word_codec(tokens, plan, UNK, set()) for tokens, plan in zip(lists, plans)]  # <unk> is shown, as OpenNMT-py does
-    try:
-        config = ModelConfig(src_vocab_size=plans[0].size, tgt_vocab_size=plans[1].size, tie_embeddings=tie,
-                             share_embeddings=share, max_len=max_len, decoder_start=None if start == BOS_ID else start,
-                             **fields)
-    except ConfigError as err:
-        raise CheckpointError(f"this OpenNMT-py model does not make a valid attnscope config: {err}") from None
-    model = build(config, checked(layers(state, fields) | vocab_part))
-    settings = {k: getattr(config, k) for k in ("activation", "norm", "norm_eps", "sinusoid", "qkv_bias", "source_framing")}
-    report = ImportReport("OpenNMT-py transformer", settings, {k: "the checkpoint's settings" for k in settings})
-    summary = {"data": f"imported OpenNMT-py transformer {path.name}", "name": name or path.stem, "import": report.lines()}
-    bundle = Bundle(config, codecs[0], codecs[1], src_lang or "src", tgt_lang or "tgt", summary)
-    return Imported(model, bundle, report, plans[0].order, plans[1].order)
+    return assemble(OpenNMT(path, data, (src_lang or "src", tgt_lang or "tgt"), name or path.stem))
+
+
+@dataclass(frozen=True)
+class OpenNMT(Family):
+    """An OpenNMT-py v3 checkpoint's family: its opt, model, generator and vocabulary lists."""
+
+    path: Path
+    checkpoint: dict[str, Any]
+    langs: tuple[str, str]
+    name: str
+    label = "OpenNMT-py transformer"
+
+    @property
+    def data(self) -> str:
+        return f"imported OpenNMT-py transformer {self.path.name}"
+
+    def config_fields(self) -> dict[str, Any]:
+        pe = self.checkpoint["model"].get("encoder.embeddings.make_embedding.pe.pe", torch.zeros(5000))
+        return architecture(self.checkpoint["opt"]) | {"max_len": int(pe.shape[0])}
+
+    def vocabularies(self) -> Vocabularies:
+        vocab = self.checkpoint["vocab"]
+        lists = [[str(t) for t in vocab[side]] for side in ("src", "tgt")]
+        def plan(tokens: list[str], at: VocabPlan | None = None) -> VocabPlan:
+            return VocabPlan.build(len(tokens), pad=_index(tokens, PAD), bos=_index(tokens, BOS), eos=_index(tokens, EOS),
+                                   unk=_index(tokens, UNK), at=at)
+
+        tgt = plan(lists[1])
+        plans = [plan(lists[0], tgt), tgt]
+        start = plans[1].ours(_index(lists[1], str(vocab.get("decoder_start_token") or BOS)))
+        codecs = [word_codec(tokens, plan, UNK, set()) for tokens, plan in zip(lists, plans)]  # <unk> shown, as in OpenNMT-py
+        return Vocabularies(plans[0], plans[1], codecs[0], codecs[1], self.langs,
+                            {"decoder_start": None if start == tgt.bos else start})
+
+    def weights(self, fields: dict[str, Any]) -> Weights:
+        state, generator = self.checkpoint["model"], self.checkpoint["generator"] or {}
+        enc = state["encoder.embeddings.make_embedding.emb_luts.0.weight"]
+        dec = state["decoder.embeddings.make_embedding.emb_luts.0.weight"]
+        head = dec if setting(self.checkpoint["opt"], "share_decoder_embeddings", False) else generator.get("weight", dec)
+        return Weights(layers(state, fields), enc, dec, head, generator.get("bias"))
+
+    def settings(self, config: ModelConfig) -> dict[str, tuple[Any, str]]:
+        return {k: (getattr(config, k), "the checkpoint's settings") for k in SETTINGS}
 
 
 def _index(tokens: list[str], token: str) -> int:

@@ -8,7 +8,6 @@ from typing import Sequence
 import torch
 
 from attnscope.checkpoints.checkpoint import Bundle, unique_state
-from attnscope.model.config import BOS_ID, EOS_ID
 from attnscope.model.transformer import Transformer
 
 FP16_MAX = torch.finfo(torch.float16).max  # 65,504: larger weights become infinite in fp16
@@ -22,9 +21,9 @@ def greedy_ids(model: Transformer, source: list[int], steps: int) -> list[int]:
     out: list[int] = []
     src = torch.tensor([source])
     for _ in range(steps):
-        logits = model(src, torch.tensor([[BOS_ID, *out]]))[0, -1]
+        logits = model(src, torch.tensor([[model.config.bos_id, *out]]))[0, -1]
         out.append(int(logits.argmax()))
-        if out[-1] == EOS_ID:
+        if out[-1] == model.config.eos_id:
             break
     return out
 
@@ -52,7 +51,7 @@ def half_report(model: Transformer, bundle: Bundle, sentences: Sequence[str] = S
         source = model.config.frame_source(bundle.src_codec.encode(text))[: model.config.max_len]
         ours = greedy_ids(model, source, steps)
         kept += greedy_ids(rounded, source, steps) == ours
-        tgt = torch.tensor([[BOS_ID, *ours[:-1]]])
+        tgt = torch.tensor([[model.config.bos_id, *ours[:-1]]])
         a, b = model(torch.tensor([source]), tgt), rounded(torch.tensor([source]), tgt)
         finite = torch.isfinite(a)
         moved = max(moved, float((a[finite] - b[finite]).abs().nan_to_num(nan=float("inf")).max()))  # NaN: overflowed

@@ -17,8 +17,8 @@ import torch
 from tokenizers import Tokenizer, models, pre_tokenizers
 
 from attnscope.checkpoints.checkpoint import CheckpointError
-from attnscope.checkpoints.convert import pickled_model
 from attnscope.checkpoints.importers.hf_tokenizers import id_map
+from attnscope.checkpoints.importers.torch_files import pickled_model
 from attnscope.checkpoints.importers.vocab_plan import VocabPlan
 from attnscope.model.budget import over_budget
 from attnscope.model.tokenization import TextCodec

@@ -15,7 +15,7 @@ from attnscope.checkpoints.boundary import boundary
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.importers import route
 from attnscope.checkpoints.importers.hf_files import unzipped
-from attnscope.checkpoints.importing import Imported
+from attnscope.checkpoints.importers.parts import Imported
 
 MAX_BYTES = 4 * 2**30  # all files together
 FOLDER = "uploaded-model"  # the upload's folder, as errors and the model's default name show it

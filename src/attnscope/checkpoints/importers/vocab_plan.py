@@ -1,9 +1,11 @@
-"""A vocabulary trained elsewhere in attnscope's order: its special tokens at ids 0-3, every other id after them.
+"""A vocabulary trained elsewhere as the imported model numbers it: the original's own ids, and where its special
+tokens are (the model's config names the same ids, so nothing is permuted or padded).
 
-attnscope reserves <pad> <bos> <eos> <unk> at ids 0-3. The plan says which original id each of
-our ids is; embedding rows, output rows and the output bias are permuted by it, so every logit is
-the original's logit for that token. A model without a <bos> of its own (Marian: its decoder starts
-on <pad>) gets one extra row that is never read and never output (config.suppressed).
+Only when a model's two vocabularies put their special tokens at different ids (a state_dict's source and
+target files, say) does the source side move: its specials swap rows with the tokens at the target's ids, so
+one numbering of the specials serves both sides. `order` says which original id each of our ids is; the
+embedding rows, output rows and output bias are read through it, so every logit is the original's logit for
+that token. A model without a <bos> of its own (Marian: its decoder starts on <pad>) uses <pad> as its start.
 """
 from __future__ import annotations
 
@@ -15,22 +17,41 @@ from torch import Tensor
 
 from attnscope.checkpoints.checkpoint import CheckpointError
 
+ROLES = ("pad", "bos", "eos", "unk")
+
 
 @dataclass(frozen=True)
 class VocabPlan:
-    """order[i] is the original id of our id i; None marks a row the original lacks."""
+    """order[i] is the original id of our id i; pad, bos, eos and unk are our ids of the special tokens."""
 
-    order: tuple[int | None, ...]
+    order: tuple[int, ...]
+    pad: int
+    bos: int
+    eos: int
+    unk: int
 
     @classmethod
-    def build(cls, size: int, *, pad: int, bos: int | None, eos: int, unk: int) -> "VocabPlan":
-        """Specials first (pad, bos, eos, unk), then the other ids in the original order."""
-        first = (pad, bos, eos, unk)
-        given = [i for i in first if i is not None]
-        if len(set(given)) < len(given) or any(not 0 <= i < size for i in given):
+    def build(cls, size: int, *, pad: int, bos: int | None, eos: int, unk: int,
+              at: "VocabPlan | None" = None) -> "VocabPlan":
+        """The original's order (bos None: <pad> starts the decoder), or with `at`, the specials moved to `at`'s ids."""
+        given = {"pad": pad, "eos": eos, "unk": unk, **({} if bos is None else {"bos": bos})}
+        if len(set(given.values())) < len(given) or any(not 0 <= i < size for i in given.values()):
             raise CheckpointError(f"the special tokens pad={pad}, bos={bos}, eos={eos}, unk={unk} are not distinct ids "
                                   f"of a {size:,}-token vocabulary")
-        return cls(first + tuple(i for i in range(size) if i not in set(given)))
+        ids = {**given, "bos": pad if bos is None else bos}
+        order = list(range(size))
+        if at is not None:
+            for role in ROLES:
+                target = getattr(at, role)
+                if role == "bos" and (bos is None or at.bos == at.pad):
+                    continue  # no <bos> of its own on one side: <pad> stands for it
+                if not 0 <= target < size:
+                    raise CheckpointError(f"the target vocabulary's {role} id {target} is outside the source vocabulary "
+                                          f"of {size:,} tokens")
+                here = order.index(ids[role])
+                order[here], order[target] = order[target], order[here]
+            ids = {role: getattr(at, role) for role in ROLES}
+        return cls(tuple(order), **ids)
 
     @property
     def size(self) -> int:
@@ -38,7 +59,7 @@ class VocabPlan:
 
     @cached_property
     def _ours(self) -> dict[int, int]:
-        return {old: new for new, old in enumerate(self.order) if old is not None}
+        return {old: new for new, old in enumerate(self.order)}
 
     def ours(self, original: int) -> int:
         """Our id of an original id."""
@@ -50,18 +71,11 @@ class VocabPlan:
     def has(self, original: int) -> bool:
         return int(original) in self._ours
 
-    @property
-    def virtual(self) -> tuple[int, ...]:
-        """Our ids of rows the original lacks."""
-        return tuple(i for i, old in enumerate(self.order) if old is None)
-
     def rows(self, table: Tensor) -> Tensor:
-        """The rows of `table` (original order along dim 0) in our order; zeros for rows the original lacks."""
-        if table.shape[0] != sum(old is not None for old in self.order):
+        """The rows of `table` (original order along dim 0) in our order."""
+        if table.shape[0] != self.size:
             raise CheckpointError(f"a vocabulary tensor has {table.shape[0]:,} rows but the vocabulary has "
-                                  f"{self.size - len(self.virtual):,} tokens")
-        index = torch.tensor([0 if old is None else old for old in self.order])
-        out = table.index_select(0, index)
-        if self.virtual:
-            out[list(self.virtual)] = 0
-        return out
+                                  f"{self.size:,} tokens")
+        if self.order == tuple(range(self.size)):
+            return table
+        return table.index_select(0, torch.tensor(self.order))

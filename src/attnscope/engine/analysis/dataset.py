@@ -25,7 +25,6 @@ from attnscope.engine.decoding.translator import InputError, Translator, budget_
 from attnscope.engine.recording.trace import decoder_inputs
 from attnscope.engine.recording.tracer import trace
 from attnscope.model.batch import pad
-from attnscope.model.config import EOS_ID
 from attnscope.model.transformer import Transformer
 from attnscope.records.attention import AttentionRecord
 
@@ -48,16 +47,18 @@ def _sources(translator: Translator, sentences: Sequence[str]) -> dict[int, list
 
 def _targets(translator: Translator, sources: list[list[int]], max_len: int) -> list[list[int]]:
     """Greedy outputs of one batch of sources, each with its <eos> when it stopped within `max_len`."""
-    src = pad(sources).to(translator.device)
-    return [ids + [EOS_ID] if len(ids) < max_len else ids for ids in greedy_batch(translator.model, src, max_len)]
+    src = pad(sources, translator.model.config.pad_id).to(translator.device)
+    eos = translator.model.config.eos_id
+    return [ids + [eos] if len(ids) < max_len else ids for ids in greedy_batch(translator.model, src, max_len)]
 
 
 def _records(translator: Translator, sources: list[list[int]], max_len: int) -> list[AttentionRecord]:
     """Greedy-decode one batch, then record every head in one teacher-forced pass over its outputs."""
     model, device = translator.model, translator.device
-    src = pad(sources).to(device)
+    bos, pad_id = model.config.bos_id, model.config.pad_id
+    src = pad(sources, pad_id).to(device)
     targets = _targets(translator, sources, max_len)
-    tgt_in = pad([decoder_inputs(t) for t in targets]).to(device)
+    tgt_in = pad([decoder_inputs(t, bos) for t in targets], pad_id).to(device)
     with torch.no_grad():
         source = model.encode(src, output_attentions=True)
         target = model.decode(tgt_in, source, output_attentions=True)
@@ -68,7 +69,7 @@ def _records(translator: Translator, sources: list[list[int]], max_len: int) -> 
     out = []
     for b, (s_ids, t_ids) in enumerate(zip(sources, targets)):
         s, t = len(s_ids), len(t_ids)
-        out.append(AttentionRecord(tuple(src_codec.pieces(s_ids)), tuple(tgt_codec.pieces(decoder_inputs(t_ids))),
+        out.append(AttentionRecord(tuple(src_codec.pieces(s_ids)), tuple(tgt_codec.pieces(decoder_inputs(t_ids, bos))),
                                    stacked["encoder"][b, :, :, :s, :s], stacked["decoder"][b, :, :, :t, :t],
                                    stacked["cross"][b, :, :, :t, :s]))
     return out
@@ -156,7 +157,7 @@ class SharesByPosition:
 def source_shares(exact: Transformer, src: list[int], tgt: list[int]) -> dict[str, np.ndarray]:
     """[T] source share of each output token of one pair, ALTI+ and value zeroing, from one traced pass of
     `exact` (a float64 copy: `contributions.float64_model`)."""
-    traced = trace(exact, src, decoder_inputs(tgt))
+    traced = trace(exact, src, decoder_inputs(tgt, exact.config.bos_id))
     return {alti.METHOD: alti.from_trace(traced).source_share,
             value_zeroing.METHOD: value_zeroing.from_trace(traced).source_share}
 

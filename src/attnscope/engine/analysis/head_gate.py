@@ -15,7 +15,6 @@ from typing import Any, Iterable, Iterator
 import torch
 from torch import Tensor, nn
 
-from attnscope.engine.recording.sharing import model_lock
 from attnscope.model.attention import MultiHeadAttention
 from attnscope.model.kinds import Kind
 from attnscope.model.transformer import Transformer

@@ -124,4 +124,4 @@ def from_trace(tr: Trace) -> Contributions:
 def alti_plus(translator: Translator, translation: Translation) -> Contributions:
     """ALTI+ contributions of a translation's output (teacher-forced on its own ids), computed in float64."""
     with float64_model(translator.model) as exact:
-        return from_trace(trace(exact, translation.source_ids, decoder_inputs(translation.target_ids)))
+        return from_trace(trace(exact, translation.source_ids, decoder_inputs(translation.target_ids, exact.config.bos_id)))

@@ -73,5 +73,6 @@ def weighted_value_norms(translator: Translator, translation: Translation) -> At
     if translation.attention is None:
         raise ValueError("the translation carries no attention; translate with capture=True")
     with translator.inference():  # the norms read W_O too: same weights as the traced pass
-        t = trace(translator.model, translation.source_ids, decoder_inputs(translation.target_ids), keep=NEEDS)
+        model = translator.model
+        t = trace(model, translation.source_ids, decoder_inputs(translation.target_ids, model.config.bos_id), keep=NEEDS)
         return norm_record(t, translation.attention)

@@ -22,7 +22,7 @@ from torch import Tensor
 
 from attnscope.engine.attribution.quadrature import IGSettings, integrate
 from attnscope.engine.decoding.translator import Translation, Translator
-from attnscope.engine.recording.sharing import eval_mode, model_lock
+from attnscope.engine.recording.sharing import eval_mode
 from attnscope.engine.recording.trace import decoder_inputs
 from attnscope.model.transformer import Transformer
 
@@ -140,7 +140,7 @@ class _Pair:
 def _pair(model: Transformer, src_ids: Sequence[int], target_ids: Sequence[int]) -> _Pair:
     device = model.generator.weight.device
     return _Pair(model, torch.tensor([list(src_ids)], device=device),
-                 torch.tensor([decoder_inputs(target_ids)], device=device), [int(i) for i in target_ids])
+                 torch.tensor([decoder_inputs(target_ids, model.config.bos_id)], device=device), [int(i) for i in target_ids])
 
 
 def saliency(model: Transformer, src_ids: Sequence[int], target_ids: Sequence[int],

@@ -60,7 +60,7 @@ def exact_contributions(translator: Translator, translation: Translation) -> tup
     """ALTI+ and value zeroing of a translation (teacher-forced on its own ids), from one traced pass of a
     float64 copy: the split and the value-zeroing reference, without gradients."""
     with float64_model(translator.model) as exact_model:
-        exact = trace(exact_model, translation.source_ids, decoder_inputs(translation.target_ids))
+        exact = trace(exact_model, translation.source_ids, decoder_inputs(translation.target_ids, exact_model.config.bos_id))
         return alti.from_trace(exact), value_zeroing.from_trace(exact)
 
 
@@ -73,7 +73,7 @@ def attribute(translator: Translator, translation: Translation, ig: IGSettings |
     model, src, tgt = translator.model, translation.source_ids, translation.target_ids
     split, vz = exact_contributions(translator, translation)
     with translator.inference():
-        traced = trace(model, src, decoder_inputs(tgt))
+        traced = trace(model, src, decoder_inputs(tgt, model.config.bos_id))
         gxi = saliency(model, src, tgt)
         integrated = saliency(model, src, tgt, ig) if ig is not None else None
     return SentenceAttribution(translation.source_tokens, translation.output_tokens, translation.attention,

@@ -94,4 +94,4 @@ def from_trace(tr: Trace) -> Contributions:
 def value_zeroing(translator: Translator, translation: Translation) -> Contributions:
     """Value-zeroing contributions of a translation's output (teacher-forced on its own ids), in float64."""
     with float64_model(translator.model) as exact:
-        return from_trace(trace(exact, translation.source_ids, decoder_inputs(translation.target_ids)))
+        return from_trace(trace(exact, translation.source_ids, decoder_inputs(translation.target_ids, exact.config.bos_id)))

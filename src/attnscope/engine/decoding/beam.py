@@ -12,7 +12,6 @@ from attnscope.engine.decoding.beam_result import BeamNode, BeamResult
 from attnscope.engine.decoding.decode import Decoded, RawStep, default_max_len
 from attnscope.engine.recording.sharing import eval_mode
 from attnscope.engine.recording.steps import join_steps
-from attnscope.model.config import BOS_ID, EOS_ID
 from attnscope.model.tokenization import strip_specials
 from attnscope.model.transformer import DecoderCache, DecoderOutput, EncoderOutput, Transformer
 
@@ -46,10 +45,11 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, *, max_len: int
             watch.encoded(source)
         source = source.repeat(k)  # (B*k, S, D)
         cache = DecoderCache.empty(len(model.decoder)) if use_cache else None
-        tokens = torch.full((b * k, 1), BOS_ID, dtype=torch.long, device=src.device)
+        bos, eos = model.config.bos_id, model.config.eos_id
+        tokens = torch.full((b * k, 1), bos, dtype=torch.long, device=src.device)
         scores = torch.full((b, k), float("-inf"), device=src.device)
         scores[:, 0] = 0.0  # at first only one live hypothesis per source
-        results = [BeamResult([], [BeamNode(0, None, 0, BOS_ID, 0.0, "extended")]) for _ in range(b)]
+        results = [BeamResult([], [BeamNode(0, None, 0, bos, 0.0, "extended")]) for _ in range(b)]
         node_of = [[0] * k for _ in range(b)]  # beam slot -> tree node
         done = [False] * b
         for step in range(1, max_len + 1):
@@ -62,9 +62,9 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, *, max_len: int
                 watch.stepped(log_probs, top_idx, step_out)
             parents, next_tokens, next_scores = [], [], []
             for i in range(b):
-                chosen = DEAD_BEAM * k if done[i] else _advance(
+                chosen = [(0, eos, float("-inf"))] * k if done[i] else _advance(  # a finished source's beam: dead
                     results[i], node_of[i], top_scores[i].tolist(), top_idx[i].tolist(), log_probs.shape[-1],
-                    k, step, length_penalty, step == max_len)
+                    k, step, length_penalty, step == max_len, eos)
                 for parent, token, score in chosen:
                     parents.append(i * k + parent)
                     next_tokens.append(token)
@@ -83,11 +83,8 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, *, max_len: int
     return results
 
 
-DEAD_BEAM = [(0, EOS_ID, float("-inf"))]  # fills the beam of a source that has finished
-
-
 def _advance(result: BeamResult, node_of: list[int], top_scores: list[float], top_idx: list[int], vocab: int,
-             k: int, step: int, alpha: float, last: bool) -> list[tuple[int, int, float]]:
+             k: int, step: int, alpha: float, last: bool, eos: int) -> list[tuple[int, int, float]]:
     """Sort the 2k best candidates of one source into finished hypotheses and the next beam of k."""
     chosen: list[tuple[int, int, float]] = []
     new_nodes: list[int] = []
@@ -95,7 +92,7 @@ def _advance(result: BeamResult, node_of: list[int], top_scores: list[float], to
         if score == float("-inf"):
             break
         parent, token = divmod(idx, vocab)
-        if token == EOS_ID or last:
+        if token == eos or last:
             if rank < k and len(result.hypotheses) < k:
                 node = _add_node(result, node_of[parent], step, token, score, "finished", alpha, parent)
                 result.hypotheses.append((result.path(node.id), node.score, score))
@@ -103,7 +100,7 @@ def _advance(result: BeamResult, node_of: list[int], top_scores: list[float], to
             chosen.append((parent, token, score))
             new_nodes.append(_add_node(result, node_of[parent], step, token, score, "alive", alpha, parent).id)
     while len(chosen) < k:
-        chosen.extend(DEAD_BEAM)
+        chosen.append((0, eos, float("-inf")))  # a dead row fills the beam
         new_nodes.append(0)
     node_of[:] = new_nodes
     return chosen
@@ -127,7 +124,8 @@ def _mark_pruned(result: BeamResult) -> None:
 
 def beam_search_batch(model: Transformer, src: Tensor, beam_size: int, max_len: int | None = None) -> list[list[int]]:
     """Best hypothesis per source, as ids without specials (for translate_batch and BLEU)."""
-    return [strip_specials(r.hypotheses[0][0]) if r.hypotheses else []
+    c = model.config
+    return [strip_specials(r.hypotheses[0][0], c.eos_id, (c.bos_id, c.pad_id)) if r.hypotheses else []
             for r in beam_search(model, src, beam_size, max_len=max_len)]
 
 

@@ -14,7 +14,6 @@ from torch import Tensor
 from attnscope.engine.recording.sharing import eval_mode
 from attnscope.engine.recording.steps import join_steps
 from attnscope.engine.recording.trace import decoder_inputs
-from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID
 from attnscope.model.tokenization import strip_specials
 from attnscope.model.transformer import DecoderCache, Transformer
 
@@ -69,8 +68,8 @@ def greedy(model: Transformer, src_ids: Sequence[int], *, max_len: int | None = 
     with eval_mode(model):
         source = model.encode(src, output_attentions=capture)
         cache = DecoderCache.empty(len(model.decoder)) if use_cache else None
-        out, inputs, selves, crosses = Decoded([]), [BOS_ID], [], []
-        while len(out.ids) < max_len and (not out.ids or out.ids[-1] != EOS_ID):
+        out, inputs, selves, crosses = Decoded([]), [model.config.bos_id], [], []
+        while len(out.ids) < max_len and (not out.ids or out.ids[-1] != model.config.eos_id):
             feed = torch.tensor([inputs[-1:] if use_cache else inputs], device=src.device)
             step = model.decode(feed, source, cache, last_only=True, output_attentions=capture)
             log_probs, top_ids, top_probs, entropy = _step_stats(step.logits[0, -1], top_k)
@@ -93,7 +92,7 @@ def greedy(model: Transformer, src_ids: Sequence[int], *, max_len: int | None = 
 def teacher_force(model: Transformer, src_ids: Sequence[int], tgt_ids: Sequence[int], *, top_k: int = 10) -> Decoded:
     """Score a given target (ids, usually ending in <eos>) in one full forward pass."""
     src = torch.tensor([list(src_ids)], dtype=torch.long, device=_device(model))
-    tgt_in = torch.tensor([decoder_inputs(tgt_ids)], dtype=torch.long, device=src.device)
+    tgt_in = torch.tensor([decoder_inputs(tgt_ids, model.config.bos_id)], dtype=torch.long, device=src.device)
     with eval_mode(model):
         source = model.encode(src, output_attentions=True)
         target = model.decode(tgt_in, source, output_attentions=True)
@@ -113,15 +112,16 @@ def greedy_batch(model: Transformer, src: Tensor, max_len: int | None = None, us
         source = model.encode(src)
         cache = DecoderCache.empty(len(model.decoder)) if use_cache else None
         b = src.shape[0]
-        out = torch.full((b, 1), BOS_ID, dtype=torch.long, device=src.device)
+        c = model.config
+        out = torch.full((b, 1), c.bos_id, dtype=torch.long, device=src.device)
         done = torch.zeros(b, dtype=torch.bool, device=src.device)
         while out.shape[1] < max_len + 1 and not bool(done.all()):
             feed = out[:, -1:] if use_cache else out
             logits = model.next_logits(feed, source, cache)  # (B, V)
-            token = logits.argmax(-1).masked_fill(done, PAD_ID)
+            token = logits.argmax(-1).masked_fill(done, c.pad_id)
             out = torch.cat([out, token.unsqueeze(1)], dim=1)
-            done |= token == EOS_ID
-    return [strip_specials(row) for row in out[:, 1:].tolist()]
+            done |= token == c.eos_id
+    return [strip_specials(row, c.eos_id, (c.bos_id, c.pad_id)) for row in out[:, 1:].tolist()]
 
 
 def _device(model: Transformer) -> torch.device:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import AbstractSet, Any, Mapping, Sequence
 
-from attnscope.model.config import EOS_ID, UNK_ID
+from attnscope.model.config import ModelConfig
 
 # Longest source (tokens, without <eos>) a model saw in training, by task, when the checkpoint does
 # not record it ("longest_source" in its summary). Multi30k: 99.9% of the en training captions are
@@ -28,26 +28,27 @@ def trained_length(summary: Mapping[str, Any]) -> int | None:
     return TRAINED_SOURCE_TOKENS.get(str(summary.get("task", "")))
 
 
-def input_notes(summary: Mapping[str, Any], source_ids: Sequence[int]) -> list[str]:
+def input_notes(summary: Mapping[str, Any], config: ModelConfig, source_ids: Sequence[int]) -> list[str]:
     """Say when the input is far outside what the model was trained on (length, unknown pieces)."""
     notes = []
-    n = len([i for i in source_ids if i != EOS_ID])
+    n = len([i for i in source_ids if i != config.eos_id])
     longest = trained_length(summary)
     if longest is not None and n > longest:
         what = str(summary.get("data") or summary.get("task") or "its training data")
         notes.append(f"This input has {n} tokens; {what} trained this model on inputs of at most about {longest}, "
                      f"so expect a poorer translation (try one sentence at a time).")
-    unknown = sum(i == UNK_ID for i in source_ids)
+    unknown = sum(i == config.unk_id for i in source_ids)
     if unknown and unknown >= max(2, n // 5):
         notes.append(f"{unknown} of {n} input tokens are unknown to this model's vocabulary (<unk>): "
                      "it cannot translate what it cannot read.")
     return notes
 
 
-def output_notes(source_ids: Sequence[int], output_ids: Sequence[int], max_len: int, chosen: bool = True) -> list[str]:
+def output_notes(config: ModelConfig, source_ids: Sequence[int], output_ids: Sequence[int], max_len: int,
+                 chosen: bool = True) -> list[str]:
     """Say when the output stopped at the length limit (`chosen` by the user, or the source's default budget)
     or is much shorter than the input."""
-    if output_ids and output_ids[-1] != EOS_ID and len(output_ids) >= max_len:
+    if output_ids and output_ids[-1] != config.eos_id and len(output_ids) >= max_len:
         which = "the maximum of" if chosen else "the default budget (twice the source plus 10) of"
         return [f"The output stopped at {which} {max_len} tokens before the model ended the sentence: "
                 "raise the maximum output tokens to see the rest."]

@@ -8,9 +8,9 @@ from typing import Any
 
 from torch import nn
 
-from attnscope.checkpoints import checkpoint, importing
+from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.checkpoint import CheckpointError
-from attnscope.checkpoints.importers import import_any
+from attnscope.checkpoints.importers import import_any, state_dict
 from attnscope.checkpoints.registry import default_checkpoint
 from attnscope.engine.decoding.translator import Translator
 from attnscope.model.device import apply_thread_policy, pick_device
@@ -58,7 +58,7 @@ def import_model(model_or_path: nn.Module | str | os.PathLike[str], src_vocab: A
     if source_framing is not None:
         kw["source_framing"] = source_framing
     if isinstance(model_or_path, nn.Module):
-        imported = importing.import_module(model_or_path, src_vocab, tgt_vocab, src_lang=src_lang or "src",
+        imported = state_dict.import_module(model_or_path, src_vocab, tgt_vocab, src_lang=src_lang or "src",
                                            tgt_lang=tgt_lang or "tgt", **kw)
     else:
         imported = import_any(model_or_path, src_vocab=src_vocab, tgt_vocab=tgt_vocab, src_lang=src_lang,

@@ -19,7 +19,6 @@ from attnscope.engine.decoding.beam_result import BeamResult
 from attnscope.engine.decoding.decode import Decoded, default_max_len, greedy, greedy_batch, teacher_force
 from attnscope.engine.recording.sharing import eval_mode, model_lock
 from attnscope.model.batch import pad
-from attnscope.model.config import BOS_ID, EOS_ID
 from attnscope.model.transformer import Transformer
 from attnscope.records.attention import AttentionRecord, DecodeStep
 
@@ -159,7 +158,7 @@ class Translator:
         src_ids, notes = self.source(text)
         if not reference.strip():
             raise InputError("The reference translation is empty.")
-        tgt = self.bundle.tgt_codec.encode(reference)[: self.model.config.max_len - 1] + [EOS_ID]
+        tgt = self.bundle.tgt_codec.encode(reference)[: self.model.config.max_len - 1] + [self.model.config.eos_id]
         with self.inference():
             decoded = teacher_force(self.model, src_ids, tgt)
         return self._result(src_ids, decoded, tuple(notes), None)
@@ -184,7 +183,7 @@ class Translator:
                 budget: int = 0) -> Translation:
         codec_src, codec_tgt = self.bundle.src_codec, self.bundle.tgt_codec
         source_tokens = tuple(codec_src.pieces(src_ids))
-        target_tokens = tuple(codec_tgt.pieces([BOS_ID, *decoded.ids[:-1]])) if decoded.ids else ()
+        target_tokens = tuple(codec_tgt.pieces([self.model.config.bos_id, *decoded.ids[:-1]])) if decoded.ids else ()
         record, steps = None, None
         if decoded.encoder is not None and decoded.ids:
             record = AttentionRecord(source_tokens, target_tokens, _array(decoded.encoder), _array(decoded.decoder),
@@ -210,7 +209,7 @@ class Translator:
         out: list[str] = [""] * len(texts)
         with self.inference():
             for idx, budget in budget_batches(self.model, sources, batch_size, max_len):
-                src = pad([sources[i] for i in idx]).to(self.device)
+                src = pad([sources[i] for i in idx], self.model.config.pad_id).to(self.device)
                 ids = (greedy_batch(self.model, src, budget, use_cache) if beam_size == 1
                        else beam_search_batch(self.model, src, beam_size, budget))
                 for i, row in zip(idx, ids):

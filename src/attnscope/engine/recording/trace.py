@@ -9,7 +9,6 @@ from torch import Tensor
 
 from attnscope.model.attention import MultiHeadAttention
 from attnscope.model.blocks import Residual
-from attnscope.model.config import BOS_ID
 from attnscope.model.kinds import Kind
 from attnscope.model.transformer import DecoderLayer, EncoderLayer
 
@@ -135,6 +134,6 @@ def kept(value: T | None) -> T:
     return value
 
 
-def decoder_inputs(target_ids: Sequence[int]) -> list[int]:
-    """<bos> y1 .. y_{T-1}: what the decoder reads while choosing y1 .. yT."""
-    return [BOS_ID, *list(target_ids)[:-1]]
+def decoder_inputs(target_ids: Sequence[int], bos_id: int) -> list[int]:
+    """<bos> y1 .. y_{T-1}: what the decoder reads while choosing y1 .. yT (bos_id: the model config's)."""
+    return [bos_id, *list(target_ids)[:-1]]

@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnscope.engine.recording.sharing import eval_mode, model_lock
+from attnscope.engine.recording.sharing import eval_mode
 from attnscope.engine.recording.steps import join_steps
 from attnscope.engine.recording.trace import EVERYTHING, WEIGHTS, BlockStream, Embedded, Internals, Keep, Layer, Sublayer, Trace
 from attnscope.model.attention import MultiHeadAttention

@@ -9,7 +9,7 @@ import torch
 from torch import Tensor, nn
 
 from attnscope.checkpoints.checkpoint import CheckpointError
-from attnscope.checkpoints.convert import Layout
+from attnscope.checkpoints.importers.state_dict_layout import Layout
 
 
 def read_settings(module: nn.Module, layout: Layout) -> dict[str, Any]:

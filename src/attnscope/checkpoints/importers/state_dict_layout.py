@@ -10,13 +10,10 @@ Two families map one-to-one onto attnscope's Transformer:
 
 Around the stacks, the token embeddings, output layer and positional table are found by
 shape and name. What the weights cannot tell (heads, norm placement, activation...) is the
-importer's business (checkpoints/importing.py). Loading uses `torch.load(weights_only=True)`,
-so nothing in a file is executed.
+importer's business (state_dict.py); the file is read by torch_files.py.
 """
 from __future__ import annotations
 
-import io
-import pickle
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -25,11 +22,18 @@ import torch
 from torch import Tensor
 
 from attnscope.checkpoints.checkpoint import CheckpointError
+from attnscope.model.parameters import (
+    FINAL_NORMS,
+    OUTPUT,
+    OUTPUT_BIAS,
+    POSITIONS,
+    PROJECTIONS,
+    SIDES,
+    SRC_EMBED,
+    TGT_EMBED,
+    part,
+)
 from attnscope.model.positions import sinusoidal_table
-
-PICKLED_MODULE = ("{name} holds a whole pickled model, which attnscope never unpickles because that would run its code: "
-                  "save the weights with torch.save(model.state_dict(), '{stem}.pt') and import that, or pass the live "
-                  "model to attnscope.import_model(model, ...) in Python.")
 
 
 @dataclass(frozen=True)
@@ -54,61 +58,6 @@ class Layout:
     tie_embeddings: bool
     embedding_keys: tuple[str, str]  # the user's names of the source and target embedding weights
     implied: dict[str, Any] = field(default_factory=dict)  # config fields the family's code fixes
-
-
-def is_torch_file(data: bytes) -> bool:
-    """Whether `data` starts like something torch.save wrote: a zip archive (since torch 1.6) or a pickle
-    (the legacy format); anything else is not a PyTorch checkpoint, whatever its name says."""
-    return data[:4] == b"PK\x03\x04" or (data[:1] == b"\x80" and data[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"))
-
-
-NOT_TORCH = ("{name} is not a PyTorch checkpoint (torch.save writes a zip archive; this file is neither that nor a "
-             "pickle): pick the file you saved with torch.save(model.state_dict(), ...)")
-
-
-def read_state_dict(data: bytes, name: str) -> dict[str, Tensor]:
-    """Tensors of a .pt/.pth file, loaded without executing code; nested dicts are unwrapped."""
-    if _is_safetensors(data):
-        raise CheckpointError(f"{name} is a safetensors file, not a PyTorch state_dict: a Hugging Face model imports as "
-                              "its whole folder (or a zip of it, or its hub name); an attnscope checkpoint opens as it is")
-    if not is_torch_file(data):
-        raise CheckpointError(NOT_TORCH.format(name=name))
-    try:
-        obj = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as err:
-        found = re.search(r"GLOBAL ([\w.]+)", str(err))
-        if found and found[1] == "argparse.Namespace":
-            raise CheckpointError(f"{name} keeps its settings in an argparse.Namespace, as fairseq and OpenNMT-py "
-                                  "checkpoints do, but is neither of theirs: import it with python -m attnscope import "
-                                  "(it reads fairseq's args/cfg with model, and OpenNMT-py's model/generator/vocab/opt), "
-                                  "or save model.state_dict() alone") from None
-        if found and pickled_model(found[1]):
-            stem = name.rsplit(".", 1)[0] or "model"
-            raise CheckpointError(PICKLED_MODULE.format(name=name, stem=stem)) from None
-        held = f"holds pickled {found[1]} objects" if found else "needs code to unpickle"
-        raise CheckpointError(f"{name} is not a PyTorch weights file that can be loaded safely: it {held}, which "
-                              "attnscope never unpickles because that would run their code; save model.state_dict() "
-                              "alone (of a fairseq or OpenNMT-py checkpoint, keep only its model and settings) and "
-                              "import that") from None
-    except Exception as err:  # RuntimeError, EOFError, zip errors...
-        first = str(err).strip().splitlines()[0][:160] if str(err).strip() else type(err).__name__
-        raise CheckpointError(f"{name} is not a PyTorch weights file that can be loaded safely ({first})") from None
-    for key in ("state_dict", "model_state_dict", "model"):
-        if isinstance(obj, dict) and isinstance(obj.get(key), dict):
-            obj = obj[key]
-    if not isinstance(obj, dict) or not obj or not all(isinstance(v, Tensor) for v in obj.values()):
-        raise CheckpointError(f"{name} does not hold a state_dict (a mapping of names to tensors)")
-    return {str(k): v for k, v in obj.items()}
-
-
-def pickled_model(global_name: str) -> bool:
-    """Whether a pickled class (as the unpickler names it) looks like a whole model rather than a value beside it."""
-    return ".nn.modules." in global_name or global_name.rsplit(".", 1)[-1][:1].isupper()
-
-
-def _is_safetensors(data: bytes) -> bool:
-    """A safetensors file: an 8-byte little-endian header length, then a JSON header."""
-    return len(data) > 9 and data[8:9] == b"{" and int.from_bytes(data[:8], "little") < len(data)
 
 
 # --- finding the two stacks -------------------------------------------------------------
@@ -216,54 +165,59 @@ def _copy(state: dict[str, Tensor], src: str, dst: str, names: tuple[str, str] =
 
 
 def _in_proj(state: dict[str, Tensor], src: str, dst: str) -> dict[str, Tensor]:
-    q, k, v = state[f"{src}.in_proj_weight"].chunk(3)
-    qb, kb, vb = state[f"{src}.in_proj_bias"].chunk(3)
-    return {f"{dst}.q_proj.weight": q, f"{dst}.k_proj.weight": k, f"{dst}.v_proj.weight": v,
-            f"{dst}.q_proj.bias": qb, f"{dst}.k_proj.bias": kb, f"{dst}.v_proj.bias": vb,
-            **_copy(state, f"{src}.out_proj", f"{dst}.out_proj")}
+    """nn.MultiheadAttention's packed q/k/v split into our three projections, and its output projection."""
+    weights, biases = state[f"{src}.in_proj_weight"].chunk(3), state[f"{src}.in_proj_bias"].chunk(3)
+    out: dict[str, Tensor] = {}
+    for proj, weight, bias in zip(PROJECTIONS, weights, biases):
+        out |= {f"{dst}.{proj}.weight": weight, f"{dst}.{proj}.bias": bias}
+    return out | _copy(state, f"{src}.out_proj", f"{dst}.{PROJECTIONS[3]}")
 
 
 def _linears(state: dict[str, Tensor], src: str, dst: str) -> dict[str, Tensor]:
     out: dict[str, Tensor] = {}
-    for i, name in enumerate(("q_proj", "k_proj", "v_proj", "out_proj")):
+    for i, name in enumerate(PROJECTIONS):
         out |= _copy(state, f"{src}.linears.{i}", f"{dst}.{name}")
     return out
 
 
-def _torch_layers(state: dict[str, Tensor], e: str, n_enc: int, dec: str, n_dec: int) -> dict[str, Tensor]:
+# Each family's layer parts (their module name -> our role, parameters.LAYER_PARTS)
+TORCH_PARTS = {"encoder": {"self_attn": "self_attn", "linear1": "ffn_up", "linear2": "ffn_down", "norm1": "self_norm",
+                           "norm2": "ffn_norm"},
+               "decoder": {"self_attn": "self_attn", "multihead_attn": "cross_attn", "linear1": "ffn_up",
+                           "linear2": "ffn_down", "norm1": "self_norm", "norm2": "cross_norm", "norm3": "ffn_norm"}}
+ANNOTATED_PARTS = {"encoder": {"self_attn": "self_attn", "feed_forward.w_1": "ffn_up", "feed_forward.w_2": "ffn_down",
+                               "sublayer.0.norm": "self_norm", "sublayer.1.norm": "ffn_norm"},
+                   "decoder": {"self_attn": "self_attn", "src_attn": "cross_attn", "feed_forward.w_1": "ffn_up",
+                               "feed_forward.w_2": "ffn_down", "sublayer.0.norm": "self_norm",
+                               "sublayer.1.norm": "cross_norm", "sublayer.2.norm": "ffn_norm"}}
+
+
+def _mapped(state: dict[str, Tensor], prefixes: tuple[str, str], counts: tuple[int, int], parts: dict[str, dict[str, str]],
+            attention: Callable[[dict[str, Tensor], str, str], dict[str, Tensor]],
+            norm: tuple[str, str]) -> dict[str, Tensor]:
+    """Both stacks under our names, with each family's attention layout and LayerNorm parameter names."""
     out: dict[str, Tensor] = {}
-    for i in range(n_enc):
-        s, o = f"{e}layers.{i}", f"encoder.{i}"
-        out |= _in_proj(state, f"{s}.self_attn", f"{o}.self_attn") | _copy(state, f"{s}.linear1", f"{o}.ffn.up")
-        out |= _copy(state, f"{s}.linear2", f"{o}.ffn.down") | _copy(state, f"{s}.norm1", f"{o}.attn_block.norm")
-        out |= _copy(state, f"{s}.norm2", f"{o}.ffn_block.norm")
-    for i in range(n_dec):
-        s, o = f"{dec}layers.{i}", f"decoder.{i}"
-        out |= _in_proj(state, f"{s}.self_attn", f"{o}.self_attn") | _in_proj(state, f"{s}.multihead_attn", f"{o}.cross_attn")
-        out |= _copy(state, f"{s}.linear1", f"{o}.ffn.up") | _copy(state, f"{s}.linear2", f"{o}.ffn.down")
-        out |= _copy(state, f"{s}.norm1", f"{o}.self_block.norm") | _copy(state, f"{s}.norm2", f"{o}.cross_block.norm")
-        out |= _copy(state, f"{s}.norm3", f"{o}.ffn_block.norm")
-    if f"{e}norm.weight" in state:
-        out |= _copy(state, f"{e}norm", "encoder_norm") | _copy(state, f"{dec}norm", "decoder_norm")
+    for side, prefix, count in zip(SIDES, prefixes, counts):
+        for i in range(count):
+            for theirs, role in parts[side].items():
+                src, dst = f"{prefix}layers.{i}.{theirs}", part(side, i, role)
+                out |= attention(state, src, dst) if role.endswith("attn") else _copy(
+                    state, src, dst, norm if role.endswith("norm") else ("weight", "bias"))
+        if f"{prefix}norm.{norm[0]}" in state:
+            out |= _copy(state, f"{prefix}norm", FINAL_NORMS[side], norm)
     return out
 
 
+def _torch_layers(state: dict[str, Tensor], e: str, n_enc: int, dec: str, n_dec: int) -> dict[str, Tensor]:
+    return _mapped(state, (e, dec), (n_enc, n_dec), TORCH_PARTS, _in_proj, ("weight", "bias"))
+
+
 def _annotated_layers(state: dict[str, Tensor], e: str, n_enc: int, dec: str, n_dec: int) -> dict[str, Tensor]:
-    ab = ("a_2", "b_2")
-    out: dict[str, Tensor] = {}
-    for i in range(n_enc):
-        s, o = f"{e}layers.{i}", f"encoder.{i}"
-        out |= _linears(state, f"{s}.self_attn", f"{o}.self_attn") | _copy(state, f"{s}.feed_forward.w_1", f"{o}.ffn.up")
-        out |= _copy(state, f"{s}.feed_forward.w_2", f"{o}.ffn.down")
-        out |= _copy(state, f"{s}.sublayer.0.norm", f"{o}.attn_block.norm", ab)
-        out |= _copy(state, f"{s}.sublayer.1.norm", f"{o}.ffn_block.norm", ab)
-    for i in range(n_dec):
-        s, o = f"{dec}layers.{i}", f"decoder.{i}"
-        out |= _linears(state, f"{s}.self_attn", f"{o}.self_attn") | _linears(state, f"{s}.src_attn", f"{o}.cross_attn")
-        out |= _copy(state, f"{s}.feed_forward.w_1", f"{o}.ffn.up") | _copy(state, f"{s}.feed_forward.w_2", f"{o}.ffn.down")
-        for j, block in enumerate(("self_block", "cross_block", "ffn_block")):
-            out |= _copy(state, f"{s}.sublayer.{j}.norm", f"{o}.{block}.norm", ab)
-    return out | _copy(state, f"{e}norm", "encoder_norm", ab) | _copy(state, f"{dec}norm", "decoder_norm", ab)
+    tensors = _mapped(state, (e, dec), (n_enc, n_dec), ANNOTATED_PARTS, _linears, ("a_2", "b_2"))
+    for side, prefix in zip(SIDES, (e, dec)):
+        if FINAL_NORMS[side] + ".weight" not in tensors:
+            raise KeyError(f"{prefix}norm.a_2")
+    return tensors
 
 
 Mapper = Callable[[dict[str, Tensor], str, int, str, int], dict[str, Tensor]]
@@ -290,13 +244,13 @@ def recognise(state: dict[str, Tensor]) -> Layout:
             raise CheckpointError(f"this looks like an {family} state_dict but it lacks tensor {err.args[0]}") from None
         out, bias, src, tgt = _around(state, (e, dec), d)
         positional, learned, rows = _positions(state, d)
-        tensors["tgt_embed.weight"] = state[tgt]
-        tensors["src_embed.weight"] = state[src]
-        tensors["generator.weight"] = state[out]
-        tensors["generator.bias"] = state[bias] if bias else torch.zeros(state[out].shape[0])
+        tensors[TGT_EMBED] = state[tgt]
+        tensors[SRC_EMBED] = state[src]
+        tensors[OUTPUT] = state[out]
+        tensors[OUTPUT_BIAS] = state[bias] if bias else torch.zeros(state[out].shape[0])
         if learned is not None:
-            tensors["positions.table.weight"] = learned
+            tensors[POSITIONS] = learned
         return Layout(family, tensors, d, d_ff, n_enc, n_dec, state[src].shape[0], state[out].shape[0],
-                      "encoder_norm.weight" in tensors, positional, rows, src == tgt,
+                      f"{FINAL_NORMS['encoder']}.weight" in tensors, positional, rows, src == tgt,
                       out == tgt or bool(torch.equal(state[out], state[tgt])), (src, tgt), dict(implied))
     raise _refuse(state)

@@ -3,10 +3,10 @@
 Three kinds of file are read: a Hugging Face `tokenizer.json`, a JSON list of tokens (what
 torchtext's `vocab.get_itos()` gives) and a text file with one token per line. The special
 tokens are found by name in any order and spelling (`<pad>`/`<blank>`, `<bos>`/`<sos>`/`<s>`,
-`<eos>`/`</s>`, `<unk>`...) or given explicitly, then moved to attnscope's ids 0-3 (pad, bos,
-eos, unk) under attnscope's names: `Vocabulary.order` says which of the user's ids each new id
-is, and the importer permutes the embedding and output rows the same way, so the model
-computes exactly what it computed before, token for token.
+`<eos>`/`</s>`, `<unk>`...) or given explicitly, then renamed where they are to attnscope's names
+(`Vocabulary.plan`, vocab_plan.py as for every family, holds their ids, which the model's config takes).
+A source vocabulary whose specials sit at other ids than the target's has them moved to the target's
+(rows swapped the same way), so the model computes exactly what it computed before, token for token.
 
 Word-level vocabularies (the two list kinds) get a built-in splitter: text is split at
 whitespace and every punctuation character becomes its own token ("Hunde." -> "Hunde", "."),
@@ -24,11 +24,12 @@ from typing import Mapping, Sequence
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
 
 from attnscope.checkpoints.checkpoint import CheckpointError
+from attnscope.checkpoints.importers.vocab_plan import VocabPlan
 from attnscope.model import untrusted
 from attnscope.model.config import SPECIAL_TOKENS
 from attnscope.model.tokenization import TextCodec, TokenizerError
 
-ROLES = ("pad", "bos", "eos", "unk")  # attnscope's ids 0-3, named SPECIAL_TOKENS
+ROLES = ("pad", "bos", "eos", "unk")  # named SPECIAL_TOKENS in this order
 # Spellings of each special token, compared without <>, [] and case: "<SOS>", "[PAD]", "</s>"...
 SPELLINGS = {"pad": {"pad", "blank", "padding"}, "bos": {"bos", "sos", "s", "start", "go", "cls"},
              "eos": {"eos", "/s", "end", "stop", "sep"}, "unk": {"unk", "oov", "unknown"}}
@@ -46,21 +47,16 @@ def shown(token: "str | int") -> str:
 
 @dataclass(frozen=True)
 class Vocabulary:
-    """A vocabulary moved to attnscope's conventions: the codec, and for each new id the user's id."""
+    """A user's vocabulary as the model reads it: the codec, and its plan (the user's id of each id, the specials)."""
 
     codec: TextCodec
-    order: tuple[int, ...]  # new id i is the user's id order[i]
+    plan: VocabPlan  # the model's id i is the user's id plan.order[i]
     specials: dict[str, str]  # role -> the user's spelling, e.g. {"bos": "<sos>"}
     kind: str  # "tokenizer.json", "token list" or "token lines"
 
     @property
     def size(self) -> int:
-        return len(self.order)
-
-    def from_user(self, ids: Sequence[int]) -> list[int]:
-        """Attnscope ids of the user's ids."""
-        back = {old: new for new, old in enumerate(self.order)}
-        return [back[i] for i in ids]
+        return self.plan.size
 
 
 def read_tokens(source: "str | Path | bytes | Sequence[str]", name: str = "") -> tuple[list[str] | dict, str]:
@@ -131,26 +127,20 @@ def find_specials(tokens: Sequence[str], given: Specials | None = None, what: st
 
 
 def load_vocabulary(source: "str | Path | bytes | Sequence[str]", name: str = "", specials: Specials | None = None,
-                    what: str = "vocabulary") -> Vocabulary:
-    """Read a vocabulary of any supported kind and move its specials to attnscope's ids 0-3."""
+                    what: str = "vocabulary", at: VocabPlan | None = None) -> Vocabulary:
+    """Read a vocabulary of any supported kind, its specials renamed where they are (or moved to `at`'s ids)."""
     data, kind = read_tokens(source, name)
     if kind == "tokenizer.json":
-        return _from_tokenizer_json(data, specials, what)
+        return _from_tokenizer_json(data, specials, what, at)
     if not data:
         raise CheckpointError(f"the {what} is empty")
     duplicates = sorted({t for t in data if data.count(t) > 1}) if len(set(data)) < len(data) else []
     if duplicates:
         raise CheckpointError(f"the {what} lists {shown(duplicates[0])} more than once: one token a line, each once")
     roles = find_specials(data, specials, what)
-    order = _order(roles, len(data))
-    tokens = [_renamed(data[old], old, roles) for old in order]
-    return Vocabulary(TextCodec(word_level(tokens)), tuple(order), {r: data[i] for r, i in roles.items()}, kind)
-
-
-def _order(roles: dict[str, int], size: int) -> list[int]:
-    """Specials first (pad, bos, eos, unk), then every other id in the user's order."""
-    first = [roles[r] for r in ROLES]
-    return first + [i for i in range(size) if i not in set(first)]
+    plan = VocabPlan.build(len(data), **roles, at=at)
+    tokens = [_renamed(data[old], old, roles) for old in plan.order]
+    return Vocabulary(TextCodec(word_level(tokens)), plan, {r: data[i] for r, i in roles.items()}, kind)
 
 
 def _renamed(token: str, old_id: int, roles: dict[str, int]) -> str:
@@ -166,7 +156,7 @@ def _renamed(token: str, old_id: int, roles: dict[str, int]) -> str:
 def word_level(tokens: Sequence[str]) -> Tokenizer:
     """A word-level tokenizer over `tokens` (ids in list order): whitespace, then each punctuation mark apart."""
     tok = Tokenizer(models.WordLevel({t: i for i, t in enumerate(tokens)}, unk_token=SPECIAL_TOKENS[3]))
-    if not any(ch.isupper() for t in tokens[len(SPECIAL_TOKENS):] for ch in t):
+    if not any(ch.isupper() for t in tokens if t not in SPECIAL_TOKENS for ch in t):
         tok.normalizer = normalizers.Lowercase()
     tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(),
                                                  pre_tokenizers.Punctuation(behavior="isolated")])
@@ -175,7 +165,7 @@ def word_level(tokens: Sequence[str]) -> Tokenizer:
     return tok
 
 
-def _from_tokenizer_json(data: dict, specials: Specials | None, what: str) -> Vocabulary:
+def _from_tokenizer_json(data: dict, specials: Specials | None, what: str, at: VocabPlan | None) -> Vocabulary:
     """Reorder a Hugging Face tokenizer's ids (its vocabulary and added tokens) around the specials."""
     try:
         tok = Tokenizer.from_str(json.dumps(data))
@@ -184,7 +174,8 @@ def _from_tokenizer_json(data: dict, specials: Specials | None, what: str) -> Vo
     size = tok.get_vocab_size(with_added_tokens=True)
     tokens = [tok.id_to_token(i) or "" for i in range(size)]
     roles = find_specials(tokens, specials, what)
-    order = _order(roles, size)
+    plan = VocabPlan.build(size, **roles, at=at)
+    order = plan.order
     new_id = {old: new for new, old in enumerate(order)}
     rename = {tokens[roles[r]]: name for r, name in zip(ROLES, SPECIAL_TOKENS)}
     for name in SPECIAL_TOKENS:
@@ -211,4 +202,4 @@ def _from_tokenizer_json(data: dict, specials: Specials | None, what: str) -> Vo
         codec = TextCodec(Tokenizer.from_str(json.dumps(data)))
     except (TokenizerError, Exception) as err:
         raise CheckpointError(f"the {what} tokenizer.json cannot be reordered ({str(err).splitlines()[0][:160]})") from None
-    return Vocabulary(codec, tuple(order), {r: tokens[i] for r, i in roles.items()}, "tokenizer.json")
+    return Vocabulary(codec, plan, {r: tokens[i] for r, i in roles.items()}, "tokenizer.json")
