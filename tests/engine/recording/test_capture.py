@@ -113,7 +113,7 @@ def test_capturing_does_not_change_the_logits(seed: int, device: torch.device) -
 
 
 def test_cached_decoding_calls_stack_into_the_full_matrix(device: torch.device) -> None:
-    """Recording.weights pads each one-query call with zeros and stacks the calls by query."""
+    """Recording.modules pads each one-query call with zeros and stacks the calls by query."""
     model = tiny_model(1, device=device)
     src, tgt = (x.to(device) for x in batch(1, b=1))
     with torch.no_grad():
