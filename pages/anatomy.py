@@ -1,7 +1,7 @@
 """Model anatomy: the checkpoint's config, where the parameters are, and every tensor's shape."""
 import streamlit as st
 
-from attnscope.ui import anatomy_tools, results, widgets
+from attnscope.ui import anatomy_tools, results, state, widgets
 from attnscope.ui.checkpoint_tools import training_facts
 from attnscope.ui.navigation import open_page
 from attnscope.ui.query import Query
@@ -19,7 +19,7 @@ with right:
 
 st.subheader("Tensor shapes for the current sentence")
 widgets.sentence_box(tr)
-result = results.translate(tr, Query.from_session(tr))
+result = results.translate(tr, Query.from_view(tr, state.read()))
 if result is not None:
     s, t = len(result.source_tokens), len(result.target_tokens)
     st.markdown(f"S = {s} source tokens, T = {t} decoder positions, D = {c.d_model}, H = {c.n_heads}, "

@@ -1,6 +1,6 @@
 """Checkpoints: list, activate, download, delete, and upload your own."""
 
-from attnscope.ui import models
+from attnscope.ui import models, state
 from attnscope.ui.checkpoint_tools import flash, manage, overview, skipped_files, upload
 from attnscope.ui.import_tools import import_model
 from attnscope.ui.navigation import open_page
@@ -11,7 +11,7 @@ flash()
 entries = models.entries()
 overview(entries)
 skipped_files()
-manage(entries)
+manage(state.read(), entries)
 upload()
 import_model()
 open_record()

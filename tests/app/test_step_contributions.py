@@ -23,7 +23,7 @@ def _script() -> None:
     session_state['ig_points'] is set) every attribution, then the step's view."""
     import streamlit as st
 
-    from attnscope.ui import models, results
+    from attnscope.ui import models, results, state
     from attnscope.ui.attribution_tools import sentence_attribution, step_contributions
     from attnscope.ui.query import Query
 
@@ -32,7 +32,7 @@ def _script() -> None:
     result = results.translate(tr, query)
     if st.session_state.get("ig_points"):
         sentence_attribution(tr, query, result, (0.05, st.session_state["ig_points"]))
-    step_contributions(tr, query, result, st.session_state["step"])
+    step_contributions(tr, state.read(), query, result, st.session_state["step"])
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from attnscope.checkpoints.convert import read_state_dict
 from attnscope.checkpoints.import_inputs import parse_examples, parse_specials
 from attnscope.checkpoints.importers.uploads import import_uploaded
 from attnscope.checkpoints.importing import Imported, import_weights
+from attnscope.ui import state
 from attnscope.ui.checkpoint_tools import keep_for_session
 from attnscope.ui.text import plain
 
@@ -37,7 +38,7 @@ FRAMINGS = {"<bos> sentence <eos> (PyTorch tutorial, Annotated Transformer)": "b
 
 def _report() -> None:
     """The last import's report, kept across the rerun that made the model active."""
-    lines = st.session_state.pop("_import_report", None)
+    lines = state.forget(state.IMPORT_REPORT)
     if lines:
         show = st.warning if any(line.startswith("Not checked") for line in lines) else st.info
         show(plain(" ".join(lines)))
@@ -170,6 +171,6 @@ def _import_and_keep(run: Callable[[], Imported], name: str | None = None) -> No
         tmp.unlink(missing_ok=True)
         st.error(f"Import rejected: {plain(err)}")
         return
-    st.session_state["_import_report"] = imported.report.lines()
+    state.store(state.IMPORT_REPORT, imported.report.lines())
     filename = imported.bundle.summary.get("name", "imported") if name is None else name
     keep_for_session(tmp, f"{filename}.safetensors")

@@ -16,8 +16,9 @@ from attnscope.engine.inside.trace_data import ForwardTrace, LogitLens
 from attnscope.engine.recording import tracer
 from attnscope.model.kinds import KIND_LABELS, KINDS, Kind
 from attnscope.model.transformer import sinusoidal_table
-from attnscope.ui import selection
+from attnscope.ui import selection, state
 from attnscope.ui.persist import keep
+from attnscope.ui.state import ViewState
 
 
 @dataclass(frozen=True)
@@ -90,15 +91,15 @@ def fit_errors(tr: Translator, n_positions: int, offsets: tuple[int, ...]) -> di
 
 def clamp(key: str, low: int, high: int, default: int) -> int:
     """Keep a number widget's stored value within its (model-dependent) range before drawing it."""
-    value = st.session_state.get(key, default)
-    st.session_state[key] = min(max(value, low), high)
-    return st.session_state[key]
+    value = min(max(state.stored(key, default), low), high)
+    state.store(key, value)
+    return value
 
 
 def _select(label: str, options: list, key: str, default: object, **kwargs) -> object:
     """A selectbox whose value survives option changes (falls back to `default` when gone)."""
-    if st.session_state.get(key) not in options:
-        st.session_state[key] = default if default in options else options[0]
+    if state.stored(key) not in options:
+        state.store(key, default if default in options else options[0])
     return st.selectbox(label, options, key=key, **kwargs)
 
 
@@ -112,44 +113,43 @@ class HeadChoice:
     mean: bool  # the sidebar says "mean of heads": `head` is head 0, shown in its place
 
 
-def choose_head(tr: Translator) -> HeadChoice:
+def choose_head(tr: Translator, view: ViewState) -> HeadChoice:
     """Attention kind, layer and head: the sidebar's own values, shown and set here too (each picker is
     bound to the same session key as the sidebar's). Drawn outside the page's fragment, so a change
     reruns the whole app and the sidebar shows it at once."""
     c = tr.model.config
     cols = st.columns([3, 1, 2])
     with cols[0]:
-        st.selectbox("Attention", list(KINDS), format_func=KIND_LABELS.get, **keep("kind", "cross", "inside_kind"))
-    kind = selection.kind()
-    n_layers = c.n_encoder_layers if kind == "encoder" else c.n_decoder_layers
-    st.session_state["layer"] = selection.fit_layer(n_layers)
+        st.selectbox("Attention", list(KINDS), format_func=KIND_LABELS.get, **keep(state.KIND, "cross", "inside_kind"))
+    selection.fit_to_model(view, c)
+    n_layers = selection.n_layers(c, view.kind)
     with cols[1]:
-        st.selectbox("Layer", list(range(n_layers)), **keep("layer", 0, "inside_layer"))
+        st.selectbox("Layer", list(range(n_layers)), **keep(state.LAYER, 0, "inside_layer"))
     with cols[2]:
-        st.selectbox("Head", ["mean", *range(c.n_heads)], **keep("head", "mean", "inside_head"),
-                     format_func=lambda h: "mean of heads (head 0 shown)" if h == "mean" else f"head {h}")
-    head = selection.head()
+        st.selectbox("Head", [state.MEAN, *range(c.n_heads)], **keep(state.HEAD, state.MEAN, "inside_head"),
+                     format_func=lambda h: "mean of heads (head 0 shown)" if h == state.MEAN else f"head {h}")
+    head = selection.head(view, c.n_heads)
     if head is None:
         st.info("The sidebar's head is the mean of heads, which has no single computation to open: this page "
                 "shows head 0. Pick a head here or in the sidebar to see another.", icon=":material/info:")
-    return HeadChoice(kind, selection.fit_layer(n_layers), 0 if head is None else head, head is None)
+    return HeadChoice(view.kind, selection.fit_layer(view, n_layers), 0 if head is None else head, head is None)
 
 
-def choose(result: Translation, picked: HeadChoice) -> Choice:
+def choose(view: ViewState, result: Translation, picked: HeadChoice) -> Choice:
     """The decoding step (shared with the Step page) and the query token of the picked head."""
     kind = picked.kind
     cols = st.columns(2)
     n_steps = len(result.steps)
-    step = min(max(int(st.session_state.get("step", 0)), 0), n_steps - 1)
-    st.session_state["step"] = step
+    step = selection.fit_step(view, n_steps)
+    state.set_step(step)
     with cols[0]:
         if n_steps > 1:
-            step = int(st.slider("Decoding step", 0, n_steps - 1, help="Shared with the Step page.", **keep("step", step)))
+            step = int(st.slider("Decoding step", 0, n_steps - 1, help="Shared with the Step page.", **keep(state.STEP, step)))
     queries = result.source_tokens if kind == "encoder" else result.target_tokens[: step + 1]
-    if kind != "encoder" and st.session_state.get("_inside_query_step") != step:
-        st.session_state[f"inside_query_{kind}"] = step  # a new step opens the token the decoder reads at it
-    st.session_state["_inside_query_step"] = step
+    if kind != "encoder" and state.stored(state.INSIDE_QUERY_STEP) != step:
+        state.store(state.inside_query(kind), step)  # a new step opens the token the decoder reads at it
+    state.store(state.INSIDE_QUERY_STEP, step)
     with cols[1]:
-        query = _select("Query token", list(range(len(queries))), f"inside_query_{kind}",
+        query = _select("Query token", list(range(len(queries))), state.inside_query(kind),
                         0 if kind == "encoder" else step, format_func=lambda i: f"{i}: {queries[i]}")
     return Choice(kind, picked.layer, picked.head, step, int(query))

@@ -5,7 +5,7 @@ import streamlit as st
 
 from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.model.kinds import KIND_LABELS
-from attnscope.ui import inside_tools, widgets
+from attnscope.ui import inside_tools, state, widgets
 from attnscope.ui.inside_tools import Choice, HeadChoice
 from attnscope.ui.positional_tools import LAYOUTS
 from attnscope.ui.text import plain
@@ -54,13 +54,13 @@ def positional_panels(tr: Translator) -> None:
     c = tr.model.config
     st.subheader(f"6 · Positional encodings: offsets as rotations ({c.positional})")
     cols = st.columns(3)
-    inside_tools.clamp("inside_pe_positions", 8, c.max_len, min(64, c.max_len))
-    n_pos = cols[0].slider("Positions", 8, c.max_len, key="inside_pe_positions")
-    inside_tools.clamp("inside_pe_offset", 1, n_pos - 1, 3)
-    offset = cols[1].number_input("Offset k", 1, n_pos - 1, key="inside_pe_offset")
+    inside_tools.clamp(state.INSIDE_PE_POSITIONS, 8, c.max_len, min(64, c.max_len))
+    n_pos = cols[0].slider("Positions", 8, c.max_len, key=state.INSIDE_PE_POSITIONS)
+    inside_tools.clamp(state.INSIDE_PE_OFFSET, 1, n_pos - 1, 3)
+    offset = cols[1].number_input("Offset k", 1, n_pos - 1, key=state.INSIDE_PE_OFFSET)
     if c.positional == "sinusoidal":
-        inside_tools.clamp("inside_pe_pair", 0, c.d_model // 2 - 1, 0)
-        pair = cols[2].number_input("Frequency pair i", 0, c.d_model // 2 - 1, key="inside_pe_pair")
+        inside_tools.clamp(state.INSIDE_PE_PAIR, 0, c.d_model // 2 - 1, 0)
+        pair = cols[2].number_input("Frequency pair i", 0, c.d_model // 2 - 1, key=state.INSIDE_PE_PAIR)
         check = inside_tools.rotation(tr, n_pos, int(offset))
         st.caption(f"PE(t+{offset}) computed by rotating each (sin, cos) pair of PE(t) by ω_i·{offset}, against the "
                    f"model's own table for t < {n_pos - offset}: max error {check.max_error:.1e} (float32 rounding). "

@@ -5,13 +5,11 @@ import streamlit as st
 
 from attnscope.engine.recording.record import KINDS, AttentionRecord, RecordError
 from attnscope.engine.recording.record_files import notes, read_record, record_meta
-from attnscope.ui import selection, widgets
+from attnscope.ui import selection, state, widgets
 from attnscope.ui.text import plain
 from attnscope.ui.translation_view import show_translation
 from attnscope.viz.grid import heads_grid
 from attnscope.viz.heatmap import record_heatmap
-
-KEY = "opened_record"  # session_state: (file name, AttentionRecord, meta); per session, never shared
 
 
 def open_record() -> None:
@@ -25,24 +23,24 @@ def open_record() -> None:
         return
     try:
         data = file.getvalue()
-        st.session_state[KEY] = (file.name, read_record(data, file.name), record_meta(data))
+        state.store(state.OPENED_RECORD, (file.name, read_record(data, file.name), record_meta(data)))
     except RecordError as err:
         st.error(f"Record rejected: {plain(err)}")
         return
     st.success(plain(f"Opened {file.name}: the Translate, Step and Heads pages show it until you close it."))
-    for note in notes(st.session_state[KEY][1]):
+    for note in notes(state.stored(state.OPENED_RECORD)[1]):
         st.warning(plain(f"{file.name}: {note}."))
 
 
 def close() -> None:
     """Forget the opened record (the pages go back to the active checkpoint)."""
-    st.session_state.pop(KEY, None)
+    state.forget(state.OPENED_RECORD)
     widgets.forget_upload("open_record_file")
 
 
 def show_opened() -> bool:
     """Draw the opened record the way Translate draws a translation; False when none is open."""
-    opened = st.session_state.get(KEY)
+    opened = state.stored(state.OPENED_RECORD)
     if opened is None:
         return False
     name, record, meta = opened
@@ -52,13 +50,13 @@ def show_opened() -> bool:
     show_translation(*headline(record, meta))
     if meta:
         st.caption(plain(", ".join(f"{k}: {v}" for k, v in meta.items() if k != "translation")))
-    layer, head = st.session_state.get("layer", 0), st.session_state.get("head", "mean")
-    head_index = None if head == "mean" or head >= record.n_heads else head
-    for tab, kind in zip(selection.kind_tabs(), KINDS):  # opened on the sidebar's kind, and setting it
+    view = state.read()
+    head_index = selection.head(view, record.n_heads)
+    for tab, kind in zip(selection.kind_tabs(view), KINDS):  # opened on the sidebar's kind, and setting it
         with tab:
             if not tab.open:
                 continue  # only the chosen kind is drawn
-            kind_layer = min(layer, record.n_layers(kind) - 1)
+            kind_layer = selection.layer(view, record, kind)
             widgets.chart(record_heatmap(record, kind, kind_layer, head_index), f"record-heatmap-{kind}")
             widgets.chart(heads_grid(record, kind, selected=(kind_layer, head_index)), f"record-grid-{kind}")
     return True
@@ -76,7 +74,7 @@ def headline(record: AttentionRecord, meta: dict) -> tuple[str, str, str, str]:
 
 def note_needs_model() -> None:
     """On views that run the model: say that an opened record is not what they show."""
-    opened = st.session_state.get(KEY)
+    opened = state.stored(state.OPENED_RECORD)
     if opened is not None:
         st.caption(plain(f"This view runs the active checkpoint; the opened record {opened[0]} has attention only "
                          "(no model), so it is shown on Translate, Step and Heads."))

@@ -10,7 +10,7 @@ import streamlit as st
 
 from attnscope.engine.analysis.heads import head_stats
 from attnscope.engine.recording.record import KIND_LABELS, AttentionRecord
-from attnscope.ui import record_tools, selection, tables, widgets
+from attnscope.ui import record_tools, selection, state, tables, widgets
 from attnscope.ui.stepping import step_controls
 from attnscope.ui.text import plain
 from attnscope.viz.grid import heads_grid
@@ -19,7 +19,7 @@ from attnscope.viz.steps import step_rows, step_source
 
 def _opened(page: str, needs_model: str, key: str) -> tuple[str, AttentionRecord] | None:
     """The opened record and its name, after the note of what this page shows of it; None when none is open."""
-    opened = st.session_state.get(record_tools.KEY)
+    opened = state.stored(state.OPENED_RECORD)
     if opened is None:
         return None
     name, record, _ = opened
@@ -29,12 +29,6 @@ def _opened(page: str, needs_model: str, key: str) -> tuple[str, AttentionRecord
     return name, record
 
 
-def _head(record: AttentionRecord) -> int | None:
-    """The sidebar's head, or the mean of heads when the record has fewer heads than the active model."""
-    head = selection.head()
-    return head if head is not None and head < record.n_heads else None
-
-
 def show_on_steps() -> bool:
     """The Step page for an opened record: each step's cross- and self-attention rows; False when none is open."""
     opened = _opened("step by step", "The chosen token's probability and its rivals, forcing another token, what "
@@ -42,12 +36,13 @@ def show_on_steps() -> bool:
     if opened is None:
         return False
     _, record = opened
-    t = step_controls(record.n_steps)
+    view = state.read()
+    t = step_controls(view, record.n_steps)
     rows = record.step(t)
     chosen = record.target_tokens[t + 1] if t + 1 < record.n_steps else None
     st.markdown(f"**Decoder input so far:** {plain(' '.join(rows.prefix))}"
                 + (f" → **next input** “{plain(chosen)}”" if chosen is not None else " (the last step of the record)"))
-    st.html(step_source(rows, selection.layer(record, "cross"), _head(record)))
+    st.html(step_source(rows, selection.layer(view, record, "cross"), selection.head(view, record.n_heads)))
     st.html(step_rows(rows.cross, record.source_tokens, title=f"Cross-attention of step {t}, every layer and head"))
     st.html(step_rows(rows.decoder_self, record.target_tokens, n_visible=t + 1,
                       title=f"Decoder masked self-attention of step {t} (grey: future positions, masked)"))
@@ -61,10 +56,12 @@ def show_on_heads() -> bool:
     if opened is None:
         return False
     _, record = opened
-    kind = selection.kind()
+    view = state.read()
+    kind = view.kind
     st.caption(f"{KIND_LABELS[kind]} (pick another kind, layer or head in the sidebar).")
-    widgets.chart(heads_grid(record, kind, per_head_scale=st.session_state.get("per_head_scale", False),
-                             selected=(selection.layer(record, kind), _head(record))), "record-heads-grid")
+    widgets.chart(heads_grid(record, kind, per_head_scale=view.per_head_scale,
+                             selected=(selection.layer(view, record, kind), selection.head(view, record.n_heads))),
+                  "record-heads-grid")
     st.subheader("Head statistics of this sentence")
     tables.table(head_stats(record).round(3), tables.HEAD_STATS)
     return True

@@ -17,7 +17,7 @@ from attnscope.training.config import TrainConfig
 from attnscope.training.data import LANGUAGES, TOY_TASKS, DataError, corpus_file, data_dir
 from attnscope.training.jobs import Ending, TrainJob, estimate_epoch_seconds, existing_run, free_name
 from attnscope.training.toy import TOY_MODEL, TOY_SCHEDULE
-from attnscope.ui import tables, widgets
+from attnscope.ui import state, tables, widgets
 from attnscope.ui.persist import keep
 from attnscope.ui.text import plain
 from attnscope.viz.heatmap import record_heatmap
@@ -48,7 +48,7 @@ def runs_dir() -> Path:
 
 def current_job() -> TrainJob | None:
     """This session's latest job, if any."""
-    return jobs().get(st.session_state.get("train_job", ""))
+    return jobs().get(state.stored(state.TRAIN_JOB, ""))
 
 
 def multi30k_available(src: str, tgt: str) -> str | None:
@@ -77,9 +77,10 @@ def form_defaults(source: str, preset: str) -> dict[str, Any]:
 
 def _reset_when_changed(marker: str, value: object, defaults: dict[str, Any]) -> None:
     """Put fields back to their defaults when `value` (e.g. the data source) differs from last time."""
-    if st.session_state.get(marker) != value:
-        st.session_state[marker] = value
-        st.session_state.update(defaults)
+    if state.stored(marker) != value:
+        state.store(marker, value)
+        for key, default in defaults.items():
+            state.store(key, default)
 
 
 def _number(column: Any, label: str, low: float, high: float, key: str, defaults: dict[str, Any], **kwargs: Any) -> Any:
@@ -106,15 +107,15 @@ def run_form() -> tuple[TrainConfig | None, str]:
         task = "multi30k"
         src = cols[1].selectbox("Source language", LANGUAGES, **keep("train_src", "en"))
         targets = [lang for lang in LANGUAGES if lang != src]
-        if st.session_state.get("train_tgt") not in targets:
-            st.session_state["train_tgt"] = targets[0]
-        tgt = cols[2].selectbox("Target language", targets, **keep("train_tgt", targets[0]))
+        if state.stored(state.TRAIN_TARGET) not in targets:
+            state.store(state.TRAIN_TARGET, targets[0])
+        tgt = cols[2].selectbox("Target language", targets, **keep(state.TRAIN_TARGET, targets[0]))
         suggested = f"my-{src}-{tgt}"
         missing = multi30k_available(src, tgt)
-    _reset_when_changed("_train_source_was", source, {"train_preset": "toy" if source == TOY else "small"})
+    _reset_when_changed(state.TRAIN_SOURCE_WAS, source, {"train_preset": "toy" if source == TOY else "small"})
     preset = st.selectbox("Model size", list(PRESETS), **keep("train_preset", "toy"))
     defaults = form_defaults(source, preset)
-    _reset_when_changed("_train_profile_was", (source, preset), defaults)
+    _reset_when_changed(state.TRAIN_PROFILE_WAS, (source, preset), defaults)
     overrides: dict[str, Any] = dict(TOY_MODEL) if source == TOY and preset == "toy" else {}  # the form's fields on top
     with st.expander("Expert settings (ModelConfig fields)"):
         c = st.columns(4)
@@ -134,10 +135,10 @@ def run_form() -> tuple[TrainConfig | None, str]:
     eval_every = _number(c[4], "Validate every (steps; 0 = each epoch)", 0, 100_000, "train_eval_every", defaults)
     patience = _number(c[5], "Stop early after (validations without better BLEU; 0 = never)", 0, 1000,
                        "train_patience", defaults)
-    if st.session_state.get("train_name") in (None, st.session_state.get("_train_suggested")):
-        st.session_state["train_name"] = suggested  # the name follows the task until the user types their own
-    st.session_state["_train_suggested"] = suggested
-    name = st.text_input("Run name", max_chars=60, **keep("train_name", suggested))
+    if state.stored(state.TRAIN_NAME) in (None, state.stored(state.TRAIN_SUGGESTED)):
+        state.store(state.TRAIN_NAME, suggested)  # the name follows the task until the user types their own
+    state.store(state.TRAIN_SUGGESTED, suggested)
+    name = st.text_input("Run name", max_chars=60, **keep(state.TRAIN_NAME, suggested))
     sample_default = "a b c d e f" if source == TOY else "Two dogs are running through the snow."
     _reset_when_changed("_train_sample_source", source, {"train_sample": sample_default})
     sample = st.text_input("Sample sentence to watch", max_chars=300, **keep("train_sample", sample_default))
@@ -194,7 +195,7 @@ def launch(config: TrainConfig, sample: str, resume: bool) -> None:
         return
     with _JOBS_LOCK:
         jobs()[job.id] = job
-    st.session_state["train_job"] = job.id
+    state.store(state.TRAIN_JOB, job.id)
     st.rerun()
 
 
@@ -291,10 +292,10 @@ def progress(job: TrainJob) -> None:
 
 def snapshot_view(job: TrainJob) -> None:
     """The sample's cross-attention at a validation: follows the latest unless the user picked an earlier one."""
-    key, follow = f"snapshot-{job.id}", f"snapshot-follow-{job.id}"
+    key, follow = state.snapshot_keys(job.id)
     last = len(job.snapshots) - 1
-    if st.session_state.get(follow, True) or st.session_state.get(key, last) > last:
-        st.session_state[key] = last
+    if state.stored(follow, True) or state.stored(key, last) > last:
+        state.store(key, last)
     index = st.select_slider("Attention at validation (step)", options=list(range(len(job.snapshots))),
                              format_func=lambda i: str(job.snapshots[i].step), key=key,
                              on_change=_follow_if_last, args=(job, key, follow))
@@ -308,4 +309,4 @@ def snapshot_view(job: TrainJob) -> None:
 
 
 def _follow_if_last(job: TrainJob, key: str, follow: str) -> None:
-    st.session_state[follow] = st.session_state[key] == len(job.snapshots) - 1
+    state.store(follow, state.stored(key) == len(job.snapshots) - 1)
