@@ -1,10 +1,10 @@
 """Attribution: what each source token and the target prefix actually contributed to each generated token."""
 import streamlit as st
 
-from attnscope.ui import attribution_samples as samples
-from attnscope.ui import attribution_tools as tools
-from attnscope.ui import attribution_views as views
 from attnscope.ui import state, widgets
+from attnscope.ui.attribution import samples
+from attnscope.ui.attribution import sentence as tools
+from attnscope.ui.attribution import tabs as views
 from attnscope.ui.navigation import open_page
 from attnscope.ui.text import plain
 from attnscope.ui.url import tabs_in_url

@@ -1,9 +1,9 @@
 """Step through decoding: at each step the prefix, the choice, its rivals and where the model looked."""
-from attnscope.ui import record_views, state, widgets
+from attnscope.ui import records, state, widgets
 from attnscope.ui.navigation import open_page
-from attnscope.ui.stepping import beam_view, step_view
+from attnscope.ui.step_page import beam_view, step_view
 
-tr = open_page("Step through decoding", record_view=record_views.show_on_steps)  # an opened record: its rows, read-only
+tr = open_page("Step through decoding", record_view=records.show_on_steps)  # an opened record: its rows, read-only
 view = state.read()
 query, result = widgets.translated_sentence(tr, view)
 step_view(tr, query, result)  # a fragment: reads the view again when it reruns alone

@@ -3,10 +3,10 @@ import streamlit as st
 
 from attnscope.ui import figures, results, selection, state, widgets
 from attnscope.ui.cache import result_key
-from attnscope.ui.compare import reference_comparison
 from attnscope.ui.navigation import open_page
-from attnscope.ui.record_tools import show_opened
+from attnscope.ui.records import show_opened
 from attnscope.ui.selection import KIND_LABELS, KINDS
+from attnscope.ui.translate_page import reference_comparison
 from attnscope.ui.translation_view import show_translation
 from attnscope.ui.values_switch import values_switch
 

@@ -16,7 +16,7 @@ import streamlit as st
 
 from attnscope.engine.decoding.translator import Translator
 from attnscope.ui import models, state
-from attnscope.ui.record_tools import note_needs_model
+from attnscope.ui.records import note_needs_model
 
 if TYPE_CHECKING:
     from streamlit.navigation.page import StreamlitPage  # what st.Page returns

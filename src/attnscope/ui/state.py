@@ -43,6 +43,7 @@ SPLIT_RUN, LAYERS_RUN, STATS_RUN = "_attr_split_run", "_attr_layers_run", "_attr
 INSIDE_QUERY_STEP = "_inside_query_step"  # the step whose query token the Inside page last opened
 TRAIN_JOB, TRAIN_TARGET, TRAIN_NAME = "train_job", "train_tgt", "train_name"
 TRAIN_SUGGESTED, TRAIN_SOURCE_WAS, TRAIN_PROFILE_WAS = "_train_suggested", "_train_source_was", "_train_profile_was"
+TRAIN_SAMPLE_SOURCE = "_train_sample_source"
 
 
 def shadow(key: str) -> str:

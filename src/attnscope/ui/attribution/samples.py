@@ -20,7 +20,7 @@ from attnscope.engine.attribution.sentence import ALTI, INTEGRATED, VALUE_ZEROIN
 from attnscope.engine.decoding.translator import Translator
 from attnscope.training.data import DataError, sample_pairs
 from attnscope.ui import sample_runs, state, tables, widgets
-from attnscope.ui.attribution_tools import IG_MAX_POINTS, MAX_STATS_SAMPLE, ig_settings
+from attnscope.ui.attribution.sentence import IG_MAX_POINTS, MAX_STATS_SAMPLE, ig_settings
 from attnscope.ui.text import plain
 from attnscope.viz.attribution import layer_agreement_figure, shares_by_position_figure
 

@@ -16,7 +16,7 @@ from attnscope.engine.decoding.beam_result import BeamResult
 from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.model.config import BOS_ID, PAD_ID, UNK_ID
 from attnscope.ui import figures, results, selection, state, widgets
-from attnscope.ui.attribution_tools import step_contributions
+from attnscope.ui.attribution.sentence import step_contributions
 from attnscope.ui.cache import result_key
 from attnscope.ui.persist import keep
 from attnscope.ui.query import Query

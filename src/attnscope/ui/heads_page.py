@@ -19,7 +19,7 @@ from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.engine.recording.record import KINDS
 from attnscope.training.data import DataError, sample_pairs
 from attnscope.ui import models, results, selection, state, tables, widgets
-from attnscope.ui.attribution_tools import MAX_STATS_SAMPLE
+from attnscope.ui.attribution.sentence import MAX_STATS_SAMPLE
 from attnscope.ui.query import Query
 from attnscope.ui.state import ViewState
 from attnscope.ui.text import plain

@@ -1,4 +1,4 @@
-"""Widgets of the Checkpoints page: the table, activate, download, delete, upload (importing: ui/import_tools.py)."""
+"""Widgets of the Checkpoints page: the table, activate, download, delete, upload (importing: imports.py)."""
 from __future__ import annotations
 
 import math

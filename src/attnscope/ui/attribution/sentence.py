@@ -1,7 +1,7 @@
 """Widgets of the Attribution page on its sentence (cached attributions, the methods explained, integrated
 gradients' completeness, alignment) and the Step page's on-request view of what one decoding step relied on.
 Each tab asks only for what it shows: the split needs ALTI+ alone, the alignment value zeroing, and integrated
-gradients (most of the cost) run only for the tabs that show them. Sample averages: attribution_samples.py."""
+gradients (most of the cost) run only for the tabs that show them. Sample averages: samples.py."""
 from __future__ import annotations
 
 import time

@@ -17,7 +17,7 @@ from attnscope.checkpoints.import_inputs import parse_examples, parse_specials
 from attnscope.checkpoints.importers.uploads import import_uploaded
 from attnscope.checkpoints.importing import Imported, import_weights
 from attnscope.ui import state
-from attnscope.ui.checkpoint_tools import keep_for_session
+from attnscope.ui.checkpoints.manage import keep_for_session
 from attnscope.ui.text import plain
 
 HELP = ("A `torch.nn.Transformer` model (the PyTorch tutorial's Seq2SeqTransformer and the like) or the Annotated "
