@@ -236,6 +236,25 @@ def test_state_through_the_state_module_passes() -> None:
     assert session_state_uses(source) == []
 
 
+MAX_UI_LINES = 300  # a ui module does one job; a page that needs more is a package of modules by job
+
+
+def too_long(sources: dict[Path, str]) -> list[str]:
+    """The modules in `sources` longer than MAX_UI_LINES, with their length."""
+    return [f"{path}: {n} lines" for path, source in sorted(sources.items())
+            if (n := len(source.splitlines())) > MAX_UI_LINES]
+
+
+def test_ui_modules_are_small() -> None:
+    sources = {p.relative_to(ROOT): p.read_text() for p in (SRC / "ui").rglob("*.py")}
+    assert Path("src/attnscope/ui/state.py") in sources and not too_long(sources), too_long(sources)
+
+
+def test_a_long_ui_module_is_reported() -> None:
+    long, short = "x = 1\n" * (MAX_UI_LINES + 1), "x = 1\n" * MAX_UI_LINES
+    assert too_long({Path("ui/a.py"): long, Path("ui/b.py"): short}) == [f"ui/a.py: {MAX_UI_LINES + 1} lines"]
+
+
 def test_the_app_uses_only_public_streamlit_api() -> None:
     sources = app_sources()
     assert set(page_sources()) <= set(sources) and Path("src/attnscope/ui/widgets.py") in sources
