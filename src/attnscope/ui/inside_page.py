@@ -126,13 +126,13 @@ def choose_head(tr: Translator, view: ViewState) -> HeadChoice:
     c = tr.model.config
     cols = st.columns([3, 1, 2])
     with cols[0]:
-        st.selectbox("Attention", list(KINDS), format_func=KIND_LABELS.get, **keep(state.KIND, "cross", "inside_kind"))
+        st.selectbox("Attention", list(KINDS), format_func=KIND_LABELS.get, **keep(state.KIND, "cross", state.INSIDE_KIND))
     selection.fit_to_model(view, c)
     n_layers = selection.n_layers(c, view.kind)
     with cols[1]:
-        st.selectbox("Layer", list(range(n_layers)), **keep(state.LAYER, 0, "inside_layer"))
+        st.selectbox("Layer", list(range(n_layers)), **keep(state.LAYER, 0, state.INSIDE_LAYER))
     with cols[2]:
-        st.selectbox("Head", [state.MEAN, *range(c.n_heads)], **keep(state.HEAD, state.MEAN, "inside_head"),
+        st.selectbox("Head", [state.MEAN, *range(c.n_heads)], **keep(state.HEAD, state.MEAN, state.INSIDE_HEAD),
                      format_func=lambda h: "mean of heads (head 0 shown)" if h == state.MEAN else f"head {h}")
     head = selection.head(view, c.n_heads)
     if head is None:

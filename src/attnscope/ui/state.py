@@ -28,6 +28,7 @@ PER_HEAD_SCALE, PER_HEAD_SCALE_LONG = "per_head_scale", "per_head_scale_long"  #
 ATTRIBUTION_TAB, HEADS_TAB, INSIDE_TAB = "attr_tab", "heads_tab", "inside_tab"
 IG_TOLERANCE, MANAGE_NAME = "ig_tolerance", "manage_name"
 INSIDE_PE_POSITIONS, INSIDE_PE_OFFSET, INSIDE_PE_PAIR = "inside_pe_positions", "inside_pe_offset", "inside_pe_pair"
+INSIDE_KIND, INSIDE_LAYER, INSIDE_HEAD = "inside_kind", "inside_layer", "inside_head"  # the sidebar's three, again
 
 # What the app remembers between runs of one session.
 URL_RESTORED, URL_FORCE = "_url_restored", "_url_force"  # the URL was read; its forced token, not yet placed
@@ -44,6 +45,12 @@ INSIDE_QUERY_STEP = "_inside_query_step"  # the step whose query token the Insid
 TRAIN_JOB, TRAIN_TARGET, TRAIN_NAME = "train_job", "train_tgt", "train_name"
 TRAIN_SUGGESTED, TRAIN_SOURCE_WAS, TRAIN_PROFILE_WAS = "_train_suggested", "_train_source_was", "_train_profile_was"
 TRAIN_SAMPLE_SOURCE = "_train_sample_source"
+# The Train page's form fields, kept across pages (ui/persist.py): the key of each by what it sets.
+TRAIN_FIELDS = {"data": "train_data", "task": "train_task", "src_lang": "train_src", "preset": "train_preset",
+                "sample": "train_sample", "positional": "train_pos", "d_model": "train_d_model", "n_heads": "train_heads",
+                "n_encoder_layers": "train_enc", "n_decoder_layers": "train_dec", "d_ff": "train_ff",
+                "dropout": "train_dropout", "norm": "train_norm", "epochs": "train_epochs", "max_tokens": "train_tokens",
+                "lr": "train_lr", "warmup": "train_warmup", "eval_every": "train_eval_every", "patience": "train_patience"}
 
 
 def shadow(key: str) -> str:

@@ -21,10 +21,9 @@ MAX_EPOCHS = 200
 TOY, MULTI30K = "Toy task", "Multi30k"
 MULTI30K_SCHEDULE: dict[str, Any] = dict(epochs=20, max_tokens=4000, lr=1e-3, warmup=1000, eval_every=0)
 # Form fields whose defaults depend on the data source and model size: reset when those change.
-MODEL_KEYS = {"train_d_model": "d_model", "train_heads": "n_heads", "train_enc": "n_encoder_layers",
-              "train_dec": "n_decoder_layers", "train_ff": "d_ff", "train_dropout": "dropout", "train_norm": "norm"}
-SCHEDULE_KEYS = {"train_epochs": "epochs", "train_tokens": "max_tokens", "train_lr": "lr", "train_warmup": "warmup",
-                 "train_eval_every": "eval_every"}
+FIELD = state.TRAIN_FIELDS  # the session key of each field
+MODEL_KEYS = {FIELD[f]: f for f in ("d_model", "n_heads", "n_encoder_layers", "n_decoder_layers", "d_ff", "dropout", "norm")}
+SCHEDULE_KEYS = {FIELD[f]: f for f in ("epochs", "max_tokens", "lr", "warmup", "eval_every")}
 
 
 def multi30k_available(src: str, tgt: str) -> str | None:
@@ -45,9 +44,9 @@ def form_defaults(source: str, preset: str) -> dict[str, Any]:
     schedule = dict(TOY_SCHEDULE if toy else MULTI30K_SCHEDULE)
     values = {key: model.get(name, {"dropout": 0.1, "norm": "post"}.get(name)) for key, name in MODEL_KEYS.items()}
     values |= {key: schedule[name] or 0 for key, name in SCHEDULE_KEYS.items()}
-    values["train_patience"] = 0
-    values["train_dropout"] = float(values["train_dropout"])
-    values["train_lr"] = float(values["train_lr"])
+    values[FIELD["patience"]] = 0
+    values[FIELD["dropout"]] = float(values[FIELD["dropout"]])
+    values[FIELD["lr"]] = float(values[FIELD["lr"]])
     return values
 
 
@@ -73,51 +72,52 @@ def run_form() -> tuple[TrainConfig | None, str]:
     dtype = autocast_dtype(device)
     st.info(f"Training runs on **{device.type.upper()}**" + (" with bf16 autocast." if dtype else " in fp32."))
     cols = st.columns(3)
-    source = cols[0].radio("Data", [TOY, MULTI30K], horizontal=True, **keep("train_data", TOY))
+    source = cols[0].radio("Data", [TOY, MULTI30K], horizontal=True, **keep(FIELD["data"], TOY))
     missing = None
     if source == TOY:
-        task = cols[1].selectbox("Task", TOY_TASKS, **keep("train_task", "reverse"))
+        task = cols[1].selectbox("Task", TOY_TASKS, **keep(FIELD["task"], "reverse"))
         src = tgt = "en"
         suggested = f"toy-{task}"
     else:
         task = "multi30k"
-        src = cols[1].selectbox("Source language", LANGUAGES, **keep("train_src", "en"))
+        src = cols[1].selectbox("Source language", LANGUAGES, **keep(FIELD["src_lang"], "en"))
         targets = [lang for lang in LANGUAGES if lang != src]
         if state.stored(state.TRAIN_TARGET) not in targets:
             state.store(state.TRAIN_TARGET, targets[0])
         tgt = cols[2].selectbox("Target language", targets, **keep(state.TRAIN_TARGET, targets[0]))
         suggested = f"my-{src}-{tgt}"
         missing = multi30k_available(src, tgt)
-    _reset_when_changed(state.TRAIN_SOURCE_WAS, source, {"train_preset": "toy" if source == TOY else "small"})
-    preset = st.selectbox("Model size", list(PRESETS), **keep("train_preset", "toy"))
+    _reset_when_changed(state.TRAIN_SOURCE_WAS, source, {FIELD["preset"]: "toy" if source == TOY else "small"})
+    preset = st.selectbox("Model size", list(PRESETS), **keep(FIELD["preset"], "toy"))
     defaults = form_defaults(source, preset)
     _reset_when_changed(state.TRAIN_PROFILE_WAS, (source, preset), defaults)
     overrides: dict[str, Any] = dict(TOY_MODEL) if source == TOY and preset == "toy" else {}  # the form's fields on top
     with st.expander("Expert settings (ModelConfig fields)"):
         c = st.columns(4)
-        overrides["d_model"] = _number(c[0], "d_model", 8, 1024, "train_d_model", defaults, step=8)
-        overrides["n_heads"] = _number(c[1], "heads", 1, 16, "train_heads", defaults)
-        overrides["n_encoder_layers"] = _number(c[2], "encoder layers", 1, 12, "train_enc", defaults)
-        overrides["n_decoder_layers"] = _number(c[3], "decoder layers", 1, 12, "train_dec", defaults)
-        overrides["d_ff"] = _number(c[0], "d_ff", 8, 4096, "train_ff", defaults, step=8)
-        overrides["dropout"] = _number(c[1], "dropout", 0.0, 0.9, "train_dropout", defaults, step=0.05)
-        overrides["positional"] = c[2].selectbox("positional", ["sinusoidal", "learned"], **keep("train_pos", "sinusoidal"))
-        overrides["norm"] = c[3].selectbox("norm", ["post", "pre"], **keep("train_norm", defaults["train_norm"]))
+        overrides["d_model"] = _number(c[0], "d_model", 8, 1024, FIELD["d_model"], defaults, step=8)
+        overrides["n_heads"] = _number(c[1], "heads", 1, 16, FIELD["n_heads"], defaults)
+        overrides["n_encoder_layers"] = _number(c[2], "encoder layers", 1, 12, FIELD["n_encoder_layers"], defaults)
+        overrides["n_decoder_layers"] = _number(c[3], "decoder layers", 1, 12, FIELD["n_decoder_layers"], defaults)
+        overrides["d_ff"] = _number(c[0], "d_ff", 8, 4096, FIELD["d_ff"], defaults, step=8)
+        overrides["dropout"] = _number(c[1], "dropout", 0.0, 0.9, FIELD["dropout"], defaults, step=0.05)
+        overrides["positional"] = c[2].selectbox("positional", ["sinusoidal", "learned"],
+                                                 **keep(FIELD["positional"], "sinusoidal"))
+        overrides["norm"] = c[3].selectbox("norm", ["post", "pre"], **keep(FIELD["norm"], defaults[FIELD["norm"]]))
     c = st.columns(6)
-    epochs = _number(c[0], f"Epochs (max {MAX_EPOCHS})", 1, MAX_EPOCHS, "train_epochs", defaults)
-    max_tokens = _number(c[1], "Batch size (padded tokens)", 100, 20_000, "train_tokens", defaults, step=100)
-    lr = _number(c[2], "Peak learning rate", 1e-5, 1e-2, "train_lr", defaults, format="%.5f")
-    warmup = _number(c[3], "Warm-up steps", 1, 10_000, "train_warmup", defaults)
-    eval_every = _number(c[4], "Validate every (steps; 0 = each epoch)", 0, 100_000, "train_eval_every", defaults)
+    epochs = _number(c[0], f"Epochs (max {MAX_EPOCHS})", 1, MAX_EPOCHS, FIELD["epochs"], defaults)
+    max_tokens = _number(c[1], "Batch size (padded tokens)", 100, 20_000, FIELD["max_tokens"], defaults, step=100)
+    lr = _number(c[2], "Peak learning rate", 1e-5, 1e-2, FIELD["lr"], defaults, format="%.5f")
+    warmup = _number(c[3], "Warm-up steps", 1, 10_000, FIELD["warmup"], defaults)
+    eval_every = _number(c[4], "Validate every (steps; 0 = each epoch)", 0, 100_000, FIELD["eval_every"], defaults)
     patience = _number(c[5], "Stop early after (validations without better BLEU; 0 = never)", 0, 1000,
-                       "train_patience", defaults)
+                       FIELD["patience"], defaults)
     if state.stored(state.TRAIN_NAME) in (None, state.stored(state.TRAIN_SUGGESTED)):
         state.store(state.TRAIN_NAME, suggested)  # the name follows the task until the user types their own
     state.store(state.TRAIN_SUGGESTED, suggested)
     name = st.text_input("Run name", max_chars=60, **keep(state.TRAIN_NAME, suggested))
     sample_default = "a b c d e f" if source == TOY else "Two dogs are running through the snow."
-    _reset_when_changed(state.TRAIN_SAMPLE_SOURCE, source, {"train_sample": sample_default})
-    sample = st.text_input("Sample sentence to watch", max_chars=300, **keep("train_sample", sample_default))
+    _reset_when_changed(state.TRAIN_SAMPLE_SOURCE, source, {FIELD["sample"]: sample_default})
+    sample = st.text_input("Sample sentence to watch", max_chars=300, **keep(FIELD["sample"], sample_default))
     if missing:
         st.warning(plain(missing))
         return None, sample
