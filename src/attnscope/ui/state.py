@@ -92,7 +92,6 @@ class ViewState:
     max_len: int | None = None  # None: the budget the source sets
     force: str | None = None  # the Step page's forced token
     per_head_scale: bool = False
-    image_format: str = "png"
     playing: bool = False
 
 
@@ -104,8 +103,7 @@ def read() -> ViewState:
                      kind=kind if kind in KINDS else "cross", layer=int(s.get(LAYER, 0)),
                      head=None if head == MEAN else int(head), step=int(s.get(STEP, 0)), beam=int(s.get(BEAM, 1)),
                      max_len=None if max_len is None else int(max_len), force=s.get(FORCE) or None,
-                     per_head_scale=bool(s.get(PER_HEAD_SCALE, False)), image_format=s.get(IMAGE_FORMAT, "png"),
-                     playing=bool(s.get(PLAYING, False)))
+                     per_head_scale=bool(s.get(PER_HEAD_SCALE, False)), playing=bool(s.get(PLAYING, False)))
 
 
 def stored(key: str, default: Any = None) -> Any:
