@@ -1,8 +1,8 @@
 """Model anatomy: the checkpoint's config, where the parameters are, and every tensor's shape."""
 import streamlit as st
 
-from attnscope.ui import anatomy_tools, results, widgets
-from attnscope.ui.checkpoint_tools import training_facts
+from attnscope.ui import anatomy_page, results, state, widgets
+from attnscope.ui.checkpoints.manage import training_facts
 from attnscope.ui.navigation import open_page
 from attnscope.ui.query import Query
 
@@ -11,17 +11,17 @@ c = tr.model.config
 left, right = st.columns(2)
 with left:
     st.subheader("Config")
-    anatomy_tools.config(c)
+    anatomy_page.config(c)
 with right:
     st.subheader("Parameters")
-    anatomy_tools.parameters(tr)
+    anatomy_page.parameters(tr)
     st.caption(" · ".join(training_facts(tr.bundle.summary)))
 
 st.subheader("Tensor shapes for the current sentence")
 widgets.sentence_box(tr)
-result = results.translate(tr, Query.from_session(tr))
+result = results.translate(tr, Query.from_view(tr, state.read()))
 if result is not None:
     s, t = len(result.source_tokens), len(result.target_tokens)
     st.markdown(f"S = {s} source tokens, T = {t} decoder positions, D = {c.d_model}, H = {c.n_heads}, "
                 f"d_head = D / H = {c.head_dim}, V = {c.tgt_vocab_size}.")
-    anatomy_tools.shapes(tr, s, t)
+    anatomy_page.shapes(tr, s, t)

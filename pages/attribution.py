@@ -1,16 +1,17 @@
 """Attribution: what each source token and the target prefix actually contributed to each generated token."""
 import streamlit as st
 
-from attnscope.ui import attribution_samples as samples
-from attnscope.ui import attribution_tools as tools
-from attnscope.ui import attribution_views as views
-from attnscope.ui import widgets
+from attnscope.ui import state, widgets
+from attnscope.ui.attribution import samples
+from attnscope.ui.attribution import sentence as tools
+from attnscope.ui.attribution import tabs as views
 from attnscope.ui.navigation import open_page
 from attnscope.ui.text import plain
 from attnscope.ui.url import tabs_in_url
 
 tr = open_page("Attribution")
-query, result = widgets.translated_sentence(tr)
+view = state.read()
+query, result = widgets.translated_sentence(tr, view)
 st.markdown(f"> {plain(result.text) or '(empty)'}")
 with st.expander("What these measures are"):
     st.markdown(tools.EXPLANATIONS)
@@ -18,7 +19,7 @@ with st.expander("What these measures are"):
 
 # Only the open tab is computed: the split needs ALTI+ alone (a fraction of a second); integrated gradients,
 # most of the page's cost, run only in the two tabs that show them. The open tab is in the URL.
-split, methods, agreement, alignment, dataset = tabs_in_url(tools.TABS, "attr_tab", on_change="rerun")
+split, methods, agreement, alignment, dataset = tabs_in_url(tools.TABS, state.ATTRIBUTION_TAB, on_change="rerun")
 with split:
     if split.open:
         exact = tools.contributions(tr, query, result)
@@ -29,13 +30,13 @@ with split:
         samples.shares_by_position_view(tr, exact.seconds)
 with methods:
     if methods.open:
-        att, layer = tools.every_attribution(tr, query, result)
+        att, layer = tools.every_attribution(tr, view, query, result)
         views.methods_view(att, att.source_maps(layer), layer)
         st.caption("Rows are scaled to their own maximum; hover for the value. The raw cross-attention row is the "
                    "first. Pick the layer in the sidebar.")
 with agreement:
     if agreement.open:
-        att, layer = tools.every_attribution(tr, query, result)
+        att, layer = tools.every_attribution(tr, view, query, result)
         views.agreement_view(att.source_maps(layer), att.output_tokens, layer)
 with alignment:
     if alignment.open:

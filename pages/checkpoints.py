@@ -1,17 +1,17 @@
 """Checkpoints: list, activate, download, delete, and upload your own."""
 
-from attnscope.ui import models
-from attnscope.ui.checkpoint_tools import flash, manage, overview, skipped_files, upload
-from attnscope.ui.import_tools import import_model
+from attnscope.ui import models, state
+from attnscope.ui.checkpoints.imports import import_model
+from attnscope.ui.checkpoints.manage import flash, manage, overview, skipped_files, upload
 from attnscope.ui.navigation import open_page
-from attnscope.ui.record_tools import open_record
+from attnscope.ui.records import open_record
 
 open_page("Checkpoints", needs_model=False)
 flash()
 entries = models.entries()
 overview(entries)
 skipped_files()
-manage(entries)
+manage(state.read(), entries)
 upload()
 import_model()
 open_record()

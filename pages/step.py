@@ -1,10 +1,11 @@
 """Step through decoding: at each step the prefix, the choice, its rivals and where the model looked."""
-from attnscope.ui import record_views, widgets
+from attnscope.ui import records, state, widgets
 from attnscope.ui.navigation import open_page
-from attnscope.ui.stepping import beam_view, step_view
+from attnscope.ui.step_page import beam_view, step_view
 
-tr = open_page("Step through decoding", record_view=record_views.show_on_steps)  # an opened record: its rows, read-only
-query, result = widgets.translated_sentence(tr)
-step_view(tr, query, result)
+tr = open_page("Step through decoding", record_view=records.show_on_steps)  # an opened record: its rows, read-only
+view = state.read()
+query, result = widgets.translated_sentence(tr, view)
+step_view(tr, query, result)  # a fragment: reads the view again when it reruns alone
 if query.beam > 1:
-    beam_view(tr, query, result)
+    beam_view(tr, view, query, result)

@@ -9,7 +9,9 @@ import each other, directly or around a loop. Pages and app.py are thin: from at
 attnscope.ui, which does the work behind their widgets. The app (app.py, pages/, ui/) uses only Streamlit's
 public API: no private names (`st._x`, `from streamlit import _x`) and no runtime/server internals, so an
 upgrade cannot break it silently. Parameter names are spelled only in model/parameters.py, and every importer
-makes its model through the one assemble step (checkpoints/importers/assemble.py).
+makes its model through the one assemble step (checkpoints/importers/assemble.py). The session's state
+(st.session_state) is read and written in ui/state.py only, where each key is spelled once. No module passes 300
+lines.
 """
 from __future__ import annotations
 
@@ -196,6 +198,46 @@ def app_sources() -> dict[Path, str]:
     paths = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")), *sorted((SRC / "ui").rglob("*.py")),
              SRC / "bench" / "floor_app.py"]
     return {p.relative_to(ROOT): p.read_text() for p in paths}
+
+
+STATE_MODULE = Path("src/attnscope/ui/state.py")  # the one module that touches st.session_state
+
+
+def session_state_uses(source: str) -> list[str]:
+    """Where `source` reaches st.session_state itself (keys spelled outside ui/state.py, which names them all)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr == "session_state":
+            found.append(f"{ast.unparse(node)} (line {node.lineno})")
+        elif isinstance(node, ast.ImportFrom) and top(node.module or "") == "streamlit":
+            found += [f"from {node.module} import session_state (line {node.lineno})" for a in node.names
+                      if a.name == "session_state"]
+    return found
+
+
+def test_session_state_is_kept_in_one_module() -> None:
+    sources = app_sources()
+    assert STATE_MODULE in sources and session_state_uses(sources[STATE_MODULE])
+    found = [f"{path}: {use}" for path, source in sources.items() if path != STATE_MODULE
+             for use in session_state_uses(source)]
+    assert not found, "st.session_state is read and written through attnscope.ui.state only:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("source", [
+    "import streamlit as st\nst.session_state['step'] = 1",
+    "import streamlit as st\nif st.session_state.get('kind') == 'cross':\n    pass",
+    "import streamlit\nstreamlit.session_state.pop('_flash', None)",
+    "from streamlit import session_state\nsession_state['head'] = 'mean'",
+    "import streamlit as st\ndef f(key):\n    return st.session_state[key]",
+])
+def test_session_state_outside_the_state_module_is_reported(source: str) -> None:
+    assert session_state_uses(source), source
+
+
+def test_state_through_the_state_module_passes() -> None:
+    source = ("import streamlit as st\nfrom attnscope.ui import state\nview = state.read()\nstate.set_step(view.step + 1)\n"
+              "state.store(state.FLASH, 'saved')\nst.selectbox('Layer', [0, 1], key=state.shadow(state.LAYER))")
+    assert session_state_uses(source) == []
 
 
 def test_the_app_uses_only_public_streamlit_api() -> None:

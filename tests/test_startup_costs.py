@@ -19,10 +19,11 @@ NO_PANDAS = ("attnscope", "attnscope.records.attention", "attnscope.engine.decod
              "attnscope.engine.inside.anatomy", "attnscope.engine.attribution.agreement",
              "attnscope.engine.analysis.dataset", "attnscope.viz.attribution", "attnscope.ui.query", "attnscope.ui.cache",
              "attnscope.ui.models", "attnscope.ui.results", "attnscope.ui.persist", "attnscope.ui.url",
-             "attnscope.ui.values_switch", "attnscope.ui.widgets", "attnscope.ui.compare", "attnscope.ui.figures",
-             "attnscope.ui.stepping", "attnscope.ui.attribution_tools", "attnscope.ui.attribution_samples",
-             "attnscope.ui.sample_runs", "attnscope.ui.heads_tools",
-             "attnscope.ui.train_tools", "attnscope.ui.navigation", "attnscope.ui.tables")
+             "attnscope.ui.values_switch", "attnscope.ui.widgets", "attnscope.ui.state", "attnscope.ui.translate_page",
+             "attnscope.ui.figures", "attnscope.ui.step_page", "attnscope.ui.attribution.sentence",
+             "attnscope.ui.attribution.samples", "attnscope.ui.sample_runs", "attnscope.ui.heads_page", "attnscope.ui.records",
+             "attnscope.ui.train.form", "attnscope.ui.train.runs", "attnscope.ui.train.progress", "attnscope.ui.navigation",
+             "attnscope.ui.tables")
 
 
 def test_recording_translating_and_stepping_do_not_import_pandas() -> None:

@@ -237,7 +237,7 @@ def test_bad_input_gets_a_sentence_not_a_traceback(app: AppTest) -> None:
 def test_the_first_view_computes_only_the_split_and_each_tab_what_it_shows(app: AppTest, monkeypatch) -> None:
     """Integrated gradients (most of the page's cost) run only when a tab that shows them is opened, once;
     the IG settings survive a visit to another tab."""
-    from attnscope.ui import attribution_tools
+    from attnscope.ui.attribution import sentence as attribution_tools
 
     calls: list[int] = []  # the IG budget of every full attribution computed (0: without IG)
     real = attribution_tools.attribute
@@ -260,7 +260,7 @@ def test_the_first_view_computes_only_the_split_and_each_tab_what_it_shows(app: 
 def test_alignment_picks_the_layer_the_full_comparison_would(app: AppTest, toy_checkpoint_dir, monkeypatch) -> None:
     from attnscope.engine.attribution.agreement import best_layer, layer_agreement
     from attnscope.engine.attribution.sentence import attribute
-    from attnscope.ui import attribution_tools
+    from attnscope.ui.attribution import sentence as attribution_tools
 
     monkeypatch.setattr(attribution_tools, "attribute", None)  # the tab computes no gradients at all
     open_page(app, tab="Alignment")
@@ -283,7 +283,7 @@ def test_a_sample_average_says_its_cost_first_stops_keeping_what_finished_and_co
 
     from attnscope.engine.analysis.dataset import shares_by_position
     from attnscope.training.data import sample_pairs
-    from attnscope.ui import attribution_samples
+    from attnscope.ui.attribution import samples as attribution_samples
 
     computed: list[str] = []
     stop_after = [5]  # sentences before the simulated click (then none)

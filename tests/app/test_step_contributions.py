@@ -1,4 +1,4 @@
-"""The Step page's on-request attribution of one decoding step (ui.attribution_tools.step_contributions),
+"""The Step page's on-request attribution of one decoding step (ui.attribution.sentence.step_contributions),
 run as a script of its own on the toy checkpoint and checked against the engine's own measures."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import streamlit as st
 from scipy.stats import spearmanr
 from streamlit.testing.v1 import AppTest
 
-from attnscope.ui import attribution_tools
+from attnscope.ui.attribution import sentence as attribution_tools
 from tests.support import CEILING, shown
 
 SENTENCE = "a b c d"
@@ -23,8 +23,8 @@ def _script() -> None:
     session_state['ig_points'] is set) every attribution, then the step's view."""
     import streamlit as st
 
-    from attnscope.ui import models, results
-    from attnscope.ui.attribution_tools import sentence_attribution, step_contributions
+    from attnscope.ui import models, results, state
+    from attnscope.ui.attribution.sentence import sentence_attribution, step_contributions
     from attnscope.ui.query import Query
 
     tr = models.translator()
@@ -32,7 +32,7 @@ def _script() -> None:
     result = results.translate(tr, query)
     if st.session_state.get("ig_points"):
         sentence_attribution(tr, query, result, (0.05, st.session_state["ig_points"]))
-    step_contributions(tr, query, result, st.session_state["step"])
+    step_contributions(tr, state.read(), query, result, st.session_state["step"])
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attnscope.training.jobs import TrainJob
-from attnscope.ui import train_tools
+from attnscope.ui.train import runs
 from tests.support import CEILING, shown, unexplained_columns, wait_for
 
 
@@ -29,7 +29,7 @@ def widget(app: AppTest, kind: str, key: str):
 def started(app: AppTest, button: str = "train_start") -> TrainJob:
     app.button(key=button).click().run()
     assert not app.exception and not app.error, [e.value for e in app.error]
-    return train_tools.jobs()[app.session_state["train_job"]]
+    return runs.jobs()[app.session_state["train_job"]]
 
 
 def wait_for_a_step(job: TrainJob) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from attnscope.ui.train_tools import MAX_EPOCHS
+from attnscope.ui.train.form import MAX_EPOCHS
 from tests.e2e.conftest import upload
 
 

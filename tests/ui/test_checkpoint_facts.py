@@ -1,7 +1,7 @@
 """The summary line of a checkpoint says which file each score belongs to."""
 from __future__ import annotations
 
-from attnscope.ui.checkpoint_tools import training_facts
+from attnscope.ui.checkpoints.manage import training_facts
 
 
 def test_scores_name_their_file() -> None:
@@ -18,7 +18,7 @@ def test_the_table_keeps_one_type_per_column_whatever_the_summaries_hold() -> No
     import pyarrow as pa
 
     from attnscope.checkpoints import registry
-    from attnscope.ui.checkpoint_tools import table
+    from attnscope.ui.checkpoints.manage import table
     from tests.support import TOY_CHECKPOINT
 
     trained = registry.entry(TOY_CHECKPOINT, "shipped")
@@ -42,7 +42,7 @@ def test_the_table_shows_the_scores_model_anatomy_shows() -> None:
     """The shipped en-de file records its own scores as text ("40.48") beside training's best validation (40.1):
     the table showed 40.1 and no test score while Model anatomy showed 40.82 and 40.48."""
     from attnscope.checkpoints import registry
-    from attnscope.ui.checkpoint_tools import table
+    from attnscope.ui.checkpoints.manage import table
     from tests.support import ROOT
 
     entry = registry.entry(ROOT / "checkpoints" / "multi30k-en-de.safetensors", "shipped")

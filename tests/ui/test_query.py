@@ -37,3 +37,13 @@ def test_a_query_names_the_translators_revision_and_refuses_another_translator()
     query.check(tr)
     with pytest.raises(ValueError, match="computed with"):
         query.check(republished)
+
+
+def test_the_view_asks_its_question_within_the_models_limit() -> None:
+    from attnscope.ui.state import ViewState
+
+    tr = tiny_translator(0)
+    limit = tr.model.config.max_len
+    query = Query.from_view(tr, ViewState(sentence="a b", beam=3, max_len=limit + 50))
+    assert query == Query(tr.cache_key, "a b", 3, limit)
+    assert Query.from_view(tr, ViewState(sentence="a b")).max_len is None  # no number: the source sets the budget

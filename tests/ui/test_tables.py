@@ -7,7 +7,7 @@ import pytest
 
 from attnscope.model.config import ModelConfig
 from attnscope.ui import tables
-from attnscope.ui.anatomy_tools import config_rows
+from attnscope.ui.anatomy_page import config_rows
 
 
 def test_every_config_setting_is_explained() -> None:

@@ -32,6 +32,28 @@ def test_masked_future_cells_are_empty_not_zero() -> None:
     assert np.isnan(z[0, 1:]).all() and not np.isnan(np.tril(z)).any()
 
 
+def test_a_heatmap_of_another_value_names_it_and_scales_to_its_data() -> None:
+    r = pattern_record("uniform")
+    weights = record_heatmap(r, "cross", 0, None)
+    norms = record_heatmap(r, "cross", 0, None, value="‖a·f(x)‖", title_note="weighted value norms")
+    assert "weight %{z" in weights.data[0].hovertemplate and weights.data[0].colorbar.title.text == "weight"
+    assert "‖a·f(x)‖ %{z" in norms.data[0].hovertemplate and "weight" not in norms.data[0].hovertemplate
+    assert norms.data[0].colorbar.title.text == "‖a·f(x)‖" and (norms.data[0].zmin, norms.data[0].zmax) == (None, None)
+    assert norms.layout.title.text == f"{weights.layout.title.text} · weighted value norms"
+    long = attention_heatmap(np.ones((90, 90)) / 90, [str(i) for i in range(90)], [str(i) for i in range(90)], value="n")
+    assert long.data[0].hovertemplate.startswith("query %{y}") and "<br>n %{z" in long.data[0].hovertemplate
+
+
+def test_a_grid_of_another_value_names_it_and_scales_to_its_data() -> None:
+    r = pattern_record("uniform")
+    weights = heads_grid(r, "encoder")
+    norms = heads_grid(r, "encoder", value="‖a·f(x)‖", title_note="weighted value norms")
+    assert weights.data[0].colorbar.title.text == "weight" and (weights.data[0].zmin, weights.data[0].zmax) == (0, 1)
+    assert norms.data[0].colorbar.title.text == "‖a·f(x)‖" and (norms.data[0].zmin, norms.data[0].zmax) == (None, None)
+    assert "‖a·f(x)‖ %{z" in norms.data[0].hovertemplate and "weight" not in norms.data[0].hovertemplate
+    assert norms.layout.title.text == f"{weights.layout.title.text} · weighted value norms"
+
+
 @pytest.mark.parametrize("build", [
     lambda: attention_heatmap(np.zeros((3, 3)), ["p", "q"], ["a", "b", "c"]),
     lambda: attention_heatmap(np.zeros((3, 2)), ["a", "b", "c"], ["p", "q", "r"]),

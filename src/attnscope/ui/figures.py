@@ -16,10 +16,10 @@ import streamlit as st
 from attnscope.engine.decoding.translator import Translation
 from attnscope.records.attention import AttentionRecord, Kind
 from attnscope.ui.cache import ResultKey
-from attnscope.ui.values_switch import NORM_LABEL, relabel
+from attnscope.ui.values_switch import value_labels
 from attnscope.viz.grid import heads_grid
 from attnscope.viz.heatmap import LONG_INPUT, is_long, record_heatmap
-from attnscope.viz.steps import WEIGHT, step_rows, step_source, top_k_bars
+from attnscope.viz.steps import step_rows, step_source, top_k_bars
 
 
 @dataclass(frozen=True)
@@ -45,14 +45,15 @@ def step_views(result: Translation, record: AttentionRecord, key: ResultKey, t: 
 
 @st.cache_resource(max_entries=1024, show_spinner=False)
 def _step_source(_record: AttentionRecord, key: ResultKey, t: int, layer: int, head: int | None, norms: bool) -> str:
-    return step_source(_record.step(t), layer, head, NORM_LABEL if norms else WEIGHT)
+    return step_source(_record.step(t), layer, head, value_labels(norms)[0])
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)
 def _step_rows(_result: Translation, _record: AttentionRecord, key: ResultKey, t: int, norms: bool) -> tuple[str, str, str]:
     """The step's next-token probabilities and its cross- and self-attention rows of every layer and head."""
     rows = _record.step(t)
-    value, suffix = (NORM_LABEL, " · weighted value norms") if norms else (WEIGHT, "")
+    value, note = value_labels(norms)
+    suffix = f" · {note}" if note else ""
     return (top_k_bars(_result.steps[t]),
             step_rows(rows.cross, _result.source_tokens, title=f"Cross-attention of step {t}, every layer and head{suffix}",
                       value=value),
@@ -65,7 +66,9 @@ def heatmap(_result: Translation, _record: AttentionRecord, key: ResultKey, kind
             per_head_scale: bool | None = None, norms: bool = False) -> go.Figure:
     """One head (or the mean) of one layer; cross rows are labelled by the token each step produced."""
     rows = _result.output_tokens if kind == "cross" else None
-    return relabel(record_heatmap(_record, kind, layer, head, per_head_scale=per_head_scale, row_labels=rows), norms)
+    value, note = value_labels(norms)
+    return record_heatmap(_record, kind, layer, head, per_head_scale=per_head_scale, row_labels=rows, value=value,
+                          title_note=note)
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)
@@ -73,8 +76,9 @@ def grid(_result: Translation, _record: AttentionRecord, key: ResultKey, kind: K
          per_head_scale: bool | None = None, norms: bool = False) -> go.Figure:
     """Every layer and head of one kind, the selected one outlined."""
     rows = _result.output_tokens if kind == "cross" else None
-    return relabel(heads_grid(_record, kind, per_head_scale=per_head_scale, row_labels=rows, selected=(layer, head)),
-                   norms)
+    value, note = value_labels(norms)
+    return heads_grid(_record, kind, per_head_scale=per_head_scale, row_labels=rows, selected=(layer, head), value=value,
+                      title_note=note)
 
 
 def longest_side(record: AttentionRecord) -> tuple[int, bool]:

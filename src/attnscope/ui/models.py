@@ -11,6 +11,7 @@ from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.registry import default_checkpoint, shipped_dir
 from attnscope.engine.decoding.translator import Translator
 from attnscope.model.device import apply_thread_policy
+from attnscope.ui import state
 from attnscope.ui.text import plain
 
 __all__ = ["available_checkpoints", "entries", "fit_checkpoint", "shipped_dir", "translator"]
@@ -25,7 +26,7 @@ def entries() -> dict[str, registry.Entry]:
     """Every checkpoint this session can use: shipped (default first), shared user models, own uploads."""
     found: dict[str, registry.Entry] = {}
     folders = [(shipped_dir(), "shipped"), (registry.user_dir(), "user")]
-    session = st.session_state.get("session_models_dir")
+    session = state.stored(state.SESSION_MODELS_DIR)
     if session:
         folders.append((Path(session), "session"))
     default = default_checkpoint().stem
@@ -56,7 +57,7 @@ def _load(path: str, mtime: float) -> Translator:
 def translator(name: str | None = None) -> Translator | None:
     """The translator of the named (default: active) checkpoint, or None with an error shown."""
     choices = available_checkpoints()
-    name = name or st.session_state.get("checkpoint") or next(iter(choices), None)
+    name = name or state.stored(state.CHECKPOINT) or next(iter(choices), None)
     if name not in choices:
         st.error(f"No checkpoint named {plain(repr(name))}. Available: {plain(', '.join(choices) or 'none')}.")
         return None
@@ -69,15 +70,15 @@ def translator(name: str | None = None) -> Translator | None:
 
 
 def fit_checkpoint(choices: Sequence[str]) -> str | None:
-    """Keep session_state['checkpoint'] among `choices`; say why when the chosen one has gone.
+    """Keep the active checkpoint among `choices`; say why when the chosen one has gone.
 
     Another session can delete a shared user model, and an uploaded model lives only as long as the
     session that uploaded it (a reload, or a shared link, starts a new session without it).
     """
-    wanted = st.session_state.get("checkpoint")
+    wanted = state.stored(state.CHECKPOINT)
     if wanted in choices:
         return None
-    st.session_state["checkpoint"] = choices[0]
+    state.set_checkpoint(choices[0])
     if wanted is None:
         return None
     return (f"The checkpoint {plain(repr(wanted))} is no longer available: it was deleted, or it was uploaded in an "

@@ -15,14 +15,11 @@ from typing import TYPE_CHECKING, Callable
 import streamlit as st
 
 from attnscope.engine.decoding.translator import Translator
-from attnscope.ui import models
-from attnscope.ui.record_tools import note_needs_model
+from attnscope.ui import models, state
+from attnscope.ui.records import note_needs_model
 
 if TYPE_CHECKING:
     from streamlit.navigation.page import StreamlitPage  # what st.Page returns
-
-ROUTED = "_routed"  # set by app.py's router on every run of this session
-
 
 @dataclass(frozen=True)
 class PageSpec:
@@ -67,7 +64,7 @@ def aliases() -> list[StreamlitPage]:
 def route() -> tuple[StreamlitPage, dict[str, list[StreamlitPage]]]:
     """app.py's router: the page the URL asks for (run it last) and the pages to link to (aliases left out)."""
     sections = pages()
-    st.session_state[ROUTED] = True
+    state.store(state.ROUTED, True)
     return _navigation(sections), sections
 
 
@@ -91,9 +88,9 @@ def _through_router() -> None:
     legacy `pages/` mode the module docstring describes) and would ignore the URL. Calling
     `st.navigation` leaves that mode; the rerun then goes through app.py to the same page.
     """
-    if st.session_state.get(ROUTED) or st.session_state.get("_router_retried"):
+    if state.stored(state.ROUTED) or state.stored(state.ROUTER_RETRIED):
         return
-    st.session_state["_router_retried"] = True
+    state.store(state.ROUTER_RETRIED, True)
     _navigation(pages())
     st.rerun()
 

@@ -2,15 +2,14 @@
 
 The four travel together from the sentence box to every cache and view; `Query.key` names them exactly,
 so a cached result or figure never outlives the question it answers. It lives in ui/ because it is the
-app's question (the sidebar's checkpoint, the boxes' sentence and options) and is read from session state.
+app's question (the sidebar's checkpoint, the boxes' sentence and options) and is read from the view state.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-import streamlit as st
-
 from attnscope.engine.decoding.translator import Translator
+from attnscope.ui.state import ViewState
 
 QueryKey = tuple[str, str, int, "int | None"]  # (checkpoint, sentence, beam, max_len)
 
@@ -35,13 +34,11 @@ class Query:
         return cls(tr.cache_key, sentence, int(beam), None if max_len is None else int(max_len))
 
     @classmethod
-    def from_session(cls, tr: Translator) -> Query:
-        """The query the sentence box and decoding options hold (session_state 'sentence', 'beam', 'max_len'), its
-        maximum kept within `tr`'s limit (a page without the options may follow a larger model's)."""
-        state = st.session_state
-        max_len = state.get("max_len")
-        return cls.of(tr, state.get("sentence", ""), state.get("beam", 1),
-                      None if max_len is None else min(int(max_len), tr.model.config.max_len))
+    def from_view(cls, tr: Translator, view: ViewState) -> Query:
+        """The query the sentence box and decoding options hold, its maximum kept within `tr`'s limit (a page
+        without the options may follow a larger model's)."""
+        max_len = view.max_len
+        return cls.of(tr, view.sentence, view.beam, None if max_len is None else min(max_len, tr.model.config.max_len))
 
     def on(self, tr: Translator) -> Query:
         """The same sentence and options put to another checkpoint."""

@@ -15,6 +15,8 @@ from typing import Any, Callable, Generator, Sequence
 
 import streamlit as st
 
+from attnscope.ui import state
+
 CHUNK = 32  # sentences decoded together (a batch); progress and stopping are per sentence
 
 Work = Callable[[Sequence[str]], Generator[tuple[int, Any], None, None]]  # sentences -> (index among them, result)
@@ -54,9 +56,10 @@ class SampleRun:
 
 def sample_run(name: str, key: tuple[object, ...], chunk: int = CHUNK) -> SampleRun:
     """This session's run stored under `name`, started afresh when its key (model, sample, settings) changed."""
-    run = st.session_state.get(name)
+    run = state.stored(name)
     if not isinstance(run, SampleRun) or run.key != key:
-        run = st.session_state[name] = SampleRun(key, chunk)
+        run = SampleRun(key, chunk)
+        state.store(name, run)
     return run
 
 

@@ -1,44 +1,55 @@
-"""The sidebar's selection (attention kind, layer, head): one place that reads and fits it to a model,
-and the Translate page's kind tabs bound to it."""
+"""The sidebar's selection (attention kind, layer, head) and the decoding step: the one place that fits them to a
+model or a record, and the Translate page's kind tabs bound to the kind."""
 from __future__ import annotations
 
 from typing import Any, Sequence
 
 import streamlit as st
 
+from attnscope.model.config import ModelConfig
 from attnscope.records.attention import KIND_LABELS, KINDS, AttentionRecord, Kind
+from attnscope.ui import state
+from attnscope.ui.state import ViewState
 
 
-def kind() -> Kind:
-    """The selected kind of attention (the sidebar's radio and the Translate page's tabs share it)."""
-    value = st.session_state.get("kind", "cross")
-    return value if value in KINDS else "cross"
-
-
-def head() -> int | None:
-    """The selected head, or None for the mean of heads."""
-    value = st.session_state.get("head", "mean")
-    return None if value == "mean" else int(value)
-
-
-def fit_layer(n_layers: int) -> int:
+def fit_layer(view: ViewState, n_layers: int) -> int:
     """The selected layer, clamped to a model with `n_layers` layers (a smaller model may be active)."""
-    return max(0, min(int(st.session_state.get("layer", 0)), n_layers - 1))
+    return max(0, min(view.layer, n_layers - 1))
 
 
-def layer(record: AttentionRecord, of_kind: Kind) -> int:
+def layer(view: ViewState, record: AttentionRecord, of_kind: Kind) -> int:
     """The selected layer as it exists for one kind of attention in `record`."""
-    return fit_layer(record.n_layers(of_kind))
+    return fit_layer(view, record.n_layers(of_kind))
+
+
+def head(view: ViewState, n_heads: int | None = None) -> int | None:
+    """The selected head, or None for the mean of heads (also when a record or model of `n_heads` lacks it)."""
+    return view.head if view.head is not None and (n_heads is None or view.head < n_heads) else None
+
+
+def fit_step(view: ViewState, n_steps: int) -> int:
+    """The selected decoding step, clamped to a translation of `n_steps` steps."""
+    return min(max(view.step, 0), n_steps - 1)
+
+
+def n_layers(config: ModelConfig, kind: Kind) -> int:
+    """How many layers a model has for one kind of attention (the encoder's, or the decoder's for both others)."""
+    return config.n_encoder_layers if kind == "encoder" else config.n_decoder_layers
+
+
+def fit_to_model(view: ViewState, config: ModelConfig) -> None:
+    """Store the selection fitted to the active model, before the selectors that show it are drawn."""
+    state.set_layer(fit_layer(view, n_layers(config, view.kind)))
+    state.set_head(head(view, config.n_heads))
 
 
 def _tab_to_kind() -> None:
-    label = st.session_state.get("_w_kind_tab")
-    st.session_state["kind"] = next((k for k in KINDS if KIND_LABELS[k] == label), "cross")
+    label = state.stored(state.KIND_TAB)
+    state.set_kind(next((k for k in KINDS if KIND_LABELS[k] == label), "cross"))
 
 
-def kind_tabs() -> Sequence[Any]:
-    """One tab per kind of attention, opened on session_state['kind'] (which the sidebar radio and the
-    URL's `kind` also show and set); choosing a tab sets it, so every view agrees on one kind."""
-    current = kind()
-    st.session_state["_w_kind_tab"] = KIND_LABELS[current]
-    return st.tabs([KIND_LABELS[k] for k in KINDS], key="_w_kind_tab", on_change=_tab_to_kind)
+def kind_tabs(view: ViewState) -> Sequence[Any]:
+    """One tab per kind of attention, opened on the selected kind (which the sidebar radio and the URL's `kind`
+    also show and set); choosing a tab sets it, so every view agrees on one kind."""
+    state.store(state.KIND_TAB, KIND_LABELS[view.kind])
+    return st.tabs([KIND_LABELS[k] for k in KINDS], key=state.KIND_TAB, on_change=_tab_to_kind)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from attnscope.ui import state
 from attnscope.viz.html import esc
 
-BOX = ".st-key-_w_sentence textarea"  # the sentence box (widgets.sentence_box keeps it under this key)
+BOX = f".st-key-{state.shadow(state.SENTENCE)} textarea"  # the sentence box (widgets.sentence_box keeps it so)
 STYLE = (
     "<style>"
     ".attn-translation{margin:.25rem 0 1rem 0}"

@@ -10,40 +10,42 @@ import streamlit as st
 
 from attnscope.engine.decoding.translator import MAX_BEAM
 from attnscope.records.attention import KINDS
+from attnscope.ui import state
 
-URL_KEYS = ("sentence", "checkpoint", "kind", "layer", "head", "step", "beam", "max_len", "force")
+URL_KEYS = state.VIEW_KEYS  # each is the URL parameter of the same name
 
 
 def restore_from_url() -> None:
-    """On a session's first run, copy shareable view state from the URL into session_state."""
-    if st.session_state.get("_url_restored"):
+    """On a session's first run, copy shareable view state from the URL into the session's view."""
+    if state.stored(state.URL_RESTORED):
         return
-    st.session_state["_url_restored"] = True
+    state.store(state.URL_RESTORED, True)
     params = st.query_params
-    if "sentence" in params:
-        st.session_state["sentence"] = params["sentence"][:2000]
-    if params.get("checkpoint"):
-        st.session_state["checkpoint"] = params["checkpoint"][:200]  # the sidebar says so if it is not available
-    if params.get("kind") in KINDS:
-        st.session_state["kind"] = params["kind"]
-    for key in ("layer", "step"):
-        if params.get(key, "").isdigit():
-            st.session_state[key] = int(params[key])
-    if params.get("beam", "").isdigit() and 1 <= int(params["beam"]) <= MAX_BEAM:
-        st.session_state["beam"] = int(params["beam"])
-    if params.get("max_len", "").isdigit() and int(params["max_len"]) >= 1:
-        st.session_state["max_len"] = int(params["max_len"])  # the decoding options fit it to the model's limit
-    if params.get("force"):
-        st.session_state["_url_force"] = params["force"][:100]  # the Step page's what-if fills its boxes with it
-    head = params.get("head", "")
-    if head == "mean" or head.isdigit():
-        st.session_state["head"] = "mean" if head == "mean" else int(head)
+    if state.SENTENCE in params:
+        state.set_sentence(params[state.SENTENCE][:2000])
+    if params.get(state.CHECKPOINT):
+        state.set_checkpoint(params[state.CHECKPOINT][:200])  # the sidebar says so if it is not available
+    if params.get(state.KIND) in KINDS:
+        state.set_kind(params[state.KIND])
+    if params.get(state.LAYER, "").isdigit():
+        state.set_layer(int(params[state.LAYER]))
+    if params.get(state.STEP, "").isdigit():
+        state.set_step(int(params[state.STEP]))
+    if params.get(state.BEAM, "").isdigit() and 1 <= int(params[state.BEAM]) <= MAX_BEAM:
+        state.set_beam(int(params[state.BEAM]))
+    if params.get(state.MAX_LEN, "").isdigit() and int(params[state.MAX_LEN]) >= 1:
+        state.set_max_len(int(params[state.MAX_LEN]))  # the decoding options fit it to the model's limit
+    if params.get(state.FORCE):
+        state.store(state.URL_FORCE, params[state.FORCE][:100])  # the Step page's what-if fills its boxes with it
+    head = params.get(state.HEAD, "")
+    if head == state.MEAN or head.isdigit():
+        state.set_head(None if head == state.MEAN else int(head))
 
 
 def write_url(keys: tuple[str, ...] = URL_KEYS) -> None:
     """Mirror the current view into the URL so it can be shared or bookmarked."""
     for key in keys:
-        value = st.session_state.get(key)
+        value = state.stored(key)
         if value is None or value == "":
             st.query_params.pop(key, None)
         elif st.query_params.get(key) != str(value):

@@ -1,8 +1,7 @@
-"""The "weights / weighted value norms" switch of the Translate and Step pages, and the relabelling of
-figures that then show norms (Kobayashi et al., "Attention is Not Only a Weight", EMNLP 2020)."""
+"""The "weights / weighted value norms" switch of the Translate and Step pages, and what the figures then call
+their values (Kobayashi et al., "Attention is Not Only a Weight", EMNLP 2020)."""
 from __future__ import annotations
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from attnscope.engine.attribution.norms import weighted_value_norms
@@ -10,9 +9,11 @@ from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.records.attention import AttentionRecord
 from attnscope.ui.cache import cached
 from attnscope.ui.query import Query
+from attnscope.viz.labels import WEIGHT
 
 VALUES = ("weights", "weighted value norms")
 NORM_LABEL = "‖a·f(x)‖"  # what a weighted value norm is called on colour bars and hover
+NORM_NOTE = "weighted value norms"  # what the titles of figures of norms end with
 
 
 def values_switch(tr: Translator, query: Query, result: Translation) -> tuple[AttentionRecord, bool]:
@@ -28,15 +29,6 @@ def values_switch(tr: Translator, query: Query, result: Translation) -> tuple[At
                   spinner="Computing weighted value norms…"), True
 
 
-def relabel(fig: go.Figure, norms: bool) -> go.Figure:
-    """Name the colour scale and hover value for norms (the builders call them weights); norms are
-    not bounded by 1, so a fixed 0–1 colour range becomes the data's own."""
-    if norms:
-        for trace in fig.data:
-            if isinstance(trace, go.Heatmap):
-                trace.zmin, trace.zmax = None, None
-                trace.hovertemplate = (trace.hovertemplate or "").replace("weight", NORM_LABEL)
-                if (trace.colorbar.title.text or "").startswith("weight"):  # norms are always on their own scale
-                    trace.colorbar.title.text = NORM_LABEL
-        fig.update_layout(title_text=f"{fig.layout.title.text} · weighted value norms")
-    return fig
+def value_labels(norms: bool) -> tuple[str, str]:
+    """What the figures' numbers are called (colour bars, hover) and the note their titles end with."""
+    return (NORM_LABEL, NORM_NOTE) if norms else (WEIGHT, "")

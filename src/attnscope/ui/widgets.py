@@ -11,9 +11,10 @@ import streamlit as st
 from attnscope.engine.decoding.domain import input_notes, output_notes, target_language_note, words
 from attnscope.engine.decoding.translator import MAX_BEAM, MAX_CHARS, Translation, Translator
 from attnscope.training.data import SAMPLE_LANGUAGES, SAMPLE_SPLITS, sample_pairs
-from attnscope.ui import results
+from attnscope.ui import results, state
 from attnscope.ui.persist import keep
 from attnscope.ui.query import Query
+from attnscope.ui.state import ViewState
 from attnscope.ui.text import plain
 from attnscope.ui.translation_view import show_stale_note
 from attnscope.ui.url import write_url
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 
 NO_EXAMPLE = "—"
 EXAMPLES = (
-    "A little girl climbs into a wooden playhouse.",
+    state.DEFAULT_SENTENCE,
     "Two dogs are running through the snow.",
     "A man in a blue shirt is playing the guitar on the street.",
     "The woman with the red hat is reading a book in the park.",
@@ -35,58 +36,57 @@ def new_upload(label: str, key: str, max_mb: int | None = None) -> UploadedFile 
     """The file just put in this uploader, once: None when empty or when this file was already handled.
     `max_mb` is the limit the uploader shows and enforces (default: the server's)."""
     file = st.file_uploader(label, key=key, max_upload_size=max_mb)
-    if file is None or st.session_state.get(f"_handled_{key}") == (file.name, file.size):
+    if file is None or state.stored(state.handled_upload(key)) == (file.name, file.size):
         return None
-    st.session_state[f"_handled_{key}"] = (file.name, file.size)
+    state.store(state.handled_upload(key), (file.name, file.size))
     return file
 
 
 def forget_upload(key: str) -> None:
     """Let the same file in uploader `key` be handled again (e.g. after the user closed what it opened)."""
-    st.session_state.pop(f"_handled_{key}", None)
+    state.forget(state.handled_upload(key))
 
 
 def _use_example() -> None:
     """Copy the picked example into the sentence and reset the menu (so it never shows a stale pick)."""
-    example = st.session_state.get("_example", NO_EXAMPLE)
+    example = state.stored(state.EXAMPLE, NO_EXAMPLE)
     if example != NO_EXAMPLE:
-        st.session_state["sentence"] = example
-    st.session_state["_example"] = NO_EXAMPLE
+        state.set_sentence(example)
+    state.store(state.EXAMPLE, NO_EXAMPLE)
 
 
 def sentence_box(tr: Translator) -> str:
     """The sentence being inspected, shared by every page, with example sentences."""
-    st.session_state.setdefault("sentence", EXAMPLES[0])
     cols = st.columns([4, 1])
-    cols[1].selectbox("Examples", [NO_EXAMPLE, *EXAMPLES], key="_example", on_change=_use_example)
+    cols[1].selectbox("Examples", [NO_EXAMPLE, *EXAMPLES], key=state.EXAMPLE, on_change=_use_example)
     # The box commits its text on Ctrl+Enter or a click outside (the button is such a click), and a
     # committed text is translated: the button is where a newcomer looks for that.
     cols[1].button("Translate", key="translate_go", type="primary", icon=":material/translate:", width="stretch")
     return cols[0].text_area(f"Sentence ({tr.bundle.src_lang})", max_chars=MAX_CHARS, height=80,
                              help="Press Translate or Ctrl+Enter to translate.",
-                             **keep("sentence", EXAMPLES[0]))
+                             **keep(state.SENTENCE, state.DEFAULT_SENTENCE))
 
 
-def decoding_options(tr: Translator) -> None:
-    """Beam size and maximum output length (session_state 'beam' and 'max_len'), shared by the pages that decode."""
+def decoding_options(tr: Translator, view: ViewState) -> None:
+    """Beam size and maximum output length (the view's `beam` and `max_len`), shared by the pages that decode."""
     col_beam, col_len = st.columns(2)
-    col_beam.number_input(f"Beam size (1 = greedy, max {MAX_BEAM})", 1, MAX_BEAM, **keep("beam", 1))
+    col_beam.number_input(f"Beam size (1 = greedy, max {MAX_BEAM})", 1, MAX_BEAM, **keep(state.BEAM, 1))
     limit = tr.model.config.max_len
-    if (st.session_state.get("max_len") or 0) > limit:  # a smaller model became active
-        st.session_state["max_len"] = limit
+    if (view.max_len or 0) > limit:  # a smaller model became active
+        state.set_max_len(limit)
     col_len.number_input("Maximum output tokens", 1, limit, placeholder="auto: twice the source + 10",
                          help=f"Empty: each sentence gets twice its source tokens plus 10 (at most {limit}, this "
                               "model's limit). A number you type is kept for every sentence.",
-                         **keep("max_len", None))
-    write_url(("beam", "max_len"))  # at once: a fragment or a page-only rerun skips the app's own URL update
+                         **keep(state.MAX_LEN, None))
+    write_url((state.BEAM, state.MAX_LEN))  # at once: a fragment or a page-only rerun skips the app's own URL update
 
 
-def translated_sentence(tr: Translator) -> tuple[Query, Translation]:
+def translated_sentence(tr: Translator, view: ViewState) -> tuple[Query, Translation]:
     """Sentence box, decoding options, the query they hold and its cached translation with its notes;
     stops the page on bad input."""
     sentence_box(tr)
-    decoding_options(tr)
-    query = Query.from_session(tr)
+    decoding_options(tr, view)
+    query = Query.from_view(tr, view)
     result = results.translate(tr, query)
     if result is None or not result.steps:
         st.stop()
@@ -114,7 +114,7 @@ def sample_words(src_lang: str, tgt_lang: str) -> tuple[frozenset[str], frozense
 
 def chart(fig: go.Figure, key: str) -> None:
     """A plotly chart whose camera button saves PNG or SVG, as chosen in the sidebar."""
-    fmt = st.session_state.get("image_format", "png")
+    fmt = state.stored(state.IMAGE_FORMAT, "png")
     st.plotly_chart(fig, key=key, width="stretch",
                     config={"toImageButtonOptions": {"format": fmt, "filename": f"attnscope-{key}", "scale": 2}})
 

@@ -10,12 +10,12 @@ import plotly.graph_objects as go
 
 from attnscope.records.attention import KIND_LABELS, AttentionRecord, Kind
 from attnscope.viz.heatmap import COLORSCALE, MASKED_COLOR, TITLE_PX, causal_cells, is_long, title_layout
-from attnscope.viz.labels import check_labels
+from attnscope.viz.labels import WEIGHT, check_labels
 
 # Hover names the cell by its row (layer, query) and column (head, key): category axes carry one label per row and per
 # column, where per-cell text would be a string for every cell (~3 MB of Python objects and 1.1 MB of page for a
 # 34-token sentence, cached once per selected head).
-GRID_HOVER = "%{y}<br>%{x}<br>weight %{z:.3f}<extra></extra>"
+GRID_HOVER = "%{{y}}<br>%{{x}}<br>{value} %{{z:.3f}}<extra></extra>"
 MAX_CELL_SIDE = 48  # positions per axis drawn in one head's cell; longer inputs are averaged in blocks
 
 
@@ -57,13 +57,15 @@ PER_HEAD_TITLE = "share of<br>its head's<br>maximum"  # per-head colours: each h
 
 
 def heads_grid(record: AttentionRecord, kind: Kind, *, per_head_scale: bool | None = False,
-               row_labels: Sequence[str] | None = None, selected: tuple[int, int | None] | None = None) -> go.Figure:
+               row_labels: Sequence[str] | None = None, selected: tuple[int, int | None] | None = None,
+               value: str = WEIGHT, title_note: str = "") -> go.Figure:
     """Layers as rows, heads as columns, each cell one head's [query, key] map.
 
     With `per_head_scale`, each head is divided by its own maximum so faint heads stay visible
     (None: only for long inputs). Inputs longer than MAX_CELL_SIDE are drawn as averages over
     blocks of positions (the title says so): every weight is still computed, fewer are drawn.
-    `selected` (layer, head) is outlined.
+    `selected` (layer, head) is outlined. `value` names the numbers on the colour bar and hover: anything but
+    weights has no fixed 0-1 range (`title_note` says what they are after the title).
     """
     array = record.array(kind).astype(np.float32)  # (L, H, Q, K)
     n_layers, n_heads, n_q, n_k = array.shape
@@ -94,8 +96,10 @@ def heads_grid(record: AttentionRecord, kind: Kind, *, per_head_scale: bool | No
                 hidden[r:r + n_q, c:c + n_k] = np.where(np.isnan(masked), 1.0, np.nan)
     x = _axis_labels("head", "key", n_heads, k_names)
     y = _axis_labels("layer", "query", n_layers, q_names)
-    fig = go.Figure(go.Heatmap(z=z, x=x, y=y, hovertemplate=GRID_HOVER, hoverongaps=False, colorscale=COLORSCALE, zmin=0,
-                               zmax=1, colorbar=dict(title="weight" if not per_head_scale else PER_HEAD_TITLE, thickness=12)))
+    bounded = value == WEIGHT
+    fig = go.Figure(go.Heatmap(z=z, x=x, y=y, hovertemplate=GRID_HOVER.format(value=value), hoverongaps=False,
+                               colorscale=COLORSCALE, zmin=0 if bounded else None, zmax=1 if bounded else None,
+                               colorbar=dict(title=PER_HEAD_TITLE if per_head_scale else value, thickness=12)))
     if masked is not None:  # grey exactly on the masked cells (NaN in z); gutters stay white
         fig.add_trace(go.Heatmap(z=hidden, x=x, y=y, colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], showscale=False,
                                  hoverinfo="skip"))
@@ -111,7 +115,8 @@ def heads_grid(record: AttentionRecord, kind: Kind, *, per_head_scale: bool | No
     notes = ["grey: masked (future) positions"] if masked is not None else []
     if factor > 1:
         notes.append(f"each cell averages {factor}×{factor} positions")
-    title = f"{KIND_LABELS[kind]} · every layer and head" + (f" ({'; '.join(notes)})" if notes else "")
+    title = (f"{KIND_LABELS[kind]} · every layer and head" + (f" ({'; '.join(notes)})" if notes else "")
+             + (f" · {title_note}" if title_note else ""))
     fig.update_layout(title=title_layout(title), plot_bgcolor="white",
                       height=min(1100, 140 + n_layers * max(110, 9 * n_q)), margin=dict(l=10, r=10, t=TITLE_PX + 30, b=10))
     return fig

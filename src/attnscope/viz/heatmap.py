@@ -8,12 +8,12 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attnscope.records.attention import KIND_LABELS, AttentionRecord, Kind
-from attnscope.viz.labels import check_labels
+from attnscope.viz.labels import WEIGHT, check_labels
 
 COLORSCALE = "Blues"
 MASKED_COLOR = "#d9d9d9"  # cells a mask forbids (future positions) show as grey, not as 0
-HOVER = "query %{customdata[0]}<br>key %{customdata[1]}<br>weight %{z:.3f}<extra></extra>"
-INDEX_HOVER = "query %{y}<br>key %{x}<br>weight %{z:.3f}<extra></extra>"  # long maps: indices, tokens on the axes
+HOVER = "query %{{customdata[0]}}<br>key %{{customdata[1]}}<br>{value} %{{z:.3f}}<extra></extra>"
+INDEX_HOVER = "query %{{y}}<br>key %{{x}}<br>{value} %{{z:.3f}}<extra></extra>"  # long maps: indices, tokens on the axes
 LONG_INPUT = 40  # tokens: above this a 0-1 scale looks white (attention spreads thin), so colours scale per map
 MAX_TICKS = 40  # tick labels per axis before they are thinned to every n-th token
 MAX_HOVER_CELLS = 6_400  # above this, hover names positions by index (per-cell token text would dominate the page)
@@ -62,10 +62,12 @@ def top_margin(labels: Sequence[str], *, tickangle: float = 60, axis_title: bool
 
 def attention_heatmap(weights: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str], *,
                       title: str = "", masked: np.ndarray | None = None, per_head_scale: bool | None = False,
-                      row_title: str = "query", col_title: str = "key", height: int | None = None) -> go.Figure:
+                      row_title: str = "query", col_title: str = "key", height: int | None = None,
+                      value: str = WEIGHT) -> go.Figure:
     """A heatmap of [query, key] weights; masked cells are left empty on a grey background.
 
-    `per_head_scale=None` chooses: per-map colours for long inputs (`is_long`), 0-1 otherwise.
+    `per_head_scale=None` chooses: per-map colours for long inputs (`is_long`), 0-1 otherwise. `value` names what the
+    cells hold on the colour bar and hover; anything but weights (e.g. weighted value norms) has no fixed 0-1 range.
     """
     z = np.asarray(weights, dtype=np.float32).copy()
     if z.ndim != 2:
@@ -78,15 +80,16 @@ def attention_heatmap(weights: np.ndarray, row_labels: Sequence[str], col_labels
         z[masked] = np.nan
     n_rows, n_cols = z.shape
     gap = 0 if max(n_rows, n_cols) > GAP_CELLS else 1
+    fixed = value == WEIGHT and not per_head_scale
+    scale_title = value if value != WEIGHT else WEIGHT if fixed else f"{WEIGHT}<br>(own scale)"
     heat = dict(z=z, x=list(range(n_cols)), y=list(range(n_rows)), colorscale=COLORSCALE, xgap=gap, ygap=gap,
-                zmin=None if per_head_scale else 0.0, zmax=None if per_head_scale else 1.0,
-                colorbar=dict(title="weight" if not per_head_scale else "weight<br>(own scale)", thickness=12))
+                zmin=0.0 if fixed else None, zmax=1.0 if fixed else None, colorbar=dict(title=scale_title, thickness=12))
     if n_rows * n_cols <= MAX_HOVER_CELLS:
         rows = np.asarray([f"{i}: {t}" for i, t in enumerate(row_labels)], dtype=object)
         cols = np.asarray([f"{j}: {t}" for j, t in enumerate(col_labels)], dtype=object)
-        heat.update(customdata=np.dstack(np.meshgrid(rows, cols, indexing="ij")), hovertemplate=HOVER)
+        heat.update(customdata=np.dstack(np.meshgrid(rows, cols, indexing="ij")), hovertemplate=HOVER.format(value=value))
     else:
-        heat.update(hovertemplate=INDEX_HOVER)
+        heat.update(hovertemplate=INDEX_HOVER.format(value=value))
     fig = go.Figure(go.Heatmap(**heat))
     x_ticks, x_text = thinned_ticks(col_labels)
     y_ticks, y_text = thinned_ticks(row_labels)
@@ -108,18 +111,19 @@ def difference_heatmap(diff: np.ndarray, row_labels: Sequence[str], col_labels: 
                        title: str = "A − B") -> go.Figure:
     """A − B of two [query, key] weight maps, centred on 0: red where A puts more weight (A − B > 0), blue
     where B does, as DIFFERENCE_CAPTION says."""
-    fig = attention_heatmap(diff, row_labels, col_labels, title=title, per_head_scale=True)
-    hover = fig.data[0].hovertemplate.replace("weight", "A − B")
-    return fig.update_traces(colorscale=DIFFERENCE_COLORSCALE, zmid=0, hovertemplate=hover,
-                             colorbar=dict(title="A − B<br>red: A more", thickness=12))
+    fig = attention_heatmap(diff, row_labels, col_labels, title=title, per_head_scale=True, value="A − B")
+    return fig.update_traces(colorscale=DIFFERENCE_COLORSCALE, zmid=0, colorbar=dict(title="A − B<br>red: A more", thickness=12))
 
 
 def record_heatmap(record: AttentionRecord, kind: Kind, layer: int, head: int | None, *,
-                   per_head_scale: bool | None = False, row_labels: Sequence[str] | None = None) -> go.Figure:
-    """One head (or the mean of heads) of one layer of one kind of attention in `record`."""
+                   per_head_scale: bool | None = False, row_labels: Sequence[str] | None = None,
+                   value: str = WEIGHT, title_note: str = "") -> go.Figure:
+    """One head (or the mean of heads) of one layer of one kind of attention in `record`, whose numbers are
+    `value` (e.g. a record of weighted value norms; `title_note` then says so after the title)."""
     queries, keys = record.axes(kind)
     z = head_weights(record, kind, layer, head)
     who = "mean of heads" if head is None else f"head {head}"
     return attention_heatmap(z, row_labels or queries, keys, masked=causal_cells(kind, len(queries), len(keys)),
-                             title=f"{KIND_LABELS[kind]} · layer {layer} · {who}", per_head_scale=per_head_scale,
+                             title=f"{KIND_LABELS[kind]} · layer {layer} · {who}" + (f" · {title_note}" if title_note else ""),
+                             per_head_scale=per_head_scale, value=value,
                              row_title="query" if row_labels is None else "generated token (query)")

@@ -1,7 +1,10 @@
-"""The check every figure builder makes at its boundary: as many labels as the array has rows or columns."""
+"""What every figure builder shares at its boundary: the check that there are as many labels as the array has
+rows or columns, and the name of the values drawn (weights unless the caller says otherwise)."""
 from __future__ import annotations
 
 from typing import Sequence
+
+WEIGHT = "weight"  # attention weights: bounded by 0 and 1; any other value label (e.g. a norm) is scaled to its data
 
 
 def check_labels(n: int, labels: Sequence[str], what: str) -> None:

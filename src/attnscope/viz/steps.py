@@ -10,9 +10,7 @@ import numpy as np
 
 from attnscope.records.attention import DecodeStep, StepAttention
 from attnscope.viz.html import Scale, heat_table, probability_bars, shaded_tokens
-from attnscope.viz.labels import check_labels
-
-WEIGHT = "weight"
+from attnscope.viz.labels import WEIGHT, check_labels
 
 
 def top_k_bars(step: DecodeStep, k: int = 10) -> str:

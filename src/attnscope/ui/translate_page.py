@@ -1,4 +1,4 @@
-"""Side-by-side views of two translations of one sentence."""
+"""The Translate page's own view: its translation beside a teacher-forced reference, and where they diverge."""
 from __future__ import annotations
 
 import streamlit as st

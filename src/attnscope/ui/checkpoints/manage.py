@@ -1,4 +1,4 @@
-"""Widgets of the Checkpoints page: the table, activate, download, delete, upload (importing: ui/import_tools.py)."""
+"""Widgets of the Checkpoints page: the table, activate, download, delete, upload (importing: imports.py)."""
 from __future__ import annotations
 
 import math
@@ -12,7 +12,8 @@ import streamlit as st
 
 from attnscope.checkpoints import registry
 from attnscope.checkpoints.checkpoint import CheckpointError
-from attnscope.ui import models, tables
+from attnscope.ui import models, state, tables
+from attnscope.ui.state import ViewState
 from attnscope.ui.text import plain
 from attnscope.ui.widgets import new_upload
 
@@ -66,36 +67,32 @@ def overview(entries: dict[str, registry.Entry]) -> None:
     tables.table(table(entries), tables.CHECKPOINTS)
 
 
-def _activate(name: str) -> None:
-    st.session_state["checkpoint"] = name
-
-
-def manage(entries: dict[str, registry.Entry]) -> None:
+def manage(view: ViewState, entries: dict[str, registry.Entry]) -> None:
     """Pick one checkpoint to activate, download, inspect or delete; it shows the active one whenever
     that changes (an upload, an import, the sidebar), and otherwise keeps the user's pick."""
     st.subheader("Manage")
     names = list(entries)
-    current = st.session_state.get("checkpoint")
-    if st.session_state.get("_manage_active_was") != current or st.session_state.get("manage_name") not in names:
-        st.session_state["_manage_active_was"] = current
-        st.session_state["manage_name"] = current if current in names else names[0]
-    name = st.selectbox("Checkpoint", names, key="manage_name")
+    current = view.checkpoint
+    if state.stored(state.MANAGE_ACTIVE_WAS) != current or state.stored(state.MANAGE_NAME) not in names:
+        state.store(state.MANAGE_ACTIVE_WAS, current)
+        state.store(state.MANAGE_NAME, current if current in names else names[0])
+    name = st.selectbox("Checkpoint", names, key=state.MANAGE_NAME)
     chosen = entries[name]
     cols = st.columns(3)
-    cols[0].button("Set active", on_click=_activate, args=(name,), key="activate", disabled=name == current)
+    cols[0].button("Set active", on_click=state.set_checkpoint, args=(name,), key="activate", disabled=name == current)
     cols[1].download_button("Download", chosen.path.read_bytes(), f"{name}.safetensors",
                             "application/octet-stream", key="download_ckpt")
     if chosen.origin == "shipped":
         cols[2].caption("Shipped checkpoints are read-only.")
     elif cols[2].button("Delete", key="delete", type="secondary"):
-        st.session_state["confirm_delete"] = name
-    if st.session_state.get("confirm_delete") == name and chosen.origin != "shipped":
+        state.store(state.CONFIRM_DELETE, name)
+    if state.stored(state.CONFIRM_DELETE) == name and chosen.origin != "shipped":
         st.warning(f"Delete {name} for good?")
         if st.button("Yes, delete it", key="confirm"):
             registry.delete(chosen.path)
-            st.session_state.pop("confirm_delete", None)
-            if st.session_state.get("checkpoint") == name:
-                st.session_state.pop("checkpoint")
+            state.forget(state.CONFIRM_DELETE)
+            if current == name:
+                state.forget(state.CHECKPOINT)
             st.rerun()
     with st.expander("Details"):
         st.markdown(f"**SHA-256** `{chosen.sha256()}`  \n**File** `{chosen.path.name}` · {chosen.size / 1e6:.1f} MB")
@@ -130,9 +127,9 @@ def upload() -> None:
         return
     same = registry.identical(file.getvalue(), models.entries().values())
     if same is not None:
-        st.session_state["checkpoint"] = same.name
-        st.session_state["_flash"] = (f"{file.name} is identical to {same.name} (the same SHA-256), which is already "
-                                      f"installed: {same.name} is now the active checkpoint on every page.")
+        state.set_checkpoint(same.name)
+        state.store(state.FLASH, f"{file.name} is identical to {same.name} (the same SHA-256), which is already "
+                                 f"installed: {same.name} is now the active checkpoint on every page.")
         st.rerun()
     try:
         tmp = registry.validate_upload(file.getvalue(), file.name)
@@ -161,21 +158,22 @@ def keep_for_session(tmp: Path, filename: str) -> None:
     """Store a validated checkpoint for this session only, make it active, and refresh the page; the temporary
     file goes either way."""
     try:
-        folder = st.session_state.setdefault("session_models_dir", tempfile.mkdtemp(prefix="attnscope-session-"))
+        folder = state.stored(state.SESSION_MODELS_DIR) or tempfile.mkdtemp(prefix="attnscope-session-")
+        state.store(state.SESSION_MODELS_DIR, folder)
         path = registry.store(tmp, filename, Path(folder), set(models.entries()))
     except CheckpointError as err:
         st.error(f"Upload rejected: {plain(err)}")
         return
     finally:
         tmp.unlink(missing_ok=True)
-    st.session_state["checkpoint"] = path.stem
-    st.session_state["_flash"] = f"Loaded {path.stem}; it is now the active checkpoint on every page."
+    state.set_checkpoint(path.stem)
+    state.store(state.FLASH, f"Loaded {path.stem}; it is now the active checkpoint on every page.")
     st.rerun()
 
 
 def flash() -> None:
     """Show a message left by the previous run (e.g. before a rerun refreshed the list)."""
-    message = st.session_state.pop("_flash", None)
+    message = state.forget(state.FLASH)
     if message:
         st.success(plain(message))
 

@@ -17,7 +17,8 @@ from attnscope.checkpoints.importers.parts import Imported
 from attnscope.checkpoints.importers.state_dict import import_weights
 from attnscope.checkpoints.importers.torch_files import read_state_dict
 from attnscope.checkpoints.importers.uploads import import_uploaded
-from attnscope.ui.checkpoint_tools import keep_for_session
+from attnscope.ui import state
+from attnscope.ui.checkpoints.manage import keep_for_session
 from attnscope.ui.text import plain
 
 HELP = ("A `torch.nn.Transformer` model (the PyTorch tutorial's Seq2SeqTransformer and the like) or the Annotated "
@@ -38,7 +39,7 @@ FRAMINGS = {"<bos> sentence <eos> (PyTorch tutorial, Annotated Transformer)": "b
 
 def _report() -> None:
     """The last import's report, kept across the rerun that made the model active."""
-    lines = st.session_state.pop("_import_report", None)
+    lines = state.forget(state.IMPORT_REPORT)
     if lines:
         show = st.warning if any(line.startswith("Not checked") for line in lines) else st.info
         show(plain(" ".join(lines)))
@@ -171,6 +172,6 @@ def _import_and_keep(run: Callable[[], Imported], name: str | None = None) -> No
         tmp.unlink(missing_ok=True)
         st.error(f"Import rejected: {plain(err)}")
         return
-    st.session_state["_import_report"] = imported.report.lines()
+    state.store(state.IMPORT_REPORT, imported.report.lines())
     filename = imported.bundle.summary.get("name", "imported") if name is None else name
     keep_for_session(tmp, f"{filename}.safetensors")

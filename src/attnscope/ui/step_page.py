@@ -6,6 +6,7 @@ Moving through the steps reruns only the step fragment, and its views come from
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Callable
 
 import streamlit as st
@@ -13,11 +14,12 @@ from streamlit.errors import StreamlitAPIException
 
 from attnscope.engine.decoding.beam_result import BeamResult
 from attnscope.engine.decoding.translator import Translation, Translator
-from attnscope.ui import figures, results, selection, widgets
-from attnscope.ui.attribution_tools import step_contributions
+from attnscope.ui import figures, results, selection, state, widgets
+from attnscope.ui.attribution.sentence import step_contributions
 from attnscope.ui.cache import result_key
 from attnscope.ui.persist import keep
 from attnscope.ui.query import Query
+from attnscope.ui.state import ViewState
 from attnscope.ui.text import plain
 from attnscope.ui.url import write_url
 from attnscope.ui.values_switch import values_switch
@@ -27,44 +29,46 @@ PLAY_SECONDS = 0.6  # pause between steps while playing
 
 
 def _move(delta: int, n: int) -> None:
-    st.session_state["step"] = max(0, min(n - 1, st.session_state.get("step", 0) + delta))
+    view = state.read()
+    state.set_step(selection.fit_step(replace(view, step=view.step + delta), n))
 
 
 def _toggle_play(n: int) -> None:
-    playing = not st.session_state.get("playing", False)
-    st.session_state["playing"] = playing
-    if playing and st.session_state.get("step", 0) >= n - 1:
-        st.session_state["step"] = 0
+    view = state.read()
+    state.set_playing(not view.playing)
+    if not view.playing and view.step >= n - 1:
+        state.set_step(0)
 
 
-def step_controls(n_steps: int) -> int:
-    """Slider plus previous / next / play; returns the current step (kept in session_state['step'])."""
-    current = min(max(int(st.session_state.get("step", 0)), 0), n_steps - 1)
-    st.session_state["step"] = current
+def step_controls(view: ViewState, n_steps: int) -> int:
+    """Slider plus previous / next / play; returns the current step (kept as the view's `step`)."""
+    current = selection.fit_step(view, n_steps)
+    state.set_step(current)
     cols = st.columns([1, 1, 1, 6])
     cols[0].button("◀ Previous", on_click=_move, args=(-1, n_steps), disabled=current == 0, key="prev")
     cols[1].button("Next ▶", on_click=_move, args=(1, n_steps), disabled=current >= n_steps - 1, key="next")
-    playing = st.session_state.get("playing", False)
+    playing = view.playing
     cols[2].button("Pause" if playing else "Play", icon=":material/pause:" if playing else ":material/play_arrow:",
                    on_click=_toggle_play, args=(n_steps,), key="play")
     if n_steps > 1:
         with cols[3]:
-            st.slider("Step", 0, n_steps - 1, **keep("step", current))
-    return int(st.session_state["step"])
+            st.slider("Step", 0, n_steps - 1, **keep(state.STEP, current))
+    return current
 
 
 @st.fragment
 def step_view(tr: Translator, query: Query, result: Translation) -> None:
-    """Controls and figures of the current step; reruns on its own when the step changes."""
+    """Controls and figures of the current step; reruns on its own when the step changes (and reads the view again)."""
+    view = state.read()
     n = len(result.steps)
-    t = step_controls(n)
+    t = step_controls(view, n)
     step = result.steps[t]
     prefix = " ".join(result.target_tokens[: t + 1])
     st.markdown(f"**Decoder input so far:** {plain(prefix)} → **chose** “{plain(step.token)}” with probability {step.prob:.3f}")
     st.caption(f"Full translation: {plain(result.text)}")
     record, norms = values_switch(tr, query, result)  # weights, or weighted value norms
     key = result_key("translate", query)
-    shown = figures.step_views(result, record, key, t, selection.layer(record, "cross"), selection.head(), norms)
+    shown = figures.step_views(result, record, key, t, selection.layer(view, record, "cross"), selection.head(view), norms)
     st.html(shown.source)
     left, right = st.columns([2, 3])
     with left:
@@ -72,18 +76,18 @@ def step_view(tr: Translator, query: Query, result: Translation) -> None:
     with right:
         st.html(shown.cross)
     st.html(shown.self_)
-    step_contributions(tr, query, result, t)  # on request only: a toggle, off by default
+    step_contributions(tr, view, query, result, t)  # on request only: a toggle, off by default
     if query.beam == 1:
-        force_branch(tr, query, result, t)
+        force_branch(tr, view, query, result, t)
     else:
-        st.session_state["force"] = None  # a beam search forces nothing
-    write_url(("step", "force"))
-    if st.session_state.get("playing"):
+        state.set_force(None)  # a beam search forces nothing
+    write_url((state.STEP, state.FORCE))
+    if view.playing:
         if t < n - 1:
             time.sleep(PLAY_SECONDS)
-            st.session_state["step"] = t + 1
+            state.set_step(t + 1)
         else:
-            st.session_state["playing"] = False
+            state.set_playing(False)
         _redraw()
 
 
@@ -97,8 +101,8 @@ def _redraw() -> None:
 
 def _keep_one(filled: str, other: str, empty: object) -> None:
     """Filling one way of forcing a token empties the other, so the page never holds two choices."""
-    if st.session_state.get(filled):
-        st.session_state[other] = empty
+    if state.stored(filled):
+        state.store(other, empty)
 
 
 def forced_choice(tr: Translator, rivals: list[tuple[str, int]], choice: str | None, typed: str) -> tuple[list[int], str]:
@@ -116,29 +120,29 @@ def forced_choice(tr: Translator, rivals: list[tuple[str, int]], choice: str | N
     return [], "Pick a rival token or type a word to see how the translation would continue."
 
 
-def force_branch(tr: Translator, query: Query, result: Translation, t: int) -> None:
+def force_branch(tr: Translator, view: ViewState, query: Query, result: Translation, t: int) -> None:
     """“Force another token here”: decode on from a different choice, once the user picks one.
 
     The boxes are keyed by step, so a choice made at one step never carries over to another; filling one
-    empties the other. The choice is session_state['force'] (so the URL keeps it); a shared URL's choice
-    (`_url_force`) fills the picker when it names a rival, else the word box.
+    empties the other. The choice is the view's `force` (so the URL keeps it); a shared URL's choice
+    (state.URL_FORCE) fills the picker when it names a rival, else the word box.
     """
     st.subheader(f"What if step {t} chose something else?")
     step = result.steps[t]
     # <pad> and <bos> are never outputs; forcing them would decode to nothing visible
     never = (tr.model.config.pad_id, tr.model.config.bos_id)
     rivals = [(tok, i) for (tok, _), i in zip(step.top_k, step.top_ids) if tok != step.token and i not in never]
-    choice_key, typed_key = f"force_choice-{t}", f"force_typed-{t}"
-    shared = st.session_state.pop("_url_force", None)
+    choice_key, typed_key = state.force_boxes(t)
+    shared = state.forget(state.URL_FORCE)
     if shared:
-        st.session_state[choice_key if shared in dict(rivals) else typed_key] = shared
+        state.store(choice_key if shared in dict(rivals) else typed_key, shared)
     cols = st.columns([2, 2, 1])
     choice = cols[0].selectbox("A top-k candidate", [tok for tok, _ in rivals], index=None, placeholder="Pick a rival token",
                                key=choice_key, on_change=_keep_one, args=(choice_key, typed_key, ""))
     typed = cols[1].text_input("…or type a word", key=typed_key, max_chars=100,
                                on_change=_keep_one, args=(typed_key, choice_key, None))
     forced_ids, said = forced_choice(tr, rivals, choice, typed)
-    st.session_state["force"] = (typed.strip() or choice) if forced_ids else None
+    state.set_force((typed.strip() or choice) if forced_ids else None)
     if not forced_ids:
         (st.warning if typed.strip() else st.caption)(said)
         return
@@ -146,7 +150,7 @@ def force_branch(tr: Translator, query: Query, result: Translation, t: int) -> N
     branch = results.force(tr, query, tuple(result.target_ids[:t]) + tuple(forced_ids))
     if branch is None:
         return
-    layer, head = selection.layer(result.attention, "cross"), selection.head()
+    layer, head = selection.layer(view, result.attention, "cross"), selection.head(view)
     left, right = st.columns(2)
     with left:
         st.markdown(f"**Model's choice:** {plain(result.text)}")
@@ -155,7 +159,7 @@ def force_branch(tr: Translator, query: Query, result: Translation, t: int) -> N
     with right:
         st.markdown(f"**Forced branch:** {plain(branch.text)}")
         key = result_key("force", query, tuple(forced_ids), t)
-        widgets.chart(figures.heatmap(branch, branch.attention, key, "cross", min(layer, branch.attention.n_layers("cross") - 1),
+        widgets.chart(figures.heatmap(branch, branch.attention, key, "cross", selection.layer(view, branch.attention, "cross"),
                                       head),
                       "branch-forced")
     st.caption(whole_output_caption(result, branch))
@@ -179,7 +183,7 @@ def hypothesis_labels(beam: BeamResult, decode: Callable[[list[int]], str]) -> l
             for i, (ids, score, log_prob) in enumerate(beam.hypotheses)]
 
 
-def beam_view(tr: Translator, query: Query, result: Translation) -> None:
+def beam_view(tr: Translator, view: ViewState, query: Query, result: Translation) -> None:
     """The beam search tree (best paths first, more on request) and the attention of any hypothesis."""
     beam = result.beam
     if beam is None:
@@ -197,6 +201,6 @@ def beam_view(tr: Translator, query: Query, result: Translation) -> None:
     pruned = cols[1].toggle("Show pruned branches", key="beam_pruned")
     widgets.chart(beam_tree(beam, codec.piece, highlight=hypothesis_nodes(beam)[pick], top=top, show_pruned=pruned), "beam-tree")
     chosen = results.hypothesis(tr, query, tuple(ids))
-    layer = selection.layer(chosen.attention, "cross")
+    layer = selection.layer(view, chosen.attention, "cross")
     key = result_key("hypothesis", query, tuple(ids))
-    widgets.chart(figures.heatmap(chosen, chosen.attention, key, "cross", layer, selection.head()), "beam-hypothesis")
+    widgets.chart(figures.heatmap(chosen, chosen.attention, key, "cross", layer, selection.head(view)), "beam-hypothesis")

@@ -1,7 +1,7 @@
 """Widgets of the Attribution page on its sentence (cached attributions, the methods explained, integrated
 gradients' completeness, alignment) and the Step page's on-request view of what one decoding step relied on.
 Each tab asks only for what it shows: the split needs ALTI+ alone, the alignment value zeroing, and integrated
-gradients (most of the cost) run only for the tabs that show them. Sample averages: attribution_samples.py."""
+gradients (most of the cost) run only for the tabs that show them. Sample averages: samples.py."""
 from __future__ import annotations
 
 import time
@@ -27,8 +27,9 @@ from attnscope.engine.attribution.sentence import (
 )
 from attnscope.engine.attribution.step_attribution import StepAttributions, step_attributions
 from attnscope.engine.decoding.translator import Translation, Translator
-from attnscope.ui import selection, widgets
+from attnscope.ui import selection, state, widgets
 from attnscope.ui.query import Query, QueryKey
+from attnscope.ui.state import ViewState
 from attnscope.ui.text import plain
 from attnscope.viz.attribution import alignment_figure
 
@@ -38,7 +39,6 @@ if TYPE_CHECKING:  # pandas (~70 MB, ~0.5 s) is imported only when a table is as
 TABS = ("Source vs prefix", "Source tokens by method", "Agreement", "Alignment", "Dataset")
 MAX_STATS_SAMPLE = 1000  # head statistics come from batched capture: 1,000 sentences take seconds
 STEP_TOP = 3  # source tokens listed per method for one step
-IG_DONE = "_attr_ig"  # session key: (sentence key, (tolerance, points)) of the last attribution with integrated gradients
 IG_MAX_POINTS = 1024  # the most path points a user may allow one sentence
 NO_IG = (0.0, 0)  # (tolerance, points) of an attribution without integrated gradients
 
@@ -98,7 +98,7 @@ def sentence_attribution(tr: Translator, query: Query, result: Translation, ig: 
     gradients without computing them."""
     query.check(tr)
     att = _attribute(tr, result, query.key, ig)
-    st.session_state[IG_DONE] = (query.key, ig)
+    state.store(state.IG_DONE, (query.key, ig))
     return att
 
 
@@ -106,7 +106,7 @@ def ig_controls() -> tuple[float, int]:
     """The completeness integrated gradients must reach, and the path points they may spend: (fraction, points)."""
     cols = st.columns(2)
     percent = cols[0].number_input("Integrated gradients: completeness tolerance (%)", 0.5, 50.0, 5.0, 0.5,
-                                   key="ig_tolerance", persist_state="session",
+                                   key=state.IG_TOLERANCE, persist_state="session",
                                    help="Path points are added where the attributions fail to add up, until every "
                                         "token's attributions sum to its change in log-probability within this many "
                                         "percent (or, for changes under 1 nat, this many hundredths of a nat).")
@@ -116,13 +116,13 @@ def ig_controls() -> tuple[float, int]:
     return percent / 100, int(points)
 
 
-def every_attribution(tr: Translator, query: Query, result: Translation) -> tuple[SentenceAttribution, int]:
+def every_attribution(tr: Translator, view: ViewState, query: Query, result: Translation) -> tuple[SentenceAttribution, int]:
     """For the tabs that show integrated gradients: their settings, every attribution of the translation, how
     complete integrated gradients are; and the sidebar's layer as it exists in this model's decoder."""
     att = sentence_attribution(tr, query, result, ig_controls())
     completeness_report(att.integrated_gradients)
     n_layers = att.weights.n_layers("cross")
-    return att, min(st.session_state.get("layer", n_layers - 1), n_layers - 1)
+    return att, selection.fit_layer(view, n_layers)
 
 
 def completeness_report(ig: Saliency | None) -> None:
@@ -228,16 +228,16 @@ def _methods_markdown(s: StepAttributions, t: int, ig_points: int | None) -> str
     return "\n".join(rows)
 
 
-def step_contributions(tr: Translator, query: Query, result: Translation, t: int) -> None:
+def step_contributions(tr: Translator, view: ViewState, query: Query, result: Translation, t: int) -> None:
     """On request, what decoding step `t` relied on: its source/prefix split (ALTI+), the top source
     tokens by each method and their agreement with value zeroing. The sentence is attributed once (cached);
     moving between steps only slices it. Integrated gradients join once computed on the Attribution page."""
     if not st.toggle("Show what this step relied on (attribution)", key="step_attr"):
         return
-    done = st.session_state.get(IG_DONE)
+    done = state.stored(state.IG_DONE)
     query.check(tr)
     ig = done[1] if done and done[0] == query.key else NO_IG
-    s, ig_points = _step_attributions(tr, result, query.key, ig, selection.layer(result.attention, "cross"))
+    s, ig_points = _step_attributions(tr, result, query.key, ig, selection.layer(view, result.attention, "cross"))
     st.markdown(_split_markdown(s, t))
     st.markdown(_methods_markdown(s, t, ig_points))
     st.caption("Scores over the source tokens (position, token, score): in the sidebar's layer, cross-attention weights "

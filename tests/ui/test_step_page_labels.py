@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from attnscope.engine.decoding.beam_result import BeamResult
-from attnscope.ui.stepping import hypothesis_labels
+from attnscope.ui.step_page import hypothesis_labels
 
 
 def test_an_empty_beam_hypothesis_is_named_not_blank() -> None:

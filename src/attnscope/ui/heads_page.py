@@ -16,11 +16,12 @@ from attnscope.engine.analysis.heads import (
     source_alignment,
 )
 from attnscope.engine.decoding.translator import Translation, Translator
-from attnscope.records.attention import KINDS, Kind
+from attnscope.records.attention import KINDS
 from attnscope.training.data import DataError, sample_pairs
-from attnscope.ui import models, results, selection, tables, widgets
-from attnscope.ui.attribution_tools import MAX_STATS_SAMPLE
+from attnscope.ui import models, results, selection, state, tables, widgets
+from attnscope.ui.attribution.sentence import MAX_STATS_SAMPLE
 from attnscope.ui.query import Query
+from attnscope.ui.state import ViewState
 from attnscope.ui.text import plain
 from attnscope.viz.grid import heads_grid
 from attnscope.viz.heatmap import DIFFERENCE_CAPTION, attention_heatmap, difference_heatmap, head_weights
@@ -29,11 +30,13 @@ MAX_SAMPLE = 200  # sentences for the ablation BLEU: translated twice, keeps a C
 SPLITS = ("val", "test_2016_flickr", "test_2017_flickr")
 
 
-def all_heads(result: Translation, kind: Kind, layer: int, head: int | None) -> None:
-    """Every layer and head of `kind` at once, the sidebar's choice outlined (`head` None: the mean of heads)."""
+def all_heads(view: ViewState, result: Translation) -> None:
+    """Every layer and head of the selected kind at once, the sidebar's layer and head outlined."""
+    kind = view.kind
     rows = result.output_tokens if kind == "cross" else None
-    widgets.chart(heads_grid(result.attention, kind, per_head_scale=st.session_state.get("per_head_scale", False),
-                             row_labels=rows, selected=(layer, head)), "heads-grid")
+    selected = (selection.layer(view, result.attention, kind), selection.head(view))
+    widgets.chart(heads_grid(result.attention, kind, per_head_scale=view.per_head_scale, row_labels=rows,
+                             selected=selected), "heads-grid")
 
 
 def statistics(result: Translation) -> None:
@@ -60,8 +63,8 @@ def split_statistics(tr: Translator) -> None:
             bar = st.progress(0.0, text="Translating in batches…")
             frame = head_stats_batched(tr, [s for s, _ in pairs],
                                        progress=lambda i, total: bar.progress(i / total, text=f"{i}/{total} sentences"))
-            st.session_state["split_stats"] = (tr.cache_key, split, len(pairs), frame)
-    saved = st.session_state.get("split_stats")
+            state.store(state.SPLIT_STATS, (tr.cache_key, split, len(pairs), frame))
+    saved = state.stored(state.SPLIT_STATS)
     if saved and saved[0] == tr.cache_key:
         st.caption(f"{saved[2]} sentences of {saved[1]}")
         tables.table(saved[3].round(3), tables.HEAD_STATS)
@@ -92,12 +95,12 @@ def same_pair_checkpoints(tr: Translator) -> list[str]:
             if name != tr.name and (e.bundle.src_lang, e.bundle.tgt_lang) == pair]
 
 
-def comparison(tr: Translator, query: Query, result: Translation) -> None:
+def comparison(tr: Translator, view: ViewState, query: Query, result: Translation) -> None:
     """Two heads/layers of this sentence, this sentence vs another, or two checkpoints, with their difference."""
     mode = st.radio("Compare", ["two heads or layers", "two sentences", "two checkpoints"], horizontal=True, key="cmp_mode")
     c = tr.model.config
-    kind, head = selection.kind(), selection.head()  # A starts on the sidebar's choice, B on another head of its layer
-    layer = selection.layer(result.attention, kind)
+    kind, head = view.kind, selection.head(view)  # A starts on the sidebar's choice, B on another head of its layer
+    layer = selection.layer(view, result.attention, kind)
     a = _pick("A", "cmp_a", tr, (kind, layer, head))
     names_a, names_b = result.output_tokens, result.output_tokens
     if mode == "two heads or layers":
@@ -192,8 +195,8 @@ def ablation(tr: Translator, text: str, result: Translation) -> None:
     if cols[2].button("Measure BLEU change", key="ablate_go"):
         pairs = _pairs(tr, split, int(n))
         if pairs:
-            st.session_state["ablate_bleu"] = (measured_for, _ablation_bleu(tr, tr.cache_key, tuple(pairs), heads))
-    saved = st.session_state.get("ablate_bleu")
+            state.store(state.ABLATE_BLEU, (measured_for, _ablation_bleu(tr, tr.cache_key, tuple(pairs), heads)))
+    saved = state.stored(state.ABLATE_BLEU)
     if saved and saved[0] == measured_for:
         import pandas as pd
 
