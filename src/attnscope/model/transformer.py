@@ -183,8 +183,7 @@ class Transformer(nn.Module):
         super().__init__()
         c = self.config = config
         # <pad>'s row learns nothing (padding_idx), unless the decoder starts on <pad> (T5, Marian) and so reads it
-        start = c.bos_id if c.decoder_start is None else c.decoder_start
-        pad_row = None if start == c.pad_id else c.pad_id
+        pad_row = None if (c.bos_id if c.decoder_start is None else c.decoder_start) == c.pad_id else c.pad_id
         self.tgt_embed = nn.Embedding(c.tgt_vocab_size, c.d_model, padding_idx=pad_row)
         self.src_embed = self.tgt_embed if c.share_embeddings else nn.Embedding(c.src_vocab_size, c.d_model, padding_idx=c.pad_id)
         self.positions = POSITIONS[c.positional](c)
