@@ -20,6 +20,8 @@ from typing import Any, Sequence
 from torch import Tensor
 
 from attnscope.checkpoints.checkpoint import Bundle, CheckpointError
+from attnscope.checkpoints.decoding_rules import KEY as RULES_KEY
+from attnscope.checkpoints.decoding_rules import fairseq_defaults
 from attnscope.checkpoints.importers.hf_models import layers, vocab_tensors
 from attnscope.checkpoints.importers.hf_tokenizers import spm_codec
 from attnscope.checkpoints.importers.training_files import Recognised, read, setting, word_codec
@@ -143,7 +145,9 @@ def import_fairseq(path: Path, state: dict[str, Tensor], args: Any, cfg: Any, *,
     settings = {k: getattr(config, k) for k in ("activation", "norm", "final_norm", "positional", "sinusoid",
                                                 "position_offset", "embed_norm", "embed_scale")}
     report = ImportReport("fairseq transformer", settings, {k: "the checkpoint's settings" for k in settings})
-    summary = {"data": f"imported fairseq transformer {path.name}", "name": name or path.stem, "import": report.lines()}
+    rules = fairseq_defaults(int(setting(args, "max_target_positions", 1024)))  # fairseq-generate's, used by default
+    summary = {"data": f"imported fairseq transformer {path.name}", "name": name or path.stem, "import": report.lines(),
+               RULES_KEY: rules.to_dict()}
     bundle = Bundle(config, codecs[0], codecs[1], src_lang or "src", tgt_lang or "tgt", summary)
     return Imported(model, bundle, report, plans[0].order, plans[1].order)
 

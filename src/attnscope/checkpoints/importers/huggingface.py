@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from attnscope.checkpoints.checkpoint import Bundle, CheckpointError
+from attnscope.checkpoints.decoding_rules import KEY as RULES_KEY
+from attnscope.checkpoints.decoding_rules import hf_generation
 from attnscope.checkpoints.importers.hf_config import check_config
 from attnscope.checkpoints.importers.hf_files import HFFolder, located, open_folder
 from attnscope.checkpoints.importers.hf_models import architecture, embeddings, layers
@@ -69,7 +71,9 @@ def _imported(folder: HFFolder, where: str, label: str, src_lang: str | None, tg
     settings = {k: getattr(config, k) for k in SETTINGS}
     note = size_note(tok, found)
     report = ImportReport(family, settings, {k: "config.json" for k in settings}, notes=(note,) if note else ())
-    summary = {"data": f"imported {family} from {folder.path.name}", "name": label, "import": report.lines()}
+    rules = hf_generation(folder.setting, tok.eos_token_id)  # generate()'s rules, recorded for decoding by default
+    summary = {"data": f"imported {family} from {folder.path.name}", "name": label, "import": report.lines(),
+               RULES_KEY: rules.to_dict()}
     bundle = Bundle(config, found.src_codec, found.tgt_codec, *found.langs, summary)
     return Imported(model, bundle, report, found.src.order, found.tgt.order)
 

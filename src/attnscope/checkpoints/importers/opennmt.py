@@ -18,6 +18,8 @@ import torch
 from torch import Tensor
 
 from attnscope.checkpoints.checkpoint import Bundle, CheckpointError
+from attnscope.checkpoints.decoding_rules import KEY as RULES_KEY
+from attnscope.checkpoints.decoding_rules import opennmt_defaults
 from attnscope.checkpoints.importers.hf_models import vocab_tensors
 from attnscope.checkpoints.importers.training_files import Recognised, read, setting, word_codec
 from attnscope.checkpoints.importers.vocab_plan import VocabPlan
@@ -124,7 +126,8 @@ def import_opennmt(path: Path, data: dict[str, Any], *, src_lang: str | None = N
     model = build(config, checked(layers(state, fields) | vocab_part))
     settings = {k: getattr(config, k) for k in ("activation", "norm", "norm_eps", "sinusoid", "qkv_bias", "source_framing")}
     report = ImportReport("OpenNMT-py transformer", settings, {k: "the checkpoint's settings" for k in settings})
-    summary = {"data": f"imported OpenNMT-py transformer {path.name}", "name": name or path.stem, "import": report.lines()}
+    summary = {"data": f"imported OpenNMT-py transformer {path.name}", "name": name or path.stem, "import": report.lines(),
+               RULES_KEY: opennmt_defaults().to_dict()}  # onmt_translate's, used by default
     bundle = Bundle(config, codecs[0], codecs[1], src_lang or "src", tgt_lang or "tgt", summary)
     return Imported(model, bundle, report, plans[0].order, plans[1].order)
 

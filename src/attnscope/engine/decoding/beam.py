@@ -8,8 +8,10 @@ from typing import Callable, Sequence
 import torch
 from torch import Tensor
 
+from attnscope.checkpoints.decoding_rules import ATTNSCOPE, DecodingRules
 from attnscope.engine.decoding.beam_result import BeamNode, BeamResult
-from attnscope.engine.decoding.decode import Decoded, RawStep, default_max_len, step_rows
+from attnscope.engine.decoding.decode import Decoded, RawStep, step_rows
+from attnscope.engine.decoding.rules import constrain, done, history, keep, limit, triage
 from attnscope.engine.recording.capture import record_attention
 from attnscope.engine.recording.tracer import model_lock
 from attnscope.model.config import BOS_ID, EOS_ID
@@ -18,19 +20,22 @@ from attnscope.model.transformer import DecoderCache, Transformer
 
 
 def normalised(log_prob: float, length: int, alpha: float) -> float:
-    return log_prob / (max(length, 1) ** alpha)
+    """attnscope's own score of a finished hypothesis: log-prob / length^alpha."""
+    return log_prob / ATTNSCOPE.with_penalty(alpha).divisor(length)
 
 
 @torch.no_grad()
 def beam_search(model: Transformer, src: Tensor, beam_size: int, *, max_len: int | None = None,
-                length_penalty: float = 1.0, use_cache: bool = True,
-                watch: Callable[[Tensor, Tensor], None] | None = None) -> list[BeamResult]:
-    """Beam search for padded sources (B, S); hypotheses are scored by log-prob / length^alpha.
+                length_penalty: float | None = None, use_cache: bool = True,
+                watch: Callable[[Tensor, Tensor], None] | None = None, rules: DecodingRules = ATTNSCOPE) -> list[BeamResult]:
+    """Beam search for padded sources (B, S) under `rules` (rules.py: each step's bans, the scores of finished
+    hypotheses, log-prob / penalty(length), with alpha `length_penalty` if given, and when a search ends).
 
     `watch`, if given, sees each step's next-token log-probabilities (B*k, V) and the flat indices (B, 2k) of the
     candidates the step ranked, before the beam moves on."""
     b, k = src.shape[0], beam_size
-    max_len = max_len or default_max_len(model, src.shape[1])
+    rules = rules.with_penalty(length_penalty)
+    max_len = max_len or limit(rules, model, src.shape[1])
     with model_lock(model):
         memory, src_mask = model.encode(src)
         memory = memory.repeat_interleave(k, 0)  # (B*k, S, D)
@@ -45,20 +50,21 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, *, max_len: int
         for step in range(1, max_len + 1):
             feed = tokens[:, -1:] if use_cache else tokens
             log_probs = model.next_logits(feed, memory, src_mask, cache).float().log_softmax(-1)  # (B*k, V)
+            log_probs = constrain(log_probs, rules, step - 1, max_len, history(model, tokens))
             cand = (scores.view(-1, 1) + log_probs).view(b, -1)  # (B, k*V)
             top_scores, top_idx = cand.topk(2 * k, dim=1)
             if watch is not None:
                 watch(log_probs, top_idx)
             parents, next_tokens, next_scores = [], [], []
             for i in range(b):
-                chosen = DEAD_BEAM * k if done[i] else _advance(
+                chosen, over = (DEAD_BEAM * k, True) if done[i] else _advance(
                     results[i], node_of[i], top_scores[i].tolist(), top_idx[i].tolist(), log_probs.shape[-1],
-                    k, step, length_penalty, step == max_len)
+                    k, step, rules, max_len)
                 for parent, token, score in chosen:
                     parents.append(i * k + parent)
                     next_tokens.append(token)
                     next_scores.append(score)
-                done[i] = done[i] or len(results[i].hypotheses) >= k
+                done[i] = over
             if all(done):
                 break
             order = torch.tensor(parents, device=src.device)
@@ -76,32 +82,39 @@ DEAD_BEAM = [(0, EOS_ID, float("-inf"))]  # fills the beam of a source that has 
 
 
 def _advance(result: BeamResult, node_of: list[int], top_scores: list[float], top_idx: list[int], vocab: int,
-             k: int, step: int, alpha: float, last: bool) -> list[tuple[int, int, float]]:
-    """Sort the 2k best candidates of one source into finished hypotheses and the next beam of k."""
+             k: int, step: int, rules: DecodingRules, budget: int) -> tuple[list[tuple[int, int, float]], bool]:
+    """Sort the 2k best candidates of one source into finished hypotheses and the next beam of k (rules.triage), and
+    say whether the source's search is over (rules.done)."""
+    n = next((r for r, s in enumerate(top_scores) if s == float("-inf")), len(top_scores))
+    tokens = [idx % vocab for idx in top_idx[:n]]
+    ends, carry = (set(ranks) for ranks in triage(rules, tokens, k, step == budget))
     chosen: list[tuple[int, int, float]] = []
     new_nodes: list[int] = []
-    for rank, (score, idx) in enumerate(zip(top_scores, top_idx)):
-        if score == float("-inf"):
-            break
-        parent, token = divmod(idx, vocab)
-        if token == EOS_ID or last:
-            if rank < k and len(result.hypotheses) < k:
-                node = _add_node(result, node_of[parent], step, token, score, "finished", alpha, parent)
-                result.hypotheses.append((result.path(node.id), node.score, score))
-        elif len(chosen) < k:
+    for rank in range(n):
+        score, (parent, token) = top_scores[rank], divmod(top_idx[rank], vocab)
+        if rank in ends:
+            found = [h[1] for h in result.hypotheses]
+            at = keep(rules, found, score / rules.divisor(step), k)
+            if at is not None:
+                node = _add_node(result, node_of[parent], step, token, score, "finished", rules, parent)
+                entry = (result.path(node.id), node.score, score)
+                result.hypotheses[at:at + 1] = [entry]
+        elif rank in carry:
             chosen.append((parent, token, score))
-            new_nodes.append(_add_node(result, node_of[parent], step, token, score, "alive", alpha, parent).id)
+            new_nodes.append(_add_node(result, node_of[parent], step, token, score, "alive", rules, parent).id)
+    over = done(rules, [h[1] for h in result.hypotheses], k, chosen[0][2] if chosen else None, step, budget,
+                0 in ends) or step == budget
     while len(chosen) < k:
         chosen.extend(DEAD_BEAM)
         new_nodes.append(0)
     node_of[:] = new_nodes
-    return chosen
+    return chosen, over
 
 
 def _add_node(result: BeamResult, parent: int, step: int, token: int, score: float, status: str,
-              alpha: float, slot: int) -> BeamNode:
+              rules: DecodingRules, slot: int) -> BeamNode:
     node = BeamNode(len(result.nodes), parent, step, token, score, status,
-                    normalised(score, step, alpha) if status == "finished" else None, slot)
+                    score / rules.divisor(step) if status == "finished" else None, slot)
     result.nodes.append(node)
     return node
 
@@ -114,10 +127,11 @@ def _mark_pruned(result: BeamResult) -> None:
             node.status = "extended" if node.id in has_child else "pruned"
 
 
-def beam_search_batch(model: Transformer, src: Tensor, beam_size: int, max_len: int | None = None) -> list[list[int]]:
+def beam_search_batch(model: Transformer, src: Tensor, beam_size: int, max_len: int | None = None,
+                      rules: DecodingRules = ATTNSCOPE) -> list[list[int]]:
     """Best hypothesis per source, as ids without specials (for translate_batch and BLEU)."""
     return [strip_specials(r.hypotheses[0][0]) if r.hypotheses else []
-            for r in beam_search(model, src, beam_size, max_len=max_len)]
+            for r in beam_search(model, src, beam_size, max_len=max_len, rules=rules)]
 
 
 @dataclass
@@ -133,7 +147,8 @@ class _StepStats:
 
 @torch.inference_mode()
 def beam_decode(model: Transformer, src_ids: Sequence[int], beam_size: int, *, max_len: int | None = None,
-                length_penalty: float = 1.0, use_cache: bool = True, top_k: int = 10) -> tuple[BeamResult, Decoded]:
+                length_penalty: float | None = None, use_cache: bool = True, top_k: int = 10,
+                rules: DecodingRules = ATTNSCOPE) -> tuple[BeamResult, Decoded]:
     """Beam search for one source, recording every head while it searches, and the best hypothesis as `greedy`
     gives a sentence: its steps (top-k, entropy) and attention, read from the rows of the beam that computed each
     of its tokens (the nodes' slots; the KV cache was reordered with the beam, so each row attends over that
@@ -151,7 +166,7 @@ def beam_decode(model: Transformer, src_ids: Sequence[int], beam_size: int, *, m
 
     with record_attention(model) as rec:
         result = beam_search(model, src, beam_size, max_len=max_len, length_penalty=length_penalty,
-                             use_cache=use_cache, watch=watch)[0]
+                             use_cache=use_cache, watch=watch, rules=rules)[0]
     best_ids = result.hypotheses[0][0]
     best = next(n for n in result.nodes if n.status == "finished" and result.path(n.id) == best_ids)
     chain = [best]

@@ -12,6 +12,8 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
+from attnscope.checkpoints.decoding_rules import ATTNSCOPE, DecodingRules
+from attnscope.engine.decoding.rules import constrain, history, limit
 from attnscope.engine.recording.capture import record_attention
 from attnscope.engine.recording.tracer import decoder_inputs, model_lock
 from attnscope.model.config import BOS_ID, EOS_ID, PAD_ID
@@ -47,8 +49,8 @@ class Decoded:
 
 
 def default_max_len(model: Transformer, src_len: int) -> int:
-    """Target budget: generous for translation, never past the positional table."""
-    return min(model.config.max_len, 2 * src_len + 10)
+    """attnscope's own target budget: generous for translation (2 x source + 10), never past the positional table."""
+    return limit(ATTNSCOPE, model, src_len)
 
 
 def _step_stats(logits: Tensor, top_k: int) -> tuple[Tensor, list[int], list[float], float]:
@@ -79,9 +81,11 @@ def step_rows(calls_per_layer: Sequence[Sequence[Tensor]]) -> Tensor:
 
 @torch.inference_mode()  # not only no_grad: views and small ops skip autograd's bookkeeping (8 attention calls a step)
 def greedy(model: Transformer, src_ids: Sequence[int], *, max_len: int | None = None, use_cache: bool = True,
-           capture: bool = True, prefix: Sequence[int] = (), top_k: int = 10) -> Decoded:
-    """Decode one source greedily; the first len(prefix) tokens are forced (the "what if" branch)."""
-    max_len = max_len or default_max_len(model, len(src_ids))
+           capture: bool = True, prefix: Sequence[int] = (), top_k: int = 10, rules: DecodingRules = ATTNSCOPE) -> Decoded:
+    """Decode one source greedily under `rules` (its length limit and each step's bans, rules.py); the first
+    len(prefix) tokens are forced (the "what if" branch). A step's probabilities are those of the tokens the rules
+    leave (banned logits are -inf before the softmax; greedy's choice is the same either way)."""
+    max_len = max_len or limit(rules, model, len(src_ids))
     src = torch.tensor([list(src_ids)], dtype=torch.long, device=_device(model))
     recorder = record_attention(model) if capture else contextlib.nullcontext()
     with model_lock(model), recorder as rec:
@@ -95,8 +99,9 @@ def greedy(model: Transformer, src_ids: Sequence[int], *, max_len: int | None = 
         while len(out.ids) < max_len and (not out.ids or out.ids[-1] != EOS_ID):
             feed = inputs[-1:] if use_cache else inputs
             logits = model.next_logits(torch.tensor([feed], device=src.device), memory, src_mask, cache)[0]
-            log_probs, top_ids, top_probs, entropy = _step_stats(logits, top_k)
             t = len(out.ids)
+            logits = constrain(logits[None], rules, t, max_len, history(model, torch.tensor([inputs])))[0]
+            log_probs, top_ids, top_probs, entropy = _step_stats(logits, top_k)
             forced = t < len(prefix)
             token = int(prefix[t]) if forced else top_ids[0]
             step = RawStep(token, float(log_probs[token]), top_ids, top_probs, entropy, forced)
@@ -131,9 +136,10 @@ def teacher_force(model: Transformer, src_ids: Sequence[int], tgt_ids: Sequence[
 
 
 @torch.no_grad()
-def greedy_batch(model: Transformer, src: Tensor, max_len: int | None = None, use_cache: bool = True) -> list[list[int]]:
-    """Greedy decoding of padded sources (B, S); returns each target's ids without specials."""
-    max_len = max_len or default_max_len(model, src.shape[1])
+def greedy_batch(model: Transformer, src: Tensor, max_len: int | None = None, use_cache: bool = True,
+                 rules: DecodingRules = ATTNSCOPE) -> list[list[int]]:
+    """Greedy decoding of padded sources (B, S) under `rules`; returns each target's ids without specials."""
+    max_len = max_len or limit(rules, model, src.shape[1])
     with model_lock(model):
         memory, src_mask = model.encode(src)
         cache = DecoderCache.empty(len(model.decoder)) if use_cache else None
@@ -143,6 +149,7 @@ def greedy_batch(model: Transformer, src: Tensor, max_len: int | None = None, us
         while out.shape[1] < max_len + 1 and not bool(done.all()):
             feed = out[:, -1:] if use_cache else out
             logits = model.next_logits(feed, memory, src_mask, cache)  # (B, V)
+            logits = constrain(logits, rules, out.shape[1] - 1, max_len, history(model, out))
             token = logits.argmax(-1).masked_fill(done, PAD_ID)
             out = torch.cat([out, token.unsqueeze(1)], dim=1)
             done |= token == EOS_ID
