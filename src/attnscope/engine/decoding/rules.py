@@ -61,7 +61,7 @@ def constrain(log_probs: Tensor, rules: DecodingRules, step: int, budget: int, s
     if step < rules.min_len:
         out[:, EOS_ID] = float("-inf")
     if rules.forced_eos != "off" and step == budget - 1:
-        eos = out[:, EOS_ID] if rules.forced_eos == "keep" else torch.zeros_like(out[:, EOS_ID])
+        eos = out[:, EOS_ID].clone() if rules.forced_eos == "keep" else torch.zeros_like(out[:, EOS_ID])
         out.fill_(float("-inf"))
         out[:, EOS_ID] = eos
     if rules.no_repeat_ngram and seen is not None:
