@@ -9,8 +9,16 @@ import torch
 
 import attnscope
 from attnscope.checkpoints.checkpoint import CheckpointError, save
-from attnscope.checkpoints.decoding_rules import (ATTNSCOPE, KEY, DecodingRules, RulesError, fairseq_defaults,
-                                                  hf_generation, opennmt_defaults, stored)
+from attnscope.checkpoints.decoding_rules import (
+    ATTNSCOPE,
+    KEY,
+    DecodingRules,
+    RulesError,
+    fairseq_defaults,
+    hf_generation,
+    opennmt_defaults,
+    stored,
+)
 from attnscope.checkpoints.importers import import_any
 from tests.checkpoints import reference_fairseq, reference_opennmt
 from tests.checkpoints.test_fairseq import write_checkpoint
