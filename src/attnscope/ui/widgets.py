@@ -68,16 +68,27 @@ def sentence_box(tr: Translator) -> str:
 
 
 def decoding_options(tr: Translator) -> None:
-    """Beam size and maximum output length (session_state 'beam' and 'max_len'), shared by the pages that decode."""
+    """Beam size, maximum output length and, for a model imported with its framework's decoding rules, whose rules
+    decode (session_state 'beam', 'max_len', 'rules'), with the rules in force in one sentence; shared by the pages
+    that decode."""
     col_beam, col_len = st.columns(2)
     col_beam.number_input(f"Beam size (1 = greedy, max {MAX_BEAM})", 1, MAX_BEAM, **keep("beam", 1))
+    model_rules, own = tr.decoding_rules("model"), tr.decoding_rules("attnscope")
+    if model_rules != own:
+        st.radio("Decoding rules", ("model", "attnscope"), horizontal=True, **keep("rules", "model"),
+                 format_func=lambda c: f"the model's ({model_rules.name})" if c == "model" else "attnscope's own",
+                 help="An imported model decodes by default as its framework does (its length rule, forced </s>, "
+                      "length penalty...); attnscope's own rules decode every model alike.")
+    rules = tr.decoding_rules(st.session_state.get("rules", "model"))
     limit = tr.model.config.max_len
     if (st.session_state.get("max_len") or 0) > limit:  # a smaller model became active
         st.session_state["max_len"] = limit
-    col_len.number_input("Maximum output tokens", 1, limit, placeholder="auto: twice the source + 10",
-                         help=f"Empty: each sentence gets twice its source tokens plus 10 (at most {limit}, this "
+    auto = "twice the source + 10" if rules == own else "the decoding rules' limit"
+    col_len.number_input("Maximum output tokens", 1, limit, placeholder=f"auto: {auto}",
+                         help=f"Empty: each sentence gets the decoding rules' limit ({auto}, at most {limit}, this "
                               "model's limit). A number you type is kept for every sentence.",
                          **keep("max_len", None))
+    st.caption(plain(rules.sentence()))
     write_url(("beam", "max_len"))  # at once: a fragment or a page-only rerun skips the app's own URL update
 
 
