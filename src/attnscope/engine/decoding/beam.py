@@ -50,7 +50,7 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, *, max_len: int
         for step in range(1, max_len + 1):
             feed = tokens[:, -1:] if use_cache else tokens
             log_probs = model.next_logits(feed, memory, src_mask, cache).float().log_softmax(-1)  # (B*k, V)
-            log_probs = constrain(log_probs, rules, step - 1, max_len, history(model, tokens))
+            log_probs = constrain(log_probs, rules, step - 1, max_len, history(model, rules, tokens))
             cand = (scores.view(-1, 1) + log_probs).view(b, -1)  # (B, k*V)
             top_scores, top_idx = cand.topk(2 * k, dim=1)
             if watch is not None:

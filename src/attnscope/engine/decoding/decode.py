@@ -100,7 +100,7 @@ def greedy(model: Transformer, src_ids: Sequence[int], *, max_len: int | None = 
             feed = inputs[-1:] if use_cache else inputs
             logits = model.next_logits(torch.tensor([feed], device=src.device), memory, src_mask, cache)[0]
             t = len(out.ids)
-            logits = constrain(logits[None], rules, t, max_len, history(model, torch.tensor([inputs])))[0]
+            logits = constrain(logits[None], rules, t, max_len, history(model, rules, [inputs]))[0]
             log_probs, top_ids, top_probs, entropy = _step_stats(logits, top_k)
             forced = t < len(prefix)
             token = int(prefix[t]) if forced else top_ids[0]
@@ -149,7 +149,7 @@ def greedy_batch(model: Transformer, src: Tensor, max_len: int | None = None, us
         while out.shape[1] < max_len + 1 and not bool(done.all()):
             feed = out[:, -1:] if use_cache else out
             logits = model.next_logits(feed, memory, src_mask, cache)  # (B, V)
-            logits = constrain(logits, rules, out.shape[1] - 1, max_len, history(model, out))
+            logits = constrain(logits, rules, out.shape[1] - 1, max_len, history(model, rules, out))
             token = logits.argmax(-1).masked_fill(done, PAD_ID)
             out = torch.cat([out, token.unsqueeze(1)], dim=1)
             done |= token == EOS_ID

@@ -45,8 +45,12 @@ def limit(rules: DecodingRules, model: Transformer, src_len: int) -> int:
     return rules.limit(src_len, model.config.max_len)
 
 
-def history(model: Transformer, inputs: Tensor) -> Tensor:
-    """Decoder inputs (R, t+1) as the framework sees them: the start token it feeds, then the tokens so far."""
+def history(model: Transformer, rules: DecodingRules, inputs: Tensor | list[list[int]]) -> Tensor | None:
+    """Decoder inputs (R, t+1) as the framework sees them, the start token it feeds and the tokens so far, for the
+    no-repeat rule (None when the rules have none: nothing to build at every step)."""
+    if not rules.no_repeat_ngram:
+        return None
+    inputs = torch.as_tensor(inputs)
     start = model.config.decoder_start
     return inputs if start is None else torch.cat([torch.full_like(inputs[:, :1], start), inputs[:, 1:]], 1)
 
