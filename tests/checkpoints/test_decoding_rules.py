@@ -52,6 +52,9 @@ def test_generation_config_is_read_as_transformers_reads_it() -> None:
     assert "not applied: repetition_penalty" in rules.sentence()
     assert hf_generation({}.get, 2) == DecodingRules("the model's generation_config", len_a=0.0, len_b=19.0, finish="hf")
     assert hf_generation({"early_stopping": "never"}.get, 2).finish == "hf-never"
+    sampled = hf_generation({"do_sample": True, "top_k": 10, "bad_words_ids": [[7], [8, 9]], "forced_eos_token_id": 5}.get, 2)
+    assert sampled.ignored == ("do_sample", "top_k", "forced_eos_token_id", "bad_words_ids of several tokens")
+    assert sampled.forced_eos == "off" and hf_generation({"top_k": 10}.get, 2).ignored == ()  # no sampling: top_k unused
 
 
 def test_the_sentence_says_which_rule_is_in_force() -> None:

@@ -196,6 +196,9 @@ def hf_generation(get: Any, eos_id: int | None) -> DecodingRules:
                and not (name in ("temperature", "top_k", "top_p") and not value("do_sample", False))]
     if forced is not None and forced != eos_id and forced != [eos_id]:
         ignored.append("forced_eos_token_id")
+    bad = get("bad_words_ids")
+    if isinstance(bad, list) and any(isinstance(w, list) and len(w) > 1 for w in bad):
+        ignored.append("bad_words_ids of several tokens")  # one-token ones are the model's suppressed tokens
     stop = value("early_stopping", False)
     finish = "k-finished" if stop is True else "hf-never" if stop == "never" else "hf"
     return DecodingRules("the model's generation_config", len_a=0.0, len_b=float(max(limit, 1)), min_len=min_len,

@@ -191,13 +191,16 @@ def test_a_batch_decodes_what_each_sentence_does_alone(rules: DecodingRules) -> 
 
 @pytest.mark.parametrize("beam", [1, 3])
 @pytest.mark.parametrize("rules", [dataclasses.replace(fairseq_defaults(1024), len_b=9.0, no_repeat_ngram=2),
-                                   dataclasses.replace(opennmt_defaults(), len_cap=8)])
+                                   dataclasses.replace(opennmt_defaults(), len_cap=8),
+                                   DecodingRules("hf", len_a=0.0, len_b=9.0, forced_eos="certain", finish="hf",
+                                                 length_penalty=0.6, no_repeat_ngram=3)])
 def test_the_record_under_the_rules_is_the_teacher_forced_pass(beam: int, rules: DecodingRules) -> None:
     tr = tiny_translator(0)
     with torch.no_grad():
         tr.model.generator.bias[EOS_ID] -= 1e4  # runs to the limit: forced </s> (fairseq), a cut without it (OpenNMT-py)
     got = tr.translate("a b c d", beam_size=beam, rules=rules)
-    assert len(got.target_ids) == got.budget == (9 if rules.forced_eos == "keep" else 8)
+    assert len(got.target_ids) == got.budget == (8 if rules.forced_eos == "off" else 9)
+    assert (got.target_ids[-1] == EOS_ID) == (rules.forced_eos != "off")
     forced = tr.hypothesis("a b c d", list(got.target_ids))
     for kind in ("encoder", "decoder", "cross"):
         assert torch.allclose(torch.tensor(getattr(got.attention, kind)), torch.tensor(getattr(forced.attention, kind)),

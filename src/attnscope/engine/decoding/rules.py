@@ -25,7 +25,7 @@ def model_rules(bundle: Bundle) -> DecodingRules:
     """The rules recorded in a checkpoint (attnscope's own for one saved before rules were recorded)."""
     try:
         return stored(bundle.summary)
-    except (RulesError, TypeError) as err:
+    except RulesError as err:
         raise CheckpointError(f"the checkpoint's decoding rules are not valid: {err}") from None
 
 
