@@ -23,9 +23,10 @@ NEG = float("-inf")
 
 @torch.no_grad()
 def next_log_probs(model: Transformer, src: list[int], prefixes: list[list[int]]) -> torch.Tensor:
-    """(R, V) log-probabilities of each prefix's next token, from one full forward pass (no cache)."""
-    out = model(torch.tensor([src] * len(prefixes)), torch.tensor(prefixes))
-    return out[:, -1].float().log_softmax(-1)
+    """(R, V) log-probabilities of each prefix's next token, from one full forward pass (no cache), on the CPU."""
+    device = next(model.parameters()).device
+    out = model(torch.tensor([src] * len(prefixes), device=device), torch.tensor(prefixes, device=device))
+    return out[:, -1].float().log_softmax(-1).cpu()
 
 
 def never_ending(seed: int, **overrides: object) -> Transformer:
@@ -37,9 +38,10 @@ def never_ending(seed: int, **overrides: object) -> Transformer:
 
 
 def fairseq_search(model: Transformer, src: list[int], k: int, *, a: float = 0, b: int = 200, positions: int = 1024,
-                   min_len: int = 1, lenpen: float = 1.0) -> list[int]:
+                   min_len: int = 1, lenpen: float = 1.0, ngram: int = 0) -> list[int]:
     """fairseq's SequenceGenerator: max_len = min(int(a x S + b), max_target_positions - 1); at step >= max_len only </s>
-    (its log-prob kept); before min_len no </s>; the 2k best candidates, those in </s> among the first k finalized
+    (its log-prob kept); before min_len no </s>; with no_repeat_ngram_size, no token that would repeat an n-gram of
+    the hypothesis (its start token counted); the 2k best candidates, those in </s> among the first k finalized
     with score / (step + 1)^lenpen until k are; the best finalized."""
     max_len = min(int(a * len(src) + b), positions - 1)
     live, finalized = [([BOS_ID], 0.0)], []
@@ -51,6 +53,10 @@ def fairseq_search(model: Transformer, src: list[int], k: int, *, a: float = 0, 
             lp[:, EOS_ID] = eos
         if step < min_len:
             lp[:, EOS_ID] = NEG
+        for r, (seq, _) in enumerate(live):
+            start = [model.config.decoder_start or BOS_ID, *seq[1:]]
+            grams = [tuple(start[i:i + ngram]) for i in range(len(start) - ngram + 1)] if ngram else []
+            lp[r, [g[-1] for g in grams if list(g[:-1]) == start[len(start) - ngram + 1:]]] = NEG
         cands = sorted(((s + float(lp[r, v]), r, v) for r, (_, s) in enumerate(live) for v in range(lp.shape[1])),
                        key=lambda c: -c[0])[:2 * k]
         nxt = []
@@ -217,3 +223,19 @@ def test_the_translator_takes_the_choice() -> None:
     assert tr.translate("a b c", rules="attnscope").budget == 2 * n + 10
     with pytest.raises(ValueError, match="'model'.*'attnscope'"):
         tr.translate("a b c", rules="fairseq")
+
+
+@pytest.mark.parametrize("rules", [opennmt_defaults(), dataclasses.replace(fairseq_defaults(1024), no_repeat_ngram=2),
+                                   DecodingRules("hf", len_a=0.0, len_b=12.0, forced_eos="certain", finish="hf",
+                                                 min_len=3, no_repeat_ngram=2)])
+def test_the_rules_decode_on_the_models_device(rules: DecodingRules, device: torch.device) -> None:
+    """The bans and forced tokens are applied where the model computes (a GPU too): the same outputs as the
+    searches written here."""
+    for seed in SEEDS:
+        model, src = tiny_model(seed, eos_bias=1.0, device=device, max_len=300), random_source(seed)
+        batch = pad([src, random_source(seed + 3)]).to(device)
+        assert greedy_batch(model, batch, rules=rules)[0] == strip_specials(greedy(model, src, capture=False, rules=rules).ids)
+        if rules.finish == "best-finished":
+            assert ours(model, src, 3, rules) == opennmt_search(model.cpu(), src, 3)
+        elif rules.finish == "k-finished":
+            assert ours(model, src, 3, rules) == fairseq_search(model.cpu(), src, 3, ngram=2)
