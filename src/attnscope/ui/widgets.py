@@ -102,7 +102,8 @@ def translated_sentence(tr: Translator) -> tuple[Query, Translation]:
     if result is None or not result.steps:
         st.stop()
     for note in (*result.notes, *input_notes(tr.bundle.summary, result.source_ids),
-                 *output_notes(result.source_ids, result.target_ids, result.budget, query.max_len is not None)):
+                 *output_notes(result.source_ids, result.target_ids, result.budget, query.max_len is not None,
+                               tr.decoding_rules(query.rules))):
         st.info(plain(note))
     src, tgt = tr.bundle.src_lang, tr.bundle.tgt_lang
     wrong_language = target_language_note(query.sentence, src, tgt, *sample_words(src, tgt))

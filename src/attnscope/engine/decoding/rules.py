@@ -18,8 +18,6 @@ from attnscope.checkpoints.decoding_rules import ATTNSCOPE, MODEL, OWN, Decoding
 from attnscope.model.config import EOS_ID
 from attnscope.model.transformer import Transformer
 
-CHOICES = (MODEL, OWN)  # what the command line and the app offer
-
 
 def model_rules(bundle: Bundle) -> DecodingRules:
     """The rules recorded in a checkpoint (attnscope's own for one saved before rules were recorded)."""
