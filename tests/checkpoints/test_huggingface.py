@@ -60,8 +60,8 @@ def pair(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     kw = dict(src_lang=src, tgt_lang=tgt) if name not in ("marian", "bart") else {}
     tok = transformers.AutoTokenizer.from_pretrained(str(folder), **kw)
     hf = transformers.AutoModelForSeq2SeqLM.from_pretrained(str(folder), attn_implementation="eager").eval()
-    hf.generation_config.forced_eos_token_id = None  # attnscope stops at its length limit without forcing </s>
-    return Pair(name, hf, tok, attnscope.load(path), imported)
+    hf.generation_config.forced_eos_token_id = None  # attnscope's own rules stop at the limit without forcing </s>
+    return Pair(name, hf, tok, attnscope.load(path, rules="attnscope"), imported)
 
 
 def test_the_vocabulary_keeps_the_originals_ids_and_the_config_names_its_specials(pair: Pair) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 import attnscope
 from attnscope.__main__ import main
@@ -33,7 +34,7 @@ def test_translate_prints_and_writes_json_and_npz(tiny_checkpoint: Path, tmp_pat
     assert payload["source_tokens"] == list(expected.source_tokens)
     assert payload["target_tokens"] == list(expected.target_tokens)
     assert payload["source_tokens"][-1] == "<eos>" and payload["target_tokens"][0] == "<bos>"
-    assert payload["meta"] == {"checkpoint": "tiny", "sentence": "a b c d", "beam": 1, "max_len": None}
+    assert payload["meta"] == {"checkpoint": "tiny", "sentence": "a b c d", "beam": 1, "max_len": None, "rules": "attnscope"}
     assert [s["token"] for s in payload["steps"]] == list(expected.output_tokens)
     assert [s["step"] for s in payload["steps"]] == list(range(len(expected.steps)))
     for step, want in zip(payload["steps"], expected.steps):
@@ -47,6 +48,27 @@ def test_translate_prints_and_writes_json_and_npz(tiny_checkpoint: Path, tmp_pat
     assert record.source_tokens == expected.source_tokens and record.target_tokens == expected.target_tokens
     for kind in ("encoder", "decoder", "cross"):
         np.testing.assert_array_equal(record.array(kind), expected.attention.array(kind))
+
+
+def test_rules_option_picks_the_models_or_attnscopes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from attnscope.checkpoints.decoding_rules import KEY, opennmt_defaults
+    from tests.engine_fixtures import tiny_translator
+
+    tr = tiny_translator(0)
+    with torch.no_grad():
+        tr.model.generator.bias[tr.model.config.eos_id] -= 1e4  # never ends: the length rule decides
+    tr.bundle.summary[KEY] = opennmt_defaults().to_dict()
+    path, out_json = tr.save(tmp_path / "onmt.safetensors"), tmp_path / "out.json"
+    n = len(tr.source("a b c")[0])
+    assert main(["translate", "a b c", "--checkpoint", str(path), "--json", str(out_json)]) == 0
+    assert capsys.readouterr().err.startswith("note: Decoding follows OpenNMT-py defaults: at most 1.25 x the source + 5")
+    payload = json.loads(out_json.read_text())
+    assert len(payload["steps"]) == int(min(250, 1.25 * n + 5)) and payload["meta"]["rules"] == "OpenNMT-py defaults"
+    assert main(["translate", "a b c", "--checkpoint", str(path), "--rules", "attnscope", "--json", str(out_json)]) == 0
+    assert capsys.readouterr().err == "" and len(json.loads(out_json.read_text())["steps"]) == 2 * n + 10
+    with pytest.raises(SystemExit) as refused:  # argparse names the choices in one line
+        main(["translate", "a b c", "--checkpoint", str(path), "--rules", "fairseq"])
+    assert refused.value.code == 2 and "invalid choice: 'fairseq'" in capsys.readouterr().err
 
 
 def test_beam_and_max_len_options(tiny_checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811 (fixture)

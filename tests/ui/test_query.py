@@ -1,4 +1,4 @@
-"""ui.query: a query's key names it exactly (checkpoint revision, sentence, beam, length)."""
+"""ui.query: a query's key names it exactly (checkpoint revision, sentence, beam, length, decoding rules)."""
 from __future__ import annotations
 
 import dataclasses
@@ -11,7 +11,7 @@ from attnscope.ui.query import Query
 from tests.engine_fixtures import tiny_translator
 
 queries = st.builds(Query, st.sampled_from(["tiny@0.0", "tiny@1.0", "other@0.0"]), st.text(max_size=8),
-                    st.integers(1, 4), st.none() | st.integers(1, 64))
+                    st.integers(1, 4), st.none() | st.integers(1, 64), st.sampled_from(["model", "attnscope"]))
 
 
 @given(queries, queries)
@@ -22,7 +22,7 @@ def test_keys_are_equal_exactly_when_queries_are(a: Query, b: Query) -> None:
 
 
 @pytest.mark.parametrize("field, value", [("checkpoint", "tiny@2.0"), ("sentence", "a b c "), ("beam", 2),
-                                          ("max_len", 10), ("max_len", None)])
+                                          ("max_len", 10), ("max_len", None), ("rules", "attnscope")])
 def test_changing_any_one_field_changes_the_key(field: str, value: object) -> None:
     base = Query("tiny@1.0", "a b c", 1, 20)
     assert dataclasses.replace(base, **{field: value}).key != base.key

@@ -124,7 +124,7 @@ def hf_peer(sentence: str, folder: Path, pairs: int = 7, lengths: tuple[int, ...
 
     def generate(n: int, beams: int) -> list[str]:
         result = model.generate(**encoded, max_new_tokens=n, num_beams=beams, do_sample=False, output_attentions=True,
-                                return_dict_in_generate=True, forced_eos_token_id=None)
+                                return_dict_in_generate=True)  # the generation_config's forced </s>, as attnscope's rules
         ids = [i for i in result.sequences[0].tolist() if i not in tokenizer.all_special_ids]
         return tokenizer.convert_ids_to_tokens(ids)
 

@@ -13,6 +13,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", default=None, help="checkpoint file (default: shipped en->de)")
     p.add_argument("--beam", type=int, default=1)
     p.add_argument("--max-len", type=int, default=None)
+    p.add_argument("--rules", choices=("model", "attnscope"), default="model",
+                   help="decoding rules: the model's (those of the framework it was imported from: OpenNMT-py's or "
+                        "fairseq's defaults, or its generation_config; attnscope's for a model trained here) or attnscope's own")
     p.add_argument("--json", type=Path, default=None, help="write tokens, steps and attention as JSON")
     p.add_argument("--npz", type=Path, default=None, help="write the attention record as NPZ")
     return p
@@ -27,15 +30,18 @@ def main(argv: Sequence[str]) -> int:
 
     args = parser().parse_args(argv)
     try:
-        translator = load(args.checkpoint)
+        translator = load(args.checkpoint, rules=args.rules)
         result = translator.translate(args.text, beam_size=args.beam, max_len=args.max_len)
     except (CheckpointError, InputError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    if translator.rules.name != "attnscope":  # an imported model: say whose rules it decoded by, and the other choice
+        print(f"note: {translator.rules.sentence()} (--rules attnscope for attnscope's own)", file=sys.stderr)
     for note in result.notes:
         print(f"note: {note}", file=sys.stderr)
     print(result.text)
-    settings = {"checkpoint": translator.name, "sentence": args.text, "beam": args.beam, "max_len": args.max_len}
+    settings = {"checkpoint": translator.name, "sentence": args.text, "beam": args.beam, "max_len": args.max_len,
+                "rules": translator.rules.name}
     if args.json and result.attention is not None:
         args.json.write_text(translation_json(result, settings))
     if args.npz and result.attention is not None:

@@ -26,13 +26,14 @@ def _warned(kind: str, tr: Translator, query: Query, compute: Callable[[], Trans
 def translate(tr: Translator, query: Query) -> Translation | None:
     """The translation of `query` with every head captured."""
     return _warned("translate", tr, query,
-                   lambda: tr.translate(query.sentence, beam_size=query.beam, max_len=query.max_len),
+                   lambda: tr.translate(query.sentence, beam_size=query.beam, max_len=query.max_len, rules=query.rules),
                    spinner="Translating…")
 
 
 def force(tr: Translator, query: Query, prefix: tuple[int, ...]) -> Translation | None:
     """Greedy continuation of `query`'s sentence after forcing `prefix`."""
-    return _warned("force", tr, query, lambda: tr.translate(query.sentence, max_len=query.max_len, prefix=prefix),
+    return _warned("force", tr, query, lambda: tr.translate(query.sentence, max_len=query.max_len, prefix=prefix,
+                                                            rules=query.rules),
                    prefix, spinner="Decoding the forced branch…")
 
 

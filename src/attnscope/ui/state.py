@@ -27,6 +27,7 @@ IMAGE_FORMAT, EXAMPLE, KIND_TAB = "image_format", "_example", "_w_kind_tab"
 PER_HEAD_SCALE, PER_HEAD_SCALE_LONG = "per_head_scale", "per_head_scale_long"  # the Translate page's toggle, by length
 ATTRIBUTION_TAB, HEADS_TAB, INSIDE_TAB = "attr_tab", "heads_tab", "inside_tab"
 IG_TOLERANCE, MANAGE_NAME = "ig_tolerance", "manage_name"
+RULES = "rules"  # whose decoding rules decode an imported model: "model" (its framework's) or "attnscope"
 INSIDE_PE_POSITIONS, INSIDE_PE_OFFSET, INSIDE_PE_PAIR = "inside_pe_positions", "inside_pe_offset", "inside_pe_pair"
 INSIDE_KIND, INSIDE_LAYER, INSIDE_HEAD = "inside_kind", "inside_layer", "inside_head"  # the sidebar's three, again
 
@@ -91,6 +92,7 @@ class ViewState:
     beam: int = 1
     max_len: int | None = None  # None: the budget the source sets
     force: str | None = None  # the Step page's forced token
+    rules: str = "model"  # the decoding rules: the checkpoint's own ("model") or attnscope's ("attnscope")
     per_head_scale: bool = False
     playing: bool = False
 
@@ -103,6 +105,7 @@ def read() -> ViewState:
                      kind=kind if kind in KINDS else "cross", layer=int(s.get(LAYER, 0)),
                      head=None if head == MEAN else int(head), step=int(s.get(STEP, 0)), beam=int(s.get(BEAM, 1)),
                      max_len=None if max_len is None else int(max_len), force=s.get(FORCE) or None,
+                     rules=str(s.get(RULES, "model")),
                      per_head_scale=bool(s.get(PER_HEAD_SCALE, False)), playing=bool(s.get(PLAYING, False)))
 
 

@@ -68,16 +68,27 @@ def sentence_box(tr: Translator) -> str:
 
 
 def decoding_options(tr: Translator, view: ViewState) -> None:
-    """Beam size and maximum output length (the view's `beam` and `max_len`), shared by the pages that decode."""
+    """Beam size, maximum output length (the view's `beam` and `max_len`) and, for a model imported with its
+    framework's decoding rules, whose rules decode, with the rules in force in one sentence; shared by the pages
+    that decode."""
     col_beam, col_len = st.columns(2)
     col_beam.number_input(f"Beam size (1 = greedy, max {MAX_BEAM})", 1, MAX_BEAM, **keep(state.BEAM, 1))
+    model_rules, own = tr.decoding_rules("model"), tr.decoding_rules("attnscope")
+    if model_rules != own:
+        st.radio("Decoding rules", ("model", "attnscope"), horizontal=True, **keep(state.RULES, "model"),
+                 format_func=lambda c: f"the model's ({model_rules.name})" if c == "model" else "attnscope's own",
+                 help="An imported model decodes by default as its framework does (its length rule, forced </s>, "
+                      "length penalty...); attnscope's own rules decode every model alike.")
+    rules = tr.decoding_rules(view.rules)
     limit = tr.model.config.max_len
     if (view.max_len or 0) > limit:  # a smaller model became active
         state.set_max_len(limit)
-    col_len.number_input("Maximum output tokens", 1, limit, placeholder="auto: twice the source + 10",
-                         help=f"Empty: each sentence gets twice its source tokens plus 10 (at most {limit}, this "
+    auto = "twice the source + 10" if rules == own else "the decoding rules' limit"
+    col_len.number_input("Maximum output tokens", 1, limit, placeholder=f"auto: {auto}",
+                         help=f"Empty: each sentence gets the decoding rules' limit ({auto}, at most {limit}, this "
                               "model's limit). A number you type is kept for every sentence.",
                          **keep(state.MAX_LEN, None))
+    st.caption(plain(rules.sentence()))
     write_url((state.BEAM, state.MAX_LEN))  # at once: a fragment or a page-only rerun skips the app's own URL update
 
 
@@ -92,7 +103,8 @@ def translated_sentence(tr: Translator, view: ViewState) -> tuple[Query, Transla
         st.stop()
     config = tr.model.config
     for note in (*result.notes, *input_notes(tr.bundle.summary, config, result.source_ids),
-                 *output_notes(config, result.source_ids, result.target_ids, result.budget, query.max_len is not None)):
+                 *output_notes(config, result.source_ids, result.target_ids, result.budget, query.max_len is not None,
+                               tr.decoding_rules(query.rules))):
         st.info(plain(note))
     src, tgt = tr.bundle.src_lang, tr.bundle.tgt_lang
     wrong_language = target_language_note(query.sentence, src, tgt, *sample_words(src, tgt))

@@ -1,10 +1,13 @@
 """Batched capture over many sentences equals translating them one by one."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
 
+from attnscope.checkpoints.decoding_rules import DecodingRules, fairseq_defaults, opennmt_defaults
 from attnscope.engine.analysis.dataset import (
     SharesByPosition,
     attributions_each,
@@ -44,6 +47,15 @@ def test_batched_records_equal_one_by_one_translations(tr) -> None:
     lengths = {len(r.target_tokens) for r in got.values()}
     assert len(lengths) > 1  # padded batches
     assert any(len(r.target_tokens) == 2 * len(r.source_tokens) + 10 for r in got.values())  # one ran to its budget
+
+
+@pytest.mark.parametrize("rules", [dataclasses.replace(fairseq_defaults(1024), len_b=7.0), opennmt_defaults()])
+def test_batched_records_decode_by_the_translators_rules(tr, rules: DecodingRules) -> None:
+    ruled = dataclasses.replace(tr, rules=rules)
+    got = dict(batched_records(ruled, SENTENCES, batch_size=2))
+    for i, record in got.items():
+        assert record.target_tokens == ruled.translate(SENTENCES[i]).attention.target_tokens
+    assert any(record.target_tokens != tr.translate(SENTENCES[i]).attention.target_tokens for i, record in got.items())
 
 
 def test_head_stats_batched_equal_the_one_by_one_average(tr) -> None:

@@ -14,6 +14,8 @@ from typing import Any, Protocol
 from torch import Tensor
 
 from attnscope.checkpoints.checkpoint import Bundle, CheckpointError
+from attnscope.checkpoints.decoding_rules import ATTNSCOPE, DecodingRules
+from attnscope.checkpoints.decoding_rules import KEY as RULES_KEY
 from attnscope.checkpoints.importers.parts import Imported, ImportReport, build, checked, vocab_tensors
 from attnscope.checkpoints.importers.vocab_plan import ROLES, VocabPlan
 from attnscope.model.config import ConfigError, ModelConfig
@@ -70,6 +72,11 @@ class Family(Protocol):
         """Sentences for the report that are no setting."""
         return ()
 
+    def rules(self) -> DecodingRules:
+        """How the family's own tool decodes by default: recorded in the checkpoint and used unless the user picks
+        attnscope's own (decoding_rules.py)."""
+        return ATTNSCOPE
+
     def check(self, model: Transformer, tensors: dict[str, Tensor]) -> int:
         """Examples the model reproduced (0: none given); raises CheckpointError naming what would reproduce them."""
         return 0
@@ -97,6 +104,8 @@ def assemble(family: Family) -> Imported:
     settings = family.settings(config)
     report = ImportReport(family.label, {k: v for k, (v, _) in settings.items()},
                           {k: origin for k, (_, origin) in settings.items()}, checked_on, vocab.specials, family.notes())
-    summary = {"data": family.data, "name": family.name, "import": report.lines()}
+    rules = family.rules()
+    summary = {"data": family.data, "name": family.name, "import": report.lines(),
+               **({RULES_KEY: rules.to_dict()} if rules != ATTNSCOPE else {})}
     bundle = Bundle(config, vocab.src_codec, vocab.tgt_codec, *vocab.langs, summary)
     return Imported(model, bundle, report, vocab.src.order, vocab.tgt.order)

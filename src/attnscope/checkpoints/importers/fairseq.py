@@ -21,6 +21,7 @@ from typing import Any, Sequence
 from torch import Tensor
 
 from attnscope.checkpoints.checkpoint import CheckpointError
+from attnscope.checkpoints.decoding_rules import DecodingRules, fairseq_defaults
 from attnscope.checkpoints.importers.assemble import Family, Vocabularies, Weights, assemble
 from attnscope.checkpoints.importers.hf_models import layers
 from attnscope.checkpoints.importers.hf_tokenizers import spm_codec
@@ -170,6 +171,9 @@ class Fairseq(Family):
 
     def settings(self, config: ModelConfig) -> dict[str, tuple[Any, str]]:
         return {k: (getattr(config, k), "the checkpoint's settings") for k in SETTINGS}
+
+    def rules(self) -> DecodingRules:
+        return fairseq_defaults(int(setting(self.args, "max_target_positions", 1024)))  # fairseq-generate's
 
 
 def _get(state: dict[str, Tensor], key: str) -> Tensor:

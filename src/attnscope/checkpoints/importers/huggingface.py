@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from attnscope.checkpoints.checkpoint import CheckpointError
+from attnscope.checkpoints.decoding_rules import DecodingRules, hf_generation
 from attnscope.checkpoints.importers.assemble import Family, Vocabularies, Weights, assemble
 from attnscope.checkpoints.importers.hf_config import check_config
 from attnscope.checkpoints.importers.hf_files import HFFolder, located, open_folder
@@ -92,6 +93,9 @@ class HuggingFace(Family):
     def notes(self) -> tuple[str, ...]:
         note = size_note(self.tok, self.found)
         return (note,) if note else ()
+
+    def rules(self) -> DecodingRules:
+        return hf_generation(self.folder.setting, self.tok.eos_token_id)  # generate()'s, from generation_config.json
 
 
 def refusal(kind: str, architectures: Any) -> str:

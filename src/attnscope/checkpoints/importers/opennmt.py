@@ -19,6 +19,7 @@ import torch
 from torch import Tensor
 
 from attnscope.checkpoints.checkpoint import CheckpointError
+from attnscope.checkpoints.decoding_rules import DecodingRules, opennmt_defaults
 from attnscope.checkpoints.importers.assemble import Family, Vocabularies, Weights, assemble
 from attnscope.checkpoints.importers.parts import Imported
 from attnscope.checkpoints.importers.training_files import Recognised, read, setting, word_codec
@@ -152,6 +153,9 @@ class OpenNMT(Family):
 
     def settings(self, config: ModelConfig) -> dict[str, tuple[Any, str]]:
         return {k: (getattr(config, k), "the checkpoint's settings") for k in SETTINGS}
+
+    def rules(self) -> DecodingRules:
+        return opennmt_defaults()  # onmt_translate's
 
 
 def _index(tokens: list[str], token: str) -> int:

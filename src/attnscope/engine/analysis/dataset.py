@@ -49,7 +49,8 @@ def _targets(translator: Translator, sources: list[list[int]], max_len: int) -> 
     """Greedy outputs of one batch of sources, each with its <eos> when it stopped within `max_len`."""
     src = pad(sources, translator.model.config.pad_id).to(translator.device)
     eos = translator.model.config.eos_id
-    return [ids + [eos] if len(ids) < max_len else ids for ids in greedy_batch(translator.model, src, max_len)]
+    return [ids + [eos] if len(ids) < max_len else ids
+            for ids in greedy_batch(translator.model, src, max_len, rules=translator.decoding_rules())]
 
 
 def _records(translator: Translator, sources: list[list[int]], max_len: int) -> list[AttentionRecord]:
@@ -80,7 +81,7 @@ def batched_records(translator: Translator, sentences: Sequence[str], batch_size
     """(sentence index, record) for every translatable sentence, decoded in length-sorted batches."""
     sources = _sources(translator, sentences)
     done = 0
-    for idx, budget in budget_batches(translator.model, sources, batch_size):
+    for idx, budget in budget_batches(translator.model, sources, batch_size, rules=translator.decoding_rules()):
         with translator.inference():  # per batch: the lock is never held while the caller has the records
             records = _records(translator, [sources[i] for i in idx], budget)
         yield from zip(idx, records)
@@ -118,7 +119,7 @@ def greedy_pairs(translator: Translator, sentences: Sequence[str], batch_size: i
     length-sorted batches (the outputs `Translator.translate` gives, a tested parity)."""
     sources = _sources(translator, sentences)
     done = 0
-    for idx, budget in budget_batches(translator.model, sources, batch_size):
+    for idx, budget in budget_batches(translator.model, sources, batch_size, rules=translator.decoding_rules()):
         with translator.inference():
             targets = _targets(translator, [sources[i] for i in idx], budget)
         yield from ((i, sources[i], t) for i, t in zip(idx, targets))

@@ -11,6 +11,8 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
+from attnscope.checkpoints.decoding_rules import ATTNSCOPE, DecodingRules
+from attnscope.engine.decoding.rules import constrain, history, limit
 from attnscope.engine.recording.sharing import eval_mode
 from attnscope.engine.recording.steps import join_steps
 from attnscope.engine.recording.trace import decoder_inputs
@@ -46,8 +48,8 @@ class Decoded:
 
 
 def default_max_len(model: Transformer, src_len: int) -> int:
-    """Target budget: generous for translation, never past the positional table."""
-    return min(model.config.max_len, 2 * src_len + 10)
+    """attnscope's own target budget: generous for translation (2 x source + 10), never past the positional table."""
+    return limit(ATTNSCOPE, model, src_len)
 
 
 def _step_stats(logits: Tensor, top_k: int) -> tuple[Tensor, list[int], list[float], float]:
@@ -60,10 +62,12 @@ def _step_stats(logits: Tensor, top_k: int) -> tuple[Tensor, list[int], list[flo
 
 @torch.inference_mode()  # not only no_grad: views and small ops skip autograd's bookkeeping (8 attention calls a step)
 def greedy(model: Transformer, src_ids: Sequence[int], *, max_len: int | None = None, use_cache: bool = True,
-           capture: bool = True, prefix: Sequence[int] = (), top_k: int = 10) -> Decoded:
-    """Decode one source greedily; the first len(prefix) tokens are forced (the "what if" branch). With `capture`,
+           capture: bool = True, prefix: Sequence[int] = (), top_k: int = 10, rules: DecodingRules = ATTNSCOPE) -> Decoded:
+    """Decode one source greedily under `rules` (its length limit and each step's bans, rules.py); the first
+    len(prefix) tokens are forced (the "what if" branch). A step's probabilities are those of the tokens the rules
+    leave (banned logits are -inf before the softmax; greedy's choice is the same either way). With `capture`,
     every head's weights come back from the very passes that chose the tokens."""
-    max_len = max_len or default_max_len(model, len(src_ids))
+    max_len = max_len or limit(rules, model, len(src_ids))
     src = torch.tensor([list(src_ids)], dtype=torch.long, device=_device(model))
     with eval_mode(model):
         source = model.encode(src, output_attentions=capture)
@@ -72,8 +76,9 @@ def greedy(model: Transformer, src_ids: Sequence[int], *, max_len: int | None = 
         while len(out.ids) < max_len and (not out.ids or out.ids[-1] != model.config.eos_id):
             feed = torch.tensor([inputs[-1:] if use_cache else inputs], device=src.device)
             step = model.decode(feed, source, cache, last_only=True, output_attentions=capture)
-            log_probs, top_ids, top_probs, entropy = _step_stats(step.logits[0, -1], top_k)
             t = len(out.ids)
+            logits = constrain(step.logits[:, -1], rules, t, max_len, history(model, rules, [inputs]), model.config.eos_id)
+            log_probs, top_ids, top_probs, entropy = _step_stats(logits[0], top_k)
             forced = t < len(prefix)
             token = int(prefix[t]) if forced else top_ids[0]
             out.steps.append(RawStep(token, float(log_probs[token]), top_ids, top_probs, entropy, forced))
@@ -105,9 +110,10 @@ def teacher_force(model: Transformer, src_ids: Sequence[int], tgt_ids: Sequence[
 
 
 @torch.no_grad()
-def greedy_batch(model: Transformer, src: Tensor, max_len: int | None = None, use_cache: bool = True) -> list[list[int]]:
-    """Greedy decoding of padded sources (B, S); returns each target's ids without specials."""
-    max_len = max_len or default_max_len(model, src.shape[1])
+def greedy_batch(model: Transformer, src: Tensor, max_len: int | None = None, use_cache: bool = True,
+                 rules: DecodingRules = ATTNSCOPE) -> list[list[int]]:
+    """Greedy decoding of padded sources (B, S) under `rules`; returns each target's ids without specials."""
+    max_len = max_len or limit(rules, model, src.shape[1])
     with eval_mode(model):
         source = model.encode(src)
         cache = DecoderCache.empty(len(model.decoder)) if use_cache else None
@@ -118,6 +124,7 @@ def greedy_batch(model: Transformer, src: Tensor, max_len: int | None = None, us
         while out.shape[1] < max_len + 1 and not bool(done.all()):
             feed = out[:, -1:] if use_cache else out
             logits = model.next_logits(feed, source, cache)  # (B, V)
+            logits = constrain(logits, rules, out.shape[1] - 1, max_len, history(model, rules, out), c.eos_id)
             token = logits.argmax(-1).masked_fill(done, c.pad_id)
             out = torch.cat([out, token.unsqueeze(1)], dim=1)
             done |= token == c.eos_id

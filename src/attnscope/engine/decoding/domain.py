@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import AbstractSet, Any, Mapping, Sequence
 
+from attnscope.checkpoints.decoding_rules import ATTNSCOPE, DecodingRules
 from attnscope.model.config import ModelConfig
 
 # Longest source (tokens, without <eos>) a model saw in training, by task, when the checkpoint does
@@ -45,13 +46,18 @@ def input_notes(summary: Mapping[str, Any], config: ModelConfig, source_ids: Seq
 
 
 def output_notes(config: ModelConfig, source_ids: Sequence[int], output_ids: Sequence[int], max_len: int,
-                 chosen: bool = True) -> list[str]:
-    """Say when the output stopped at the length limit (`chosen` by the user, or the source's default budget)
-    or is much shorter than the input."""
-    if output_ids and output_ids[-1] != config.eos_id and len(output_ids) >= max_len:
-        which = "the maximum of" if chosen else "the default budget (twice the source plus 10) of"
+                 chosen: bool = True, rules: DecodingRules = ATTNSCOPE) -> list[str]:
+    """Say when the output stopped at the length limit (`chosen` by the user, or the default budget of the decoding
+    `rules`), where the rules may have forced its </s>, or is much shorter than the input."""
+    at_limit = bool(output_ids) and len(output_ids) >= max_len
+    which = "the maximum of" if chosen else ("the default budget (twice the source plus 10) of" if rules == ATTNSCOPE
+                                             else f"the default budget ({rules.name}) of")
+    if at_limit and output_ids[-1] != config.eos_id:
         return [f"The output stopped at {which} {max_len} tokens before the model ended the sentence: "
                 "raise the maximum output tokens to see the rest."]
+    if at_limit and rules.forced_eos != "off":
+        return [f"The output reached {which} {max_len} tokens, where the decoding rules force </s>: the model may not "
+                "have ended the sentence there; raise the maximum output tokens to see the rest."]
     n_src, n_out = len(source_ids) - 1, len(output_ids) - 1
     if n_src >= 8 and n_out < SHORT_OUTPUT_RATIO * n_src:
         return [f"The output has {n_out} tokens for {n_src} input tokens: the model may have left part of the "

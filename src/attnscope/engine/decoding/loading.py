@@ -18,8 +18,9 @@ from attnscope.model.device import apply_thread_policy, pick_device
 TORCH_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt")
 
 
-def load(path: str | os.PathLike[str] | None = None, device: str | None = None) -> Translator:
-    """Load a checkpoint (None = the shipped en->de default) as a Translator.
+def load(path: str | os.PathLike[str] | None = None, device: str | None = None, rules: str | None = None) -> Translator:
+    """Load a checkpoint (None = the shipped en->de default) as a Translator decoding by `rules`: "model" or None,
+    the rules recorded at import (OpenNMT-py's, fairseq's or the generation_config's defaults), or "attnscope".
 
     Raises:
         CheckpointError: the file is missing or not a valid attnscope checkpoint.
@@ -35,12 +36,12 @@ def load(path: str | os.PathLike[str] | None = None, device: str | None = None) 
         raise CheckpointError(f"{path} is a model folder or hub name, not an attnscope checkpoint: import it once with "
                               f"python -m attnscope import {path} --out model.safetensors, or attnscope.import_model('{path}')")
     model, bundle = checkpoint.load(file, dev)
-    return Translator(model, bundle, dev, label=file.stem)
+    return Translator(model, bundle, dev, label=file.stem, rules=rules)
 
 
 def import_model(model_or_path: nn.Module | str | os.PathLike[str], src_vocab: Any = None, tgt_vocab: Any = None, *,
                  src_lang: str | None = None, tgt_lang: str | None = None, source_framing: str | None = None,
-                 device: str | None = None, **kw: Any) -> Translator:
+                 device: str | None = None, rules: str | None = None, **kw: Any) -> Translator:
     """A model trained elsewhere as a Translator: a Hugging Face folder, zip or hub name (MarianMT, BART, mBART,
     M2M100/NLLB), a fairseq or OpenNMT-py checkpoint, a .pt/.pth state_dict file, or a live nn.Module.
 
@@ -50,7 +51,7 @@ def import_model(model_or_path: nn.Module | str | os.PathLike[str], src_vocab: A
     (`tgt_vocab=None`: one joint vocabulary). Other keywords: `specials`, `tgt_specials`, `examples` (source sentences
     with your model's outputs, to check the import), `max_len`, `name`, and for a file the settings a state_dict
     cannot show (n_heads, norm_first, activation, norm_eps, embed_scale). `translator.bundle.summary["import"]` says
-    how each was settled; settings nobody checked are also named in a warning.
+    how each was settled; settings nobody checked are also named in a warning. `rules` as for `load`.
 
     Raises:
         CheckpointError: the model or a vocabulary cannot be imported; the message says what was found.
@@ -70,4 +71,4 @@ def import_model(model_or_path: nn.Module | str | os.PathLike[str], src_vocab: A
     for note in imported.report.notes:
         warnings.warn(note, stacklevel=2)
     label = str(kw.get("name") or imported.bundle.summary.get("name", "imported"))
-    return Translator(imported.model.to(dev), imported.bundle, dev, label=label)
+    return Translator(imported.model.to(dev), imported.bundle, dev, label=label, rules=rules)

@@ -14,9 +14,11 @@ import torch
 
 from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.checkpoint import Bundle
+from attnscope.checkpoints.decoding_rules import ATTNSCOPE, DecodingRules
 from attnscope.engine.decoding.beam import beam_decode, beam_search, beam_search_batch
 from attnscope.engine.decoding.beam_result import BeamResult
-from attnscope.engine.decoding.decode import Decoded, default_max_len, greedy, greedy_batch, teacher_force
+from attnscope.engine.decoding.decode import Decoded, greedy, greedy_batch, teacher_force
+from attnscope.engine.decoding.rules import chosen, limit
 from attnscope.engine.recording.sharing import eval_mode, model_lock
 from attnscope.model.batch import pad
 from attnscope.model.transformer import Transformer
@@ -31,12 +33,13 @@ class InputError(ValueError):
 
 
 def budget_batches(model: Transformer, sources: dict[int, Sequence[int]], batch_size: int,
-                   max_len: int | None = None) -> Iterator[tuple[list[int], int]]:
+                   max_len: int | None = None, rules: DecodingRules = ATTNSCOPE) -> Iterator[tuple[list[int], int]]:
     """Batches of the keys of `sources` (source ids by sentence), similar lengths together, each with the budget
-    `Translator.translate` gives every sentence in it (`max_len`, else twice its source plus 10): a batch holds
-    one budget, so it decodes what the sentences one by one do."""
+    `Translator.translate` gives every sentence in it (`max_len`, else the rules' limit for its source): a batch
+    holds one budget, so it decodes what the sentences one by one do (frameworks that measure the padded batch's
+    longest source give these budgets to batches of one sentence)."""
     def budget(i: int) -> int:
-        return max_len or default_max_len(model, len(sources[i]))
+        return max_len or limit(rules, model, len(sources[i]))
 
     order = sorted(sources, key=lambda i: (budget(i), len(sources[i])))
     for value, group in itertools.groupby(order, key=budget):
@@ -80,10 +83,17 @@ class Translator:
     device: torch.device | None = None  # where inputs go; None: wherever the model's weights are
     label: str = ""  # the checkpoint's file name; distinguishes copies of one run
     revision: float = 0.0  # modification time of that file: a re-published checkpoint is another model
+    rules: DecodingRules | str | None = None  # default decoding rules: "model"/None (the checkpoint's), "attnscope", rules
 
     def __post_init__(self) -> None:
         if self.device is None:  # a model moved to a GPU gets its inputs there without being told twice
             self.device = next(self.model.parameters()).device
+        self.rules = chosen(self.bundle, self.rules)  # a bad choice or a checkpoint's invalid rules fail here, once
+
+    def decoding_rules(self, choice: DecodingRules | str | None = None) -> DecodingRules:
+        """The rules a call decodes by: `choice` ("model": the checkpoint's, "attnscope": attnscope's own, or rules),
+        None: this translator's."""
+        return chosen(self.bundle, self.rules if choice is None else choice)
 
     @property
     def name(self) -> str:
@@ -126,11 +136,15 @@ class Translator:
         return checkpoint.save(self.model, self.bundle, path)
 
     def translate(self, text: str, beam_size: int = 1, max_len: int | None = None, use_cache: bool = True,
-                  capture: bool = True, prefix: Sequence[int] = (), length_penalty: float = 1.0) -> Translation:
+                  capture: bool = True, prefix: Sequence[int] = (), length_penalty: float | None = None,
+                  rules: DecodingRules | str | None = None) -> Translation:
         """Translate one sentence; with `capture`, record every head and every step.
 
-        `max_len` None decodes at most `default_max_len` tokens (twice the source plus 10, within the model's
-        limit), so a short sentence never waits for a long budget; the result's `budget` says which was used.
+        `rules` ("model", "attnscope" or DecodingRules; None: the translator's) set the length limit, each step's
+        bans and forced tokens, and how beam search scores (alpha: `length_penalty` if given) and finishes.
+        `max_len` None decodes at most the rules' limit for this source (attnscope's: twice the source plus 10,
+        within the model's limit), so a short sentence never waits for a long budget; the result's `budget` says
+        which was used.
         `prefix` forces the first tokens (ids) and lets the model continue (greedy only).
         With beam search, steps and attention are those of the best hypothesis, recorded while the search
         computed them (`beam_decode`).
@@ -138,18 +152,19 @@ class Translator:
         if not 1 <= beam_size <= MAX_BEAM:
             raise InputError(f"Beam size must be between 1 and {MAX_BEAM}, got {beam_size}.")
         src_ids, notes = self.source(text)
-        max_len = self._max_len(max_len, len(src_ids))
+        chosen_rules = self.decoding_rules(rules).with_penalty(length_penalty)
+        max_len = self._max_len(max_len, len(src_ids), chosen_rules)
         beam = None
         with self.inference():
             if beam_size == 1:
-                decoded = greedy(self.model, src_ids, max_len=max_len, use_cache=use_cache, capture=capture, prefix=prefix)
+                decoded = greedy(self.model, src_ids, max_len=max_len, use_cache=use_cache, capture=capture, prefix=prefix,
+                                 rules=chosen_rules)
             elif capture:
-                beam, decoded = beam_decode(self.model, src_ids, beam_size, max_len=max_len,
-                                            length_penalty=length_penalty, use_cache=use_cache)
+                beam, decoded = beam_decode(self.model, src_ids, beam_size, max_len=max_len, use_cache=use_cache,
+                                            rules=chosen_rules)
             else:
                 src = torch.tensor([src_ids], device=self.device)
-                beam = beam_search(self.model, src, beam_size, max_len=max_len, length_penalty=length_penalty,
-                                   use_cache=use_cache)[0]
+                beam = beam_search(self.model, src, beam_size, max_len=max_len, use_cache=use_cache, rules=chosen_rules)[0]
                 decoded = Decoded(beam.hypotheses[0][0])
         return self._result(src_ids, decoded, tuple(notes), beam, max_len)
 
@@ -170,14 +185,15 @@ class Translator:
             decoded = teacher_force(self.model, src_ids, list(ids))
         return self._result(src_ids, decoded, tuple(notes), None)
 
-    def _max_len(self, max_len: int | None, src_len: int | None = None) -> int:
-        """The user's maximum, checked; without one, the source's budget (given no source: the model's limit)."""
-        limit = self.model.config.max_len
-        if max_len is not None and not 1 <= max_len <= limit:
-            raise InputError(f"Maximum output length must be between 1 and {limit}, got {max_len}.")
+    def _max_len(self, max_len: int | None, src_len: int | None = None, rules: DecodingRules = ATTNSCOPE) -> int:
+        """The user's maximum, checked; without one, the rules' budget for the source (given no source: the model's
+        limit)."""
+        positions = self.model.config.max_len
+        if max_len is not None and not 1 <= max_len <= positions:
+            raise InputError(f"Maximum output length must be between 1 and {positions}, got {max_len}.")
         if max_len is None and src_len is not None:
-            return default_max_len(self.model, src_len)
-        return max_len or limit
+            return limit(rules, self.model, src_len)
+        return max_len or positions
 
     def _result(self, src_ids: list[int], decoded: Decoded, notes: tuple[str, ...], beam: BeamResult | None,
                 budget: int = 0) -> Translation:
@@ -198,9 +214,10 @@ class Translator:
 
     @torch.no_grad()
     def translate_batch(self, texts: Sequence[str], beam_size: int = 1, max_len: int | None = None,
-                        batch_size: int = 64, use_cache: bool = True) -> list[str]:
-        """Translate many sentences, batching sources of similar length together; each gets the budget
+                        batch_size: int = 64, use_cache: bool = True, rules: DecodingRules | str | None = None) -> list[str]:
+        """Translate many sentences, batching sources of similar length together; each gets the budget and rules
         `translate` would give it (the user's maximum, else its source's), so a batch equals one by one."""
+        chosen_rules = self.decoding_rules(rules)
         if not 1 <= beam_size <= MAX_BEAM:
             raise InputError(f"Beam size must be between 1 and {MAX_BEAM}, got {beam_size}.")
         self._max_len(max_len)  # a bad maximum is refused before any work
@@ -208,10 +225,10 @@ class Translator:
         sources = {i: self.source(texts[i])[0] for i in kept}
         out: list[str] = [""] * len(texts)
         with self.inference():
-            for idx, budget in budget_batches(self.model, sources, batch_size, max_len):
+            for idx, budget in budget_batches(self.model, sources, batch_size, max_len, chosen_rules):
                 src = pad([sources[i] for i in idx], self.model.config.pad_id).to(self.device)
-                ids = (greedy_batch(self.model, src, budget, use_cache) if beam_size == 1
-                       else beam_search_batch(self.model, src, beam_size, budget))
+                ids = (greedy_batch(self.model, src, budget, use_cache, chosen_rules) if beam_size == 1
+                       else beam_search_batch(self.model, src, beam_size, budget, chosen_rules))
                 for i, row in zip(idx, ids):
                     out[i] = self.bundle.tgt_codec.decode(row)
         return out
