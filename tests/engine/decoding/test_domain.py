@@ -35,13 +35,12 @@ def test_output_at_the_length_limit_or_far_too_short_is_flagged() -> None:
     assert output_notes(CONFIG, [5] * 30 + [EOS_ID], [8] * 25 + [EOS_ID], max_len=100) == []
 
 
-
 def test_the_notes_name_the_rules_limit_and_a_forced_eos() -> None:
-    (auto,) = output_notes([5, 6, 7], [8, 9, 10], max_len=3, chosen=False, rules=opennmt_defaults())
+    (auto,) = output_notes(CONFIG, [5, 6, 7], [8, 9, 10], max_len=3, chosen=False, rules=opennmt_defaults())
     assert "stopped at the default budget (OpenNMT-py defaults) of 3 tokens" in auto
-    (forced,) = output_notes([5, EOS_ID], [8, 9, EOS_ID], max_len=3, chosen=False, rules=fairseq_defaults(1024))
+    (forced,) = output_notes(CONFIG, [5, EOS_ID], [8, 9, EOS_ID], max_len=3, chosen=False, rules=fairseq_defaults(1024))
     assert "reached the default budget (fairseq defaults) of 3 tokens, where the decoding rules force </s>" in forced
-    assert output_notes([5, EOS_ID], [8, 9, EOS_ID], max_len=4, rules=fairseq_defaults(1024)) == []
+    assert output_notes(CONFIG, [5, EOS_ID], [8, 9, EOS_ID], max_len=4, rules=fairseq_defaults(1024)) == []
 
 ENGLISH = frozenset({"a", "man", "rides", "bike", "the", "park", "dog"})
 GERMAN = frozenset({"ein", "mann", "fährt", "fahrrad", "hund", "park", "man"})

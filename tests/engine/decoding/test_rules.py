@@ -191,8 +191,10 @@ def test_repeated_names_the_tokens_that_complete_a_seen_ngram() -> None:
 def test_a_batch_decodes_what_each_sentence_does_alone(rules: DecodingRules) -> None:
     model = tiny_model(1, eos_bias=1.0, max_len=300)
     sources = [random_source(s, n=n) for s, n in ((0, 6), (1, 6), (2, 6))]
-    together = greedy_batch(model, pad(sources), rules=rules)
-    assert together == [strip_specials(greedy(model, s, capture=False, rules=rules).ids) for s in sources]
+    together = greedy_batch(model, pad(sources, model.config.pad_id), rules=rules)
+    c = model.config
+    assert together == [strip_specials(greedy(model, s, capture=False, rules=rules).ids, c.eos_id, (c.bos_id, c.pad_id))
+                        for s in sources]
 
 
 @pytest.mark.parametrize("beam", [1, 3])
@@ -233,8 +235,10 @@ def test_the_rules_decode_on_the_models_device(rules: DecodingRules, device: tor
     searches written here."""
     for seed in SEEDS:
         model, src = tiny_model(seed, eos_bias=1.0, device=device, max_len=300), random_source(seed)
-        batch = pad([src, random_source(seed + 3)]).to(device)
-        assert greedy_batch(model, batch, rules=rules)[0] == strip_specials(greedy(model, src, capture=False, rules=rules).ids)
+        batch = pad([src, random_source(seed + 3)], model.config.pad_id).to(device)
+        c = model.config
+        alone = strip_specials(greedy(model, src, capture=False, rules=rules).ids, c.eos_id, (c.bos_id, c.pad_id))
+        assert greedy_batch(model, batch, rules=rules)[0] == alone
         if rules.finish == "best-finished":
             assert ours(model, src, 3, rules) == opennmt_search(model.cpu(), src, 3)
         elif rules.finish == "k-finished":

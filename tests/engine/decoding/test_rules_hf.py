@@ -11,9 +11,8 @@ import pytest
 import torch
 
 from attnscope.checkpoints.importers import import_any
-from attnscope.checkpoints.importing import Imported
+from attnscope.checkpoints.importers.parts import Imported
 from attnscope.engine.decoding.translator import Translator
-from attnscope.model.config import EOS_ID
 from tests.checkpoints import hf_fixtures
 
 transformers = pytest.importorskip("transformers")
@@ -56,7 +55,8 @@ def generated(hf: Any, tok: Any, imported: Imported, text: str) -> list[int]:
         row = hf.generate(**tok([text], return_tensors="pt"))[0].tolist()
     back = {o: i for i, o in enumerate(imported.tgt_order) if o is not None}
     ids = [back[i] for i in row[1:]]
-    return ids[: ids.index(EOS_ID) + 1] if EOS_ID in ids else ids
+    eos = imported.model.config.eos_id
+    return ids[: ids.index(eos) + 1] if eos in ids else ids
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -84,4 +84,5 @@ def test_attnscopes_own_rules_differ_where_the_config_forces_eos(family: tuple) 
     model_rules = [list(tr.translate(t, capture=False).target_ids) for t in SENTENCES]
     own = [list(tr.translate(t, max_len=5, capture=False, rules="attnscope").target_ids) for t in SENTENCES]
     assert model_rules == [generated(hf, tok, imported, t) for t in SENTENCES]
-    assert all(m[-1] == EOS_ID for m in model_rules) and any(o[-1] != EOS_ID for o in own)
+    eos = imported.model.config.eos_id
+    assert all(m[-1] == eos for m in model_rules) and any(o[-1] != eos for o in own)

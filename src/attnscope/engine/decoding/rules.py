@@ -63,9 +63,9 @@ def constrain(log_probs: Tensor, rules: DecodingRules, step: int, budget: int, s
     if step < rules.min_len:
         out[:, eos] = float("-inf")
     if rules.forced_eos != "off" and step == budget - 1:
-        eos = out[:, eos].clone() if rules.forced_eos == "keep" else torch.zeros_like(out[:, eos])
+        kept = out[:, eos].clone() if rules.forced_eos == "keep" else torch.zeros_like(out[:, eos])
         out.fill_(float("-inf"))
-        out[:, eos] = eos
+        out[:, eos] = kept
     if rules.no_repeat_ngram and seen is not None:
         for row, banned in enumerate(repeated(seen.tolist(), rules.no_repeat_ngram)):
             if banned:
