@@ -1,9 +1,10 @@
 """fairseq transformer checkpoints import exactly: proved against fairseq's forward written out from its code.
 
-fairseq itself does not install beside torch 2.13, so the checkpoints are built here with its exact
+fairseq is in no requirements file (it needs a shim on Python 3.11), so the checkpoints are built here with its exact
 state_dict keys and settings (an argparse.Namespace in `args`, or a `cfg` dict whose `model` is one)
 and saved with torch.save as fairseq saves them; reference_fairseq.py computes what fairseq's
 TransformerModel computes. The import is checked on logits, every attention weight and greedy outputs.
+test_framework_fixtures.py checks a checkpoint, outputs and attention that fairseq 0.12.2 itself wrote.
 """
 from __future__ import annotations
 

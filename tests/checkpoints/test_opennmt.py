@@ -1,9 +1,10 @@
 """OpenNMT-py v3 transformer checkpoints import exactly: proved against OpenNMT-py's forward written out from its code.
 
-OpenNMT-py 3.5 does not install beside torch 2.13, so the checkpoints are built here in its exact layout
+OpenNMT-py is in no requirements file (it pins torch 2.2), so the checkpoints are built here in its exact layout
 ({"model", "generator", "vocab", "opt", "optim"} with opt an argparse.Namespace, saved with torch.save)
 and reference_opennmt.py computes what its NMTModel computes. Checked: logits, every attention weight,
 greedy outputs, sources fed without </s>, and the refusals of what attnscope does not compute.
+test_framework_fixtures.py checks a checkpoint, outputs and attention that OpenNMT-py 3.5.1 itself wrote.
 """
 from __future__ import annotations
 
