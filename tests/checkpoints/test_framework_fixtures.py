@@ -7,10 +7,10 @@ output with its defaults, greedy and beam 4: the tokens, the scores, per-token l
 framework exposes (outputs.json says which). regenerate.py there makes them in venvs of their own; nothing here
 imports a framework. Each checkpoint is imported as the README says (`python -m attnscope import FILE --out
 X.safetensors`, no other flag); teacher-forced on the framework's outputs, log-probs agree within 5e-4 and
-attention within 1e-4; decoding with the framework's length limit gives its greedy outputs on 20/20 sentences
-and its beam-4 outputs on at least 19/20 (a strict xfail until attnscope's beam search follows each framework's
-rules, KNOWN says where it differs today; the fairseq folder is fairseq-preprocess's destdir, whose binarised
-test files name the language pair that two dictionaries of one size cannot).
+attention within 1e-4; decoding by the rules recorded at import (the framework's defaults: its length limit,
+forced </s>, length penalty and when a beam search ends) gives its greedy outputs on 20/20 sentences and its beam-4
+outputs on at least 19/20 (the fairseq folder is fairseq-preprocess's destdir, whose binarised test files name
+the language pair that two dictionaries of one size cannot).
 """
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ import pytest
 import attnscope
 from attnscope.cli.import_model import main as import_main
 from attnscope.engine.decoding.translator import Translator
-from attnscope.model.config import EOS_ID
 from tests.support import ROOT
 
 FIXTURES = ROOT / "tests" / "fixtures" / "frameworks"
@@ -37,12 +36,11 @@ class Framework:
     folder: str
     checkpoint: str
     attention: Callable[[np.ndarray], np.ndarray]  # cross-attention (layers, heads, T, S) -> what the framework dumps
-    forces_eos: bool  # </s> after max_len tokens (fairseq), or none (OpenNMT-py, attnscope: max_len counts </s> too)
 
 
 FRAMEWORKS = {
-    "OpenNMT-py": Framework("opennmt", "model_step_1000.pt", lambda cross: cross[-1, 0], forces_eos=False),
-    "fairseq": Framework("fairseq", "checkpoint_best.pt", lambda cross: cross[-1].mean(0), forces_eos=True),
+    "OpenNMT-py": Framework("opennmt", "model_step_1000.pt", lambda cross: cross[-1, 0]),
+    "fairseq": Framework("fairseq", "checkpoint_best.pt", lambda cross: cross[-1].mean(0)),
 }
 Case = tuple[Translator, dict[str, Any], Framework]
 
@@ -65,15 +63,7 @@ def target_ids(tr: Translator, sentence: dict[str, Any]) -> list[int]:
     """The framework's output as attnscope ids, ending with </s> where the framework's did."""
     ids = tr.bundle.tgt_codec.encode(" ".join(sentence["tokens"]))
     assert len(ids) == len(sentence["tokens"])
-    return ids + [EOS_ID] * sentence["eos"]
-
-
-def expected_output(tr: Translator, framework: Framework, sentence: dict[str, Any]) -> tuple[int, ...]:
-    """The framework's output as attnscope decodes it given the same limit: a fairseq output cut at max_len tokens
-    without the </s> fairseq forces there (attnscope stops without forcing one, as the README says)."""
-    ids = target_ids(tr, sentence)
-    cut = framework.forces_eos and len(sentence["tokens"]) == sentence["max_len"]
-    return tuple(ids[:-1] if cut else ids)
+    return ids + [tr.model.config.eos_id] * sentence["eos"]
 
 
 def test_the_fixtures_are_twenty_sentences_in_both_modes(case: Case) -> None:
@@ -89,7 +79,8 @@ def test_log_probs_and_attention_are_the_frameworks_on_its_own_outputs(case: Cas
     tr, dumps, framework = case
     for source, sentence in zip(sources(), dumps[mode]["sentences"]):
         ids = target_ids(tr, sentence)
-        ours = tr.hypothesis(source, ids + [EOS_ID] * (not sentence["eos"]))  # both scored the cut ones with </s> added
+        eos = [tr.model.config.eos_id] * (not sentence["eos"])  # both scored the cut ones with </s> added
+        ours = tr.hypothesis(source, ids + eos)
         log_probs = np.log([step.prob for step in ours.steps])
         assert np.abs(log_probs - sentence["log_probs"]).max() <= 5e-4, source
         theirs = np.asarray(sentence["attention"])  # OpenNMT-py's beam search cuts some rows short (outputs.json)
@@ -98,20 +89,10 @@ def test_log_probs_and_attention_are_the_frameworks_on_its_own_outputs(case: Cas
         assert np.abs(attention[: len(theirs), : theirs.shape[1]] - theirs).max() <= 1e-4, source
 
 
-KNOWN = {  # what attnscope's beam search does otherwise today (engine/decoding is taking the frameworks' rules)
-    "opennmt": "OpenNMT-py's beam search ends when its best beam finishes, attnscope's once 4 hypotheses have: 17/20 "
-               "(sentences 5, 10, 15 come out longer, with better average log-probs)",
-    "fairseq": "fairseq's beam search forces </s> at max_len and ranks the beams with it, attnscope's stops there without "
-               "one: 18/20 (sentences 5 and 7, which the tiny model repeats up to the limit of 200 tokens)",
-}
-
-
 @pytest.mark.parametrize("mode, beam, at_least", [("greedy", 1, 20), ("beam4", 4, 19)])
-def test_outputs_are_the_frameworks_given_its_length_limit(case: Case, mode: str, beam: int, at_least: int,
-                                                           request: pytest.FixtureRequest) -> None:
-    tr, dumps, framework = case
-    if beam > 1:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN[framework.folder]))
-    same = [tr.translate(source, beam_size=beam, max_len=s["max_len"], capture=False).target_ids
-            == expected_output(tr, framework, s) for source, s in zip(sources(), dumps[mode]["sentences"])]
+def test_default_decoding_gives_the_frameworks_outputs(case: Case, mode: str, beam: int, at_least: int) -> None:
+    """No maximum given: the rules the import recorded decide the length, the forced </s> and the beam's end."""
+    tr, dumps, _ = case
+    same = [tr.translate(source, beam_size=beam, capture=False).target_ids == tuple(target_ids(tr, s))
+            for source, s in zip(sources(), dumps[mode]["sentences"])]
     assert sum(same) >= at_least, [i for i, ok in enumerate(same) if not ok]
