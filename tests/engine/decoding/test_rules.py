@@ -103,7 +103,8 @@ def opennmt_search(model: Transformer, src: list[int], k: int, *, alpha: float =
 def ours(model: Transformer, src: list[int], k: int, rules: DecodingRules) -> list[int]:
     if k == 1:
         return greedy(model, src, capture=False, rules=rules).ids
-    return beam_search(model, torch.tensor([src]), k, rules=rules)[0].hypotheses[0][0]
+    device = next(model.parameters()).device
+    return beam_search(model, torch.tensor([src], device=device), k, rules=rules)[0].hypotheses[0][0]
 
 
 @pytest.mark.parametrize("seed", SEEDS)
