@@ -107,6 +107,9 @@ def test_save_records_the_finite_check_and_load_trusts_only_what_it_may(saved, m
 @pytest.mark.parametrize("variant", [
     {}, {"tie_embeddings": False, "final_norm": True}, {"positional": "learned", "separate_positions": True},
     {"sinusoid": "halves", "suppressed": (1,)}, {"sinusoid": "fairseq", "position_offset": 2, "d_model": 18, "n_heads": 2},
+    {"positional": "relative", "relative_buckets": 8, "relative_max_distance": 16, "layer_norm": "rms", "norm": "pre",
+     "ffn": "gated", "activation": "gelu_tanh", "d_head": 12, "qkv_bias": False, "out_bias": False, "ffn_bias": False,
+     "scale_scores": False, "tie_embeddings": False},  # T5 v1.1: a file of it loads, as every other config's
 ])
 def test_assembled_models_equal_models_filled_in_place(on_meta: bool, variant: dict) -> None:
     """Assigning a file's tensors (on the meta device or not) builds the model copying them into a built one did."""

@@ -13,6 +13,12 @@ VARIANTS = [
     {"positional": "learned", "norm": "pre", "share_embeddings": True, "src_vocab_size": 50},
     {"tie_embeddings": False, "final_norm": True, "n_encoder_layers": 2, "n_decoder_layers": 3},
     {"positional": "learned", "position_offset": 2, "separate_positions": True, "embed_norm": True, "qkv_bias": False},
+    # T5 v1.0 and v1.1/mT5 (heads of their own width, relative bias tables, RMS norms, no biases, gated or not)
+    {"positional": "relative", "relative_buckets": 8, "relative_max_distance": 16, "layer_norm": "rms", "norm": "pre",
+     "qkv_bias": False, "out_bias": False, "ffn_bias": False, "scale_scores": False, "scale_output": True, "n_encoder_layers": 2},
+    {"positional": "relative", "relative_buckets": 8, "relative_max_distance": 16, "layer_norm": "rms", "norm": "pre",
+     "ffn": "gated", "activation": "gelu_tanh", "d_head": 12, "qkv_bias": False, "out_bias": False, "ffn_bias": False,
+     "scale_scores": False, "tie_embeddings": False, "n_decoder_layers": 2},
 ]
 
 

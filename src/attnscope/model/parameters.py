@@ -22,6 +22,8 @@ EMBED_NORMS = {"encoder": "src_embed_norm", "decoder": "tgt_embed_norm"}  # Laye
 VOCABULARY = (SRC_EMBED, TGT_EMBED, OUTPUT, OUTPUT_BIAS)  # tensors with one row per token
 PROJECTIONS = ("q_proj", "k_proj", "v_proj", "out_proj")  # of each attention module, in this order
 ATTENTIONS = ("self_attn", "cross_attn")
+FFN_GATE = "ffn.gate"  # a layer's third feed-forward matrix with config.ffn "gated" (T5 v1.1's wi_0)
+RELATIVE_BIAS = "relative_bias.table.weight"  # in each stack's first layer with relative positions: T5's bias table
 # A layer's parts by role: what importers name when they map another framework's layer onto ours.
 LAYER_PARTS = {
     "encoder": {"self_attn": "self_attn", "self_norm": "attn_block.norm", "ffn_up": "ffn.up", "ffn_down": "ffn.down",
@@ -38,19 +40,25 @@ def part(side: str, layer: int, role: str) -> str:
 
 def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
     """Shapes of the tensors a checkpoint of `config` holds (tied tensors once), by arithmetic on the config."""
-    d, f = config.d_model, config.d_ff
+    d, f, inner = config.d_model, config.d_ff, config.n_heads * config.head_dim
 
     def linear(name: str, n_out: int, n_in: int, bias: bool = True) -> dict[str, tuple[int, ...]]:
         return {f"{name}.weight": (n_out, n_in), **({f"{name}.bias": (n_out,)} if bias else {})}
 
     def norm(name: str) -> dict[str, tuple[int, ...]]:
-        return {f"{name}.weight": (d,), f"{name}.bias": (d,)}
+        return {f"{name}.weight": (d,), **({} if config.layer_norm == "rms" else {f"{name}.bias": (d,)})}
 
     def attention(name: str) -> dict[str, tuple[int, ...]]:
         out: dict[str, tuple[int, ...]] = {}
-        for proj in PROJECTIONS:
-            out |= linear(f"{name}.{proj}", d, d, bias=config.qkv_bias or proj == "out_proj")
-        return out
+        for proj in PROJECTIONS[:3]:
+            out |= linear(f"{name}.{proj}", inner, d, bias=config.qkv_bias)
+        return out | linear(f"{name}.{PROJECTIONS[3]}", d, inner, bias=config.out_bias)
+
+    def feed_forward(name: str, role: str) -> dict[str, tuple[int, ...]]:
+        if role == "ffn_down":
+            return linear(name, d, f, bias=config.ffn_bias)
+        gate = linear(f"{name.rsplit('.', 2)[0]}.{FFN_GATE}", f, d, bias=config.ffn_bias) if config.ffn == "gated" else {}
+        return gate | linear(name, f, d, bias=config.ffn_bias)
 
     shapes: dict[str, tuple[int, ...]] = {TGT_EMBED: (config.tgt_vocab_size, d)}
     if not config.share_embeddings:
@@ -70,7 +78,9 @@ def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
                 elif role.endswith("norm"):
                     shapes |= norm(name)
                 else:
-                    shapes |= linear(name, f, d) if role == "ffn_up" else linear(name, d, f)
+                    shapes |= feed_forward(name, role)
+        if config.positional == "relative" and count:
+            shapes[f"{side}.0.{RELATIVE_BIAS}"] = (config.relative_buckets, config.n_heads)
         if config.has_final_norm:
             shapes |= norm(FINAL_NORMS[side])
     if not config.tie_embeddings:
