@@ -27,6 +27,11 @@ def introduction(c: ModelConfig) -> str:
     """What this model adds to each token embedding, as its config says (scaled or not, LayerNorm, offset)."""
     scaled = (f"scaled by √{c.d_model}" if c.embed_scale else
               "not scaled: this model leaves out section 3.4's multiplication by √d_model")
+    if c.positional == "relative":
+        return ("This model adds nothing to its token embeddings (" + scaled + "): like T5, it learns a bias per head for "
+                f"each of {c.relative_buckets} buckets of the distance between key and query, added to the self-attention "
+                "scores before the softmax (the pages do not draw that bias yet, issue 36). The paper's sinusoids below "
+                "are for comparison.")
     text = f"The model adds a {c.d_model}-dimensional vector per position to each token embedding ({scaled})"
     text += "; a LayerNorm follows the sum" if c.embed_norm else ""
     text += f". This checkpoint uses **{c.positional}** positional encodings"
@@ -70,6 +75,8 @@ def paper_sinusoids(c: ModelConfig) -> tuple[int, np.ndarray]:
 def model_encodings(tr: Translator, n_pos: int, sinusoid: np.ndarray) -> None:
     """The model's own encodings for the first `n_pos` positions, beside the sinusoids and the token embeddings."""
     c = tr.model.config
+    if c.positional == "relative":
+        return  # nothing is added to the embeddings: the introduction says where its positions act instead
     own = model_positions(tr.model, n_pos)
     if c.positional == "sinusoidal":
         st.caption(comparison(c, own, sinusoid))
