@@ -98,13 +98,19 @@ def undeclared(files: list[Path], allowed: set[str]) -> list[str]:
 RUNTIME = declared(requirement_lines(ROOT / "requirements.txt")) | declared(extras())
 TEST = declared(requirement_lines(ROOT / "requirements-test.txt"))
 BENCH = ROOT / "src" / "attnscope" / "bench"
+# tests/fixtures/frameworks/regenerate.py runs in OpenNMT-py's and fairseq's own venvs, declared beside it; those
+# packages are not installed here, so the import names that differ from their distributions' are given.
+FRAMEWORKS = ROOT / "tests" / "fixtures" / "frameworks"
+FRAMEWORK_FILES = ("requirements-opennmt.txt", "requirements-fairseq.txt")
+FRAMEWORK_IMPORTS = {"onmt": "OpenNMT-py", "fairseq_cli": "fairseq"}
 
 
 def python_files(*parts: str) -> list[Path]:
     return sorted(p for part in parts for p in ((ROOT / part).rglob("*.py") if (ROOT / part).is_dir() else [ROOT / part]))
 
 
-@pytest.mark.parametrize("name", ["requirements.txt", "requirements-test.txt"])
+@pytest.mark.parametrize("name", ["requirements.txt", "requirements-test.txt",
+                                  *(f"tests/fixtures/frameworks/{f}" for f in FRAMEWORK_FILES)])
 def test_every_requirement_is_pinned(name: str) -> None:
     loose = [line for line in requirement_lines(ROOT / name) if not PIN.match(line)]
     assert not loose, f"{name}: pin these with ==: {loose}"
@@ -120,9 +126,16 @@ def test_runtime_code_imports_only_declared_packages() -> None:
 
 
 def test_tests_and_benchmarks_import_only_declared_packages() -> None:
-    own_venvs = ROOT / "tests" / "fixtures" / "frameworks"  # regenerate.py runs OpenNMT-py and fairseq in venvs of their own
-    files = [p for p in python_files("tests") if own_venvs not in p.parents] + python_files("src/attnscope/bench")
+    files = [p for p in python_files("tests") if FRAMEWORKS not in p.parents] + python_files("src/attnscope/bench")
     assert not undeclared(files, TEST), "declare in requirements-test.txt (pinned): " + "; ".join(undeclared(files, TEST))
+
+
+def test_the_framework_fixtures_script_imports_only_what_its_venvs_declare() -> None:
+    allowed = set().union(*(declared(requirement_lines(FRAMEWORKS / f)) for f in FRAMEWORK_FILES))
+    found = [f"{path.relative_to(ROOT)} imports {module}" for path in python_files("tests/fixtures/frameworks")
+             for module in sorted(imported_modules(path))
+             if not (distributions(module) | {normalize(FRAMEWORK_IMPORTS.get(module, module))}) & allowed]
+    assert not found, f"declare in tests/fixtures/frameworks/{'/'.join(FRAMEWORK_FILES)} (pinned): {found}"
 
 
 def test_the_scan_catches_an_undeclared_import(tmp_path: Path) -> None:
