@@ -22,13 +22,26 @@ def toy_checkpoint_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-@pytest.fixture
-def app(toy_checkpoint_dir: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
-    """The app against the toy checkpoint, with caches cleared so every test starts fresh."""
-    monkeypatch.setenv("ATTNSCOPE_CHECKPOINTS", str(toy_checkpoint_dir))
+def app_on(checkpoints: Path, monkeypatch: pytest.MonkeyPatch, sentence: str | None = None,
+           max_len: int | None = None) -> AppTest:
+    """The app serving the checkpoints in `checkpoints`, with caches cleared so every test starts fresh; with a
+    `sentence` (and `max_len`), run once on it."""
+    monkeypatch.setenv("ATTNSCOPE_CHECKPOINTS", str(checkpoints))
     st.cache_data.clear()
     st.cache_resource.clear()
-    return AppTest.from_file(APP, default_timeout=CEILING)  # a ceiling for a hang, not a speed limit
+    app = AppTest.from_file(APP, default_timeout=CEILING)  # a ceiling for a hang, not a speed limit
+    if sentence is not None:
+        app.session_state["sentence"] = sentence
+        if max_len is not None:
+            app.session_state["max_len"] = max_len
+        app.run()
+    return app
+
+
+@pytest.fixture
+def app(toy_checkpoint_dir: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
+    """The app against the toy checkpoint."""
+    return app_on(toy_checkpoint_dir, monkeypatch)
 
 
 @pytest.fixture

@@ -6,13 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.importers.huggingface import import_hf
+from tests.app.conftest import app_on
 from tests.checkpoints import hf_fixtures
-from tests.support import CEILING, ROOT, shown
+from tests.support import shown
 
 
 @pytest.fixture(scope="module")
@@ -27,13 +27,7 @@ def marian_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def translate_page(folder: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
-    monkeypatch.setenv("ATTNSCOPE_CHECKPOINTS", str(folder))
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=CEILING)
-    app.session_state["sentence"] = "A man rides a red bike."
-    app.run()
-    return app.switch_page("pages/translate.py").run()
+    return app_on(folder, monkeypatch, "A man rides a red bike.").switch_page("pages/translate.py").run()
 
 
 def rules_said(app: AppTest) -> list[str]:

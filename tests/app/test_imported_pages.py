@@ -6,13 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import streamlit as st
-from streamlit.testing.v1 import AppTest
 
 from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.importers.huggingface import import_hf
+from tests.app.conftest import app_on
 from tests.checkpoints import hf_fixtures
-from tests.support import CEILING, ROOT
 
 PAGES = ("pages/translate.py", "pages/step.py", "pages/heads.py", "pages/inside.py", "pages/attribution.py",
          "pages/positional.py", "pages/anatomy.py")
@@ -30,12 +28,6 @@ def imported_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
 
 @pytest.mark.parametrize("page", PAGES)
 def test_every_page_runs_on_an_imported_model(imported_dir: Path, page: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ATTNSCOPE_CHECKPOINTS", str(imported_dir))
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=CEILING)
-    app.session_state["sentence"] = "A man rides a red bike."
-    app.session_state["max_len"] = 8
-    app.run()
+    app = app_on(imported_dir, monkeypatch, "A man rides a red bike.", max_len=8)
     app.switch_page(page).run()
     assert not app.exception, [e.value for e in app.exception]

@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import streamlit as st
 import torch
 from streamlit.testing.v1 import AppTest
 
@@ -16,7 +15,7 @@ from attnscope.checkpoints.checkpoint import Bundle
 from attnscope.model.config import ModelConfig
 from attnscope.model.tokenization import TextCodec, train_word_level
 from attnscope.model.transformer import Transformer
-from tests.support import CEILING, ROOT
+from tests.app.conftest import app_on
 
 SHOWN = ("pages/translate.py", "pages/step.py", "pages/heads.py", "pages/positional.py", "pages/anatomy.py")
 NOT_YET = ("pages/inside.py", "pages/attribution.py")
@@ -37,13 +36,7 @@ def t5_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def opened(folder: Path, page: str, monkeypatch: pytest.MonkeyPatch) -> AppTest:
-    monkeypatch.setenv("ATTNSCOPE_CHECKPOINTS", str(folder))
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=CEILING)
-    app.session_state["sentence"] = "A man rides a red bike ."
-    app.session_state["max_len"] = 8
-    app.run()
+    app = app_on(folder, monkeypatch, "A man rides a red bike .", max_len=8)
     app.switch_page(page).run()
     assert not app.exception, [e.value for e in app.exception]
     return app

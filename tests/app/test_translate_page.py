@@ -10,6 +10,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from attnscope.checkpoints.checkpoint import save
+from tests.app.conftest import app_on
 from tests.engine_fixtures import tiny_translator
 from tests.support import CEILING, ROOT, readable_tables, shown, translation_shown
 
@@ -115,12 +116,7 @@ def test_output_cut_by_the_length_limit_is_reported(app: AppTest) -> None:
 def test_an_empty_maximum_decodes_to_the_sources_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     endless = tiny_translator(0, eos_bias=-50.0)  # never ends a sentence: every output runs to its budget
     save(endless.model, endless.bundle, tmp_path / "endless.safetensors")
-    monkeypatch.setenv("ATTNSCOPE_CHECKPOINTS", str(tmp_path))
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=CEILING)
-    app.session_state["sentence"] = "a b c"
-    app.run()
+    app = app_on(tmp_path, monkeypatch, "a b c")
     assert not app.exception
     assert app.number_input(key="_w_max_len").value is None  # empty: the source sets the budget
     n_src = len(endless.source("a b c")[0])
@@ -195,7 +191,6 @@ def test_reference_comparison_table_is_readable(app: AppTest) -> None:
 @pytest.fixture
 def shipped_app(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> AppTest:
     """The app on the repository's shipped checkpoints (default: English → German)."""
-    import streamlit as st
 
     monkeypatch.setenv("ATTNSCOPE_CHECKPOINTS", str(ROOT / "checkpoints"))
     monkeypatch.setenv("ATTNSCOPE_USER_MODELS", str(tmp_path / "user_models"))
