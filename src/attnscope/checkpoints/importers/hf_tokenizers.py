@@ -82,14 +82,15 @@ def spm_tokenizer(model: Path) -> Tokenizer:
 
 
 def id_map(originals: Sequence[int], plan: VocabPlan, id_token: IdToken, special: set[int], *, strip: bool,
-           replace: tuple[tuple[str, str], ...] = (), by_text: bool = False) -> IdMap:
-    """Tokenizer ids -> the model's, the model's tokens (specials renamed) and the ids decode() drops."""
+           replace: tuple[tuple[str, str], ...] = (), by_text: bool = False, utf8: bool = False) -> IdMap:
+    """Tokenizer ids -> the model's, the model's tokens (specials renamed) and the ids decode() drops (`utf8`: the
+    tokens are bytes, labelled by model.tokenization.byte_label)."""
     ids = tuple(plan.ours(o) if plan.has(o) else plan.unk for o in originals)
     names = {getattr(plan, role): name for role, name in zip(ROLES, SPECIAL_TOKENS)}  # <pad> wins when it is <bos>
     names[plan.pad] = SPECIAL_TOKENS[0]
     tokens = tuple(names.get(i) or str(id_token(old)) for i, old in enumerate(plan.order))
     hidden = frozenset(plan.ours(o) for o in special if plan.has(o))
-    return IdMap(ids, tokens, hidden, strip, replace, by_text)
+    return IdMap(ids, tokens, hidden, strip, replace, by_text, utf8=utf8)
 
 
 def framing(tok: Any, plan: VocabPlan) -> tuple[list[int], list[int]]:
