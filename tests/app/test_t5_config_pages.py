@@ -49,9 +49,18 @@ def test_every_page_runs_and_says_what_it_does_not_cover(t5_dir: Path, page: str
     assert bool(notes) == (page in NOT_YET), notes
     if notes:
         assert "relative position bias, RMS norm, gated feed-forward, unscaled scores" in notes[0]
-    if page == "pages/positional.py":  # no table of its own to draw: it says where its positions act instead
-        assert any("adds nothing to its token embeddings" in m.value for m in app.markdown)
-        assert not any("vector per position" in m.value for m in app.markdown)
+
+
+def test_the_positional_page_draws_each_stacks_bias_and_buckets(t5_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    app = opened(t5_dir, "pages/positional.py", monkeypatch)
+    text = " ".join(m.value for m in app.markdown)
+    assert "adds nothing to its token embeddings" in text and "vector per position" not in text
+    assert "not draw" not in text and "Encoder self-attention (bidirectional" in text and "Decoder masked" in text
+    assert len(app.get("plotly_chart")) == 4 + 4  # the paper's sinusoids, then a heatmap and lines per stack
+    encoder, decoder = (t.value for t in app.dataframe[-2:])  # each stack's buckets, as relative_bucket assigns them
+    assert list(encoder.iloc[:, 0]) == [0, 1, 2, 3, 5, 6, 7]  # bucket 4, a later key at distance 0, never occurs
+    assert list(encoder.iloc[:, 2]) == ["exact", "exact", "logarithmic", "logarithmic", "exact", "logarithmic", "logarithmic"]
+    assert list(decoder.iloc[:, 0]) == list(range(8)) and list(decoder.iloc[:, 1])[-1] == "≤ −12"  # 4 + log(12/4)/log(16/4)·4: 7
 
 
 def test_the_step_pages_attribution_says_so_too(t5_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

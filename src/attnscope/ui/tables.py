@@ -163,6 +163,13 @@ VALIDATIONS = {
     "sample": Column("sample", "The model's translation of the sentence to watch at this validation."),
 }
 
+RELATIVE_BUCKETS = {
+    "bucket": Column("bucket", "Row of the stack's bias table: every offset in it gets the same bias, per head."),
+    "offsets": Column("offsets key − query", "The offsets that share this bucket (≤ / ≥: and every farther offset)."),
+    "kind": Column("kind", "exact: one offset of its own (short distances); logarithmic: a range that widens with distance."),
+    "count": Column("offsets drawn", "How many of the drawn offsets fall into this bucket."),
+}
+
 
 def config(names: Iterable[str], columns: Mapping[str, Column]) -> dict[str, Any]:
     """Column config giving each of `names` its readable label and its help (on hover)."""
