@@ -4,6 +4,7 @@ two whose arithmetic does not cover T5 yet (Inside one head, Attribution, and th
 one sentence instead of failing."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -16,9 +17,10 @@ from attnscope.model.config import ModelConfig
 from attnscope.model.tokenization import TextCodec, train_word_level
 from attnscope.model.transformer import Transformer
 from tests.app.conftest import app_on
+from tests.support import html_views
 
-SHOWN = ("pages/translate.py", "pages/step.py", "pages/heads.py", "pages/positional.py", "pages/anatomy.py")
-NOT_YET = ("pages/inside.py", "pages/attribution.py")
+SHOWN = ("pages/translate.py", "pages/step.py", "pages/heads.py", "pages/positional.py", "pages/anatomy.py", "pages/inside.py")
+NOT_YET = ("pages/attribution.py",)
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +63,35 @@ def test_the_positional_page_draws_each_stacks_bias_and_buckets(t5_dir: Path, mo
     assert list(encoder.iloc[:, 0]) == [0, 1, 2, 3, 5, 6, 7]  # bucket 4, a later key at distance 0, never occurs
     assert list(encoder.iloc[:, 2]) == ["exact", "exact", "logarithmic", "logarithmic", "exact", "logarithmic", "logarithmic"]
     assert list(decoder.iloc[:, 0]) == list(range(8)) and list(decoder.iloc[:, 1])[-1] == "≤ −12"  # 4 + log(12/4)/log(16/4)·4: 7
+
+
+@pytest.mark.parametrize("kind", ["encoder", "decoder", "cross"])
+def test_inside_one_head_shows_the_bias_added_to_unscaled_scores(t5_dir: Path, kind: str,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each kind of attention as T5 computes it: q·k without 1/√d_k, plus the position bias in self-attention, the
+    softmax recomputed from the terms shown equal to the model's weights; RMSNorm and no b^O in the block."""
+    app = opened(t5_dir, "pages/inside.py", monkeypatch)
+    app.selectbox(key="inside_kind").set_value(kind).run()
+    assert not app.exception, [e.value for e in app.exception]
+    views = html_views(app)
+    (eq1,) = [title for title in views if title.startswith("Eq. 1")]
+    assert ("softmax(QKᵀ + B) V" if kind != "cross" else "softmax(QKᵀ) V") in eq1
+    labels = [row.label for row in views[eq1].body_rows()]
+    assert any("position bias" in label for label in labels) == (kind != "cross") and not any("√d_k" in x for x in labels)
+    captions = " ".join(c.value for c in app.caption)
+    gap = re.search(r"recomputed here, equals the weights the model computed \(max \|Δ\| = ([\d.e+-]+)\)", captions)
+    assert gap and float(gap[1]) <= 1e-6, captions
+    assert any("RMSNorm" in title and "no mean subtracted" in title for title in views)
+    assert any("W^O has no bias" in title for title in views)
+
+
+def test_inside_one_heads_positions_tab_draws_the_bias(t5_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    app = opened(t5_dir, "pages/inside.py", monkeypatch)
+    app.session_state["inside_tab"] = "6 · Positional encodings (section 3.5)"
+    app.run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert any("a bias on the scores, by offset" in h.value for h in app.subheader)
+    assert len(app.get("plotly_chart")) == 4  # a heatmap and lines per stack
 
 
 def test_the_step_pages_attribution_says_so_too(t5_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
