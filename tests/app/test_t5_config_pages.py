@@ -65,6 +65,17 @@ def test_the_positional_page_draws_each_stacks_bias_and_buckets(t5_dir: Path, mo
     assert list(decoder.iloc[:, 0]) == list(range(8)) and list(decoder.iloc[:, 1])[-1] == "≤ −12"  # 4 + log(12/4)/log(16/4)·4: 7
 
 
+def test_the_anatomy_page_shows_rms_norms_and_the_gated_feed_forward(t5_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    app = opened(t5_dir, "pages/anatomy.py", monkeypatch)
+    parts = {row["part"].split(",")[0]: row for row in app.table[-1].value.to_dict("records")}
+    assert parts["norm"]["computes"].startswith("RMSNorm") and parts["norm"]["learns"] == "g [D]"
+    assert parts["feed-forward"]["computes"].startswith("gated") and "no biases" in parts["feed-forward"]["learns"]
+    shown = " ".join(str(v) for t in [app.table[-1], *app.dataframe] for v in t.value.to_numpy().ravel())
+    assert "LayerNorm" not in shown  # the config's table names it only among the options of layer_norm
+    assert "Q·Kᵀ (not scaled) + position bias B" in shown
+    assert "d_head = 8 = D / H" in " ".join(m.value for m in app.markdown)
+
+
 @pytest.mark.parametrize("kind", ["encoder", "decoder", "cross"])
 def test_inside_one_head_shows_the_bias_added_to_unscaled_scores(t5_dir: Path, kind: str,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
