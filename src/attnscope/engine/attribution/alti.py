@@ -9,7 +9,8 @@ residual x_i (the decoder token's own state) is one more input beside the source
 post-LN blocks the LayerNorm (or T5's RMSNorm, which subtracts no mean) is applied to each vector with
 the output's own scale, so the sum is still exact. The weights are the model's own (T5's position
 bias and unscaled scores included): nothing here depends on how the scores were made. Token j's
-contribution is how close its vector is to the output in Manhattan distance, c_ij = max(0, ||y_i||_1 - ||y_i - T_i(x_j)||_1), rows normalised to sum to one.
+contribution is how close its vector is to the output in Manhattan distance,
+c_ij = max(0, ||y_i||_1 - ||y_i - T_i(x_j)||_1), rows normalised to sum to one.
 
 The encoder's layers are rolled out; in decoder layer l the cross-attention row splits token t
 between the source tokens and its residual, and the residual's share scales the self-attention
