@@ -1,12 +1,12 @@
 """Every page on a model of T5's variants (relative position bias, RMS norm, gated feed-forward, unscaled scores, no
-biases), as `python -m attnscope train --set positional=relative ...` can make: the pages that show it work, and the
-two whose arithmetic does not cover T5 yet (Inside one head, Attribution, and the Step page's attribution) say so in
-one sentence instead of failing."""
+biases), as `python -m attnscope train --set positional=relative ...` can make: each shows it as the model computes it
+(the bias by offset and its buckets, the bias added to unscaled q·k, RMS norms, every attribution measure)."""
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
@@ -17,10 +17,11 @@ from attnscope.model.config import ModelConfig
 from attnscope.model.tokenization import TextCodec, train_word_level
 from attnscope.model.transformer import Transformer
 from tests.app.conftest import app_on
+from tests.app.test_attribution_page import figures, values
 from tests.support import html_views
 
-SHOWN = ("pages/translate.py", "pages/step.py", "pages/heads.py", "pages/positional.py", "pages/anatomy.py", "pages/inside.py")
-NOT_YET = ("pages/attribution.py",)
+PAGES = ("pages/translate.py", "pages/step.py", "pages/heads.py", "pages/positional.py", "pages/anatomy.py", "pages/inside.py",
+         "pages/attribution.py")
 
 
 @pytest.fixture(scope="module")
@@ -44,13 +45,10 @@ def opened(folder: Path, page: str, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     return app
 
 
-@pytest.mark.parametrize("page", SHOWN + NOT_YET)
-def test_every_page_runs_and_says_what_it_does_not_cover(t5_dir: Path, page: str, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_shows_this_model(t5_dir: Path, page: str, monkeypatch: pytest.MonkeyPatch) -> None:
     app = opened(t5_dir, page, monkeypatch)
-    notes = [i.value for i in app.info if "does not cover this model yet" in i.value]
-    assert bool(notes) == (page in NOT_YET), notes
-    if notes:
-        assert "relative position bias, RMS norm, gated feed-forward, unscaled scores" in notes[0]
+    assert not [i.value for i in app.info if "does not cover" in i.value]
 
 
 def test_the_positional_page_draws_each_stacks_bias_and_buckets(t5_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -105,8 +103,23 @@ def test_inside_one_heads_positions_tab_draws_the_bias(t5_dir: Path, monkeypatch
     assert len(app.get("plotly_chart")) == 4  # a heatmap and lines per stack
 
 
-def test_the_step_pages_attribution_says_so_too(t5_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_attribution_page_shows_every_measure(t5_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every measure (proved on T5's variants in tests/engine/attribution), the split of each token summing to one."""
+    app = opened(t5_dir, "pages/attribution.py", monkeypatch)
+    split = next(spec for title, spec in figures(app).items() if title.startswith("Where each generated token came from"))
+    source, prefix = (values(trace["y"]) for trace in split["data"][:2])
+    np.testing.assert_allclose(source + prefix, 1.0, atol=1e-9)
+    app.session_state["attr_tab"] = "Source tokens by method"
+    app.run()
+    assert not app.exception, [e.value for e in app.exception]
+    methods = next(spec for title, spec in figures(app).items() if "source tokens by method" in title)
+    assert methods["layout"]["yaxis"]["ticktext"] == ["attention", "norm-based", "ALTI+", "value zeroing",
+                                                      "gradient × input", "integrated gradients"]
+
+
+def test_the_step_pages_attribution_shows_this_model(t5_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     app = opened(t5_dir, "pages/step.py", monkeypatch)
     app.toggle(key="step_attr").set_value(True).run()
     assert not app.exception, [e.value for e in app.exception]
-    assert any("Attribution does not cover this model yet" in i.value for i in app.info)
+    assert not any("does not cover" in i.value for i in app.info)
+    assert any("Integrated gradients appear here once computed" in c.value for c in app.caption)
