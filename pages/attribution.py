@@ -12,8 +12,6 @@ from attnscope.ui.url import tabs_in_url
 tr = open_page("Attribution")
 view = state.read()
 query, result = widgets.translated_sentence(tr, view)
-if widgets.not_shown_for_t5(tr, "Attribution"):
-    st.stop()
 st.markdown(f"> {plain(result.text) or '(empty)'}")
 with st.expander("What these measures are"):
     st.markdown(tools.EXPLANATIONS)

@@ -8,8 +8,6 @@ from attnscope.ui.url import write_url
 tr = open_page("Inside one head")
 view = state.read()
 _, result = widgets.translated_sentence(tr, view)
-if widgets.not_shown_for_t5(tr, "Inside one head"):
-    st.stop()
 HEAD_TAB, POSITIONS_TAB = "1–5 · The head, step by step", "6 · Positional encodings (section 3.5)"
 
 

@@ -15,6 +15,12 @@ from attnscope.engine.recording.trace import decoder_inputs
 from attnscope.model.config import EOS_ID, ModelConfig
 from attnscope.model.transformer import Transformer
 
+# T5's variants (tests/engine_fixtures.T5 without its ids, which these vocabularies differ from): relative position bias,
+# RMS norm before each sublayer, unscaled scores, no biases, gated GELU, heads narrower than d_model / n_heads
+T5_PARTS = dict(positional="relative", relative_buckets=8, relative_max_distance=5, ffn="gated", activation="gelu_tanh",
+                qkv_bias=False, out_bias=False, ffn_bias=False, scale_scores=False, embed_scale=False, d_head=6)
+T5_MODEL = dict(T5_PARTS, norm="pre", layer_norm="rms")
+
 
 def tiny(seed: int, **kw) -> Transformer:
     """A random tiny model in float64 (finite differences and tight tolerances need the precision)."""

@@ -1,11 +1,12 @@
 """Every page on a model of T5's variants (relative position bias, RMS norm, gated feed-forward, unscaled scores, no
-biases), as `python -m attnscope train --set positional=relative ...` can make: the pages that show it work, and the
-two whose arithmetic does not cover T5 yet (Inside one head, Attribution, and the Step page's attribution) say so in
-one sentence instead of failing."""
+biases), as `python -m attnscope train --set positional=relative ...` can make: each shows it as the model computes it
+(the bias by offset and its buckets, the bias added to unscaled q·k, RMS norms, every attribution measure)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
@@ -16,9 +17,11 @@ from attnscope.model.config import ModelConfig
 from attnscope.model.tokenization import TextCodec, train_word_level
 from attnscope.model.transformer import Transformer
 from tests.app.conftest import app_on
+from tests.app.test_attribution_page import figures, values
+from tests.support import html_views
 
-SHOWN = ("pages/translate.py", "pages/step.py", "pages/heads.py", "pages/positional.py", "pages/anatomy.py")
-NOT_YET = ("pages/inside.py", "pages/attribution.py")
+PAGES = ("pages/translate.py", "pages/step.py", "pages/heads.py", "pages/positional.py", "pages/anatomy.py", "pages/inside.py",
+         "pages/attribution.py")
 
 
 @pytest.fixture(scope="module")
@@ -42,20 +45,81 @@ def opened(folder: Path, page: str, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     return app
 
 
-@pytest.mark.parametrize("page", SHOWN + NOT_YET)
-def test_every_page_runs_and_says_what_it_does_not_cover(t5_dir: Path, page: str, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_shows_this_model(t5_dir: Path, page: str, monkeypatch: pytest.MonkeyPatch) -> None:
     app = opened(t5_dir, page, monkeypatch)
-    notes = [i.value for i in app.info if "does not cover this model yet" in i.value]
-    assert bool(notes) == (page in NOT_YET), notes
-    if notes:
-        assert "relative position bias, RMS norm, gated feed-forward, unscaled scores" in notes[0]
-    if page == "pages/positional.py":  # no table of its own to draw: it says where its positions act instead
-        assert any("adds nothing to its token embeddings" in m.value for m in app.markdown)
-        assert not any("vector per position" in m.value for m in app.markdown)
+    assert not [i.value for i in app.info if "does not cover" in i.value]
 
 
-def test_the_step_pages_attribution_says_so_too(t5_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_positional_page_draws_each_stacks_bias_and_buckets(t5_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    app = opened(t5_dir, "pages/positional.py", monkeypatch)
+    text = " ".join(m.value for m in app.markdown)
+    assert "adds nothing to its token embeddings" in text and "vector per position" not in text
+    assert "not draw" not in text and "Encoder self-attention (bidirectional" in text and "Decoder masked" in text
+    assert len(app.get("plotly_chart")) == 4 + 4  # the paper's sinusoids, then a heatmap and lines per stack
+    encoder, decoder = (t.value for t in app.dataframe[-2:])  # each stack's buckets, as relative_bucket assigns them
+    assert list(encoder.iloc[:, 0]) == [0, 1, 2, 3, 5, 6, 7]  # bucket 4, a later key at distance 0, never occurs
+    assert list(encoder.iloc[:, 2]) == ["exact", "exact", "logarithmic", "logarithmic", "exact", "logarithmic", "logarithmic"]
+    assert list(decoder.iloc[:, 0]) == list(range(8)) and list(decoder.iloc[:, 1])[-1] == "≤ −12"  # 4 + log(12/4)/log(16/4)·4: 7
+
+
+def test_the_anatomy_page_shows_rms_norms_and_the_gated_feed_forward(t5_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    app = opened(t5_dir, "pages/anatomy.py", monkeypatch)
+    parts = {row["part"].split(",")[0]: row for row in app.table[-1].value.to_dict("records")}
+    assert parts["norm"]["computes"].startswith("RMSNorm") and parts["norm"]["learns"] == "g [D]"
+    assert parts["feed-forward"]["computes"].startswith("gated") and "no biases" in parts["feed-forward"]["learns"]
+    shown = " ".join(str(v) for t in [app.table[-1], *app.dataframe] for v in t.value.to_numpy().ravel())
+    assert "LayerNorm" not in shown  # the config's table names it only among the options of layer_norm
+    assert "Q·Kᵀ (not scaled) + position bias B" in shown
+    assert "d_head = 8 = D / H" in " ".join(m.value for m in app.markdown)
+
+
+@pytest.mark.parametrize("kind", ["encoder", "decoder", "cross"])
+def test_inside_one_head_shows_the_bias_added_to_unscaled_scores(t5_dir: Path, kind: str,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each kind of attention as T5 computes it: q·k without 1/√d_k, plus the position bias in self-attention, the
+    softmax recomputed from the terms shown equal to the model's weights; RMSNorm and no b^O in the block."""
+    app = opened(t5_dir, "pages/inside.py", monkeypatch)
+    app.selectbox(key="inside_kind").set_value(kind).run()
+    assert not app.exception, [e.value for e in app.exception]
+    views = html_views(app)
+    (eq1,) = [title for title in views if title.startswith("Eq. 1")]
+    assert ("softmax(QKᵀ + B) V" if kind != "cross" else "softmax(QKᵀ) V") in eq1
+    labels = [row.label for row in views[eq1].body_rows()]
+    assert any("position bias" in label for label in labels) == (kind != "cross") and not any("√d_k" in x for x in labels)
+    captions = " ".join(c.value for c in app.caption)
+    gap = re.search(r"recomputed here, equals the weights the model computed \(max \|Δ\| = ([\d.e+-]+)\)", captions)
+    assert gap and float(gap[1]) <= 1e-6, captions
+    assert any("RMSNorm" in title and "no mean subtracted" in title for title in views)
+    assert any("W^O has no bias" in title for title in views)
+
+
+def test_inside_one_heads_positions_tab_draws_the_bias(t5_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    app = opened(t5_dir, "pages/inside.py", monkeypatch)
+    app.session_state["inside_tab"] = "6 · Positional encodings (section 3.5)"
+    app.run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert any("a bias on the scores, by offset" in h.value for h in app.subheader)
+    assert len(app.get("plotly_chart")) == 4  # a heatmap and lines per stack
+
+
+def test_the_attribution_page_shows_every_measure(t5_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every measure (proved on T5's variants in tests/engine/attribution), the split of each token summing to one."""
+    app = opened(t5_dir, "pages/attribution.py", monkeypatch)
+    split = next(spec for title, spec in figures(app).items() if title.startswith("Where each generated token came from"))
+    source, prefix = (values(trace["y"]) for trace in split["data"][:2])
+    np.testing.assert_allclose(source + prefix, 1.0, atol=1e-9)
+    app.session_state["attr_tab"] = "Source tokens by method"
+    app.run()
+    assert not app.exception, [e.value for e in app.exception]
+    methods = next(spec for title, spec in figures(app).items() if "source tokens by method" in title)
+    assert methods["layout"]["yaxis"]["ticktext"] == ["attention", "norm-based", "ALTI+", "value zeroing",
+                                                      "gradient × input", "integrated gradients"]
+
+
+def test_the_step_pages_attribution_shows_this_model(t5_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     app = opened(t5_dir, "pages/step.py", monkeypatch)
     app.toggle(key="step_attr").set_value(True).run()
     assert not app.exception, [e.value for e in app.exception]
-    assert any("Attribution does not cover this model yet" in i.value for i in app.info)
+    assert not any("does not cover" in i.value for i in app.info)
+    assert any("Integrated gradients appear here once computed" in c.value for c in app.caption)

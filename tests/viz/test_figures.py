@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 import pytest
+import torch
 
 from attnscope.engine.decoding.beam_result import BeamNode, BeamResult
 from attnscope.model.positions import sinusoidal_table
@@ -12,8 +13,15 @@ from attnscope.viz.beam_tree import beam_tree, hypothesis_nodes
 from attnscope.viz.grid import MAX_CELL_SIDE, heads_grid, pooled
 from attnscope.viz.heatmap import MAX_TICKS, TITLE_PX, attention_heatmap, record_heatmap, thinned_ticks
 from attnscope.viz.html import Scale, shaded_tokens
-from attnscope.viz.positional import encoding_curves, offset_profile, similarity_heatmap
+from attnscope.viz.positional import (
+    encoding_curves,
+    offset_profile,
+    relative_bias_heatmap,
+    relative_bias_lines,
+    similarity_heatmap,
+)
 from attnscope.viz.steps import step_rows, step_source, top_k_bars
+from tests.engine_fixtures import T5, tiny_model
 from tests.record_fixtures import SRC, TGT, pattern_record
 from tests.support import HtmlView
 
@@ -137,6 +145,26 @@ def test_positional_figures() -> None:
     first, second = (np.asarray(t.y, dtype=float) for t in curves.data)
     assert np.allclose(first[:30], second[:30], atol=1e-4)  # depends only on the offset
     assert len(encoding_curves(table, [0, 1, 5], title="").data) == 3
+
+
+@pytest.mark.parametrize("stack", ["encoder", "decoder"])
+def test_relative_bias_figures_show_the_table(stack: str) -> None:
+    """Every cell of the heatmap and every point of the lines is the model's table at the offset's bucket, read
+    directly (bucket b = relative_bucket(offset), table (buckets, heads))."""
+    from attnscope.engine.inside.relative import relative_bias, span
+    from attnscope.model.positions import relative_bucket
+
+    model = tiny_model(0, **T5)
+    bias = relative_bias(model, stack, span(model))
+    layer = (model.encoder if stack == "encoder" else model.decoder)[0].relative_bias
+    table = layer.table.weight.detach().numpy()
+    want = table[relative_bucket(torch.tensor(bias.offsets), 8, 5, stack == "encoder").numpy()].T  # (H, N)
+    heatmap = relative_bias_heatmap(bias.offsets, bias.buckets, bias.bias, title="")
+    assert np.array_equal(np.asarray(heatmap.data[0].z), want) and list(heatmap.data[0].x) == list(bias.offsets)
+    assert np.array_equal(np.asarray(heatmap.data[0].customdata)[0], bias.buckets)
+    lines = relative_bias_lines(bias.offsets, bias.buckets, bias.bias, title="")
+    assert [t.name for t in lines.data] == [f"head {h}" for h in range(4)]
+    assert np.array_equal(np.stack([np.asarray(t.y) for t in lines.data]), want)
 
 
 def wide_beam() -> BeamResult:

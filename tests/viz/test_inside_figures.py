@@ -1,6 +1,7 @@
 """Views of one head: the numbers shown are the HeadView's, titles name the paper's equations."""
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
@@ -155,6 +156,37 @@ def test_residual_block_follows_the_norm(variant: str, words: str) -> None:
     rows = {"post": [v.residual, v.attention_output, v.norm_input, v.block_output],
             "pre": [v.residual, v.norm_output, v.attention_output, v.block_output]}[v.norm]
     assert painted_like(inside.residual_strips(v), np.stack(rows))
+
+
+@pytest.mark.parametrize("kind", ["encoder", "decoder", "cross"])
+def test_a_t5_head_shows_its_own_arithmetic(kind: str) -> None:
+    """T5: q·k unscaled, then its head's position bias (self-attention only), mask, softmax; RMSNorm; no b^O; no
+    positional encoding added to the embeddings. The cells are the HeadView's numbers."""
+    c = t5_case()
+    v = head_view(c.cached, kind, 1, 2, 2, tuple(map(str, c.source)), tuple(map(str, c.prefix)))
+    view = shown(inside.score_steps(v))
+    labels = [row.label for row in view.body_rows()]
+    self_attention = kind != "cross"
+    assert not any("√d_k" in label for label in labels) and ("QKᵀ / √d_k" not in view.title)
+    assert any("position bias" in label for label in labels) == self_attention
+    assert ("softmax(QKᵀ + B)" if self_attention else "softmax(QKᵀ)") in view.title
+    rows = view.body_rows()
+    if self_attention:
+        live = ~v.masked
+        assert np.allclose(np.array(rows[1].values())[live], (v.dots + v.bias)[live], atol=1e-6)
+    assert rows[-1].values() == pytest.approx(v.weights, abs=1e-6) and rows[-1].values() == pytest.approx(
+        v.recomputed_weights, abs=1e-6)
+    contributions = shown(inside.contribution_strips(v))
+    assert "bias b^O" not in [row.label for row in contributions.body_rows()] and "no bias" in contributions.title
+    assert "RMSNorm" in shown(inside.residual_strips(v)).title and "LayerNorm" not in shown(inside.residual_strips(v)).title
+    inputs = shown(inside.input_strips(v))
+    assert "no positional encoding" in inputs.title and "RMSNorm of the block input" in inputs.body_rows()[-1].label
+    assert "own width" in shown(inside.head_slices(v)).title  # 4 heads × 6 in d_model 16
+
+
+@functools.cache
+def t5_case():
+    return make_case("t5")
 
 
 def test_lens_table_marks_the_chosen_token(case) -> None:

@@ -30,12 +30,14 @@ class SublayerTrace:
     q: np.ndarray  # (H, Q, dh) projected queries
     k: np.ndarray  # (H, K, dh) projected keys
     v: np.ndarray  # (H, K, dh) projected values
-    scores: np.ndarray  # (H, Q, K) q·k/√dh, -inf where masked
+    scores: np.ndarray  # (H, Q, K) q·k × scale + bias, -inf where masked: what the softmax read
+    scale: float  # what q·k was multiplied by: 1/√dh, or 1 where the model leaves it out (T5, config.scale_scores)
+    bias: np.ndarray | None  # (H, Q, K) the relative position bias added to q·k × scale (T5's self-attention); None: none
     weights: np.ndarray  # (H, Q, K) softmax of the scores
-    concat: np.ndarray  # (Q, D) heads' outputs side by side: the input of W_O
-    output: np.ndarray  # (Q, D) concat · W_O^T + b_O: the attention module's output
-    w_o: np.ndarray  # (D, D) W_O as nn.Linear stores it (out, in)
-    b_o: np.ndarray  # (D,)
+    concat: np.ndarray  # (Q, H·dh) heads' outputs side by side: the input of W_O
+    output: np.ndarray  # (Q, D) concat · W_O^T (+ b_O): the attention module's output
+    w_o: np.ndarray  # (D, H·dh) W_O as nn.Linear stores it (out, in)
+    b_o: np.ndarray | None  # (D,); None where the output projection has no bias (T5, config.out_bias)
     residual: np.ndarray  # (Q, D) the block's input x (the residual stream)
     norm_input: np.ndarray  # (Q, D) what the block's LayerNorm read
     norm_output: np.ndarray  # (Q, D) what it returned
@@ -49,6 +51,8 @@ class ForwardTrace:
     source_ids: tuple[int, ...]
     target_ids: tuple[int, ...]  # decoder inputs <bos> y1 .. y_t
     norm: str  # "post" or "pre"
+    norm_kind: str  # the norm's name as the views say it: "LayerNorm" or "RMSNorm" (T5's: no mean, no bias)
+    relative: bool  # positions are T5's bias on the self-attention scores (SublayerTrace.bias), nothing is added
     use_cache: bool
     source: StreamInputs
     target: StreamInputs
@@ -81,7 +85,7 @@ def _first_queries(s: SublayerTrace, n: int, self_attention: bool) -> SublayerTr
     keys = slice(0, n) if self_attention else slice(None)
     rows = {name: getattr(s, name)[:n] for name in ("concat", "output", "residual", "norm_input", "norm_output", "block_output")}
     return dataclasses.replace(s, q=s.q[:, :n], k=s.k[:, keys], v=s.v[:, keys], scores=s.scores[:, :n, keys],
-                               weights=s.weights[:, :n, keys], **rows)
+                               bias=None if s.bias is None else s.bias[:, :n, keys], weights=s.weights[:, :n, keys], **rows)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import dataclasses
 import streamlit as st
 
 from attnscope.engine.decoding.translator import Translator
-from attnscope.engine.inside.anatomy import parameter_table, shape_walkthrough
+from attnscope.engine.inside.anatomy import layer_parts, parameter_table, shape_walkthrough
 from attnscope.model.config import ModelConfig
 from attnscope.ui import tables
 
@@ -32,3 +32,9 @@ def parameters(tr: Translator) -> None:
 def shapes(tr: Translator, n_source: int, n_target: int) -> None:
     """Every tensor's shape on the way through the model, for a sentence of these lengths."""
     tables.table(shape_walkthrough(tr.model, n_source, n_target), tables.SHAPES)
+
+
+def layers(c: ModelConfig) -> None:
+    """What each piece of a layer computes and learns, as this config builds it (LayerNorm or RMSNorm, dense or gated
+    feed-forward, scaled scores or not, biases or none)."""
+    tables.text_table(layer_parts(c), tables.LAYER_PARTS)

@@ -17,9 +17,8 @@ from attnscope.engine.recording import trace
 from attnscope.model.kinds import KIND_LABELS, KINDS, Kind
 from attnscope.model.positions import sinusoidal_table
 from attnscope.records.forward import ForwardTrace, LogitLens
-from attnscope.ui import selection, state, widgets
+from attnscope.ui import positional_page, selection, state, widgets
 from attnscope.ui.persist import keep
-from attnscope.ui.positional_page import LAYOUTS
 from attnscope.ui.state import ViewState
 from attnscope.ui.text import plain
 from attnscope.viz import inside
@@ -170,18 +169,20 @@ def head_steps(tr: Translator, result: Translation, choice: Choice, picked: Head
                 f"{'(in place of the mean of heads)' if picked.mean else ''}  \n"
                 f"**Step {choice.step}:** the decoder has read {plain(read)} and chose “{plain(step.token)}”. "
                 f"**Query:** “{plain(v.query_tokens[v.query])}” (position {v.query}) · {len(v.key_tokens)} keys · "
-                f"d_model {v.concat.size} = {v.n_heads} heads × d_k {v.q.size}")
+                f"{v.n_heads} heads × d_k {v.q.size} = {v.concat.size} (d_model {v.attention_output.size})")
     st.subheader("1 · Where the vectors come from")
     st.html(inside.input_strips(v, embed_norm=tr.model.config.embed_norm))
     st.html(inside.key_input_strips(v))
     st.subheader("2 · Query, keys and their dot products")
     st.html(inside.qk_strips(v))
     st.html(inside.product_strips(v))
-    st.subheader("3 · Scale, mask, softmax")
+    steps = ["scale" if v.scale != 1.0 else "", "position bias" if v.bias is not None else "", "mask, softmax"]
+    st.subheader("3 · " + ", ".join(s for s in steps if s).capitalize())
     st.html(inside.score_steps(v))
-    st.caption(f"The softmax row equals the row of the attention heatmap recorded while translating, to float32 "
-               f"rounding (this page recomputes the sentence in one teacher-forced pass): max |Δ| = "
-               f"{v.gap_to(result.attention):.1e}.")
+    st.caption(f"{score_terms(v)}The softmax of these terms, recomputed here, equals the weights the model computed "
+               f"(max |Δ| = {np.abs(v.recomputed_weights - v.weights).max():.1e}), and those equal the row of the "
+               f"attention heatmap recorded while translating, to float32 rounding (this page recomputes the sentence "
+               f"in one teacher-forced pass): max |Δ| = {v.gap_to(result.attention):.1e}.")
     left, right = st.columns(2)
     with left:
         st.html(inside.mask_matrix(v))
@@ -196,9 +197,22 @@ def head_steps(tr: Translator, result: Translation, choice: Choice, picked: Head
     st.html(lens_table(lens(tr, result, choice.step), tr.bundle.tgt_codec.piece))
 
 
+def score_terms(v: HeadView) -> str:
+    """What this model adds up before the softmax that the paper does not, in a sentence ("" for the paper's)."""
+    unscaled = "This model leaves out the 1/√d_k (T5 folds it into its initialisation). " if v.scale == 1.0 else ""
+    bias = ("The position bias is this head's learned number for the bucket of each key's offset from the query "
+            "(the Positional page draws them all). ") if v.bias is not None else ""
+    return unscaled + bias
+
+
 def positional_panels(tr: Translator) -> None:
-    """Section 3.5: an offset as a linear map of the positional encoding, checked on this model's table."""
+    """Section 3.5: an offset as a linear map of the positional encoding, checked on this model's table; for T5's
+    relative positions, which add nothing to the embeddings, the bias they add to the scores instead."""
     c = tr.model.config
+    if c.positional == "relative":
+        st.subheader("6 · Positions: a bias on the scores, by offset (relative)")
+        positional_page.relative_biases(tr)
+        return
     st.subheader(f"6 · Positional encodings: offsets as rotations ({c.positional})")
     cols = st.columns(3)
     clamp(state.INSIDE_PE_POSITIONS, 8, c.max_len, min(64, c.max_len))
@@ -211,7 +225,7 @@ def positional_panels(tr: Translator) -> None:
         check = rotation(tr, n_pos, int(offset))
         st.caption(f"PE(t+{offset}) computed by rotating each (sin, cos) pair of PE(t) by ω_i·{offset}, against the "
                    f"model's own table for t < {n_pos - offset}: max error {check.max_error:.1e} (float32 rounding). "
-                   f"{LAYOUTS[c.sinusoid]}")
+                   f"{positional_page.LAYOUTS[c.sinusoid]}")
         left, right = st.columns(2)
         with left:
             widgets.chart(rotation_circle(check, int(pair)), "inside-rotation")

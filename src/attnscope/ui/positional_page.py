@@ -7,10 +7,19 @@ import streamlit as st
 from attnscope.engine.decoding.translator import Translator
 from attnscope.engine.inside.anatomy import embedding_norms, model_positions
 from attnscope.engine.inside.offsets import paired
+from attnscope.engine.inside.relative import RelativeBias, relative_bias, span
 from attnscope.model.config import ModelConfig
 from attnscope.model.positions import sinusoidal_table
-from attnscope.ui import widgets
-from attnscope.viz.positional import encoding_curves, encoding_heatmap, norms_histogram, offset_profile, similarity_heatmap
+from attnscope.ui import tables, widgets
+from attnscope.viz.positional import (
+    encoding_curves,
+    encoding_heatmap,
+    norms_histogram,
+    offset_profile,
+    relative_bias_heatmap,
+    relative_bias_lines,
+    similarity_heatmap,
+)
 
 # Where a sinusoidal table keeps its sines and cosines (config.sinusoid), said once for every page.
 LAYOUTS = {
@@ -30,8 +39,8 @@ def introduction(c: ModelConfig) -> str:
     if c.positional == "relative":
         return ("This model adds nothing to its token embeddings (" + scaled + "): like T5, it learns a bias per head for "
                 f"each of {c.relative_buckets} buckets of the distance between key and query, added to the self-attention "
-                "scores before the softmax (the pages do not draw that bias yet, issue 36). The paper's sinusoids below "
-                "are for comparison.")
+                "scores before the softmax: each head's bias by offset, and which offsets share a bucket, are drawn below "
+                "the paper's sinusoids, shown for comparison.")
     text = f"The model adds a {c.d_model}-dimensional vector per position to each token embedding ({scaled})"
     text += "; a LayerNorm follows the sum" if c.embed_norm else ""
     text += f". This checkpoint uses **{c.positional}** positional encodings"
@@ -76,7 +85,8 @@ def model_encodings(tr: Translator, n_pos: int, sinusoid: np.ndarray) -> None:
     """The model's own encodings for the first `n_pos` positions, beside the sinusoids and the token embeddings."""
     c = tr.model.config
     if c.positional == "relative":
-        return  # nothing is added to the embeddings: the introduction says where its positions act instead
+        relative_biases(tr)  # nothing is added to the embeddings: its positions are a bias on the scores
+        return
     own = model_positions(tr.model, n_pos)
     if c.positional == "sinusoidal":
         st.caption(comparison(c, own, sinusoid))
@@ -89,3 +99,31 @@ def model_encodings(tr: Translator, n_pos: int, sinusoid: np.ndarray) -> None:
     what = "token embedding × √d_model" if c.embed_scale else "token embedding (not scaled)"
     widgets.chart(norms_histogram(tokens, positions, title=f"Norms of {what}s vs positional encodings", tokens=what),
                   "pe-norms")
+
+
+STACKS = {"encoder": "Encoder self-attention (bidirectional: a key before or after the query)",
+          "decoder": "Decoder masked self-attention (causal: only keys up to the query)"}
+
+
+def relative_biases(tr: Translator) -> None:
+    """T5's learned bias by offset key − query for each stack, one heatmap (heads × offsets) and a line per head,
+    then the buckets the offsets fall into (cross-attention has no position bias)."""
+    c, reach = tr.model.config, span(tr.model)
+    st.markdown(f"Each self-attention score gets, before the softmax, its head's bias for the bucket of the offset key − "
+                f"query: {c.relative_buckets} buckets a stack, from a table in its first layer that every layer adds. "
+                f"Offsets up to ±{reach} are drawn (from {c.relative_max_distance} on, all share one bucket). "
+                "Cross-attention has no position bias.")
+    for stack, label in STACKS.items():
+        bias = relative_bias(tr.model, stack, reach)
+        st.markdown(f"**{label}**")
+        widgets.chart(relative_bias_heatmap(bias.offsets, bias.buckets, bias.bias,
+                                            title=f"{stack.capitalize()}: bias by head and offset"), f"rel-{stack}-heatmap")
+        widgets.chart(relative_bias_lines(bias.offsets, bias.buckets, bias.bias,
+                                          title=f"{stack.capitalize()}: one line per head"), f"rel-{stack}-lines")
+        tables.rows_table(bucket_rows(bias), tables.RELATIVE_BUCKETS)
+
+
+def bucket_rows(bias: RelativeBias) -> list[dict[str, object]]:
+    """One row per bucket: the offsets that share it (as relative_bucket assigns them) and whether it is exact."""
+    return [{"bucket": r.bucket, "offsets": r.offsets, "kind": "exact" if r.exact else "logarithmic",
+             "count": int((bias.buckets == r.bucket).sum())} for r in bias.ranges]

@@ -91,20 +91,21 @@ CONFIG_FIELDS = {
     "max_len": "The longest sequence the positional encoding covers.",
     "positional": "How positions are encoded: fixed sinusoids (the paper), a learned table, or relative (T5: no table, "
                   "a learned bias on each attention score by how far the key is from the query).",
-    "norm": "Where LayerNorm sits: after each residual addition (post, the paper) or before each sublayer (pre).",
+    "norm": "Where the norm (LayerNorm or RMSNorm) sits: after each residual addition (post, the paper) or before each "
+            "sublayer (pre).",
     "tie_embeddings": "Whether the output layer reuses the target embedding matrix.",
     "share_embeddings": "Whether source and target embeddings are one matrix (one joint vocabulary).",
-    "final_norm": "Whether a LayerNorm follows each stack (empty: only with pre-LN).",
-    "layer_norm": "LayerNorm's formula: torch's, the Annotated Transformer's (unbiased std, eps added to the std), or RMS "
-                  "(T5: divided by the root mean square, no mean subtracted, no bias).",
-    "norm_eps": "The small number LayerNorm adds so it never divides by zero.",
+    "final_norm": "Whether a norm follows each stack (empty: only with pre-LN).",
+    "layer_norm": "The norm's formula: LayerNorm as torch computes it, the Annotated Transformer's (unbiased std, eps added "
+                  "to the std), or RMS (T5: divided by the root mean square, no mean subtracted, no bias).",
+    "norm_eps": "The small number the norm adds so it never divides by zero.",
     "activation": "The feed-forward network's nonlinearity (relu in the paper).",
     "embed_scale": "Whether token embeddings are multiplied by √d_model before the positions are added (section 3.4).",
     "source_framing": "Special tokens around the source: x <eos>, <bos> x <eos>, or x alone.",
     "sinusoid": "How sines and cosines are laid out: in pairs (the paper) or in two halves (Marian, fairseq...).",
     "position_offset": "Position i reads row i + offset of the position table (BART, fairseq).",
     "separate_positions": "Whether the decoder has a learned position table of its own (BART, mBART).",
-    "embed_norm": "Whether a LayerNorm follows the embedded input of each stack (BART).",
+    "embed_norm": "Whether a norm follows the embedded input of each stack (BART).",
     "qkv_bias": "Whether the query, key and value projections have biases.",
     "decoder_start": "The token the decoder reads first (empty: <bos>).",
     "forced_first": "A token always output first, such as a language code (NLLB, M2M100, mBART-50); empty: none.",
@@ -132,9 +133,14 @@ PARAMETERS = {
 SHAPES = {
     "stage": Column("stage", "A point on the way from the sentence's token ids to the next-token scores."),
     "shape": Column("shape", "The tensor's dimensions in symbols: S source tokens, T decoder positions, D = d_model, "
-                             "H heads, d_head = D / H, V target vocabulary."),
+                             "H heads, d_head each head's width (D / H unless the model sets its own), V target vocabulary."),
     "this sentence": Column("this sentence", "The same dimensions for the sentence in the box."),
     "values": Column("values", "How many numbers the tensor holds for this sentence."),
+}
+LAYER_PARTS = {
+    "part": Column("part", "A piece of every encoder or decoder layer."),
+    "computes": Column("computes", "What it computes, as this model does."),
+    "learns": Column("learns", "The weights it learns (D = d_model, H heads)."),
 }
 CHECKPOINTS = {
     "name": Column("name", "The checkpoint's name: pick it in the sidebar to use it."),
@@ -161,6 +167,13 @@ VALIDATIONS = {
     "BLEU": Column("BLEU", "BLEU (0-100) of the validation translations against their references: higher is better."),
     "exact (%)": Column("exact (%)", "Share of validation outputs identical to the expected output (toy tasks)."),
     "sample": Column("sample", "The model's translation of the sentence to watch at this validation."),
+}
+
+RELATIVE_BUCKETS = {
+    "bucket": Column("bucket", "Row of the stack's bias table: every offset in it gets the same bias, per head."),
+    "offsets": Column("offsets key − query", "The offsets that share this bucket (≤ / ≥: and every farther offset)."),
+    "kind": Column("kind", "exact: one offset of its own (short distances); logarithmic: a range that widens with distance."),
+    "count": Column("offsets drawn", "How many of the drawn offsets fall into this bucket."),
 }
 
 

@@ -67,16 +67,6 @@ def sentence_box(tr: Translator) -> str:
                              **keep(state.SENTENCE, state.DEFAULT_SENTENCE))
 
 
-def not_shown_for_t5(tr: Translator, what: str) -> bool:
-    """Say in one sentence that `what` does not cover the model's T5 variants yet (its arithmetic assumes the paper's
-    scaled scores, LayerNorm and biases), and whether it said so: the caller then shows nothing of it."""
-    variants = tr.model.config.t5_variants
-    if variants:
-        st.info(f"{what} does not cover this model yet: it computes T5's {', '.join(variants)}, which its arithmetic "
-                "does not take into account (issue 36). Translate, Step, Heads, Positional and Anatomy show this model.")
-    return bool(variants)
-
-
 def decoding_options(tr: Translator, view: ViewState) -> None:
     """Beam size, maximum output length (the view's `beam` and `max_len`) and, for a model imported with its
     framework's decoding rules, whose rules decode, with the rules in force in one sentence; shared by the pages

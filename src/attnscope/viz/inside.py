@@ -112,19 +112,21 @@ def strips(rows: np.ndarray, labels: Sequence[str], *, title: str, sums: np.ndar
 
 
 def input_strips(view: HeadView, *, embed_norm: bool = False) -> str:
-    """Where the query comes from: embedding × √d_model (or unscaled) + PE, then LayerNorm for a model with
-    `embed_norm` (BART), as the first layer's input; the layer's input, what W_Q reads."""
-    e, token = view.embedding, view.query_tokens[view.query]
+    """Where the query comes from: embedding × √d_model (or unscaled) + PE (none for T5), then a norm for a model
+    with `embed_norm` (BART), as the first layer's input; the layer's input, what W_Q reads."""
+    e, token, norm = view.embedding, view.query_tokens[view.query], view.norm_kind
     rows = [e.token_embedding * e.scale, e.position, e.total, view.layer_input, view.query_input]
     scaled = f"embedding({token}) × √d_model = ×{e.scale:.1f}" if e.scale != 1.0 else f"embedding({token}) (not scaled)"
-    first = "LayerNorm of the sum: the first layer's input" if embed_norm else "sum: the first layer's input"
-    labels = [scaled, f"positional encoding PE({view.query})", first, f"input of layer {view.layer}'s block",
-              "what W_Q multiplies"]
+    first = f"{norm} of the sum: the first layer's input" if embed_norm else "sum: the first layer's input"
+    position = ("no positional encoding: zeros (positions are a bias on the scores, step 3)" if view.relative
+                else f"positional encoding PE({view.query})")
+    labels = [scaled, position, first, f"input of layer {view.layer}'s block", "what W_Q multiplies"]
     if view.norm == "pre":
-        labels[-1] += " (LayerNorm of the block input: pre-LN)"
+        labels[-1] += f" ({norm} of the block input: pre-LN)"
     section = ("section 3.4: embeddings × √d_model" if e.scale != 1.0 else
                "this model leaves out section 3.4's multiplication by √d_model")
-    title = f"Inputs of “{token}” ({section}; section 3.5: + positional encoding{'; then a LayerNorm' if embed_norm else ''})"
+    added = "no positional encoding added (T5)" if view.relative else "section 3.5: + positional encoding"
+    title = f"Inputs of “{token}” ({section}; {added}{f'; then {norm}' if embed_norm else ''})"
     return strips(np.stack(rows), labels, title=title)
 
 
@@ -154,9 +156,15 @@ def _fmt(value: float, digits: int) -> str:
 
 
 def score_steps(view: HeadView) -> str:
-    """q·k → ×1/√d_k → mask → softmax, one row each, one column per key (Eq. 1); numbers in the cells."""
-    rows = [view.dots, view.dots * view.scale, view.scores, view.weights]
-    labels = ["q·k", f"× 1/√d_k = ×{view.scale:.4f}", "+ mask (−∞: may not look)", "softmax: the weights"]
+    """q·k → ×1/√d_k (unless the model leaves it out) → + position bias (T5) → mask → softmax, one row each, one
+    column per key (Eq. 1); numbers in the cells. The mask row is the captured scores, the last the captured weights."""
+    rows, labels = [view.dots], ["q·k"]
+    if view.scale != 1.0:
+        rows, labels = rows + [view.dots * view.scale], labels + [f"× 1/√d_k = ×{view.scale:.4f}"]
+    if view.bias is not None:
+        rows.append(view.dots * view.scale + view.bias)
+        labels.append("+ position bias b(key − query), this head's")
+    rows, labels = rows + [view.scores, view.weights], labels + ["+ mask (−∞: may not look)", "softmax: the weights"]
     keys = _labels(view.key_tokens)
     body = []
     for label, row in zip(labels, rows):  # each row coloured on its own scale; the numbers are the text
@@ -168,7 +176,13 @@ def score_steps(view: HeadView) -> str:
                         f'{esc(keys[j])}: {_fmt(float(row[j]), 6)}">{_fmt(float(row[j]), 3)}</td>' for j in range(len(keys)))
         body.append(f'<tr><th class="r">{esc(label)}</th>{cells}</tr>')
     table = f'<table><thead><tr><th></th>{column_labels(keys)}</tr></thead><tbody>{"".join(body)}</tbody></table>'
-    return frame("Eq. 1: Attention(Q, K, V) = softmax(QKᵀ / √d_k) V — this query's row, step by step", table)
+    return frame(f"Eq. 1: Attention(Q, K, V) = {formula(view)} V — this query's row, step by step", table)
+
+
+def formula(view: HeadView) -> str:
+    """The softmax as this head computes it: the paper's QKᵀ/√d_k, unscaled (T5), plus T5's position bias B."""
+    scores = "QKᵀ / √d_k" if view.scale != 1.0 else "QKᵀ"
+    return f"softmax({scores}{' + B' if view.bias is not None else ''})"
 
 
 def mask_matrix(view: HeadView) -> str:
@@ -209,7 +223,7 @@ def value_strips(view: HeadView) -> str:
     rows = np.vstack([view.v, view.weighted, view.head_output[None]])
     labels = ([f"v  {k}" for k in keys] + [f"{w:.2f} × v  {k}" for w, k in zip(view.weights, keys)]
               + [f"Σ = head {view.head}'s output"])
-    return strips(rows, labels, title="Values, weighted values and their sum: softmax(QKᵀ/√d_k)·V (Eq. 1)")
+    return strips(rows, labels, title=f"Values, weighted values and their sum: {formula(view)}·V (Eq. 1)")
 
 
 def head_slices(view: HeadView) -> str:
@@ -225,7 +239,9 @@ def head_slices(view: HeadView) -> str:
         for h, part in enumerate(parts))
     label = f"Concat(head_0 … head_{view.n_heads - 1}) at “{view.query_tokens[view.query]}”"
     body = f'<div class="hs"><span class="hl">{esc(label)}</span>{heads}</div>'
-    title = (f"MultiHead = Concat(head_1, …, head_h)·W^O (section 3.2.2): d_model {z.size} = "
+    width = (f"d_model {z.size}" if z.size == view.attention_output.size else
+             f"{z.size} (not d_model {view.attention_output.size}: this model's heads have their own width)")
+    title = (f"MultiHead = Concat(head_1, …, head_h)·W^O (section 3.2.2): {width} = "
              f"{view.n_heads} heads × d_k {d_head}; head {view.head} owns dimensions {start}…{stop - 1}")
     return frame(title, body, band_legend(f"value ({z.size} dimensions)", "under each head"))
 
@@ -234,23 +250,29 @@ def contribution_strips(view: HeadView) -> str:
     """Each head's slice through its own columns of W^O, the bias, and their sum: the attention output."""
     labels = [("▶ " if h == view.head else "") + f"head {h} · W^O[{h * view.q.size}:{(h + 1) * view.q.size}]"
               for h in range(view.n_heads)]
-    rows = np.vstack([view.contributions, view.out_bias[None], view.attention_output[None]])
-    labels += ["bias b^O", "Σ = attention output (into the residual stream)"]
-    return strips(rows, labels, title="Concat·W^O = Σ over heads of head_i·W^O_i + b^O: each head's contribution (section 3.2.2)")
+    bias = [] if view.out_bias is None else [view.out_bias]
+    rows = np.vstack([view.contributions, *bias, view.attention_output[None]])
+    labels += ["bias b^O"] * len(bias) + ["Σ = attention output (into the residual stream)"]
+    plus = " (W^O has no bias)" if view.out_bias is None else " + b^O"
+    return strips(rows, labels,
+                  title=f"Concat·W^O = Σ over heads of head_i·W^O_i{plus}: each head's contribution (section 3.2.2)")
 
 
 def residual_strips(view: HeadView) -> str:
-    """The block around the attention as the model applies it: post-LN (the paper's) or pre-LN."""
+    """The block around the attention as the model applies it: post-LN (the paper's) or pre-LN, with its norm
+    (LayerNorm, or T5's RMSNorm: x / √(mean(x²) + ε) × weight, no mean subtracted, no bias)."""
+    norm = view.norm_kind
     if view.norm == "post":
         rows = [view.residual, view.attention_output, view.norm_input, view.block_output]
-        labels = ["x (block input)", "Sublayer(x): attention output", "x + Sublayer(x)",
-                  "LayerNorm(x + Sublayer(x)): block output"]
-        title = "Residual + LayerNorm (section 3.1): LayerNorm(x + Sublayer(x))"
+        labels = ["x (block input)", "Sublayer(x): attention output", "x + Sublayer(x)", f"{norm}(x + Sublayer(x)): block output"]
+        title = f"Residual + {norm} (section 3.1): {norm}(x + Sublayer(x))"
     else:
         rows = [view.residual, view.norm_output, view.attention_output, view.block_output]
-        labels = ["x (block input)", "LayerNorm(x): what the attention reads", "Sublayer(LayerNorm(x))",
-                  "x + Sublayer(LayerNorm(x)): block output"]
-        title = "Pre-LN residual block: x + Sublayer(LayerNorm(x)) (this model normalises before the sublayer)"
+        labels = ["x (block input)", f"{norm}(x): what the attention reads", f"Sublayer({norm}(x))",
+                  f"x + Sublayer({norm}(x)): block output"]
+        title = f"Pre-LN residual block: x + Sublayer({norm}(x)) (this model normalises before the sublayer)"
+    if norm == "RMSNorm":
+        title += "; RMSNorm(x) = x / √(mean(x²) + ε) × g: no mean subtracted, no bias"
     return strips(np.stack(rows), labels, title=title)
 
 

@@ -1,4 +1,5 @@
-"""Positional encodings: curves per dimension, position x dimension map, offset similarity, norms."""
+"""Positional encodings: curves per dimension, position x dimension map, offset similarity, norms; T5's relative
+position bias by offset."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -57,5 +58,31 @@ def norms_histogram(token_norms: np.ndarray, position_norms: np.ndarray, *, titl
     fig.add_trace(go.Histogram(x=token_norms, name=tokens, opacity=0.7))
     fig.add_trace(go.Histogram(x=position_norms, name="positional encoding", opacity=0.7))
     fig.update_layout(title=title, barmode="overlay", xaxis_title="L2 norm", yaxis_title="count", height=360,
+                      margin=dict(l=10, r=10, t=50, b=10))
+    return fig
+
+
+def relative_bias_heatmap(offsets: np.ndarray, buckets: np.ndarray, bias: np.ndarray, *, title: str) -> go.Figure:
+    """Heads as rows, offsets key − query as columns: what each head adds to a score (bias (H, N) at `offsets` (N,)),
+    its bucket on hover (engine/inside/relative.py reads them off the model)."""
+    fig = go.Figure(go.Heatmap(z=bias.astype(np.float32), x=offsets, y=[f"head {h}" for h in range(len(bias))],
+                               customdata=np.broadcast_to(buckets, bias.shape),
+                               colorscale="RdBu", zmid=0,
+                               hovertemplate="%{y}<br>offset key − query %{x}<br>bucket %{customdata}<br>"
+                                             "bias %{z:.4f}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(title="offset key − query (negative: an earlier key)")
+    fig.update_layout(title=title, height=max(220, 40 + 28 * len(bias)), margin=dict(l=10, r=10, t=50, b=10))
+    return fig
+
+
+def relative_bias_lines(offsets: np.ndarray, buckets: np.ndarray, bias: np.ndarray, *, title: str) -> go.Figure:
+    """One line per head over the offsets: flat stretches are offsets that share a bucket."""
+    fig = go.Figure()
+    for h, row in enumerate(bias):
+        fig.add_trace(go.Scatter(x=offsets, y=row, mode="lines+markers", name=f"head {h}", customdata=buckets,
+                                 line_shape="hvh", hovertemplate="offset %{x}<br>bucket %{customdata}<br>"
+                                                                 "bias %{y:.4f}<extra></extra>"))
+    fig.update_layout(title=title, xaxis_title="offset key − query", yaxis_title="bias added to the score", height=360,
                       margin=dict(l=10, r=10, t=50, b=10))
     return fig

@@ -11,34 +11,55 @@ import torch
 from attnscope.engine.attribution import alti
 from attnscope.engine.recording.trace import decoder_inputs
 from attnscope.engine.recording.tracer import trace
-from tests.attribution_fixtures import pair, run, tiny
+from attnscope.model.positions import relative_bucket
+from tests.attribution_fixtures import T5_PARTS, pair, run, tiny
 from tests.engine_fixtures import tiny_translator
 
 
+def centre(z: np.ndarray, kind: str) -> np.ndarray:
+    """What the norm scales: z minus its mean, or z itself for RMS norm (T5's)."""
+    return z if kind == "rms" else z - z.mean()
+
+
 def layer_norm(module, z: np.ndarray, kind: str, eps: float) -> tuple[np.ndarray, float]:
-    """LN(z) and its scale 1/sigma, written out for both LayerNorm variants."""
-    centred = z - z.mean()
-    sigma = math.sqrt((centred ** 2).mean() + eps) if kind == "torch" else math.sqrt((centred ** 2).sum() / (len(z) - 1)) + eps
-    gamma, beta = module.weight.detach().numpy(), module.bias.detach().numpy()
+    """LN(z) and its scale 1/sigma, written out for both LayerNorm variants and RMS norm (no mean, no beta)."""
+    centred = centre(z, kind)
+    sigma = (math.sqrt((centred ** 2).mean() + eps) if kind in ("torch", "rms") else
+             math.sqrt((centred ** 2).sum() / (len(z) - 1)) + eps)
+    gamma = module.weight.detach().numpy()
+    beta = 0.0 if kind == "rms" else module.bias.detach().numpy()
     return gamma * centred / sigma + beta, 1.0 / sigma
 
 
 def linear(module, x: np.ndarray) -> np.ndarray:
-    return x @ module.weight.detach().numpy().T + module.bias.detach().numpy()
+    return x @ module.weight.detach().numpy().T + (0.0 if module.bias is None else module.bias.detach().numpy())
 
 
-def head_mixed(mha, queries_in: np.ndarray, keys_in: np.ndarray, causal: bool) -> np.ndarray:
-    """g[i, j] = sum_h a^h_ij W_O^h v^h_j, one query, key and head at a time, (Q, K, D)."""
+def position_bias(model, kind: str, n_q: int, n_k: int) -> np.ndarray:
+    """T5's bias (H, Q, K): the stack's table row of each offset's bucket; zeros without one (and in cross-attention)."""
+    c = model.config
+    if c.positional != "relative" or kind == "cross":
+        return np.zeros((c.n_heads, n_q, n_k))
+    table = (model.encoder if kind == "encoder" else model.decoder)[0].relative_bias.table.weight.detach().numpy()
+    offsets = torch.arange(n_k)[None, :] - torch.arange(n_q)[:, None]
+    buckets = relative_bucket(offsets, c.relative_buckets, c.relative_max_distance, kind == "encoder").numpy()
+    return table[buckets].transpose(2, 0, 1)
+
+
+def head_mixed(mha, queries_in: np.ndarray, keys_in: np.ndarray, causal: bool, bias: np.ndarray) -> np.ndarray:
+    """g[i, j] = sum_h a^h_ij W_O^h v^h_j, one query, key and head at a time, (Q, K, D); the scores q·k/√dh (q·k
+    where the model does not scale them) plus `bias` (H, Q, K)."""
     q, k, v = linear(mha.q_proj, queries_in), linear(mha.k_proj, keys_in), linear(mha.v_proj, keys_in)
     w_o = mha.out_proj.weight.detach().numpy()
-    n_q, n_k, d = len(q), len(k), q.shape[1]
+    n_q, n_k, d = len(q), len(k), w_o.shape[0]
     heads = mha.n_heads
-    dh = d // heads
+    dh = q.shape[1] // heads
+    scale = 1 / math.sqrt(dh) if mha.scale_scores else 1.0
     g = np.zeros((n_q, n_k, d))
     for h in range(heads):
         cols = slice(h * dh, (h + 1) * dh)
         for i in range(n_q):
-            scores = np.array([q[i, cols] @ k[j, cols] / math.sqrt(dh) if not (causal and j > i) else -np.inf
+            scores = np.array([q[i, cols] @ k[j, cols] * scale + bias[h, i, j] if not (causal and j > i) else -np.inf
                                for j in range(n_k)])
             a = np.exp(scores - scores.max())
             a /= a.sum()
@@ -59,8 +80,8 @@ def block(model, norm, mha, residual: np.ndarray, memory: np.ndarray | None, cau
     pre = c.norm == "pre"
     normed = np.array([layer_norm(norm, r, c.layer_norm, c.norm_eps)[0] for r in residual]) if pre else residual
     keys_in = normed if memory is None else memory
-    g = head_mixed(mha, normed, keys_in, causal)
-    b_o = mha.out_proj.bias.detach().numpy()
+    g = head_mixed(mha, normed, keys_in, causal, position_bias(model, mha.kind, len(normed), len(keys_in)))
+    b_o = 0.0 if mha.out_proj.bias is None else mha.out_proj.bias.detach().numpy()
     rows, out = [], []
     for i in range(len(residual)):
         vectors = [g[i, j] + (residual[i] if memory is None and j == i else 0.0) for j in range(g.shape[1])]
@@ -72,7 +93,7 @@ def block(model, norm, mha, residual: np.ndarray, memory: np.ndarray | None, cau
         else:  # LayerNorm with the output's own scale, applied to each vector
             y, scale = layer_norm(norm, z, c.layer_norm, c.norm_eps)
             gamma = norm.weight.detach().numpy()
-            vectors = [gamma * (t - t.mean()) * scale for t in vectors]
+            vectors = [gamma * centre(t, c.layer_norm) * scale for t in vectors]
         rows.append(closeness(y, vectors))
         out.append(y)
     return np.array(rows), np.array(out)
@@ -82,6 +103,9 @@ def ffn(model, norm, layer_ffn, x: np.ndarray) -> np.ndarray:
     c = model.config
 
     def f(h: np.ndarray) -> np.ndarray:
+        if c.ffn == "gated":  # T5 v1.1: GELU (tanh approximation) of the gate times the up projection
+            gate = torch.nn.functional.gelu(torch.from_numpy(linear(layer_ffn.gate, h)), approximate="tanh").numpy()
+            return linear(layer_ffn.down, gate * linear(layer_ffn.up, h))
         return linear(layer_ffn.down, np.maximum(linear(layer_ffn.up, h), 0.0))
 
     if c.norm == "pre":
@@ -128,9 +152,12 @@ def explicit_rollout(enc_rows: list, self_rows: list, cross_rows: list) -> np.nd
     return np.array(states)
 
 
-@pytest.mark.parametrize("norm,kind", [("pre", "torch"), ("post", "torch"), ("post", "annotated"), ("pre", "annotated")])
-def test_alti_plus_equals_the_explicit_computation(norm: str, kind: str) -> None:
-    model = tiny(11, norm=norm, layer_norm=kind)
+@pytest.mark.parametrize("norm,kind,t5", [("pre", "torch", False), ("post", "torch", False), ("post", "annotated", False),
+                                          ("pre", "annotated", False), ("pre", "rms", False), ("post", "rms", False),
+                                          ("pre", "rms", True), ("post", "rms", True)])
+def test_alti_plus_equals_the_explicit_computation(norm: str, kind: str, t5: bool) -> None:
+    """Every norm; with `t5` also T5's relative position bias, unscaled scores, no biases, gated GELU, narrow heads."""
+    model = tiny(11, norm=norm, layer_norm=kind, **(T5_PARTS if t5 else {}))
     src, tgt = pair(11)
     want = explicit_alti(model, src, tgt)
     traced = trace(model, src, decoder_inputs(tgt, model.config.bos_id))

@@ -10,14 +10,14 @@ from attnscope.engine.recording.capture import record_attention
 from attnscope.engine.recording.trace import decoder_inputs
 from attnscope.engine.recording.tracer import trace
 from attnscope.model.attention import MultiHeadAttention
-from tests.attribution_fixtures import pair, run, tiny
+from tests.attribution_fixtures import T5_MODEL, pair, run, tiny
 from tests.engine_fixtures import joined, tiny_translator
 
 
 def direct_norms(module: MultiHeadAttention, weights: torch.Tensor, kv_input: torch.Tensor) -> torch.Tensor:
     """(H, Q, K) from the module's parameters: values, then each head's columns of W_O."""
     h = module.n_heads
-    v = kv_input @ module.v_proj.weight.T + module.v_proj.bias  # (K, D)
+    v = kv_input @ module.v_proj.weight.T + (0.0 if module.v_proj.bias is None else module.v_proj.bias)  # (K, H·dh)
     dh = v.shape[-1] // h
     out = torch.zeros_like(weights)
     for head in range(h):
@@ -27,10 +27,11 @@ def direct_norms(module: MultiHeadAttention, weights: torch.Tensor, kv_input: to
     return out
 
 
-@pytest.mark.parametrize("norm", ["post", "pre"])
+@pytest.mark.parametrize("norm", ["post", "pre", "t5"])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_norms_match_a_direct_computation_from_the_weights(seed: int, norm: str) -> None:
-    model = tiny(seed, norm=norm)
+    """Also on T5's variants: W_O has no bias to subtract, the heads are narrower, the weights carry the position bias."""
+    model = tiny(seed, **(T5_MODEL if norm == "t5" else dict(norm=norm)))
     src, tgt = pair(seed)
     _, layers = run(model, src, tgt)
     with record_attention(model) as rec:
@@ -41,12 +42,12 @@ def test_norms_match_a_direct_computation_from_the_weights(seed: int, norm: str)
     got = {kind: norm_arrays(traced, kind)[0] for kind in ("encoder", "decoder", "cross")}
     for i, layer in enumerate(model.encoder):
         x = layers[layer][0]
-        h = layer.attn_block.norm(x) if norm == "pre" else x
+        h = layer.attn_block.norm(x) if model.config.norm == "pre" else x
         want = direct_norms(layer.self_attn, weights[f"encoder.{i}.self_attn"], h)
         np.testing.assert_allclose(got["encoder"][i], want.detach().numpy(), atol=1e-10)
     for i, layer in enumerate(model.decoder):
         x = layers[layer][0]
-        h = layer.self_block.norm(x) if norm == "pre" else x
+        h = layer.self_block.norm(x) if model.config.norm == "pre" else x
         want = direct_norms(layer.self_attn, weights[f"decoder.{i}.self_attn"], h)
         np.testing.assert_allclose(got["decoder"][i], want.detach().numpy(), atol=1e-10)
         want = direct_norms(layer.cross_attn, weights[f"decoder.{i}.cross_attn"], memory)

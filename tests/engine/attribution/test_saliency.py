@@ -9,7 +9,7 @@ import torch
 from attnscope.engine.attribution.quadrature import IGSettings
 from attnscope.engine.attribution.saliency import saliency, translation_saliency
 from attnscope.engine.recording.trace import decoder_inputs
-from tests.attribution_fixtures import pair, tiny
+from tests.attribution_fixtures import T5_MODEL, pair, tiny
 from tests.engine_fixtures import tiny_translator
 
 
@@ -39,9 +39,9 @@ def log_prob_with(model, src, tgt, side: int, j: int, factor: float) -> np.ndarr
     return log_probs_with_hook(model, src, tgt, hook)
 
 
-@pytest.mark.parametrize("shared", [False, True])
-def test_gradient_times_input_equals_finite_differences(shared: bool) -> None:
-    kw = dict(share_embeddings=True, src_vocab_size=29) if shared else {}
+@pytest.mark.parametrize("shared", [False, True, "t5"])
+def test_gradient_times_input_equals_finite_differences(shared: bool | str) -> None:
+    kw = dict(share_embeddings=True, src_vocab_size=29) if shared is True else T5_MODEL if shared == "t5" else {}
     model = tiny(5, **kw)
     src, tgt = pair(5)
     got = saliency(model, src, tgt)
@@ -101,9 +101,9 @@ def test_integrated_gradients_equal_a_slow_riemann_sum_on_a_smooth_model() -> No
     np.testing.assert_allclose(got.prefix, prefix, atol=1e-4 * scale)
 
 
-@pytest.mark.parametrize("tolerance", [0.05, 0.002])
-def test_integrated_gradients_are_complete_to_the_tolerance_asked(tolerance: float) -> None:
-    model = tiny(6)
+@pytest.mark.parametrize("tolerance,t5", [(0.05, False), (0.002, False), (0.002, True)])
+def test_integrated_gradients_are_complete_to_the_tolerance_asked(tolerance: float, t5: bool) -> None:
+    model = tiny(6, **(T5_MODEL if t5 else {}))
     src, tgt = pair(6)
     settings = IGSettings(tolerance=tolerance, max_points=1024)
     ig = saliency(model, src, tgt, settings)

@@ -13,7 +13,7 @@ from attnscope.checkpoints.registry import shipped_dir
 from attnscope.engine.attribution.value_zeroing import from_trace, value_zeroing
 from attnscope.engine.recording.trace import decoder_inputs
 from attnscope.engine.recording.tracer import trace
-from tests.attribution_fixtures import pair, run, tiny
+from tests.attribution_fixtures import T5_MODEL, pair, run, tiny
 from tests.engine_fixtures import tiny_translator
 
 
@@ -57,9 +57,11 @@ def real_zeroing(model, src: list[int], tgt: list[int]) -> tuple[list[np.ndarray
     return encoder, decoder
 
 
-@pytest.mark.parametrize("norm", ["post", "pre"])
+@pytest.mark.parametrize("norm", ["post", "pre", "t5"])
 def test_per_layer_scores_equal_rerunning_with_zeroed_values(norm: str) -> None:
-    model = tiny(3, norm=norm)
+    """Also on T5's variants: zeroing values leaves the position bias and the weights as they were, and the rest of
+    the layer (RMS norm, gated feed-forward, no biases) runs through the model's own modules."""
+    model = tiny(3, **(T5_MODEL if norm == "t5" else dict(norm=norm)))
     src, tgt = pair(3)
     got = from_trace(trace(model, src, decoder_inputs(tgt, model.config.bos_id)))
     encoder, decoder = real_zeroing(model, src, tgt)

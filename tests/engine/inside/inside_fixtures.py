@@ -9,15 +9,16 @@ from attnscope.engine.recording.tracer import trace
 from attnscope.model.config import BOS_ID
 from attnscope.model.transformer import Transformer
 from attnscope.records.forward import ForwardTrace
-from tests.engine_fixtures import random_source, tiny_model
+from tests.engine_fixtures import T5, random_source, tiny_model
 
-# post-LN (the paper's) and pre-LN, sinusoidal and learned positions, with or without a final norm
+# post-LN (the paper's) and pre-LN, sinusoidal and learned positions, with or without a final norm, and T5's variants
 VARIANTS = {
     "post-sinusoidal": dict(norm="post", positional="sinusoidal"),
     "pre-learned": dict(norm="pre", positional="learned"),
     "pre-sinusoidal-shared": dict(norm="pre", positional="sinusoidal", share_embeddings=True),
     "post-learned-final-norm": dict(norm="post", positional="learned", final_norm=True),
     "post-annotated-norm-unscaled": dict(norm="post", layer_norm="annotated", embed_scale=False),
+    "t5": T5,  # relative position bias, RMS norm, unscaled scores, no biases, narrow heads
 }
 
 

@@ -34,13 +34,40 @@ def test_each_step_adds_up(case: Case) -> None:
     for v in every_view(case):
         live = ~v.masked
         assert np.array_equal(v.products.sum(-1), v.dots)
-        assert np.abs(v.dots[live] * v.scale - v.scores[live]).max() <= 1e-5  # Eq. 1: q·k / √d_k
+        bias = 0 if v.bias is None else v.bias[live]
+        assert np.abs(v.dots[live] * v.scale + bias - v.scores[live]).max() <= 1e-5  # Eq. 1: q·k / √d_k (+ T5's bias)
         assert np.all(np.isneginf(v.scores[v.masked])) and np.all(v.weights[v.masked] == 0)
         assert np.abs(v.weighted.sum(0) - v.head_output).max() <= 1e-5  # Σ_j weight_j · v_j
         start, stop = v.head_slice
         assert np.array_equal(v.concat[start:stop], v.head_output)
-        assert np.abs(v.contributions.sum(0) + v.out_bias - v.attention_output).max() <= 1e-5  # Concat · W^O
+        out_bias = 0 if v.out_bias is None else v.out_bias
+        assert np.abs(v.contributions.sum(0) + out_bias - v.attention_output).max() <= 1e-5  # Concat · W^O
         assert np.array_equal(v.contribution, v.contributions[v.head])
+
+
+@pytest.mark.parametrize("which", ["cached", "full"])
+def test_the_steps_shown_recompute_the_models_weights(case: Case, which: str) -> None:
+    """softmax(q·k × scale + bias + mask), from the numbers the page shows, is the attention the model computed."""
+    recorded = {"encoder": case.decoded.encoder, "decoder": case.decoded.decoder, "cross": case.decoded.cross}
+    for v in every_view(case, which):
+        assert np.abs(v.recomputed_weights - recorded[v.kind][v.layer, v.head, v.query].numpy()).max() <= 1e-6
+        assert np.array_equal(np.isneginf(v.recomputed_scores), v.masked)
+
+
+def test_scale_and_position_bias_are_the_models(case: Case) -> None:
+    """1/√d_k unless the model leaves it out (T5); a position bias in self-attention exactly where the model has one,
+    the row of the stack's bias for this query, read off the table by each key's offset."""
+    c = case.model.config
+    for v in every_view(case):
+        assert v.scale == (v.q.size ** -0.5 if c.scale_scores else 1.0)
+        assert (v.bias is not None) == (c.positional == "relative" and v.kind != "cross") == (v.relative and v.kind != "cross")
+        if v.bias is not None:
+            stack = case.model.encoder if v.kind == "encoder" else case.model.decoder
+            n = len(v.key_tokens)
+            table = stack[0].relative_bias(n, n)[0, v.head, v.query].detach().numpy()
+            assert np.array_equal(v.bias[~v.masked], table[~v.masked])
+        assert (v.out_bias is None) == (not c.out_bias)
+        assert v.norm_kind == ("RMSNorm" if c.layer_norm == "rms" else "LayerNorm")
 
 
 def test_mask_row_and_matrix(case: Case) -> None:

@@ -66,7 +66,7 @@ def test_weights_equal_the_recorder(case: Case, which: str) -> None:
 @pytest.mark.parametrize("which", ["cached", "full"])
 def test_projections_scores_and_softmax(case: Case, which: str) -> None:
     """q, k, v are the q/k/v_proj modules applied to the block's attention input; the scores are
-    q·k/√dh with -inf exactly on future keys; the weights are their softmax."""
+    q·k/√dh (T5: q·k plus the stack's position bias) with -inf exactly on future keys; the weights are their softmax."""
     tr, model = getattr(case, which), case.model
     n_heads = model.config.n_heads
     for kind, layer in sorted(case.full.sublayers):
@@ -82,7 +82,10 @@ def test_projections_scores_and_softmax(case: Case, which: str) -> None:
         n_q, n_k = s.scores.shape[1:]
         future = np.triu(np.ones((n_q, n_k), bool), 1) if kind == "decoder" else np.zeros((n_q, n_k), bool)
         assert np.array_equal(np.isinf(s.scores), np.broadcast_to(future, s.scores.shape)), (kind, layer)
-        manual = s.q @ s.k.transpose(0, 2, 1) / math.sqrt(s.q.shape[-1])
+        manual = s.q @ s.k.transpose(0, 2, 1) / (math.sqrt(s.q.shape[-1]) if model.config.scale_scores else 1.0)
+        if kind != "cross" and model.config.positional == "relative":  # T5: the stack's bias, from its table
+            stack = model.encoder if kind == "encoder" else model.decoder
+            manual = manual + stack[0].relative_bias(n_q, n_k)[0].detach().numpy()
         assert np.abs(np.where(future, 0, manual - s.scores)).max() <= 1e-5
         assert np.abs(t(s.scores).softmax(-1).numpy() - s.weights).max() <= 1e-6
 
@@ -119,8 +122,10 @@ def test_inputs_memory_and_logits(case: Case) -> None:
         memory = model.encode(src).memory
         logits = model(src, tgt)[0]
         positions = model.positions(len(case.prefix)).numpy()
+    start = model.config.decoder_start  # T5's first decoder position reads <pad>, whatever the prefix says
+    read = case.prefix if start is None else [start, *case.prefix[1:]]
     for stream, table, ids, first in ((tr.source, model.src_embed, case.source, tr.sublayer("encoder", 0)),
-                                      (tr.target, model.tgt_embed, case.prefix, tr.sublayer("decoder", 0))):
+                                      (tr.target, model.tgt_embed, read, tr.sublayer("decoder", 0))):
         assert np.array_equal(stream.token_embedding, table.weight[ids].detach().numpy())
         assert stream.scale == (math.sqrt(model.config.d_model) if model.config.embed_scale else 1.0)
         assert np.abs(stream.token_embedding * stream.scale + stream.position - stream.total).max() <= 1e-5
@@ -332,6 +337,11 @@ def test_a_t5_model_is_traced_with_its_position_bias_in_the_scores(use_cache: bo
             expected = inside.queries @ inside.keys.mT
             if stack is not None:
                 expected = expected + stack[0].relative_bias(*expected.shape[-2:])
+                finite = torch.isfinite(inside.scores)  # the bias as handed to the call (the cache's steps joined)
+                assert torch.equal(inside.bias.expand_as(finite)[finite],
+                                   stack[0].relative_bias(*expected.shape[-2:]).expand_as(finite)[finite]), kind
+            else:
+                assert inside.bias is None
             if inside.mask is not None:
                 expected = expected.masked_fill(~inside.mask, -math.inf)
             finite = torch.isfinite(expected)

@@ -6,9 +6,11 @@ An attention block's output for query i is a sum of one vector per input, the re
 y_i = sum_j T_i(x_j) (+ constant biases), where T_i(x_j) = sum_h a^h_ij f_h(x_j) (the head-mixed
 value of token j through W_O), plus x_i itself for j = i in self-attention; in cross-attention the
 residual x_i (the decoder token's own state) is one more input beside the source tokens. With
-post-LN blocks the LayerNorm is applied to each vector with the output's own scale, so the sum is
-still exact. Token j's contribution is how close its vector is to the output in Manhattan
-distance, c_ij = max(0, ||y_i||_1 - ||y_i - T_i(x_j)||_1), rows normalised to sum to one.
+post-LN blocks the LayerNorm (or T5's RMSNorm, which subtracts no mean) is applied to each vector with
+the output's own scale, so the sum is still exact. The weights are the model's own (T5's position
+bias and unscaled scores included): nothing here depends on how the scores were made. Token j's
+contribution is how close its vector is to the output in Manhattan distance,
+c_ij = max(0, ||y_i||_1 - ||y_i - T_i(x_j)||_1), rows normalised to sum to one.
 
 The encoder's layers are rolled out; in decoder layer l the cross-attention row splits token t
 between the source tokens and its residual, and the residual's share scales the self-attention
@@ -29,7 +31,7 @@ from attnscope.engine.attribution.norms import mixed_vectors
 from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.engine.recording.trace import EVERYTHING, Layer, Sublayer, Trace, decoder_inputs, kept
 from attnscope.engine.recording.tracer import trace
-from attnscope.model.blocks import Residual
+from attnscope.model.blocks import Residual, RMSNorm
 
 METHOD = "ALTI+"
 
@@ -43,22 +45,28 @@ class AltiLayers:
     cross: np.ndarray  # [L, T, S + 1] cross-attention blocks: source tokens, then the residual
 
 
+def _centred(norm: torch.nn.Module, z: Tensor) -> Tensor:
+    """What the norm scales: z minus its mean for LayerNorm, z itself for RMSNorm (T5's subtracts no mean)."""
+    return z if isinstance(norm, RMSNorm) else z - z.mean(-1, keepdim=True)
+
+
 def _layer_norm_scale(norm: torch.nn.Module, z: Tensor) -> Tensor:
-    """s_i with norm(z_i) = gamma * (z_i - mean z_i) * s_i + beta, (N, 1): read off the module's own output
-    (a projection, so it works for every LayerNorm variant without dividing by gamma's entries)."""
-    shape = norm.weight * (z - z.mean(-1, keepdim=True))  # (N, D)
-    return ((norm(z) - norm.bias) * shape).sum(-1, keepdim=True) / (shape * shape).sum(-1, keepdim=True)
+    """s_i with norm(z_i) = gamma * centred(z_i) * s_i (+ beta; RMSNorm has none), (N, 1): read off the module's own
+    output (a projection, so it works for every norm variant without dividing by gamma's entries)."""
+    shape = norm.weight * _centred(norm, z)  # (N, D)
+    shifted = norm(z) - norm.bias if getattr(norm, "bias", None) is not None else norm(z)
+    return (shifted * shape).sum(-1, keepdim=True) / (shape * shape).sum(-1, keepdim=True)
 
 
 def _through_block(block: Residual, residual: Tensor, call: Sublayer, vectors: Tensor) -> tuple[Tensor, Tensor]:
-    """The block's real output y (Q, D), and each input's vector T_i(x_j) (Q, K, D) carried to it."""
+    """The block's real output y (Q, D), and each input's vector T_i(x_j) (Q, K, D) carried to it: the norm is linear
+    in its input at the output's own scale, so each vector goes through it alone (no bias, which is no token's)."""
     output = kept(call.internals).output
     y = block(residual.unsqueeze(0), lambda _h: output[:1])[0]  # the layer's own Residual module
     if block.pre:
-        return y, vectors  # y = sum_j T_i(x_j) + b_O
-    z = residual + output[0]  # the LayerNorm's input
-    centred = vectors - vectors.mean(-1, keepdim=True)
-    return y, block.norm.weight * centred * _layer_norm_scale(block.norm, z).unsqueeze(1)
+        return y, vectors  # y = sum_j T_i(x_j) (+ b_O)
+    z = residual + output[0]  # the norm's input
+    return y, block.norm.weight * _centred(block.norm, vectors) * _layer_norm_scale(block.norm, z).unsqueeze(1)
 
 
 def _alti(y: Tensor, vectors: Tensor) -> Tensor:

@@ -28,7 +28,7 @@ class TokenInput:
 
 @dataclass(frozen=True)
 class HeadView:
-    """Head `head` of `kind` attention in `layer`, for query position `query` (K keys, dh = d_model / heads)."""
+    """Head `head` of `kind` attention in `layer`, for query position `query` (K keys, dh each head's width)."""
 
     kind: Kind
     layer: int
@@ -37,6 +37,8 @@ class HeadView:
     query_tokens: tuple[str, ...]
     key_tokens: tuple[str, ...]
     norm: str  # "post" or "pre": where the block's LayerNorm sits
+    norm_kind: str  # "LayerNorm" or "RMSNorm" (T5's)
+    relative: bool  # positions act as a bias on self-attention scores (T5): the embedding gets none
     embedding: TokenInput  # the query token's first-layer input (section 3.4 embedding + 3.5 encoding)
     layer_input: np.ndarray  # (D,) the residual stream entering this block at the query
     query_input: np.ndarray  # (D,) what W_Q multiplied (pre-LN: LN(layer_input))
@@ -45,19 +47,20 @@ class HeadView:
     k: np.ndarray  # (K, dh)
     products: np.ndarray  # (K, dh) q∘k, elementwise
     dots: np.ndarray  # (K,) q·k, the sums of the products
-    scale: float  # 1/√d_k
-    scores: np.ndarray  # (K,) captured q·k/√d_k, -inf where masked
+    scale: float  # 1/√d_k, or 1 where the model leaves it out (T5)
+    bias: np.ndarray | None  # (K,) captured relative position bias added to q·k × scale (T5's self-attention); None: none
+    scores: np.ndarray  # (K,) captured q·k × scale (+ bias), -inf where masked
     masked: np.ndarray  # (K,) True where the mask forbids the key
     mask_matrix: np.ndarray  # (Q, K) True where masked, for every query of this sublayer
     weights: np.ndarray  # (K,) captured softmax row
     v: np.ndarray  # (K, dh)
     weighted: np.ndarray  # (K, dh) weight × value, one row per key
     head_output: np.ndarray  # (dh,) captured: this head's slice of the concatenation (= weighted summed over keys)
-    head_slice: tuple[int, int]  # [start, stop) of this head in d_model
-    concat: np.ndarray  # (D,) every head's output side by side
+    head_slice: tuple[int, int]  # [start, stop) of this head in the concatenation
+    concat: np.ndarray  # (H·dh,) every head's output side by side (d_model, unless the heads have their own width)
     contributions: np.ndarray  # (H, D) each head's slice · its columns of W_O
-    out_bias: np.ndarray  # (D,)
-    attention_output: np.ndarray  # (D,) captured output of the attention module (= contributions summed + bias)
+    out_bias: np.ndarray | None  # (D,); None where W_O has no bias (T5)
+    attention_output: np.ndarray  # (D,) captured output of the attention module (= contributions summed (+ bias))
     residual: np.ndarray  # (D,) block input x
     norm_input: np.ndarray  # (D,) what the LayerNorm read
     norm_output: np.ndarray  # (D,) what it returned
@@ -67,6 +70,20 @@ class HeadView:
     def contribution(self) -> np.ndarray:
         """(D,) this head's part of the attention output."""
         return self.contributions[self.head]
+
+    @property
+    def recomputed_scores(self) -> np.ndarray:
+        """(K,) the scores from the terms the page shows: q·k × scale (+ position bias), −∞ where masked."""
+        terms = self.dots * np.float32(self.scale) + (0 if self.bias is None else self.bias)
+        return np.where(self.masked, -np.inf, terms).astype(np.float32)
+
+    @property
+    def recomputed_weights(self) -> np.ndarray:
+        """(K,) softmax of recomputed_scores: equals the captured weights (tests check it), so the steps shown are
+        the model's own arithmetic."""
+        z = self.recomputed_scores
+        e = np.exp(z - z[~self.masked].max())
+        return e / e.sum()
 
     @property
     def n_heads(self) -> int:
@@ -105,9 +122,9 @@ def head_view(trace: ForwardTrace, kind: Kind, layer: int, head: int, query: int
     stream = trace.source if kind == "encoder" else trace.target
     return HeadView(
         kind=kind, layer=layer, head=head, query=query, query_tokens=tuple(queries), key_tokens=tuple(keys),
-        norm=trace.norm, embedding=_token_input(stream, query), layer_input=s.residual[query],
-        query_input=query_input, key_inputs=_key_inputs(trace, kind, s),
-        q=q, k=k, products=q * k, dots=(q * k).sum(-1), scale=1.0 / float(np.sqrt(dh)),
+        norm=trace.norm, norm_kind=trace.norm_kind, relative=trace.relative, embedding=_token_input(stream, query),
+        layer_input=s.residual[query], query_input=query_input, key_inputs=_key_inputs(trace, kind, s),
+        q=q, k=k, products=q * k, dots=(q * k).sum(-1), scale=s.scale, bias=None if s.bias is None else s.bias[head, query],
         scores=s.scores[head, query], masked=~np.isfinite(s.scores[head, query]),
         mask_matrix=~np.isfinite(s.scores[head]), weights=weights, v=v, weighted=weights[:, None] * v,
         head_output=heads[head], head_slice=(start, stop), concat=s.concat[query], contributions=contributions,

@@ -46,6 +46,8 @@ class Internals:
     mask: Tensor | None  # True where allowed, broadcastable to (B, H, Q, K); None: every key everywhere
     concat: Tensor  # (B, Q, D) the heads' outputs side by side: the input of W_O
     output: Tensor  # (B, Q, D) after the output projection
+    bias: Tensor | None = None  # (1, H, Q, K) the relative position bias the call added to q·k (T5's self-attention),
+    #   as the stack handed it; None without one
 
 
 @dataclass(frozen=True)

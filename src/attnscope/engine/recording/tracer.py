@@ -96,8 +96,11 @@ def _on_output(hooks: ExitStack, calls: Calls, module: nn.Module, name: str,
 
 
 def _hook_internals(hooks: ExitStack, calls: Calls, name: str, attn: MultiHeadAttention) -> None:
-    """q, keys, values and mask (the module's arguments) with its output, the scores, the concatenated heads."""
-    _on_output(hooks, calls, attn, f"{name}.call", lambda args, out: (*args[:4], out[0]))
+    """q, keys, values and mask (the module's arguments) with its output and the position bias it was handed (T5's,
+    None for other models and for cross-attention), the scores, the concatenated heads."""
+    def call(_m: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
+        calls.keep(f"{name}.call", (*args[:4], out[0], kwargs.get("bias", args[5] if len(args) > 5 else None)))
+    hooks.callback(attn.register_forward_hook(call, with_kwargs=True).remove)
     _on_output(hooks, calls, attn.hook_scores, f"{name}.scores")
     _on_output(hooks, calls, attn.out_proj, f"{name}.concat", lambda args, _out: args[0])
 
@@ -193,10 +196,10 @@ def _mask(calls: list[tuple[Tensor, ...]]) -> Tensor | None:
     """The masks of every call as one (B, 1, Q, K) mask of the joined rows; a call's None allows each key it had.
     None when every call allowed every key (cross-attention to an unpadded source)."""
     n_keys = calls[-1][1].shape[2]
-    if len(calls) == 1 or all(mask is None and keys.shape[2] == n_keys for _q, keys, _v, mask, _out in calls):
+    if len(calls) == 1 or all(mask is None and keys.shape[2] == n_keys for _q, keys, _v, mask, *_ in calls):
         return calls[-1][3]
     rows = []
-    for q, keys, _v, mask, _out in calls:
+    for q, keys, _v, mask, *_ in calls:
         shape = (q.shape[0], 1, q.shape[2], keys.shape[2])
         allowed = torch.ones(shape, dtype=torch.bool, device=q.device) if mask is None else mask.expand(shape)
         rows.append(F.pad(allowed, (0, n_keys - keys.shape[2]), value=False))
@@ -204,10 +207,11 @@ def _mask(calls: list[tuple[Tensor, ...]]) -> Tensor | None:
 
 
 def _internals(calls: Calls, phase: Phase, name: str) -> Internals:
-    each = calls.of(phase, f"{name}.call")  # (q, keys, values, mask, output) per call
+    each = calls.of(phase, f"{name}.call")  # (q, keys, values, mask, output, bias) per call
+    bias = None if each[0][5] is None else join_steps([c[5] for c in each])  # keys a step had not: 0, masked anyway
     return Internals(queries=_rows([c[0] for c in each], 2), keys=each[-1][1], values=each[-1][2],  # the last call's
                      scores=join_steps(calls.of(phase, f"{name}.scores"), -math.inf), mask=_mask(each),  # keys: every one
-                     concat=_rows(calls.of(phase, f"{name}.concat")), output=_rows([c[4] for c in each]))
+                     concat=_rows(calls.of(phase, f"{name}.concat")), output=_rows([c[4] for c in each]), bias=bias)
 
 
 def _io(calls: list[tuple[Tensor, Tensor]]) -> tuple[Tensor, Tensor]:

@@ -234,8 +234,6 @@ def step_contributions(tr: Translator, view: ViewState, query: Query, result: Tr
     moving between steps only slices it. Integrated gradients join once computed on the Attribution page."""
     if not st.toggle("Show what this step relied on (attribution)", key="step_attr"):
         return
-    if widgets.not_shown_for_t5(tr, "Attribution"):
-        return
     done = state.stored(state.IG_DONE)
     query.check(tr)
     ig = done[1] if done and done[0] == query.key else NO_IG
