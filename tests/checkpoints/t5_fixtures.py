@@ -69,12 +69,13 @@ def _save(folder: Path, model: nn.Module, tok: Any, config_json: dict[str, Any])
     return folder
 
 
-def t5_v1_0(folder: Path) -> Path:
-    """t5-small's layout: ReLU, heads adding up to d_model, output = embedding rescaled, task prefixes in config.json."""
+def t5_v1_0(folder: Path, steps: int = 120) -> Path:
+    """t5-small's layout: ReLU, heads adding up to d_model, output = embedding rescaled, task prefixes in config.json
+    (`steps` 0: untrained, for tests of what the import reads)."""
     tok = tokenizer(folder)
     config = transformers.T5Config(vocab_size=len(tok) + SPARE_ROWS, d_kv=8, feed_forward_proj="relu",
                                    decoder_start_token_id=0, **SIZES)
-    model = trained(_model(transformers.T5ForConditionalGeneration, config, 0, False), tok, TRAIN_PREFIX)
+    model = trained(_model(transformers.T5ForConditionalGeneration, config, 0, False), tok, TRAIN_PREFIX, steps)
     return _save(folder, model, tok, {"task_specific_params": PREFIXES})
 
 

@@ -56,6 +56,8 @@ def _imported(folder: HFFolder, where: str, label: str, src_lang: str | None, tg
     if kind not in FAMILIES:
         raise CheckpointError(refusal(kind, folder.config.get("architectures")))
     check_config(folder.config, where)
+    if kind in hf_t5.TYPES:
+        hf_t5.architecture(folder.config)  # before transformers reads the config with the tokenizer: our sentences
     tok = load_tokenizer(folder, src_lang, tgt_lang)
     return assemble(HuggingFace(folder, tok, tokens(folder, tok, src_lang, tgt_lang), label))
 
