@@ -67,6 +67,8 @@ class IdMap:
     #   SentencePiece tokenizers look pieces up in vocab.json by text, so a character the source model lacks
     #   may still have a target piece of a joint vocabulary)
     codes: frozenset[int] = field(default_factory=frozenset)  # language codes: labelled as they are, like specials
+    utf8: bool = False  # tokens are UTF-8 bytes (ByT5), labelled by byte_label: decode() joins their bytes and drops
+    #   those that form no character, as ByT5Tokenizer does
 
     def __post_init__(self) -> None:
         needed = [t for t in SPECIAL_TOKENS if t != SPECIAL_TOKENS[1]]  # a model may have no <bos> (Marian)
@@ -78,7 +80,8 @@ class IdMap:
     def to_json(self) -> str:
         return json.dumps({"ids": list(self.ids), "tokens": list(self.tokens), "hidden": sorted(self.hidden),
                            "strip": self.strip, "replace": [list(r) for r in self.replace],
-                           "unknown_by_text": self.unknown_by_text, "codes": sorted(self.codes)}, ensure_ascii=False)
+                           "unknown_by_text": self.unknown_by_text, "codes": sorted(self.codes), "utf8": self.utf8},
+                          ensure_ascii=False)
 
     @classmethod
     def from_json(cls, text: str) -> "IdMap":
@@ -87,7 +90,7 @@ class IdMap:
             return cls(tuple(int(i) for i in data["ids"]), tuple(str(t) for t in data["tokens"]),
                        frozenset(int(i) for i in data.get("hidden", ())), bool(data.get("strip")),
                        tuple((str(a), str(b)) for a, b in data.get("replace", ())), bool(data.get("unknown_by_text")),
-                       frozenset(int(i) for i in data.get("codes", ())))
+                       frozenset(int(i) for i in data.get("codes", ())), bool(data.get("utf8")))
         except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
             raise TokenizerError("the tokenizer's id map is not valid JSON with ids and tokens") from None
 
@@ -170,7 +173,12 @@ class TextCodec:
             return self.tokenizer.decode(kept, skip_special_tokens=False).strip()
         m = self.id_map
         tokens = [m.tokens[i] for i in kept if i not in m.hidden]
-        text = self.tokenizer.decoder.decode(tokens) if self.tokenizer.decoder is not None else " ".join(tokens)
+        if m.utf8:
+            text = b"".join(map(label_bytes, tokens)).decode("utf-8", errors="ignore")
+        elif self.tokenizer.decoder is not None:
+            text = self.tokenizer.decoder.decode(tokens)
+        else:
+            text = " ".join(tokens)
         for before, after in m.replace:
             text = text.replace(before, after)
         return text.strip() if m.strip else text
@@ -221,6 +229,28 @@ class TextCodec:
 # transformers' clean_up_tokenization, in its order
 CLEANUP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"), (" 'm", "'m"),
            (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
+
+
+SPACE_LABEL = "␣"  # how a byte-level model's space byte is labelled (a blank label would read as nothing)
+
+
+def byte_label(b: int) -> str:
+    """A byte's label: printable ASCII as itself, the space as ␣, any other byte as <0xHH>."""
+    if b == 0x20:
+        return SPACE_LABEL
+    return chr(b) if 0x20 < b < 0x7F else f"<0x{b:02X}>"
+
+
+def label_bytes(label: str) -> bytes:
+    """The bytes a byte_label stands for (any other token, e.g. a sentinel, as its own UTF-8 text)."""
+    if label == SPACE_LABEL:
+        return b" "
+    if len(label) == 6 and label.startswith("<0x") and label.endswith(">"):
+        try:
+            return bytes([int(label[3:5], 16)])
+        except ValueError:
+            pass
+    return label.encode("utf-8")
 
 
 def strip_specials(ids: Iterable[int], eos: int, dropped: tuple[int, ...]) -> list[int]:

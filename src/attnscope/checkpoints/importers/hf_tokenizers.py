@@ -83,16 +83,17 @@ def spm_tokenizer(model: Path) -> Tokenizer:
 
 
 def id_map(originals: Sequence[int], plan: VocabPlan, id_token: IdToken, special: set[int], *, strip: bool,
-           replace: tuple[tuple[str, str], ...] = (), by_text: bool = False) -> IdMap:
+           replace: tuple[tuple[str, str], ...] = (), by_text: bool = False, utf8: bool = False) -> IdMap:
     """Tokenizer ids -> the model's, the model's tokens (specials renamed) and the ids decode() drops: the specials,
-    and the output rows the tokenizer has no token for (T5's 28 spare rows), which transformers decodes to nothing."""
+    and the output rows the tokenizer has no token for (T5's 28 spare rows), which transformers decodes to nothing
+    (`utf8`: the tokens are bytes, labelled by model.tokenization.byte_label)."""
     ids = tuple(plan.ours(o) if plan.has(o) else plan.unk for o in originals)
     names = {getattr(plan, role): name for role, name in zip(ROLES, SPECIAL_TOKENS)}  # <pad> wins when it is <bos>
     names[plan.pad] = SPECIAL_TOKENS[0]
     found = [names.get(i) or id_token(old) for i, old in enumerate(plan.order)]
     tokens = tuple(NO_TOKEN if t is None else str(t) for t in found)
     hidden = frozenset(plan.ours(o) for o in special if plan.has(o)) | {i for i, t in enumerate(found) if t is None}
-    return IdMap(ids, tokens, hidden, strip, replace, by_text)
+    return IdMap(ids, tokens, hidden, strip, replace, by_text, utf8=utf8)
 
 
 def framing(tok: Any, plan: VocabPlan) -> tuple[list[int], list[int]]:
