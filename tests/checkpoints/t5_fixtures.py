@@ -97,9 +97,10 @@ def mt5(folder: Path) -> Path:
 
 
 def byt5(folder: Path) -> Path:
-    """ByT5: model_type t5 with ByT5Tokenizer (UTF-8 bytes after <pad> </s> <unk>, then sentinels), gated GELU."""
+    """ByT5: model_type t5 with ByT5Tokenizer (UTF-8 bytes after <pad> </s> <unk>, then sentinels), gated GELU; a row
+    for every token and no more (as ByT5's 384; ByT5Tokenizer.decode fails on an id past its tokens)."""
     tok = transformers.ByT5Tokenizer(extra_ids=EXTRA_IDS)
-    config = transformers.T5Config(vocab_size=len(tok) + SPARE_ROWS, d_kv=8, feed_forward_proj="gated-gelu",
+    config = transformers.T5Config(vocab_size=len(tok), d_kv=8, feed_forward_proj="gated-gelu",
                                    decoder_start_token_id=0, tie_word_embeddings=False, **SIZES)
     model = trained(_model(transformers.T5ForConditionalGeneration, config, 3, True), tok, steps=150)
     return _save(folder, model, tok, {"tie_word_embeddings": False})

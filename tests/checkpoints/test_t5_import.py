@@ -61,8 +61,6 @@ class Pair:
 @pytest.fixture(scope="module", params=list(VARIANTS))
 def pair(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Pair:
     name = request.param
-    if name == "byt5":
-        pytest.importorskip("attnscope.checkpoints.importers.hf_bytes", reason="ByT5's byte codec is not here yet")
     folder = VARIANTS[name](tmp_path_factory.mktemp(name))
     src, tgt = LANGS[name]
     imported = import_hf(folder, src_lang=src, tgt_lang=tgt)
@@ -96,8 +94,8 @@ def test_tokenizer_gives_the_originals_ids(pair: Pair) -> None:
 def test_decoded_text_is_the_originals(pair: Pair) -> None:
     """Any ids (sentinels and the output rows without a token included) decode as decode(skip_special_tokens=True)."""
     size, generator = pair.hf.config.vocab_size, torch.Generator().manual_seed(0)
-    spare = list(range(len(pair.tok), size))
-    assert spare and all(pair.tok.convert_ids_to_tokens(i) is None for i in spare)
+    spare = list(range(len(pair.tok), size))  # none in ByT5
+    assert (pair.name == "byt5" or spare) and all(pair.tok.convert_ids_to_tokens(i) is None for i in spare)
     for length in (1, 3, 8, 15):
         for _ in range(12):
             ids = [i for i in torch.randint(2, size, (length,), generator=generator).tolist()] + spare[:1] + [1]
