@@ -50,7 +50,8 @@ def test_generation_config_is_read_as_transformers_reads_it() -> None:
     assert (rules.limit(5, 10_000), rules.min_len, rules.length_penalty, rules.no_repeat_ngram) == (30, 11, 2.0, 3)
     assert rules.finish == "k-finished" and rules.forced_eos == "off" and rules.ignored == ("repetition_penalty",)
     assert "not applied: repetition_penalty" in rules.sentence()
-    assert hf_generation({}.get, 2) == DecodingRules("the model's generation_config", len_a=0.0, len_b=19.0, finish="hf")
+    # unset max_length: transformers 5 generates 20 new tokens (not max_length 20, the start token included)
+    assert hf_generation({}.get, 2) == DecodingRules("the model's generation_config", len_a=0.0, len_b=20.0, finish="hf")
     assert hf_generation({"early_stopping": "never"}.get, 2).finish == "hf-never"
     sampled = hf_generation({"do_sample": True, "top_k": 10, "bad_words_ids": [[7], [8, 9]], "forced_eos_token_id": 5}.get, 2)
     assert sampled.ignored == ("do_sample", "top_k", "forced_eos_token_id", "bad_words_ids of several tokens")

@@ -95,11 +95,11 @@ def _folder(tmp_path: Path, config: dict) -> Path:
 
 
 @pytest.mark.parametrize("config, message", [
-    ({"model_type": "t5", "architectures": ["T5ForConditionalGeneration"]},
-     "T5's attention adds learned relative-position buckets.*: record its attention with attnscope.from_generate"),
+    ({"model_type": "umt5", "architectures": ["UMT5ForConditionalGeneration"]},
+     "umT5's layers each learn their own relative-position bias.*: record its attention with attnscope.from_generate"),
     ({"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"]},
      r"GPT2LMHeadModel \(model_type 'gpt2'\) is not one of the families attnscope converts \(MarianMT, BART, mBART, "
-     r"M2M100/NLLB\): record its attention with attnscope.from_generate"),
+     r"M2M100/NLLB, T5, mT5\): record its attention with attnscope.from_generate"),
 ])
 def test_model_types_left_out_name_the_route_that_works(tmp_path: Path, config: dict, message: str) -> None:
     with pytest.raises(CheckpointError, match=message):

@@ -5,6 +5,7 @@ and usually gains BLEU on small corpora; with `--half` it also writes the fp16 f
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Sequence
 
@@ -36,12 +37,11 @@ def average(paths: Sequence[Path]) -> tuple[Transformer, Bundle]:
         for k, v in checkpoint.unique_state(model).items():
             v.copy_(total[k] / len(paths))
     summary = dict(bundle.summary, averaged_from=[p.name for p in paths])
-    return model, Bundle(bundle.config, bundle.src_codec, bundle.tgt_codec, bundle.src_lang, bundle.tgt_lang, summary)
+    return model, dataclasses.replace(bundle, summary=summary)  # its task prefix too
 
 
 def save_average(paths: Sequence[Path], out: Path, half: bool = False, summary: dict[str, str] | None = None) -> Path:
     """Write the mean of `paths` to `out` (fp16 with `half`), its training summary extended by `summary`."""
     model, bundle = average(paths)
-    bundle = Bundle(bundle.config, bundle.src_codec, bundle.tgt_codec, bundle.src_lang, bundle.tgt_lang,
-                    {**bundle.summary, **(summary or {})})
+    bundle = dataclasses.replace(bundle, summary={**bundle.summary, **(summary or {})})
     return checkpoint.save(model, bundle, out, half=half)

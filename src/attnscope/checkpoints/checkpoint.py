@@ -26,6 +26,7 @@ from attnscope.model.transformer import Transformer
 FORMAT = "attnscope-checkpoint"
 FORMAT_VERSION = "2"  # 2: the special tokens' ids are config fields (pad_id...); version 1 files hold the defaults
 READABLE_VERSIONS = ("1", FORMAT_VERSION)
+TASK_PREFIX_KEY = "task_prefix"  # metadata: Bundle.task_prefix (absent: none)
 
 
 class CheckpointError(ValueError):
@@ -42,12 +43,16 @@ class Bundle:
     src_lang: str
     tgt_lang: str
     summary: dict[str, Any] = field(default_factory=dict)  # data, steps, epochs, BLEU, date, ...
+    task_prefix: str = ""  # text put before every source sentence, as one string with it ("translate English to
+    #   German: ": a T5 trained on several tasks reads which one from it); "" for most models and older files
 
     def metadata(self) -> dict[str, str]:
         meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "config": self.config.to_json(),
                 "src_tokenizer": self.src_codec.to_json(), "tgt_tokenizer": self.tgt_codec.to_json(),
                 "src_lang": self.src_lang, "tgt_lang": self.tgt_lang,
                 "summary": json.dumps(self.summary, sort_keys=True)}
+        if self.task_prefix:
+            meta[TASK_PREFIX_KEY] = self.task_prefix
         for side, codec in (("src", self.src_codec), ("tgt", self.tgt_codec)):
             if codec.id_map is not None:  # an imported tokenizer's ids on the model's (absent in older files)
                 meta[f"{side}_id_map"] = codec.id_map.to_json()
@@ -177,7 +182,7 @@ def _bundle_from_metadata(meta: dict[str, str], name: str) -> Bundle:
         if wrong:
             raise CheckpointError(f"{name}: the {side} tokenizer has its special tokens at {wrong}, but the model's "
                                   f"config names {({role: getattr(config, f'{role}_id') for role in wrong})}")
-    return Bundle(config, src, tgt, meta["src_lang"], meta["tgt_lang"], summary)
+    return Bundle(config, src, tgt, meta["src_lang"], meta["tgt_lang"], summary, meta.get(TASK_PREFIX_KEY, ""))
 
 
 def _and_more(names: list[str]) -> str:

@@ -187,8 +187,10 @@ def hf_generation(get: Any, eos_id: int | None) -> DecodingRules:
         found = get(name)
         return default if found is None else found
 
-    new = get("max_new_tokens")
-    limit = int(new) if new is not None else int(value("max_length", 20)) - 1
+    new, total = get("max_new_tokens"), get("max_length")
+    # max_length counts the decoder start token; unset, transformers 5 generates 20 new tokens ("by default let's
+    #   always generate 20 new tokens", GenerationMixin._prepare_generated_length)
+    limit = int(new) if new is not None else int(total) - 1 if total is not None else 20
     min_new = get("min_new_tokens")
     min_len = int(min_new) if min_new is not None else max(0, int(value("min_length", 0)) - 1)
     forced = get("forced_eos_token_id")

@@ -1,6 +1,6 @@
 """`python -m attnscope import SOURCE --out NAME.safetensors`: a model trained elsewhere as an attnscope checkpoint.
 
-SOURCE is a Hugging Face folder (MarianMT, BART, mBART, M2M100/NLLB), a zip of one, a hub name read from
+SOURCE is a Hugging Face folder (MarianMT, BART, mBART, M2M100/NLLB, T5/Flan-T5/mT5/ByT5), a zip of one, a hub name read from
 the local Hugging Face cache (downloaded when absent and online), a fairseq transformer checkpoint
 (dict.SRC.txt/dict.TGT.txt beside it), an OpenNMT-py v3 checkpoint, or a .pt/.pth state_dict with its
 vocabularies. Examples:
@@ -35,7 +35,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--half", action="store_true", help="store the weights in fp16 (half the file; the import reports "
                                                        "whether fp16 keeps the outputs)")
     p.add_argument("--src-lang", default=None, help="source language: a code of a multilingual model (en_XX, eng_Latn, "
-                                                    "en) or a label")
+                                                    "en), of a T5's translation task (en: its task prefix), or a label")
     p.add_argument("--tgt-lang", default=None, help="target language, likewise (Marian models into several languages "
                                                     "need it too)")
     p.add_argument("--name", default=None, help="shown in the app (default: the --out file's name)")

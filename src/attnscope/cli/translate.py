@@ -16,6 +16,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rules", choices=("model", "attnscope"), default="model",
                    help="decoding rules: the model's (those of the framework it was imported from: OpenNMT-py's or "
                         "fairseq's defaults, or its generation_config; attnscope's for a model trained here) or attnscope's own")
+    p.add_argument("--task-prefix", default=None, help="text put before the sentence (default: the checkpoint's, e.g. "
+                                                       "a T5's \"translate English to German: \"; \"\" for none)")
     p.add_argument("--json", type=Path, default=None, help="write tokens, steps and attention as JSON")
     p.add_argument("--npz", type=Path, default=None, help="write the attention record as NPZ")
     return p
@@ -31,17 +33,20 @@ def main(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
     try:
         translator = load(args.checkpoint, rules=args.rules)
-        result = translator.translate(args.text, beam_size=args.beam, max_len=args.max_len)
+        result = translator.translate(args.text, beam_size=args.beam, max_len=args.max_len, task_prefix=args.task_prefix)
     except (CheckpointError, InputError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     if translator.rules.name != "attnscope":  # an imported model: say whose rules it decoded by, and the other choice
         print(f"note: {translator.rules.sentence()} (--rules attnscope for attnscope's own)", file=sys.stderr)
+    prefix = translator.bundle.task_prefix if args.task_prefix is None else args.task_prefix
+    if prefix:
+        print(f"note: the model read {prefix!r} before the sentence (--task-prefix changes it)", file=sys.stderr)
     for note in result.notes:
         print(f"note: {note}", file=sys.stderr)
     print(result.text)
     settings = {"checkpoint": translator.name, "sentence": args.text, "beam": args.beam, "max_len": args.max_len,
-                "rules": translator.rules.name}
+                "rules": translator.rules.name, **({"task_prefix": prefix} if prefix else {})}
     if args.json and result.attention is not None:
         args.json.write_text(translation_json(result, settings))
     if args.npz and result.attention is not None:

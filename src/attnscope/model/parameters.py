@@ -38,6 +38,16 @@ def part(side: str, layer: int, role: str) -> str:
     return f"{side}.{layer}.{LAYER_PARTS[side][role]}"
 
 
+def gate(side: str, layer: int) -> str:
+    """The module name of a layer's third feed-forward matrix (config.ffn "gated"), e.g. "encoder.0.ffn.gate"."""
+    return f"{side}.{layer}.{FFN_GATE}"
+
+
+def relative_bias(side: str) -> str:
+    """The name of a stack's relative position bias table (positional "relative"), kept in its first layer."""
+    return f"{side}.0.{RELATIVE_BIAS}"
+
+
 def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
     """Shapes of the tensors a checkpoint of `config` holds (tied tensors once), by arithmetic on the config."""
     d, f, inner = config.d_model, config.d_ff, config.n_heads * config.head_dim
@@ -57,8 +67,9 @@ def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
     def feed_forward(name: str, role: str) -> dict[str, tuple[int, ...]]:
         if role == "ffn_down":
             return linear(name, d, f, bias=config.ffn_bias)
-        gate = linear(f"{name.rsplit('.', 2)[0]}.{FFN_GATE}", f, d, bias=config.ffn_bias) if config.ffn == "gated" else {}
-        return gate | linear(name, f, d, bias=config.ffn_bias)
+        side, layer = name.split(".")[:2]
+        third = linear(gate(side, int(layer)), f, d, bias=config.ffn_bias) if config.ffn == "gated" else {}
+        return third | linear(name, f, d, bias=config.ffn_bias)
 
     shapes: dict[str, tuple[int, ...]] = {TGT_EMBED: (config.tgt_vocab_size, d)}
     if not config.share_embeddings:
@@ -80,7 +91,7 @@ def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
                 else:
                     shapes |= feed_forward(name, role)
         if config.positional == "relative" and count:
-            shapes[f"{side}.0.{RELATIVE_BIAS}"] = (config.relative_buckets, config.n_heads)
+            shapes[relative_bias(side)] = (config.relative_buckets, config.n_heads)
         if config.has_final_norm:
             shapes |= norm(FINAL_NORMS[side])
     if not config.tie_embeddings:

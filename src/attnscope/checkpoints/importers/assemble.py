@@ -34,6 +34,7 @@ class Vocabularies:
     langs: tuple[str, str]
     fields: dict[str, Any] = field(default_factory=dict)  # source_framing, decoder_start, suppressed, ...
     specials: dict[str, dict[str, str]] = field(default_factory=dict)  # side -> role -> the user's spelling
+    task_prefix: str = ""  # text before every source sentence (a T5 trained on several tasks), Bundle.task_prefix
 
 
 @dataclass(frozen=True)
@@ -107,5 +108,5 @@ def assemble(family: Family) -> Imported:
     rules = family.rules()
     summary = {"data": family.data, "name": family.name, "import": report.lines(),
                **({RULES_KEY: rules.to_dict()} if rules != ATTNSCOPE else {})}
-    bundle = Bundle(config, vocab.src_codec, vocab.tgt_codec, *vocab.langs, summary)
+    bundle = Bundle(config, vocab.src_codec, vocab.tgt_codec, *vocab.langs, summary, vocab.task_prefix)
     return Imported(model, bundle, report, vocab.src.order, vocab.tgt.order)

@@ -16,18 +16,25 @@ SIZES: dict[str, int] = {  # required field -> largest value accepted
     "d_model": 16_384, "encoder_layers": 64, "decoder_layers": 64, "encoder_attention_heads": 1_024,
     "decoder_attention_heads": 1_024, "encoder_ffn_dim": 262_144, "decoder_ffn_dim": 262_144, "vocab_size": MAX_VOCAB}
 OPTIONAL = {"decoder_vocab_size": MAX_VOCAB, "max_position_embeddings": MAX_LEN}
+# T5 and mT5 (ByT5 is a T5) name their sizes otherwise; the bucket limits are ModelConfig's
+T5_SIZES: dict[str, int] = {"d_model": 16_384, "num_layers": 64, "num_heads": 1_024, "d_kv": 16_384, "d_ff": 262_144,
+                            "vocab_size": MAX_VOCAB}
+T5_OPTIONAL = {"num_decoder_layers": 64, "relative_attention_num_buckets": 1_024,
+               "relative_attention_max_distance": MAX_LEN, "n_positions": MAX_LEN}
+T5_TYPES = ("t5", "mt5")
 TOKEN_IDS = ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id", "forced_bos_token_id",
              "forced_eos_token_id")
 
 
 def check_config(config: dict[str, Any], where: str) -> None:
     """Refuse a config.json (of the folder or zip `where`) whose sizes or token ids the import cannot use."""
-    for name, limit in SIZES.items():
+    t5 = config.get("model_type") in T5_TYPES
+    for name, limit in (T5_SIZES if t5 else SIZES).items():
         if name not in config:
             raise CheckpointError(f"config.json of {where} has no {name}: it is not a complete Hugging Face model config "
                                   "(save the model with save_pretrained)")
         _size(config, name, limit, where)
-    for name, limit in OPTIONAL.items():
+    for name, limit in (T5_OPTIONAL if t5 else OPTIONAL).items():
         if config.get(name) is not None:
             _size(config, name, limit, where)
     vocab = int(config["vocab_size"])

@@ -21,7 +21,8 @@ from attnscope.checkpoints.importers.vocab_plan import ROLES, VocabPlan
 from attnscope.model.config import SPECIAL_TOKENS
 from attnscope.model.tokenization import CLEANUP, IdMap, TextCodec
 
-IdToken = Callable[[int], str]
+IdToken = Callable[[int], "str | None"]
+NO_TOKEN = "<no token>"  # the label of an output row the tokenizer has no token for
 
 
 def backend_codec(tok: Any, plan: VocabPlan) -> TextCodec:
@@ -83,13 +84,15 @@ def spm_tokenizer(model: Path) -> Tokenizer:
 
 def id_map(originals: Sequence[int], plan: VocabPlan, id_token: IdToken, special: set[int], *, strip: bool,
            replace: tuple[tuple[str, str], ...] = (), by_text: bool = False, utf8: bool = False) -> IdMap:
-    """Tokenizer ids -> the model's, the model's tokens (specials renamed) and the ids decode() drops (`utf8`: the
-    tokens are bytes, labelled by model.tokenization.byte_label)."""
+    """Tokenizer ids -> the model's, the model's tokens (specials renamed) and the ids decode() drops: the specials,
+    and the output rows the tokenizer has no token for (T5's 28 spare rows), which transformers decodes to nothing
+    (`utf8`: the tokens are bytes, labelled by model.tokenization.byte_label)."""
     ids = tuple(plan.ours(o) if plan.has(o) else plan.unk for o in originals)
     names = {getattr(plan, role): name for role, name in zip(ROLES, SPECIAL_TOKENS)}  # <pad> wins when it is <bos>
     names[plan.pad] = SPECIAL_TOKENS[0]
-    tokens = tuple(names.get(i) or str(id_token(old)) for i, old in enumerate(plan.order))
-    hidden = frozenset(plan.ours(o) for o in special if plan.has(o))
+    found = [names.get(i) or id_token(old) for i, old in enumerate(plan.order)]
+    tokens = tuple(NO_TOKEN if t is None else str(t) for t in found)
+    hidden = frozenset(plan.ours(o) for o in special if plan.has(o)) | {i for i, t in enumerate(found) if t is None}
     return IdMap(ids, tokens, hidden, strip, replace, by_text, utf8=utf8)
 
 

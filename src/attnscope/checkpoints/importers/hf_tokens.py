@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from attnscope.checkpoints.checkpoint import CheckpointError
+from attnscope.checkpoints.importers import hf_t5
 from attnscope.checkpoints.importers.hf_files import HFFolder
 from attnscope.checkpoints.importers.hf_tokenizers import backend_codec, framing, spm_codec
 from attnscope.checkpoints.importers.vocab_plan import VocabPlan
@@ -35,6 +36,7 @@ class Tokens:
     tgt_codec: TextCodec
     langs: tuple[str, str]
     fields: dict[str, Any] = field(default_factory=dict)  # source_framing, source_prefix/suffix, decoder_start, ...
+    task_prefix: str = ""  # text a T5 trained on several tasks reads before the sentence (hf_t5.task_prefix)
 
 
 def load_tokenizer(folder: HFFolder, src_lang: str | None, tgt_lang: str | None) -> Any:
@@ -144,26 +146,34 @@ def _id(vocab: dict[str, int], token: str) -> int:
 
 
 def _shared(folder: HFFolder, tok: Any, src_lang: str | None, tgt_lang: str | None) -> Tokens:
-    """BART, mBART, M2M100, NLLB: one vocabulary, <s> <pad> </s> <unk> as the tokenizer names them."""
+    """BART, mBART, M2M100, NLLB, T5: one vocabulary, <s> <pad> </s> <unk> as the tokenizer names them (T5 has no
+    <s>: its decoder starts on <pad>)."""
     plan = VocabPlan.build(int(folder.config["vocab_size"]), pad=tok.pad_token_id, bos=tok.bos_token_id,
                            eos=tok.eos_token_id, unk=tok.unk_token_id)
     if hasattr(tok, "backend_tokenizer"):
         codec = backend_codec(tok, plan)
+    elif type(tok).__name__ == "ByT5Tokenizer":  # bytes, no vocabulary file
+        from attnscope.checkpoints.importers.hf_bytes import byte_codec
+        codec = byte_codec(tok, plan)
     else:  # M2M100Tokenizer: sentencepiece.bpe.model onto vocab.json
         special = set(tok.all_special_ids)
         codec = spm_codec(plan, Path(tok.spm_file), tok.encoder, tok.unk_token_id, lambda i: _token(tok, i), special,
                           cleanup=bool(tok.clean_up_tokenization_spaces))
     forced = folder.setting("forced_bos_token_id")
     start = folder.setting("decoder_start_token_id")
-    start = int(start if start is not None else folder.setting("bos_token_id"))  # generate()'s fallback
-    langs = (src_lang or "src", tgt_lang or "tgt")
+    start = start if start is not None else folder.setting("bos_token_id")  # generate()'s fallback
+    start = int(start if start is not None else plan.pad)  # T5 without either: its decoder starts on <pad>
+    langs, prefix = (src_lang or "src", tgt_lang or "tgt"), ""
+    if folder.model_type in hf_t5.TYPES:
+        prefix, pair = hf_t5.task_prefix(folder.config, src_lang, tgt_lang)
+        langs = pair or langs
     if folder.model_type in MULTILINGUAL:
         target = _language(tok, src_lang, tgt_lang)
         langs = (str(src_lang), str(tgt_lang))
         if forced is None and start != target:
             forced = target  # what transformers' translation pipeline and model cards pass to generate()
     fields = dict(**_source_fields(plan, *framing(tok, plan)), **_generation_fields(folder, plan, start, forced))
-    return Tokens(plan, plan, codec, codec, langs, fields)
+    return Tokens(plan, plan, codec, codec, langs, fields, prefix)
 
 
 def _language(tok: Any, src_lang: str | None, tgt_lang: str | None) -> int:

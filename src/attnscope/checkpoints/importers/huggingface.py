@@ -1,7 +1,7 @@
-"""A Hugging Face translation model (MarianMT, BART, mBART, M2M100/NLLB) as an attnscope model that computes
+"""A Hugging Face translation model (MarianMT, BART, mBART, M2M100/NLLB, T5/mT5/ByT5) as an attnscope model that computes
 what transformers computes: the same logits, attention weights and tokens (tests/checkpoints/test_huggingface.py).
 
-The folder's config.json fixes the architecture (hf_models.py), its tokenizer and generation settings fix
+The folder's config.json fixes the architecture (hf_models.py; T5's in hf_t5.py), its tokenizer and generation settings fix
 the vocabularies and token-level behaviour (hf_tokens.py); nothing is guessed, so nothing needs checking
 against the user's outputs. Other model types are refused with the route that works for them.
 """
@@ -14,6 +14,7 @@ from typing import Any
 
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.decoding_rules import DecodingRules, hf_generation
+from attnscope.checkpoints.importers import hf_t5
 from attnscope.checkpoints.importers.assemble import Family, Vocabularies, Weights, assemble
 from attnscope.checkpoints.importers.hf_config import check_config
 from attnscope.checkpoints.importers.hf_files import HFFolder, located, open_folder
@@ -22,13 +23,11 @@ from attnscope.checkpoints.importers.hf_tokens import Tokens, load_tokenizer, si
 from attnscope.checkpoints.importers.parts import Imported
 from attnscope.model.config import ModelConfig
 
-FAMILIES = {"marian": "MarianMT", "bart": "BART", "mbart": "mBART", "m2m_100": "M2M100/NLLB"}
+FAMILIES = {"marian": "MarianMT", "bart": "BART", "mbart": "mBART", "m2m_100": "M2M100/NLLB", "t5": "T5", "mt5": "mT5"}
 FROM_GENERATE = ("record its attention with attnscope.from_generate(model.generate(..., output_attentions=True, "
                  "return_dict_in_generate=True), ...) instead")
 REFUSED = {
-    "t5": "T5's attention adds learned relative-position buckets, which attnscope's model does not compute",
-    "mt5": "mT5's attention adds learned relative-position buckets, which attnscope's model does not compute",
-    "umt5": "umT5's attention adds learned relative-position buckets, which attnscope's model does not compute",
+    "umt5": "umT5's layers each learn their own relative-position bias, where attnscope's share the first layer's",
     "longt5": "LongT5's local attention and relative positions are not attnscope's attention",
     "fsmt": "FSMT (fairseq's WMT19 models in transformers) is not converted yet",
     "pegasus": "Pegasus is not converted yet",
@@ -36,6 +35,8 @@ REFUSED = {
 }
 SETTINGS = ("activation", "norm", "final_norm", "positional", "sinusoid", "position_offset", "embed_norm", "embed_scale",
             "source_framing", "source_prefix", "source_suffix", "decoder_start", "forced_first", "suppressed")
+T5_SETTINGS = ("activation", "ffn", "layer_norm", "positional", "relative_buckets", "relative_max_distance", "d_head",
+               "scale_output", "tie_embeddings", "source_framing", "decoder_start", "suppressed")
 
 
 def import_hf(source: str | os.PathLike[str], *, src_lang: str | None = None, tgt_lang: str | None = None,
@@ -55,6 +56,8 @@ def _imported(folder: HFFolder, where: str, label: str, src_lang: str | None, tg
     if kind not in FAMILIES:
         raise CheckpointError(refusal(kind, folder.config.get("architectures")))
     check_config(folder.config, where)
+    if kind in hf_t5.TYPES:
+        hf_t5.architecture(folder.config)  # before transformers reads the config with the tokenizer: our sentences
     tok = load_tokenizer(folder, src_lang, tgt_lang)
     return assemble(HuggingFace(folder, tok, tokens(folder, tok, src_lang, tgt_lang), label))
 
@@ -76,23 +79,32 @@ class HuggingFace(Family):
     def data(self) -> str:
         return f"imported {self.label} from {self.folder.path.name}"
 
+    @property
+    def t5(self) -> bool:
+        return self.folder.model_type in hf_t5.TYPES
+
     def config_fields(self) -> dict[str, Any]:
-        return architecture(self.folder.config)
+        return hf_t5.architecture(self.folder.config) if self.t5 else architecture(self.folder.config)
 
     def vocabularies(self) -> Vocabularies:
         f = self.found
-        return Vocabularies(f.src, f.tgt, f.src_codec, f.tgt_codec, f.langs, f.fields)
+        return Vocabularies(f.src, f.tgt, f.src_codec, f.tgt_codec, f.langs, f.fields, task_prefix=f.task_prefix)
 
     def weights(self, fields: dict[str, Any]) -> Weights:
         state = self.folder.weights()
+        if self.t5:
+            return Weights(hf_t5.layers(state, fields), *hf_t5.embeddings(state))
         return Weights(layers(state, fields), *embeddings(state, self.folder.config))
 
     def settings(self, config: ModelConfig) -> dict[str, tuple[Any, str]]:
-        return {k: (getattr(config, k), "config.json") for k in SETTINGS}
+        return {k: (getattr(config, k), "config.json") for k in (T5_SETTINGS if self.t5 else SETTINGS)}
 
     def notes(self) -> tuple[str, ...]:
         note = size_note(self.tok, self.found)
-        return (note,) if note else ()
+        prefix = self.found.task_prefix
+        said = (f"Task prefix: {prefix!r} (config.json's task_specific_params) goes before every sentence "
+                "(translate --task-prefix, the app's sentence box change it)." if prefix else None)
+        return tuple(n for n in (note, said) if n)
 
     def rules(self) -> DecodingRules:
         return hf_generation(self.folder.setting, self.tok.eos_token_id)  # generate()'s, from generation_config.json

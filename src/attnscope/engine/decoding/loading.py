@@ -43,7 +43,7 @@ def import_model(model_or_path: nn.Module | str | os.PathLike[str], src_vocab: A
                  src_lang: str | None = None, tgt_lang: str | None = None, source_framing: str | None = None,
                  device: str | None = None, rules: str | None = None, **kw: Any) -> Translator:
     """A model trained elsewhere as a Translator: a Hugging Face folder, zip or hub name (MarianMT, BART, mBART,
-    M2M100/NLLB), a fairseq or OpenNMT-py checkpoint, a .pt/.pth state_dict file, or a live nn.Module.
+    M2M100/NLLB, T5/mT5/ByT5), a fairseq or OpenNMT-py checkpoint, a .pt/.pth state_dict file, or a live nn.Module.
 
     Hugging Face, fairseq and OpenNMT-py models carry their own settings and tokenizers; a multilingual one needs
     `src_lang`/`tgt_lang` as its codes (en_XX, eng_Latn...). For a state_dict or a live module, `src_vocab`/`tgt_vocab`

@@ -110,14 +110,20 @@ class Translator:
         with model_lock(self.model), eval_mode(self.model):
             yield
 
-    def source(self, text: str) -> tuple[list[int], list[str]]:
-        """Source ids framed as the model was trained (config.frame_source), cut to fit, and notes for the user."""
+    def source(self, text: str, task_prefix: str | None = None) -> tuple[list[int], list[str]]:
+        """Source ids framed as the model was trained (config.frame_source), cut to fit, and notes for the user.
+
+        `task_prefix` (None: the checkpoint's, bundle.task_prefix; "" for none) goes before the text, tokenized with
+        it as one string, as a T5 trained on several tasks reads it ("translate English to German: " + text)."""
         if not isinstance(text, str) or not text.strip():
             raise InputError("Type a sentence to translate: the text is empty.")
+        if task_prefix is not None and not isinstance(task_prefix, str):
+            raise InputError(f"The task prefix must be text, got {type(task_prefix).__name__}.")
         notes = []
         if len(text) > MAX_CHARS:
             text = text[:MAX_CHARS]
             notes.append(f"The text was cut to its first {MAX_CHARS:,} characters.")
+        text = (self.bundle.task_prefix if task_prefix is None else task_prefix[:MAX_CHARS]) + text
         ids = self.bundle.src_codec.encode(text)
         config = self.model.config
         limit = config.max_len - config.source_overhead
@@ -137,7 +143,7 @@ class Translator:
 
     def translate(self, text: str, beam_size: int = 1, max_len: int | None = None, use_cache: bool = True,
                   capture: bool = True, prefix: Sequence[int] = (), length_penalty: float | None = None,
-                  rules: DecodingRules | str | None = None) -> Translation:
+                  rules: DecodingRules | str | None = None, task_prefix: str | None = None) -> Translation:
         """Translate one sentence; with `capture`, record every head and every step.
 
         `rules` ("model", "attnscope" or DecodingRules; None: the translator's) set the length limit, each step's
@@ -145,13 +151,14 @@ class Translator:
         `max_len` None decodes at most the rules' limit for this source (attnscope's: twice the source plus 10,
         within the model's limit), so a short sentence never waits for a long budget; the result's `budget` says
         which was used.
-        `prefix` forces the first tokens (ids) and lets the model continue (greedy only).
+        `prefix` forces the first tokens (ids) and lets the model continue (greedy only); `task_prefix` is text
+        before the sentence (`source`).
         With beam search, steps and attention are those of the best hypothesis, recorded while the search
         computed them (`beam_decode`).
         """
         if not 1 <= beam_size <= MAX_BEAM:
             raise InputError(f"Beam size must be between 1 and {MAX_BEAM}, got {beam_size}.")
-        src_ids, notes = self.source(text)
+        src_ids, notes = self.source(text, task_prefix)
         chosen_rules = self.decoding_rules(rules).with_penalty(length_penalty)
         max_len = self._max_len(max_len, len(src_ids), chosen_rules)
         beam = None
@@ -168,9 +175,9 @@ class Translator:
                 decoded = Decoded(beam.hypotheses[0][0])
         return self._result(src_ids, decoded, tuple(notes), beam, max_len)
 
-    def score(self, text: str, reference: str) -> Translation:
+    def score(self, text: str, reference: str, task_prefix: str | None = None) -> Translation:
         """Teacher-force a reference translation: its probabilities and attention."""
-        src_ids, notes = self.source(text)
+        src_ids, notes = self.source(text, task_prefix)
         if not reference.strip():
             raise InputError("The reference translation is empty.")
         tgt = self.bundle.tgt_codec.encode(reference)[: self.model.config.max_len - 1] + [self.model.config.eos_id]
@@ -178,9 +185,9 @@ class Translator:
             decoded = teacher_force(self.model, src_ids, tgt)
         return self._result(src_ids, decoded, tuple(notes), None)
 
-    def hypothesis(self, text: str, ids: Sequence[int]) -> Translation:
+    def hypothesis(self, text: str, ids: Sequence[int], task_prefix: str | None = None) -> Translation:
         """Record of any given output (e.g. a beam hypothesis), by teacher forcing."""
-        src_ids, notes = self.source(text)
+        src_ids, notes = self.source(text, task_prefix)
         with self.inference():
             decoded = teacher_force(self.model, src_ids, list(ids))
         return self._result(src_ids, decoded, tuple(notes), None)
@@ -214,7 +221,8 @@ class Translator:
 
     @torch.no_grad()
     def translate_batch(self, texts: Sequence[str], beam_size: int = 1, max_len: int | None = None,
-                        batch_size: int = 64, use_cache: bool = True, rules: DecodingRules | str | None = None) -> list[str]:
+                        batch_size: int = 64, use_cache: bool = True, rules: DecodingRules | str | None = None,
+                        task_prefix: str | None = None) -> list[str]:
         """Translate many sentences, batching sources of similar length together; each gets the budget and rules
         `translate` would give it (the user's maximum, else its source's), so a batch equals one by one."""
         chosen_rules = self.decoding_rules(rules)
@@ -222,7 +230,7 @@ class Translator:
             raise InputError(f"Beam size must be between 1 and {MAX_BEAM}, got {beam_size}.")
         self._max_len(max_len)  # a bad maximum is refused before any work
         kept = [i for i, t in enumerate(texts) if isinstance(t, str) and t.strip()]  # blank input -> ""
-        sources = {i: self.source(texts[i])[0] for i in kept}
+        sources = {i: self.source(texts[i], task_prefix)[0] for i in kept}
         out: list[str] = [""] * len(texts)
         with self.inference():
             for idx, budget in budget_batches(self.model, sources, batch_size, max_len, chosen_rules):
