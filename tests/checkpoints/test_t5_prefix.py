@@ -88,7 +88,8 @@ def test_the_prefix_is_saved_read_back_and_applied(folder: Path, tmp_path: Path)
         assert translator.translate_batch([text], max_len=6, task_prefix=prefix) == [one.text]
         assert list(translator.score(text, "Hallo", task_prefix=prefix).source_ids) == expected
         assert list(translator.hypothesis(text, [5, 1], task_prefix=prefix).source_ids) == expected
-    old = attnscope.Translator(imported.model, dataclasses.replace(imported.bundle, task_prefix="")).save(tmp_path / "o.safetensors")
+    unprefixed = dataclasses.replace(imported.bundle, task_prefix="")
+    old = attnscope.Translator(imported.model, unprefixed).save(tmp_path / "o.safetensors")
     with safe_open(str(old), framework="pt") as f:
         assert "task_prefix" not in f.metadata()  # as in files written before the field: no prefix
     assert attnscope.load(old).bundle.task_prefix == ""

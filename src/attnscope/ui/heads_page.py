@@ -109,7 +109,7 @@ def comparison(tr: Translator, view: ViewState, query: Query, result: Translatio
         rec_a, rec_b = result.attention, result.attention
     elif mode == "two sentences":
         other = st.text_input("Second sentence", "A little boy climbs into a wooden playhouse.", key="cmp_sentence")
-        second = results.translate(tr, Query.of(tr, other))
+        second = results.translate(tr, Query.of(tr, other, task_prefix=query.task_prefix))
         if second is None:
             return
         cols = st.columns(2)

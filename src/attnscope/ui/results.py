@@ -26,14 +26,15 @@ def _warned(kind: str, tr: Translator, query: Query, compute: Callable[[], Trans
 def translate(tr: Translator, query: Query) -> Translation | None:
     """The translation of `query` with every head captured."""
     return _warned("translate", tr, query,
-                   lambda: tr.translate(query.sentence, beam_size=query.beam, max_len=query.max_len, rules=query.rules),
+                   lambda: tr.translate(query.sentence, beam_size=query.beam, max_len=query.max_len, rules=query.rules,
+                                        task_prefix=query.task_prefix),
                    spinner="Translating…")
 
 
 def force(tr: Translator, query: Query, prefix: tuple[int, ...]) -> Translation | None:
     """Greedy continuation of `query`'s sentence after forcing `prefix`."""
     return _warned("force", tr, query, lambda: tr.translate(query.sentence, max_len=query.max_len, prefix=prefix,
-                                                            rules=query.rules),
+                                                            rules=query.rules, task_prefix=query.task_prefix),
                    prefix, spinner="Decoding the forced branch…")
 
 
@@ -41,12 +42,13 @@ def score(tr: Translator, query: Query, reference: str) -> Translation | None:
     """Teacher-forced record of `reference` as the output for `query`'s sentence (cached per sentence and
     reference: the beam size and output limit do not change a forced output)."""
     query.check(tr)
-    sentence_only = Query.of(tr, query.sentence)
-    return _warned("score", tr, sentence_only, lambda: tr.score(query.sentence, reference), reference,
+    sentence_only = Query.of(tr, query.sentence, task_prefix=query.task_prefix)
+    return _warned("score", tr, sentence_only, lambda: tr.score(query.sentence, reference, task_prefix=query.task_prefix),
+                   reference,
                    spinner="Scoring…")
 
 
 def hypothesis(tr: Translator, query: Query, ids: tuple[int, ...]) -> Translation:
     """Teacher-forced record of a given output, e.g. one beam hypothesis of `query`."""
     query.check(tr)
-    return cached("hypothesis", query, lambda: tr.hypothesis(query.sentence, ids), ids)
+    return cached("hypothesis", query, lambda: tr.hypothesis(query.sentence, ids, task_prefix=query.task_prefix), ids)

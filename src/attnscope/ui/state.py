@@ -27,6 +27,7 @@ IMAGE_FORMAT, EXAMPLE, KIND_TAB = "image_format", "_example", "_w_kind_tab"
 PER_HEAD_SCALE, PER_HEAD_SCALE_LONG = "per_head_scale", "per_head_scale_long"  # the Translate page's toggle, by length
 ATTRIBUTION_TAB, HEADS_TAB, INSIDE_TAB = "attr_tab", "heads_tab", "inside_tab"
 IG_TOLERANCE, MANAGE_NAME = "ig_tolerance", "manage_name"
+TASK_PREFIX = "task_prefix-"  # + a checkpoint's name: the task prefix the user gave that model (ui.widgets.sentence_box)
 RULES = "rules"  # whose decoding rules decode an imported model: "model" (its framework's) or "attnscope"
 INSIDE_PE_POSITIONS, INSIDE_PE_OFFSET, INSIDE_PE_PAIR = "inside_pe_positions", "inside_pe_offset", "inside_pe_pair"
 INSIDE_KIND, INSIDE_LAYER, INSIDE_HEAD = "inside_kind", "inside_layer", "inside_head"  # the sidebar's three, again
@@ -69,6 +70,11 @@ def inside_query(kind: Kind) -> str:
     return f"inside_query_{kind}"
 
 
+def task_prefix(checkpoint: str) -> str:
+    """Where the task prefix the user gave checkpoint `checkpoint` is kept (each model keeps its own)."""
+    return TASK_PREFIX + checkpoint
+
+
 def force_boxes(step: int) -> tuple[str, str]:
     """The Step page's two ways of forcing a token at `step`: the rival picker and the typed word."""
     return f"force_choice-{step}", f"force_typed-{step}"
@@ -95,6 +101,11 @@ class ViewState:
     rules: str = "model"  # the decoding rules: the checkpoint's own ("model") or attnscope's ("attnscope")
     per_head_scale: bool = False
     playing: bool = False
+    task_prefixes: tuple[tuple[str, str], ...] = ()  # (checkpoint name, the task prefix the user gave it)
+
+    def task_prefix(self, checkpoint: str) -> str | None:
+        """The task prefix the user gave `checkpoint`, None when they gave none (the checkpoint's own applies)."""
+        return dict(self.task_prefixes).get(checkpoint)
 
 
 def read() -> ViewState:
@@ -106,7 +117,9 @@ def read() -> ViewState:
                      head=None if head == MEAN else int(head), step=int(s.get(STEP, 0)), beam=int(s.get(BEAM, 1)),
                      max_len=None if max_len is None else int(max_len), force=s.get(FORCE) or None,
                      rules=str(s.get(RULES, "model")),
-                     per_head_scale=bool(s.get(PER_HEAD_SCALE, False)), playing=bool(s.get(PLAYING, False)))
+                     per_head_scale=bool(s.get(PER_HEAD_SCALE, False)), playing=bool(s.get(PLAYING, False)),
+                     task_prefixes=tuple((str(k)[len(TASK_PREFIX):], str(v)) for k, v in s.items()
+                                         if str(k).startswith(TASK_PREFIX)))
 
 
 def stored(key: str, default: Any = None) -> Any:

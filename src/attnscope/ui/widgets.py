@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 NO_EXAMPLE = "—"
+MAX_PREFIX = 200  # characters of a task prefix (T5's are a few words)
 EXAMPLES = (
     state.DEFAULT_SENTENCE,
     "Two dogs are running through the snow.",
@@ -62,9 +63,16 @@ def sentence_box(tr: Translator) -> str:
     # The box commits its text on Ctrl+Enter or a click outside (the button is such a click), and a
     # committed text is translated: the button is where a newcomer looks for that.
     cols[1].button("Translate", key="translate_go", type="primary", icon=":material/translate:", width="stretch")
-    return cols[0].text_area(f"Sentence ({tr.bundle.src_lang})", max_chars=MAX_CHARS, height=80,
-                             help="Press Translate or Ctrl+Enter to translate.",
-                             **keep(state.SENTENCE, state.DEFAULT_SENTENCE))
+    sentence = cols[0].text_area(f"Sentence ({tr.bundle.src_lang})", max_chars=MAX_CHARS, height=80,
+                                 help="Press Translate or Ctrl+Enter to translate.",
+                                 **keep(state.SENTENCE, state.DEFAULT_SENTENCE))
+    if tr.bundle.task_prefix or tr.model.config.positional == "relative":  # T5's family reads tasks as text
+        cols[0].text_input("Task prefix, added before the sentence", max_chars=MAX_PREFIX, placeholder="none",
+                           help="T5 models learn each task from a text put before the input, e.g. \"translate English to "
+                                "German: \". The model reads this prefix and your sentence as one text: its tokens start "
+                                "the source. The checkpoint's own is filled in; change it to ask for another task.",
+                           **keep(state.task_prefix(tr.name), tr.bundle.task_prefix))
+    return sentence
 
 
 def decoding_options(tr: Translator, view: ViewState) -> None:
@@ -133,7 +141,8 @@ def chart(fig: go.Figure, key: str) -> None:
 
 def settings(tr: Translator, query: Query) -> dict[str, object]:
     """The run settings saved with downloaded data."""
-    return {"checkpoint": tr.name, "sentence": query.sentence, "beam_size": query.beam, "max_len": query.max_len,
+    return {"checkpoint": tr.name, "sentence": query.sentence, "task_prefix": query.task_prefix, "beam_size": query.beam,
+            "max_len": query.max_len,
             "src_lang": tr.bundle.src_lang, "tgt_lang": tr.bundle.tgt_lang}
 
 

@@ -17,7 +17,6 @@ import torch
 from torch import Tensor
 
 from attnscope.checkpoints.checkpoint import CheckpointError
-from attnscope.checkpoints.importers.hf_config import T5_TYPES as TYPES
 from attnscope.model import parameters
 
 ACTIVATIONS = {"relu": "relu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu",

@@ -16,6 +16,7 @@ from typing import Any
 
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.importers import hf_t5
+from attnscope.checkpoints.importers.hf_config import T5_TYPES
 from attnscope.checkpoints.importers.hf_files import HFFolder
 from attnscope.checkpoints.importers.hf_tokenizers import backend_codec, framing, spm_codec
 from attnscope.checkpoints.importers.vocab_plan import VocabPlan
@@ -164,7 +165,7 @@ def _shared(folder: HFFolder, tok: Any, src_lang: str | None, tgt_lang: str | No
     start = start if start is not None else folder.setting("bos_token_id")  # generate()'s fallback
     start = int(start if start is not None else plan.pad)  # T5 without either: its decoder starts on <pad>
     langs, prefix = (src_lang or "src", tgt_lang or "tgt"), ""
-    if folder.model_type in hf_t5.TYPES:
+    if folder.model_type in T5_TYPES:
         prefix, pair = hf_t5.task_prefix(folder.config, src_lang, tgt_lang)
         langs = pair or langs
     if folder.model_type in MULTILINGUAL:

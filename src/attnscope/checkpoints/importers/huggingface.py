@@ -16,7 +16,7 @@ from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.decoding_rules import DecodingRules, hf_generation
 from attnscope.checkpoints.importers import hf_t5
 from attnscope.checkpoints.importers.assemble import Family, Vocabularies, Weights, assemble
-from attnscope.checkpoints.importers.hf_config import check_config
+from attnscope.checkpoints.importers.hf_config import T5_TYPES, check_config
 from attnscope.checkpoints.importers.hf_files import HFFolder, located, open_folder
 from attnscope.checkpoints.importers.hf_models import architecture, embeddings, layers
 from attnscope.checkpoints.importers.hf_tokens import Tokens, load_tokenizer, size_note, tokens
@@ -56,7 +56,7 @@ def _imported(folder: HFFolder, where: str, label: str, src_lang: str | None, tg
     if kind not in FAMILIES:
         raise CheckpointError(refusal(kind, folder.config.get("architectures")))
     check_config(folder.config, where)
-    if kind in hf_t5.TYPES:
+    if kind in T5_TYPES:
         hf_t5.architecture(folder.config)  # before transformers reads the config with the tokenizer: our sentences
     tok = load_tokenizer(folder, src_lang, tgt_lang)
     return assemble(HuggingFace(folder, tok, tokens(folder, tok, src_lang, tgt_lang), label))
@@ -81,7 +81,7 @@ class HuggingFace(Family):
 
     @property
     def t5(self) -> bool:
-        return self.folder.model_type in hf_t5.TYPES
+        return self.folder.model_type in T5_TYPES
 
     def config_fields(self) -> dict[str, Any]:
         return hf_t5.architecture(self.folder.config) if self.t5 else architecture(self.folder.config)
