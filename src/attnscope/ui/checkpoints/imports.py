@@ -28,9 +28,10 @@ HELP = ("A `torch.nn.Transformer` model (the PyTorch tutorial's Seq2SeqTransform
         "one token per line. Word lists get a built-in splitter: whitespace, then every punctuation mark apart "
         "(lowercased when the vocabulary has no capitals). Special tokens are found by name in any order "
         "(<unk> <pad> <bos> <eos>, <sos>, <s> </s>, <blank>...).")
-FRAMEWORK_HELP = ("A Hugging Face MarianMT (opus-mt), BART, mBART or M2M100/NLLB model: its folder's files together "
-                  "(config.json, model.safetensors or pytorch_model.bin, the tokenizer files) or a zip of the folder; "
-                  "multilingual models need their language codes. A fairseq transformer checkpoint with its "
+FRAMEWORK_HELP = ("A Hugging Face MarianMT (opus-mt), BART, mBART, M2M100/NLLB, T5, Flan-T5, mT5 or ByT5 model: its "
+                  "folder's files together (config.json, model.safetensors or pytorch_model.bin, the tokenizer files) "
+                  "or a zip of the folder; multilingual models need their language codes, and a T5 trained on several "
+                  "translation tasks the pair whose task prefix it uses (en, de). A fairseq transformer checkpoint with its "
                   "dict.SRC.txt and dict.TGT.txt, or an OpenNMT-py v3 checkpoint. Weights are read without running "
                   "code; the model computes exactly what it computes in its own library. From the command line: "
                   "`python -m attnscope import Helsinki-NLP/opus-mt-en-de --out opus-mt-en-de.safetensors`.")
@@ -79,7 +80,7 @@ def _framework_model() -> None:
         files = st.file_uploader("The model's files (or one zip of its folder)", accept_multiple_files=True,
                                  key="import_hf_files")
         cols = st.columns(3)
-        src_lang = cols[0].text_input("Source language code (multilingual models)", "", key="import_hf_src_lang",
+        src_lang = cols[0].text_input("Source language code (multilingual models, T5 tasks)", "", key="import_hf_src_lang",
                                       max_chars=20, placeholder="eng_Latn, en_XX, en")
         tgt_lang = cols[1].text_input("Target language code", "", key="import_hf_tgt_lang", max_chars=20,
                                       placeholder="deu_Latn, de_DE, de")

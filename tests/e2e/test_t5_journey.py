@@ -1,0 +1,72 @@
+"""Browser journey: a zip of a T5 folder trained with task prefixes (t5-small's layout, tiny and trained here; nothing
+is downloaded) is imported on the Checkpoints page with its language pair, and every page shows it: the prefix the
+app adds, T5's position bias on Positional and Inside one head, its RMS norms on Anatomy, every attribution measure."""
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+from playwright.sync_api import Page, expect
+
+from attnscope.checkpoints.importers.huggingface import import_hf
+from attnscope.engine.decoding.translator import Translator
+from tests.checkpoints import t5_fixtures
+from tests.e2e.conftest import settled
+
+PAGES = {  # the menu's name -> text the page shows only for a T5 model
+    "Translate": "Task prefix, added before the sentence",
+    "Step through decoding": "Task prefix, added before the sentence",
+    "Heads & layers": "Task prefix, added before the sentence",
+    "Inside one head": "The position bias is this head's learned number",
+    "Attribution": "Attribution",
+    "Positional encoding": "Encoder: bias by head and offset",
+    "Model anatomy": "RMSNorm",
+    "Train": "Train",
+    "Checkpoints": "Checkpoints",
+}
+
+
+def test_import_a_t5_and_open_every_page(server: str, page: Page, tmp_path: Path) -> None:
+    folder = tmp_path / "t5-tiny"
+    folder.mkdir()
+    t5_fixtures.t5_v1_0(folder)
+    archive = tmp_path / "t5-tiny.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for file in folder.iterdir():
+            z.write(file, f"{folder.name}/{file.name}")
+
+    page.goto(server)
+    page.get_by_role("link", name="Checkpoints").click()
+    page.get_by_text("Import a Hugging Face, fairseq or OpenNMT-py model").click()
+    uploader = page.get_by_test_id("stFileUploader").filter(has_text="The model's files")
+    for _ in range(3):  # an upload landing while the page reruns is dropped with the remounted widget: upload it again
+        settled(page)
+        uploader.locator("input[type=file]").set_input_files(str(archive))
+        settled(page)
+        if archive.name in uploader.inner_text():
+            break
+    for label, code in (("Source language code (multilingual models, T5 tasks)", "en"), ("Target language code", "de")):
+        box = page.get_by_label(label)
+        box.fill(code)
+        box.press("Enter")
+        settled(page)
+    page.get_by_role("button", name="Import model", exact=True).click()
+    expect(page.get_by_text("Loaded t5-tiny; it is now the active checkpoint on every page")).to_be_visible()
+
+    page.get_by_role("link", name="Translate").click()
+    prefix = page.locator("input[aria-label=\"Task prefix, added before the sentence\"]")
+    expect(prefix).to_have_value(t5_fixtures.TRAIN_PREFIX)
+    box = page.locator("textarea[aria-label=\"Sentence (en)\"]")
+    box.fill("A man rides a red bike.")
+    box.press("Control+Enter")
+    imported = import_hf(folder, src_lang="en", tgt_lang="de")
+    first = Translator(imported.model, imported.bundle).translate("A man rides a red bike.", max_len=1).source_tokens[0]
+    expect(page.locator(".js-plotly-plot text", has_text=first).first).to_be_attached()  # the prefix's first piece
+    sidebar = page.get_by_test_id("stSidebarUserContent")
+    sidebar.get_by_text("Encoder self-attention").click()  # T5's bias is on self-attention's scores, not cross-attention's
+    settled(page)
+    for name, shown in PAGES.items():
+        page.get_by_role("link", name=name).click()
+        settled(page)
+        expect(page.get_by_text(shown, exact=False).first).to_be_attached()
+        expect(page.get_by_test_id("stException")).to_have_count(0)
