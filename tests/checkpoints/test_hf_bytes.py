@@ -63,3 +63,12 @@ def test_labels_are_bytes_and_survive_a_checkpoint(codec: TextCodec) -> None:
     again = TextCodec.from_json(codec.to_json(), codec.id_map.to_json())
     assert again.encode("é a") == ids and again.decode(ids) == "é a" and again.id_map.utf8
     assert codec.token(1) == "<eos>" and codec.token(0) == "<pad>" and codec.token(259) == "<extra_id_0>"
+
+
+def test_output_rows_beyond_the_tokenizer_decode_to_nothing(tok: object) -> None:
+    """A model with more rows than ByT5's tokens (a resized embedding): those rows have no token; transformers cannot
+    decode them at all, attnscope shows them as such and drops them from the text."""
+    plan = VocabPlan.build(len(tok) + 4, pad=tok.pad_token_id, bos=None, eos=tok.eos_token_id, unk=tok.unk_token_id)
+    codec = byte_codec(tok, plan)
+    ids = codec.encode("ab")
+    assert codec.token(len(tok) + 2) == "<no token>" and codec.decode([*ids, len(tok) + 2, *ids]) == "abab"

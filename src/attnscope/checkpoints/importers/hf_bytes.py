@@ -51,5 +51,5 @@ def byte_codec(tok: Any, plan: VocabPlan) -> TextCodec:
     size = raw.get_vocab_size(with_added_tokens=True)
     labels = {offset + b: byte_label(b) for b in range(BYTES)} | {i: str(t) for i, t in added.items()}
     hidden = {i for i, t in added.items() if t.special or str(t) in tok.all_special_tokens}
-    return TextCodec(raw, id_map(list(range(size)), plan, lambda i: labels.get(i, "<unk>"), hidden, strip=False,
+    return TextCodec(raw, id_map(list(range(size)), plan, labels.get, hidden, strip=False,
                                  utf8=True))
