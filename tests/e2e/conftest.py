@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import urllib.request
+import zipfile
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -47,6 +48,30 @@ def upload(page: Page, path: Path, shown: str) -> None:
         if message.is_visible() or path.name in uploader.inner_text():
             break
     expect(message).to_be_visible()
+
+
+def import_folder(page: Page, server: str, folder: Path, langs: tuple[str, str] | None = None) -> None:
+    """Import a Hugging Face folder as a user does: zipped, uploaded on the Checkpoints page's import form (with the
+    language pair, when given) and imported; waits until it is the active checkpoint."""
+    archive = folder.with_suffix(".zip")
+    with zipfile.ZipFile(archive, "w") as z:
+        for file in folder.iterdir():
+            z.write(file, f"{folder.name}/{file.name}")
+    page.goto(server)
+    page.get_by_role("link", name="Checkpoints").click()
+    page.get_by_text("Import a Hugging Face, fairseq or OpenNMT-py model").click()
+    uploader = page.get_by_test_id("stFileUploader").filter(has_text="The model's files")
+    for _ in range(3):  # an upload landing while the page reruns is dropped with the remounted widget: upload it again
+        settled(page)
+        uploader.locator("input[type=file]").set_input_files(str(archive))
+        settled(page)
+        if archive.name in uploader.inner_text():
+            break
+    for label, code in zip(("Source language code (multilingual models, T5 tasks)", "Target language code"), langs or ()):
+        enter(page.get_by_label(label), code)
+        settled(page)
+    page.get_by_role("button", name="Import model", exact=True).click()
+    expect(page.get_by_text(f"Loaded {folder.name}; it is now the active checkpoint on every page")).to_be_visible()
 
 
 def free_port() -> int:

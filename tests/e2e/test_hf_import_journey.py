@@ -2,36 +2,19 @@
 Translate and opens on Step and Inside one head (tiny random Marian model; nothing is downloaded)."""
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
 from tests.checkpoints import hf_fixtures
-from tests.e2e.conftest import settled
+from tests.e2e.conftest import import_folder, settled
 
 
 def test_import_a_zipped_marian_folder_and_look_inside(server: str, page: Page, tmp_path: Path) -> None:
     folder = tmp_path / "opus-mt-tiny"
     folder.mkdir()
     hf_fixtures.marian(folder)
-    archive = tmp_path / "opus-mt-tiny.zip"
-    with zipfile.ZipFile(archive, "w") as z:
-        for file in folder.iterdir():
-            z.write(file, f"{folder.name}/{file.name}")
-
-    page.goto(server)
-    page.get_by_role("link", name="Checkpoints").click()
-    page.get_by_text("Import a Hugging Face, fairseq or OpenNMT-py model").click()
-    uploader = page.get_by_test_id("stFileUploader").filter(has_text="The model's files")
-    for _ in range(3):  # an upload landing while the page reruns is dropped with the remounted widget: upload it again
-        settled(page)
-        uploader.locator("input[type=file]").set_input_files(str(archive))
-        settled(page)
-        if archive.name in uploader.inner_text():
-            break
-    page.get_by_role("button", name="Import model", exact=True).click()
-    expect(page.get_by_text("Loaded opus-mt-tiny; it is now the active checkpoint on every page")).to_be_visible()
+    import_folder(page, server, folder)
     # the import's own message (the Manage box's details of the now active model say it too)
     alert = page.get_by_test_id("stAlertContentInfo")
     expect(alert.get_by_text("Imported as Hugging Face MarianMT", exact=False)).to_be_visible()

@@ -3,7 +3,6 @@ is downloaded) is imported on the Checkpoints page with its language pair, and e
 app adds, T5's position bias on Positional and Inside one head, its RMS norms on Anatomy, every attribution measure."""
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
 
 from playwright.sync_api import Page, expect
@@ -11,7 +10,7 @@ from playwright.sync_api import Page, expect
 from attnscope.checkpoints.importers.huggingface import import_hf
 from attnscope.engine.decoding.translator import Translator
 from tests.checkpoints import t5_fixtures
-from tests.e2e.conftest import settled
+from tests.e2e.conftest import import_folder, settled
 
 PAGES = {  # the menu's name -> text the page shows only for a T5 model
     "Translate": "Task prefix, added before the sentence",
@@ -30,28 +29,7 @@ def test_import_a_t5_and_open_every_page(server: str, page: Page, tmp_path: Path
     folder = tmp_path / "t5-tiny"
     folder.mkdir()
     t5_fixtures.t5_v1_0(folder)
-    archive = tmp_path / "t5-tiny.zip"
-    with zipfile.ZipFile(archive, "w") as z:
-        for file in folder.iterdir():
-            z.write(file, f"{folder.name}/{file.name}")
-
-    page.goto(server)
-    page.get_by_role("link", name="Checkpoints").click()
-    page.get_by_text("Import a Hugging Face, fairseq or OpenNMT-py model").click()
-    uploader = page.get_by_test_id("stFileUploader").filter(has_text="The model's files")
-    for _ in range(3):  # an upload landing while the page reruns is dropped with the remounted widget: upload it again
-        settled(page)
-        uploader.locator("input[type=file]").set_input_files(str(archive))
-        settled(page)
-        if archive.name in uploader.inner_text():
-            break
-    for label, code in (("Source language code (multilingual models, T5 tasks)", "en"), ("Target language code", "de")):
-        box = page.get_by_label(label)
-        box.fill(code)
-        box.press("Enter")
-        settled(page)
-    page.get_by_role("button", name="Import model", exact=True).click()
-    expect(page.get_by_text("Loaded t5-tiny; it is now the active checkpoint on every page")).to_be_visible()
+    import_folder(page, server, folder, ("en", "de"))
 
     page.get_by_role("link", name="Translate").click()
     prefix = page.locator("input[aria-label=\"Task prefix, added before the sentence\"]")
