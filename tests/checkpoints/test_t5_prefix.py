@@ -105,6 +105,17 @@ def test_the_command_line_says_and_changes_the_prefix(folder: Path, tmp_path: Pa
     assert "before the sentence" not in capsys.readouterr().err
 
 
+def test_the_readmes_command_imports_it(folder: Path, tmp_path: Path) -> None:
+    """`python -m attnscope import FOLDER --src-lang en --tgt-lang de --out FILE`, as the README gives it; without the
+    pair, one sentence naming the pairs and no file."""
+    out = tmp_path / "t5-en-de.safetensors"
+    assert main(["import", str(folder), "--src-lang", "en", "--tgt-lang", "de", "--out", str(out)]) == 0
+    loaded = attnscope.load(out)
+    assert loaded.bundle.task_prefix == GERMAN and loaded.model.config.positional == "relative"
+    refused = tmp_path / "refused.safetensors"
+    assert main(["import", str(folder), "--out", str(refused)]) != 0 and not refused.exists()
+
+
 def test_a_zip_of_the_folder_imports_the_same_model(folder: Path, tmp_path: Path) -> None:
     archive = tmp_path / "t5.zip"
     with zipfile.ZipFile(archive, "w") as z:
