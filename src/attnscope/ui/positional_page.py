@@ -39,8 +39,8 @@ def introduction(c: ModelConfig) -> str:
     if c.positional == "relative":
         return ("This model adds nothing to its token embeddings (" + scaled + "): like T5, it learns a bias per head for "
                 f"each of {c.relative_buckets} buckets of the distance between key and query, added to the self-attention "
-                "scores before the softmax: each head's bias by offset, and which offsets share a bucket, are drawn below "
-                "the paper's sinusoids, shown for comparison.")
+                "scores before the softmax: each head's bias by offset, and which offsets share a bucket, come first; the "
+                "paper's sinusoids follow for comparison.")
     text = f"The model adds a {c.d_model}-dimensional vector per position to each token embedding ({scaled})"
     text += "; a LayerNorm follows the sum" if c.embed_norm else ""
     text += f". This checkpoint uses **{c.positional}** positional encodings"
@@ -82,11 +82,9 @@ def paper_sinusoids(c: ModelConfig) -> tuple[int, np.ndarray]:
 
 
 def model_encodings(tr: Translator, n_pos: int, sinusoid: np.ndarray) -> None:
-    """The model's own encodings for the first `n_pos` positions, beside the sinusoids and the token embeddings."""
+    """The model's own encodings for the first `n_pos` positions, beside the sinusoids and the token embeddings (a
+    model with relative positions has none: `relative_biases`)."""
     c = tr.model.config
-    if c.positional == "relative":
-        relative_biases(tr)  # nothing is added to the embeddings: its positions are a bias on the scores
-        return
     own = model_positions(tr.model, n_pos)
     if c.positional == "sinusoidal":
         st.caption(comparison(c, own, sinusoid))
