@@ -197,8 +197,8 @@ def size_note(tok: Any, found: Tokens) -> str | None:
     rows = found.tgt.size
     if size < rows:
         return (f"The tokenizer has {size:,} tokens but the output layer has {rows:,} rows: the {rows - size:,} rows "
-                "without a token decode to nothing when the model outputs them (as in transformers); check that the "
-                "tokenizer is the model's.")
+                "without a token decode to nothing when the model outputs them, as in transformers (T5's output layer "
+                "is padded so: a trained model gives them no weight).")
     if size > rows:
         return (f"The tokenizer has {size:,} tokens but the model has only {rows:,} rows: tokens from id {rows:,} up "
                 "read as <unk>; check that the tokenizer is the model's.")
