@@ -6,6 +6,8 @@ nothing is downloaded), saved with save_pretrained and imported by the README's 
 with the output tokens checked identical, captured greedy decoding (every head and every step) and beam 4 with
 capture are timed against `generate(..., output_attentions=True, return_dict_in_generate=True)` on eager attention,
 as interleaved pairs whose order alternates; each row is the median of the pairs' ratios with its middle half.
+`hf_peer` times any folder the import reads (AutoTokenizer, AutoModelForSeq2SeqLM): section "peer-t5" runs it on a
+T5 of t5-small's shape (hf_t5_peer.py), with its task prefix on both sides.
 
 "Out of the box" runs each side as it comes: attnscope under its thread policy (one thread unless
 ATTNSCOPE_THREADS), Hugging Face with torch's own thread count; "one thread" runs both with one. The model's
@@ -81,10 +83,22 @@ def opus_mt_folder(folder: Path, shape: dict[str, Any] = OPUS_MT_EN_DE, seed: in
     return folder
 
 
+ENDS = ("</s>", "<eos>", "<pad>", "<no token>")  # attnscope's names for the end and padding, HF's for </s>
+
+
 def _tokens(tr: Translator, text: str, **kw: Any) -> list[str]:
-    """The output's tokens as the imported tokenizer spells them (no specials), to compare with generate's."""
+    """The output's tokens as the imported tokenizer spells them, less the end, padding and rows without a token
+    (generate's are filtered alike: `_their_tokens`), to compare with generate's."""
     tokens = map(tr.bundle.tgt_codec.token, tr.translate(text, **kw).target_ids)
-    return [t for t in tokens if t not in ("</s>", "<eos>")]
+    return [t for t in tokens if t not in ENDS]
+
+
+def _their_tokens(tokenizer: Any, model: Any, ids: list[int]) -> list[str]:
+    """generate's output tokens less its decoder start, </s>, <pad> and rows beyond the tokenizer; <unk> and other
+    specials (T5's <extra_id_N> sentinels) are kept, as attnscope keeps them."""
+    ends = {tokenizer.eos_token_id, tokenizer.pad_token_id, model.generation_config.decoder_start_token_id}
+    return [t for t in tokenizer.convert_ids_to_tokens([i for i in ids if i not in ends and i < len(tokenizer)])
+            if t is not None and t not in ENDS]
 
 
 def peer(sentences: list[str], tiny: bool, app: bool) -> list[dict[str, Any]]:
@@ -105,31 +119,37 @@ def peer(sentences: list[str], tiny: bool, app: bool) -> list[dict[str, Any]]:
 CHECKPOINT = "opus-mt-shape.safetensors"
 
 
-def hf_peer(sentence: str, folder: Path, pairs: int = 7, lengths: tuple[int, ...] = (25, 60),
-            beam_length: int = 25) -> list[dict[str, Any]]:
-    """Import time, then captured greedy and beam 4 against Hugging Face's generate on the model in `folder`."""
+def hf_peer(sentence: str, folder: Path, pairs: int = 7, lengths: tuple[int, ...] = (25, 60), beam_length: int = 25,
+            checkpoint: str = CHECKPOINT, langs: tuple[str, str] | None = None, prefix: str = "") -> list[dict[str, Any]]:
+    """Import time, then captured greedy and beam 4 against Hugging Face's generate on the model in `folder`, any
+    folder `python -m attnscope import` reads (AutoTokenizer, AutoModelForSeq2SeqLM on eager attention). `langs`
+    go to the import (--src-lang, --tgt-lang: a T5's task); generate reads `prefix` + the sentence, attnscope the
+    sentence after the task prefix the import found (the row says both)."""
     import transformers
 
-    out = folder / CHECKPOINT
+    out = folder / checkpoint
+    flags = ["--src-lang", langs[0], "--tgt-lang", langs[1]] if langs else []
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "attnscope", "import", str(folder), "--out", str(out)], check=True,
+    subprocess.run([sys.executable, "-m", "attnscope", "import", str(folder), "--out", str(out), *flags], check=True,
                    capture_output=True, text=True)
     import_s = time.perf_counter() - start
     start = time.perf_counter()
     tr = load(out)
     load_s = time.perf_counter() - start
-    tokenizer = transformers.MarianTokenizer.from_pretrained(str(folder))
-    model = transformers.MarianMTModel.from_pretrained(str(folder), attn_implementation="eager").eval()
-    encoded = tokenizer([sentence], return_tensors="pt")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder))
+    model = transformers.AutoModelForSeq2SeqLM.from_pretrained(str(folder), attn_implementation="eager").eval()
+    encoded = tokenizer([prefix + sentence], return_tensors="pt")
 
     def generate(n: int, beams: int) -> list[str]:
         result = model.generate(**encoded, max_new_tokens=n, num_beams=beams, do_sample=False, output_attentions=True,
                                 return_dict_in_generate=True)  # the generation_config's forced </s>, as attnscope's rules
-        ids = [i for i in result.sequences[0].tolist() if i not in tokenizer.all_special_ids]
-        return tokenizer.convert_ids_to_tokens(ids)
+        return _their_tokens(tokenizer, model, result.sequences[0].tolist())
 
-    rows: list[dict[str, Any]] = [{"what": "import (python -m attnscope import) / load s", "load average": _load(),
+    command = " ".join(["python -m attnscope import", *flags])
+    rows: list[dict[str, Any]] = [{"what": f"import ({command}) / load s", "load average": _load(),
                                    "result": [round(import_s, 1), round(load_s, 2)]}]
+    if prefix or tr.bundle.task_prefix:
+        rows[0]["task prefix (ours, HF)"] = [tr.bundle.task_prefix, prefix]
     ours_policy = policy_threads() or TORCH_THREADS
     for label, threads in (("out of the box", (ours_policy, TORCH_THREADS)), ("one thread", (1, 1))):
         settings = (lambda t=threads[0]: torch.set_num_threads(t), lambda t=threads[1]: torch.set_num_threads(t))
@@ -139,7 +159,8 @@ def hf_peer(sentence: str, folder: Path, pairs: int = 7, lengths: tuple[int, ...
             settings[1]()
             identical = mine == generate(n, beams)
             row = {"what": f"{'greedy' if beams == 1 else 'beam 4'}, {n} tokens, every head captured", "threads": label,
-                   "threads (ours, HF)": list(threads), "load average": _load(), "tokens identical": identical}
+                   "threads (ours, HF)": list(threads), "load average": _load(), "tokens identical": identical,
+                   "output tokens": len(mine)}  # </s> and <pad> aside: a random model's run to their length
             row |= paired(lambda n=n, b=beams: tr.translate(sentence, max_len=n, beam_size=b),
                           lambda n=n, b=beams: generate(n, b), pairs, settings)
             rows.append(row)

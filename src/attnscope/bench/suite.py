@@ -23,6 +23,7 @@ from attnscope.bench.app_latency import app_latency
 from attnscope.bench.app_memory import app_memory
 from attnscope.bench.attribution import ig_completeness, split_by_position
 from attnscope.bench.hf_peer import peer
+from attnscope.bench.hf_t5_peer import peer_t5
 from attnscope.bench.measure import LONG_SENTENCES, SENTENCES, machine, median_times, print_table
 from attnscope.bench.speed import batch_throughput, capture_overhead, dataset_scale, decoding_speed, training_throughput
 from attnscope.checkpoints import checkpoint
@@ -258,6 +259,8 @@ def run(out: Path, tiny: bool = False, checkpoint_path: Path | None = None, thre
         ("peer", "17. opus-mt-en-de's shape with Hugging Face's classes and a MarianTokenizer, imported by the README's "
          "command: captured decoding beside generate(output_attentions=True), and the app's journeys quiet and beside a "
          "busy process", lambda: peer(list(SENTENCES), tiny, app="app" not in skip)),
+        ("peer-t5", "18. t5-small's shape with Hugging Face's classes and a T5 tokenizer, imported with its en -> de task: "
+         "captured decoding beside generate(output_attentions=True)", lambda: peer_t5(list(SENTENCES), tiny)),
     ]
     for key, title, measure in sections:
         if key in skip or (only and key not in only):
