@@ -177,14 +177,6 @@ class ModelConfig:
         return self.norm == "pre" if self.final_norm is None else self.final_norm
 
     @property
-    def t5_variants(self) -> tuple[str, ...]:
-        """Which of T5's variants the model computes (none for the paper's model and the imported families)."""
-        found = {"relative position bias": self.positional == "relative", "RMS norm": self.layer_norm == "rms",
-                 "gated feed-forward": self.ffn == "gated", "unscaled scores": not self.scale_scores,
-                 "no output-projection bias": not self.out_bias, "heads of their own width": self.d_head is not None}
-        return tuple(name for name, on in found.items() if on)
-
-    @property
     def head_dim(self) -> int:
         return self.d_model // self.n_heads if self.d_head is None else self.d_head
 
