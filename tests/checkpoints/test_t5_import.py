@@ -24,12 +24,12 @@ from attnscope.engine.decoding.translator import Translator
 from attnscope.engine.recording.capture import record_attention
 from tests.checkpoints.hf_fixtures import DE, EN, SENTENCES, transformers
 from tests.checkpoints.t5_fixtures import LANGS, VARIANTS
+from tests.support import CEILING, ROOT
 
 LOG_PROBS_ATOL, ATTENTION_ATOL = 1e-4, 1e-5
 KINDS = (("encoder", "encoder_attentions"), ("decoder", "decoder_attentions"), ("cross", "cross_attentions"))
 TEXTS = (SENTENCES + EN)[:20]
 SENTINELS = ["A dog <extra_id_0> the park.", "<extra_id_1> Zwei Hunde <extra_id_0>", "x<extra_id_2>y"]
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -163,7 +163,7 @@ def test_the_checkpoint_runs_without_transformers(pair: Pair) -> None:
             f"t = attnscope.load({str(pair.path)!r})\n"
             f"r = t.translate({EN[1]!r}, max_len=20, capture=False)\n"
             "print(list(r.source_ids)); print(list(r.target_ids)); print(r.text)")
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120,
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=CEILING,
                          env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"})
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.splitlines() == [str(list(expected.source_ids)), str(list(expected.target_ids)), expected.text]
