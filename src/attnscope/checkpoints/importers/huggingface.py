@@ -56,10 +56,10 @@ def _imported(folder: HFFolder, where: str, label: str, src_lang: str | None, tg
     if kind not in FAMILIES:
         raise CheckpointError(refusal(kind, folder.config.get("architectures")))
     check_config(folder.config, where)
-    if kind in T5_TYPES:
-        hf_t5.architecture(folder.config)  # before transformers reads the config with the tokenizer: our sentences
+    fields = (hf_t5.architecture if kind in T5_TYPES else architecture)(folder.config)  # before transformers reads
+    #   the config with the tokenizer: a bad field gets our sentence, not its traceback
     tok = load_tokenizer(folder, src_lang, tgt_lang)
-    return assemble(HuggingFace(folder, tok, tokens(folder, tok, src_lang, tgt_lang), label))
+    return assemble(HuggingFace(folder, tok, tokens(folder, tok, src_lang, tgt_lang), label, fields))
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,7 @@ class HuggingFace(Family):
     tok: Any
     found: Tokens
     name: str
+    fields: dict[str, Any]  # ModelConfig fields read from config.json (hf_models.architecture, hf_t5.architecture)
 
     @property
     def label(self) -> str:
@@ -84,7 +85,7 @@ class HuggingFace(Family):
         return self.folder.model_type in T5_TYPES
 
     def config_fields(self) -> dict[str, Any]:
-        return hf_t5.architecture(self.folder.config) if self.t5 else architecture(self.folder.config)
+        return dict(self.fields)
 
     def vocabularies(self) -> Vocabularies:
         f = self.found
