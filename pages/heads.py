@@ -11,7 +11,7 @@ tr = open_page("Heads & layers", record_view=records.show_on_heads)  # an opened
 view = state.read()
 query, result = widgets.translated_sentence(tr, view)
 show_translation(query.sentence, result.text, tr.bundle.tgt_lang)
-heads_page.all_heads(view, result)
+heads_page.all_heads(view, query, result)
 
 stats, compare, ablation, rollout = tabs_in_url(["Head statistics", "Compare", "Ablation", "Rollout"], state.HEADS_TAB)
 with stats:

@@ -30,6 +30,12 @@ def settled(page: Page) -> None:
     expect(page.locator('[data-stale="true"]')).to_have_count(0)
 
 
+def explorer_map(page: Page, title: str) -> Locator:
+    """A map the attention explorer draws on canvas, found by the start of its title (its aria-label also lists
+    every row and column label)."""
+    return page.locator(f'.atsx canvas.cells[aria-label^="{title}"]')
+
+
 def enter(box: Locator, value: str) -> None:
     """Type `value` into an input and commit it with Enter, as a user does."""
     box.fill(value)

@@ -7,7 +7,7 @@ from pathlib import Path
 from playwright.sync_api import Page, expect
 
 from attnscope.ui.train.form import MAX_EPOCHS
-from tests.e2e.conftest import upload
+from tests.e2e.conftest import explorer_map, upload
 
 
 def test_upload_a_checkpoint_and_translate_with_it(server: str, page: Page, e2e_checkpoint: Path) -> None:
@@ -28,7 +28,7 @@ def test_bad_upload_shows_a_message_and_the_app_keeps_working(server: str, page:
     page.get_by_role("link", name="Checkpoints").click()
     upload(page, bad, "Upload rejected")
     page.get_by_role("link", name="Translate").click()
-    expect(page.locator(".js-plotly-plot").first).to_be_visible()
+    expect(explorer_map(page, "Cross-attention · layer")).to_be_visible()
 
 
 def test_live_training_progress_then_stop_keeps_a_validated_checkpoint(server: str, page: Page) -> None:

@@ -12,17 +12,17 @@ from urllib.parse import quote_plus
 
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import settled
+from tests.e2e.conftest import explorer_map, settled
 
 
 def chart_title(page: Page, prefix: str):
-    """The title of a plotly chart (the beam tree, the Translate page's heatmaps)."""
+    """The title of a plotly chart (the beam tree)."""
     return page.locator(".js-plotly-plot .gtitle", has_text=prefix)
 
 
 def view_title(page: Page, prefix: str):
-    """The title of a viz/html view (the step's views are HTML, not plotly)."""
-    return page.locator(".attn-view .t", has_text=prefix)
+    """A title in the attention explorer (the step's views are drawn in the browser)."""
+    return page.locator(".atsx .title", has_text=prefix)
 
 
 def test_step_through_and_play(server: str, page: Page, record_property: Callable[[str, object], None]) -> None:
@@ -35,13 +35,12 @@ def test_step_through_and_play(server: str, page: Page, record_property: Callabl
         page.get_by_role("button", name="Next ▶").click()
         expect(page.get_by_text(f"Step {t}: chose “{token}”")).to_be_visible()
         expect(view_title(page, f"Source as seen at step {t}")).to_be_visible()
-        expect(view_title(page, f"Cross-attention of step {t},")).to_be_visible()
-        settled(page)
+        expect(explorer_map(page, f"Cross-attention of step {t},")).to_be_visible()
         clicks.append(round(time.perf_counter() - start, 3))
     record_property("next_click_seconds", clicks)
-    cell = page.locator(".attn-view td.c").first  # the views' <style> survived sanitising: cells are sized and coloured
-    expect(cell).to_have_attribute("title", re.compile(r"^L0 H0 → 0: \S+: weight \d\.\d{3}$"))
-    assert cell.bounding_box()["width"] >= 15 and cell.evaluate("c => getComputedStyle(c).backgroundColor") != "rgba(0, 0, 0, 0)"
+    rows = explorer_map(page, "Cross-attention of step 3,")  # every layer's heads and mean, every source token
+    expect(rows).to_have_attribute("aria-label", re.compile(r"heads: L0 H0, L0 H1, .*L0 mean.*sources: 0: a, 1: b"))
+    assert rows.bounding_box()["width"] >= 60
     expect(page).to_have_url(re.compile(r"step=3"))
     page.get_by_role("button", name="Previous").click()
     expect(page.get_by_text("Step 2: chose “b”")).to_be_visible()
@@ -78,59 +77,31 @@ def test_beam_sixteen_lists_and_draws_the_new_hypotheses(server: str, page: Page
     assert len(hypothesis_options(page)) == 2  # the old beam's labels are gone
 
 
-def test_sidebar_kind_and_tabs_are_one_choice(server: str, page: Page) -> None:
+def test_sidebar_kind_and_the_explorers_kind_are_one_choice(server: str, page: Page) -> None:
     page.goto(f"{server}/?sentence={quote_plus('a b c')}")
-    expect(chart_title(page, "Cross-attention (decoder → source) · layer")).to_be_visible()
+    expect(explorer_map(page, "Cross-attention · layer")).to_be_visible()
     page.get_by_test_id("stSidebar").get_by_text("Encoder self-attention").click()
-    expect(page.get_by_role("tab", name="Encoder self-attention")).to_have_attribute("aria-selected", "true")
-    expect(chart_title(page, "Encoder self-attention · layer")).to_be_visible()
-    page.get_by_role("tab", name="Decoder masked self-attention").click()
+    expect(explorer_map(page, "Encoder self-attention · layer")).to_be_visible()
+    page.locator(".atsx .bar button", has_text="Decoder masked self-attention").click()
+    expect(explorer_map(page, "Decoder masked self-attention · layer")).to_be_visible()
     expect(page.get_by_test_id("stSidebar").get_by_role("radio", name="Decoder masked self-attention")).to_be_checked()
-    expect(chart_title(page, "Decoder masked self-attention · layer")).to_be_visible()
     expect(page).to_have_url(re.compile(r"kind=decoder"))
     shared = page.url
     other = page.context.new_page()
-    other.goto(shared)  # a shared link opens the same tab
-    expect(other.get_by_role("tab", name="Decoder masked self-attention")).to_have_attribute("aria-selected", "true")
-    expect(chart_title(other, "Decoder masked self-attention · layer")).to_be_visible()
+    other.goto(shared)  # a shared link opens the same kind
+    expect(explorer_map(other, "Decoder masked self-attention · layer")).to_be_visible()
 
 
-def test_long_input_is_flagged_thinned_and_scaled(server: str, page: Page) -> None:
+def test_long_input_is_flagged_labelled_and_scaled(server: str, page: Page) -> None:
     sentence = " ".join("abcdefghij"[i % 10] for i in range(60))
     page.goto(f"{server}/?kind=encoder&sentence={quote_plus(sentence)}")
     expect(page.get_by_text("trained this model on inputs of at most about 10")).to_be_visible()
     expect(page.get_by_text("each map is scaled to its own maximum")).to_be_visible()
-    expect(chart_title(page, "Encoder self-attention · layer")).to_be_visible()
-    settled(page)
-    heatmap = page.locator(".js-plotly-plot", has=page.locator(".gtitle", has_text="Encoder self-attention · layer"))
-    ticks = heatmap.locator(".xtick text").all_inner_texts()
-    assert 0 < len(ticks) <= 40, ticks
-    expect(page.get_by_text("each cell averages 2×2 positions", exact=False)).to_be_visible()
-
-
-def test_wide_step_tables_scroll_with_a_cue(server: str, page: Page, tmp_path) -> None:
-    """Issue 23: a table wider than its column says so and scrolls; a table that fits says nothing."""
-    sentence = " ".join("abcdefghij"[i % 10] for i in range(45))
-    page.goto(f"{server}/step?sentence={quote_plus(sentence)}")
-    cross = page.locator(".attn-view").filter(has=page.locator(".t", has_text="Cross-attention of step 0,"))
-    expect(cross).to_be_visible()
-    settled(page)
-    scroller, cue = cross.locator(".w"), cross.locator(".cue")
-    assert scroller.evaluate("e => e.scrollWidth > e.clientWidth + 100")  # 46 keys: far wider than the column
-    expect(cue).to_have_text("wider than the page: scroll sideways for the rest →")
-    expect(cue).to_have_css("opacity", "1")
-    cross.screenshot(path=str(tmp_path / "step-wide-table.png"))
-    scroller.evaluate("e => { e.scrollLeft = e.scrollWidth; }")
-    expect(cue).to_have_css("opacity", "0")  # at the right end: nothing more to see
-    label = cross.locator("th.r").first  # the row names stay in view while the cells scroll
-    assert label.bounding_box()["x"] >= scroller.bounding_box()["x"] - 1
-    page.goto(f"{server}/step?sentence={quote_plus('a b c')}")
-    small = page.locator(".attn-view").filter(has=page.locator(".t", has_text="Cross-attention of step 0,"))
-    expect(small).to_be_visible()
-    settled(page)
-    assert small.locator(".w").evaluate("e => e.scrollWidth <= e.clientWidth")
-    expect(small.locator(".cue")).to_have_css("opacity", "0")
-    assert small.locator(".cue").bounding_box()["height"] == 0  # and takes no room
+    heatmap = explorer_map(page, "Encoder self-attention · layer")
+    expect(heatmap).to_be_visible()
+    expect(page.locator(".atsx .toggle input")).to_be_checked()  # colours per head
+    label = heatmap.get_attribute("aria-label")
+    assert all(f"{i}: {'abcdefghij'[i % 10]}" in label for i in range(60)), label  # every token named
 
 
 def test_beam_tree_labels_fit_without_overlapping(server: str, page: Page, tmp_path) -> None:

@@ -3,6 +3,7 @@ is downloaded) is imported on the Checkpoints page with its language pair, and e
 app adds, T5's position bias on Positional and Inside one head, its RMS norms on Anatomy, every attribution measure."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from playwright.sync_api import Page, expect
@@ -10,7 +11,7 @@ from playwright.sync_api import Page, expect
 from attnscope.checkpoints.importers.huggingface import import_hf
 from attnscope.engine.decoding.translator import Translator
 from tests.checkpoints import t5_fixtures
-from tests.e2e.conftest import import_folder, settled
+from tests.e2e.conftest import explorer_map, import_folder, settled
 
 PAGES = {  # the menu's name -> text the page shows only for a T5 model
     "Translate": "Task prefix, added before the sentence",
@@ -39,7 +40,8 @@ def test_import_a_t5_and_open_every_page(server: str, page: Page, tmp_path: Path
     box.press("Control+Enter")
     imported = import_hf(folder, src_lang="en", tgt_lang="de")
     first = Translator(imported.model, imported.bundle).translate("A man rides a red bike.", max_len=1).source_tokens[0]
-    expect(page.locator(".js-plotly-plot text", has_text=first).first).to_be_attached()  # the prefix's first piece
+    expect(explorer_map(page, "Cross-attention · layer")).to_have_attribute(  # the prefix's first piece
+        "aria-label", re.compile(re.escape(f"keys: 0: {first},")))
     sidebar = page.get_by_test_id("stSidebarUserContent")
     sidebar.get_by_text("Encoder self-attention").click()  # T5's bias is on self-attention's scores, not cross-attention's
     settled(page)

@@ -5,12 +5,12 @@ import re
 
 from playwright.sync_api import Locator, Page, expect
 
-from tests.e2e.conftest import settled, translate_on_page
+from tests.e2e.conftest import explorer_map, settled, translate_on_page
 
 
 def test_type_a_sentence_and_see_translation_and_heatmaps(server: str, page: Page) -> None:
     translate_on_page(page, server, "a b c d e", "e d c b a")
-    expect(page.locator(".js-plotly-plot").first).to_be_visible()
+    expect(explorer_map(page, "Cross-attention · layer")).to_be_visible()
     expect(page).to_have_url(re.compile(r"sentence=a(\+|%20)b(\+|%20)c(\+|%20)d(\+|%20)e"))  # waits for the URL update
 
 

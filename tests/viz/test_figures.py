@@ -8,11 +8,8 @@ import torch
 
 from attnscope.engine.decoding.beam_result import BeamNode, BeamResult
 from attnscope.model.positions import sinusoidal_table
-from attnscope.records.attention import DecodeStep, StepAttention
 from attnscope.viz.beam_tree import beam_tree, hypothesis_nodes
-from attnscope.viz.grid import MAX_CELL_SIDE, heads_grid, pooled
 from attnscope.viz.heatmap import MAX_TICKS, TITLE_PX, attention_heatmap, record_heatmap, thinned_ticks
-from attnscope.viz.html import Scale, shaded_tokens
 from attnscope.viz.positional import (
     encoding_curves,
     offset_profile,
@@ -20,10 +17,8 @@ from attnscope.viz.positional import (
     relative_bias_lines,
     similarity_heatmap,
 )
-from attnscope.viz.steps import step_rows, step_source, top_k_bars
 from tests.engine_fixtures import T5, tiny_model
-from tests.record_fixtures import SRC, TGT, pattern_record
-from tests.support import HtmlView
+from tests.record_fixtures import SRC, pattern_record
 
 
 def test_heatmap_uses_integer_axes_labelled_with_tokens() -> None:
@@ -52,79 +47,14 @@ def test_a_heatmap_of_another_value_names_it_and_scales_to_its_data() -> None:
     assert long.data[0].hovertemplate.startswith("query %{y}") and "<br>n %{z" in long.data[0].hovertemplate
 
 
-def test_a_grid_of_another_value_names_it_and_scales_to_its_data() -> None:
-    r = pattern_record("uniform")
-    weights = heads_grid(r, "encoder")
-    norms = heads_grid(r, "encoder", value="‖a·f(x)‖", title_note="weighted value norms")
-    assert weights.data[0].colorbar.title.text == "weight" and (weights.data[0].zmin, weights.data[0].zmax) == (0, 1)
-    assert norms.data[0].colorbar.title.text == "‖a·f(x)‖" and (norms.data[0].zmin, norms.data[0].zmax) == (None, None)
-    assert "‖a·f(x)‖ %{z" in norms.data[0].hovertemplate and "weight" not in norms.data[0].hovertemplate
-    assert norms.layout.title.text == f"{weights.layout.title.text} · weighted value norms"
-
-
 @pytest.mark.parametrize("build", [
     lambda: attention_heatmap(np.zeros((3, 3)), ["p", "q"], ["a", "b", "c"]),
     lambda: attention_heatmap(np.zeros((3, 2)), ["a", "b", "c"], ["p", "q", "r"]),
     lambda: record_heatmap(pattern_record(), "cross", 0, None, row_labels=["p", "q"]),
-    lambda: heads_grid(pattern_record(), "cross", row_labels=["p", "q"]),
-    lambda: step_rows(np.zeros((2, 3, 5)), ["p", "q"], title="t"),
-    lambda: step_rows(np.zeros((2, 3, 3)), ["p", "q", "r", "s"], title="t", n_visible=2),
-    lambda: shaded_tokens(["p", "q"], np.zeros(5), title="s", scale=Scale(1.0)),
 ])
 def test_label_mismatch_names_the_tokens(build) -> None:
     with pytest.raises(ValueError, match=r"\['p', 'q'"):
         build()
-
-
-def test_grid_blocks_equal_each_head_and_gutters_are_empty() -> None:
-    r = pattern_record("previous", layers=2, heads=3)
-    fig = heads_grid(r, "encoder", selected=(1, 2))
-    z = np.asarray(fig.data[0].z, dtype=float)
-    assert z.shape == (2 * 6 - 1, 3 * 6 - 1)
-    assert np.allclose(z[6:11, 12:17], r.pattern("encoder", 1, 2))
-    assert np.isnan(z[5]).all() and np.isnan(z[:, 5]).all()
-    assert len(fig.layout.shapes) == 1
-    scaled = np.asarray(heads_grid(pattern_record("uniform"), "encoder", per_head_scale=True).data[0].z, dtype=float)
-    assert np.nanmax(scaled[:5, :5]) == pytest.approx(1.0)
-
-
-def test_grid_hover_names_each_cell_by_its_row_and_column_labels() -> None:
-    """Hover reads the category axes (one label per row and column), not a string per cell: every cell of
-    layer 1, head 2 is named by that layer and query, that head and key; gutters have distinct blank names."""
-    r = pattern_record("previous", layers=2, heads=3)
-    fig = heads_grid(r, "cross", row_labels=list(TGT))
-    trace = fig.data[0]
-    assert trace.customdata is None and trace.hovertemplate.startswith("%{y}<br>%{x}")
-    x, y = list(trace.x), list(trace.y)
-    assert (len(y), len(x)) == np.asarray(trace.z).shape
-    assert len(set(x)) == len(x) and len(set(y)) == len(y)  # categories must differ, gutters too
-    n_q, n_k = len(TGT), len(SRC)
-    assert x[2 * (n_k + 1):3 * (n_k + 1) - 1] == [f"head 2 · key {j}: {t}" for j, t in enumerate(SRC)]
-    assert y[n_q + 1:] == [f"layer 1 · query {i}: {t}" for i, t in enumerate(TGT)]
-    assert not x[n_k].strip("\u200b") and not y[n_q].strip("\u200b")
-    assert fig.layout.xaxis.type == "category" and fig.layout.yaxis.type == "category"
-
-
-def step() -> DecodeStep:
-    return DecodeStep(1, 7, "y", 0.6, (("y", 0.6), ("x", 0.3)), 0.9, (7, 6))
-
-
-def test_step_views() -> None:
-    rows = np.arange(2 * 3 * 2, dtype=float).reshape(2, 3, 2) / 12
-    cells = HtmlView(step_rows(rows, TGT, title="t", n_visible=2)).cells()
-    keys = [f"{j}: {t}" for j, t in enumerate(TGT)]
-    assert len(cells) == 2 * (3 + 1) * len(TGT)
-    assert cells[("L1 H2", keys[1])] == pytest.approx(rows[1, 2, 1], abs=5e-4)
-    assert cells[("L0 mean", keys[0])] == pytest.approx(rows[0, :, 0].mean(), abs=5e-4)
-    assert all(cells[(f"L{layer} H{h}", k)] is None for layer in range(2) for h in range(3) for k in keys[2:])  # future: masked
-    norms = HtmlView(step_rows(rows * 7, TGT, title="t", n_visible=2, value="‖a·f(x)‖"))
-    assert norms.cells()[("L1 H2", keys[1])] == pytest.approx(7 * rows[1, 2, 1], abs=5e-4)
-    assert f"{7 * rows.max():.3g}" in norms.texts  # norms: the legend runs to their own maximum
-    bars = top_k_bars(step())
-    assert HtmlView(bars).title == "Step 1: chose “y”" and bars.index("crimson") < bars.index("steelblue")
-    seen = StepAttention(1, SRC, TGT[:2], rows[:, :, :1].repeat(5, axis=2) / 5, rows)
-    source = HtmlView(step_source(seen, 1, None))
-    assert [h.split(" · ")[0] for h in source.hovers] == [f"{j}: {t}" for j, t in enumerate(SRC)]
 
 
 def test_beam_tree_highlights_the_chosen_path() -> None:
@@ -204,39 +134,6 @@ def test_long_inputs_thin_labels_and_scale_per_map() -> None:
     assert labelled.layout.margin.t > TITLE_PX + 7 * len("a-very-long-piece") * 0.8  # title above rotated labels
 
 
-def test_grid_of_a_long_input_draws_block_averages() -> None:
-    rng = np.random.default_rng(0)
-    array = rng.random((2, 2, 100, 100))
-    assert np.allclose(pooled(array, 3)[1, 0, 0, 0], array[1, 0, :3, :3].mean())
-    assert np.allclose(pooled(array, 3)[0, 1, -1, -1], array[0, 1, 99, 99])  # the ragged last block
-    masked = np.where(np.triu(np.ones((4, 4), dtype=bool), 1), np.nan, 1.0)
-    assert np.isnan(pooled(masked, 2)[0, 1]) and pooled(masked, 2)[0, 0] == 1.0
-
-
-def test_grid_greys_masked_cells_and_says_so_in_the_title() -> None:
-    fig = heads_grid(pattern_record("uniform"), "decoder")
-    main, mask = fig.data
-    z, grey = np.asarray(main.z, dtype=float), np.asarray(mask.z, dtype=float)
-    assert np.array_equal(np.isnan(z) & ~np.isnan(grey), ~np.isnan(grey)) and not np.isnan(grey).all()
-    assert "grey: masked" in fig.layout.title.text and not fig.layout.annotations
-    assert MAX_CELL_SIDE >= 40
-
-
-def step_attention() -> StepAttention:
-    return StepAttention(2, SRC, TGT[:3], np.arange(2 * 3 * 5, dtype=float).reshape(2, 3, 5), np.full((2, 3, 3), 1 / 3))
-
-
-def test_step_source_shows_the_selected_head_or_the_mean() -> None:
-    rows = step_attention()
-
-    def shown(view: HtmlView) -> list[float]:
-        return [float(h.rsplit(" ", 1)[1]) for h in view.hovers]
-
-    assert np.allclose(shown(HtmlView(step_source(rows, 1, None))), rows.cross[1].mean(0), atol=5e-4)
-    view = HtmlView(step_source(rows, 0, 2))
-    assert np.allclose(shown(view), rows.cross[0, 2], atol=5e-4) and "step 2" in view.title
-
-
 def test_colour_bars_and_log_axes_speak_plain_words() -> None:
     """Scales are named in words ("share of its head's maximum", not "÷ head max"); log axes write 1e-06,
     not SI prefixes ("1µ", "100n")."""
@@ -244,10 +141,9 @@ def test_colour_bars_and_log_axes_speak_plain_words() -> None:
     from attnscope.viz.attribution import methods_side_by_side
     from attnscope.viz.offsets import offset_fit_curves, rotation_errors
 
-    grid = heads_grid(pattern_record("uniform"), "encoder", per_head_scale=True)
     methods = methods_side_by_side({"a": np.array([1.0, 3.0])}, ("s0", "s1"))
-    for title in (grid.data[0].colorbar.title.text, methods.data[0].colorbar.title.text):
-        assert "÷" not in title and "maximum" in title
+    title = methods.data[0].colorbar.title.text
+    assert "÷" not in title and "maximum" in title
     check = rotation_check(sinusoidal_table(32, 8).numpy(), 2)
     for fig in (rotation_errors(check), offset_fit_curves([1, 2], {"sinusoidal": np.array([1e-7, 2e-7])})):
         axis = fig.layout.yaxis

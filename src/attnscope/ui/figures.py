@@ -8,8 +8,6 @@ figure never outlives the translation it was drawn from.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -17,48 +15,7 @@ from attnscope.engine.decoding.translator import Translation
 from attnscope.records.attention import AttentionRecord, Kind
 from attnscope.ui.cache import ResultKey
 from attnscope.ui.values_switch import value_labels
-from attnscope.viz.grid import heads_grid
 from attnscope.viz.heatmap import LONG_INPUT, is_long, record_heatmap
-from attnscope.viz.steps import step_rows, step_source, top_k_bars
-
-
-@dataclass(frozen=True)
-class StepViews:
-    """Everything the Step page draws for one decoding step, as HTML (see viz/html.py for why)."""
-
-    source: str  # the source shaded by the selected head's cross-attention
-    top_k: str  # next-token probabilities
-    cross: str  # the step's cross-attention rows, every layer and head
-    self_: str  # the step's masked self-attention rows
-
-
-def step_views(result: Translation, record: AttentionRecord, key: ResultKey, t: int, layer: int, head: int | None,
-               norms: bool = False) -> StepViews:
-    """The views of step `t` of `result` (named by `key`), for one sidebar layer and head.
-
-    `record` is the result's attention, or its weighted value norms when `norms` (the values switch). Only the
-    shaded source depends on the sidebar's layer and head, so it is cached apart from the step's rows of every
-    layer and head (~0.2 MB of HTML for a 30-token sentence), which are kept once per step, not once per head.
-    """
-    return StepViews(_step_source(record, key, t, layer, head, norms), *_step_rows(result, record, key, t, norms))
-
-
-@st.cache_resource(max_entries=1024, show_spinner=False)
-def _step_source(_record: AttentionRecord, key: ResultKey, t: int, layer: int, head: int | None, norms: bool) -> str:
-    return step_source(_record.step(t), layer, head, value_labels(norms)[0])
-
-
-@st.cache_resource(max_entries=256, show_spinner=False)
-def _step_rows(_result: Translation, _record: AttentionRecord, key: ResultKey, t: int, norms: bool) -> tuple[str, str, str]:
-    """The step's next-token probabilities and its cross- and self-attention rows of every layer and head."""
-    rows = _record.step(t)
-    value, note = value_labels(norms)
-    suffix = f" · {note}" if note else ""
-    return (top_k_bars(_result.steps[t]),
-            step_rows(rows.cross, _result.source_tokens, title=f"Cross-attention of step {t}, every layer and head{suffix}",
-                      value=value),
-            step_rows(rows.decoder_self, _result.target_tokens, n_visible=t + 1, value=value,
-                      title=f"Decoder masked self-attention of step {t} (grey: future positions, masked){suffix}"))
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)
@@ -71,16 +28,6 @@ def heatmap(_result: Translation, _record: AttentionRecord, key: ResultKey, kind
                           title_note=note)
 
 
-@st.cache_resource(max_entries=256, show_spinner=False)
-def grid(_result: Translation, _record: AttentionRecord, key: ResultKey, kind: Kind, layer: int, head: int | None,
-         per_head_scale: bool | None = None, norms: bool = False) -> go.Figure:
-    """Every layer and head of one kind, the selected one outlined."""
-    rows = _result.output_tokens if kind == "cross" else None
-    value, note = value_labels(norms)
-    return heads_grid(_record, kind, per_head_scale=per_head_scale, row_labels=rows, selected=(layer, head), value=value,
-                      title_note=note)
-
-
 def longest_side(record: AttentionRecord) -> tuple[int, bool]:
     """The record's longer token sequence, and whether it is long enough to look pale on a 0–1 colour scale."""
     n_tokens = max(len(record.source_tokens), len(record.target_tokens))
@@ -90,4 +37,5 @@ def longest_side(record: AttentionRecord) -> tuple[int, bool]:
 def long_caption(n_tokens: int) -> str:
     """Why a long sentence's maps are scaled per head."""
     return (f"{n_tokens} tokens: attention spread over more than {LONG_INPUT} tokens is pale on a 0–1 scale, "
-            "so each map is scaled to its own maximum here; tick labels show every few tokens (hover for all).")
+            "so each map is scaled to its own maximum here (untick “colours per head” for 0–1); labels show every few "
+            "tokens where they do not fit: zoom in for all, hover for any.")

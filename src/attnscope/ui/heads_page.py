@@ -18,25 +18,23 @@ from attnscope.engine.analysis.heads import (
 from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.records.attention import KINDS
 from attnscope.training.data import DataError, sample_pairs
-from attnscope.ui import models, results, selection, state, tables, widgets
+from attnscope.ui import figures, models, results, selection, state, tables, widgets
 from attnscope.ui.attribution.sentence import MAX_STATS_SAMPLE
+from attnscope.ui.explorer import explorer
 from attnscope.ui.query import Query
 from attnscope.ui.state import ViewState
 from attnscope.ui.text import plain
-from attnscope.viz.grid import heads_grid
 from attnscope.viz.heatmap import DIFFERENCE_CAPTION, attention_heatmap, difference_heatmap, head_weights
 
 MAX_SAMPLE = 200  # sentences for the ablation BLEU: translated twice, keeps a CPU-only run under a minute or two
 SPLITS = ("val", "test_2016_flickr", "test_2017_flickr")
 
 
-def all_heads(view: ViewState, result: Translation) -> None:
-    """Every layer and head of the selected kind at once, the sidebar's layer and head outlined."""
-    kind = view.kind
-    rows = result.output_tokens if kind == "cross" else None
-    selected = (selection.layer(view, result.attention, kind), selection.head(view))
-    widgets.chart(heads_grid(result.attention, kind, per_head_scale=view.per_head_scale, row_labels=rows,
-                             selected=selected), "heads-grid")
+def all_heads(view: ViewState, query: Query, result: Translation) -> None:
+    """Every layer and head of each kind at once, one of them large, in the attention explorer (answered in the
+    browser; long sentences coloured per head so no pattern fades)."""
+    explorer(result.attention, view, ("heads", query.key), "explorer-heads", steps=result.steps,
+             per_head_scale=figures.longest_side(result.attention)[1])
 
 
 def statistics(result: Translation) -> None:

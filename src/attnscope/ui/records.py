@@ -11,14 +11,11 @@ import streamlit as st
 
 from attnscope.engine.analysis.heads import head_stats
 from attnscope.engine.recording.record_files import notes, read_record, record_meta
-from attnscope.records.attention import KIND_LABELS, KINDS, AttentionRecord, RecordError
-from attnscope.ui import selection, state, tables, widgets
-from attnscope.ui.step_page import step_controls
+from attnscope.records.attention import AttentionRecord, RecordError
+from attnscope.ui import state, tables, widgets
+from attnscope.ui.explorer import explorer
 from attnscope.ui.text import plain
 from attnscope.ui.translation_view import show_translation
-from attnscope.viz.grid import heads_grid
-from attnscope.viz.heatmap import record_heatmap
-from attnscope.viz.steps import step_rows, step_source
 
 
 def open_record() -> None:
@@ -59,16 +56,13 @@ def show_opened() -> bool:
     show_translation(*headline(record, meta))
     if meta:
         st.caption(plain(", ".join(f"{k}: {v}" for k, v in meta.items() if k != "translation")))
-    view = state.read()
-    head_index = selection.head(view, record.n_heads)
-    for tab, kind in zip(selection.kind_tabs(view), KINDS):  # opened on the sidebar's kind, and setting it
-        with tab:
-            if not tab.open:
-                continue  # only the chosen kind is drawn
-            kind_layer = selection.layer(view, record, kind)
-            widgets.chart(record_heatmap(record, kind, kind_layer, head_index), f"record-heatmap-{kind}")
-            widgets.chart(heads_grid(record, kind, selected=(kind_layer, head_index)), f"record-grid-{kind}")
+    explorer(record, state.read(), _name(name, record), "explorer-record")
     return True
+
+
+def _name(file_name: str, record: AttentionRecord) -> tuple[object, ...]:
+    """What names an opened record's explorer: another file, or another record under the same name, starts it afresh."""
+    return "record", file_name, record.source_tokens, record.target_tokens, record.encoder.shape, record.cross.shape
 
 
 def headline(record: AttentionRecord, meta: dict) -> tuple[str, str, str, str]:
@@ -107,17 +101,8 @@ def show_on_steps() -> bool:
                                      "a step relied on and the beam tree", "close_record_step")
     if opened is None:
         return False
-    _, record = opened
-    view = state.read()
-    t = step_controls(view, record.n_steps)
-    rows = record.step(t)
-    chosen = record.target_tokens[t + 1] if t + 1 < record.n_steps else None
-    st.markdown(f"**Decoder input so far:** {plain(' '.join(rows.prefix))}"
-                + (f" → **next input** “{plain(chosen)}”" if chosen is not None else " (the last step of the record)"))
-    st.html(step_source(rows, selection.layer(view, record, "cross"), selection.head(view, record.n_heads)))
-    st.html(step_rows(rows.cross, record.source_tokens, title=f"Cross-attention of step {t}, every layer and head"))
-    st.html(step_rows(rows.decoder_self, record.target_tokens, n_visible=t + 1,
-                      title=f"Decoder masked self-attention of step {t} (grey: future positions, masked)"))
+    name, record = opened
+    explorer(record, state.read(), _name(name, record), "explorer-record-step", mode="step")
     return True
 
 
@@ -127,13 +112,8 @@ def show_on_heads() -> bool:
                      "close_record_heads")
     if opened is None:
         return False
-    _, record = opened
-    view = state.read()
-    kind = view.kind
-    st.caption(f"{KIND_LABELS[kind]} (pick another kind, layer or head in the sidebar).")
-    widgets.chart(heads_grid(record, kind, per_head_scale=view.per_head_scale,
-                             selected=(selection.layer(view, record, kind), selection.head(view, record.n_heads))),
-                  "record-heads-grid")
+    name, record = opened
+    explorer(record, state.read(), _name(name, record), "explorer-record-heads")
     st.subheader("Head statistics of this sentence")
     tables.table(head_stats(record).round(3), tables.HEAD_STATS)
     return True

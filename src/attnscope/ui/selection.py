@@ -1,15 +1,13 @@
 """The sidebar's selection (attention kind, layer, head) and the decoding step: the one place that fits them to a
-model or a record, and the Translate page's kind tabs bound to the kind."""
+model or a record (the kinds and their labels re-exported for the pages)."""
 from __future__ import annotations
-
-from typing import Any, Sequence
-
-import streamlit as st
 
 from attnscope.model.config import ModelConfig
 from attnscope.records.attention import KIND_LABELS, KINDS, AttentionRecord, Kind
 from attnscope.ui import state
 from attnscope.ui.state import ViewState
+
+__all__ = ["KIND_LABELS", "KINDS", "fit_layer", "fit_step", "fit_to_model", "head", "layer", "n_layers"]
 
 
 def fit_layer(view: ViewState, n_layers: int) -> int:
@@ -41,15 +39,3 @@ def fit_to_model(view: ViewState, config: ModelConfig) -> None:
     """Store the selection fitted to the active model, before the selectors that show it are drawn."""
     state.set_layer(fit_layer(view, n_layers(config, view.kind)))
     state.set_head(head(view, config.n_heads))
-
-
-def _tab_to_kind() -> None:
-    label = state.stored(state.KIND_TAB)
-    state.set_kind(next((k for k in KINDS if KIND_LABELS[k] == label), "cross"))
-
-
-def kind_tabs(view: ViewState) -> Sequence[Any]:
-    """One tab per kind of attention, opened on the selected kind (which the sidebar radio and the URL's `kind`
-    also show and set); choosing a tab sets it, so every view agrees on one kind."""
-    state.store(state.KIND_TAB, KIND_LABELS[view.kind])
-    return st.tabs([KIND_LABELS[k] for k in KINDS], key=state.KIND_TAB, on_change=_tab_to_kind)

@@ -23,8 +23,7 @@ VIEW_KEYS = (SENTENCE, CHECKPOINT, KIND, LAYER, HEAD, STEP, BEAM, MAX_LEN, FORCE
 MEAN = "mean"  # the head selector's "mean of heads"
 
 # Widgets whose values other code reads (the tabs are bound to the URL by Streamlit under these keys).
-IMAGE_FORMAT, EXAMPLE, KIND_TAB = "image_format", "_example", "_w_kind_tab"
-PER_HEAD_SCALE, PER_HEAD_SCALE_LONG = "per_head_scale", "per_head_scale_long"  # the Translate page's toggle, by length
+IMAGE_FORMAT, EXAMPLE = "image_format", "_example"
 ATTRIBUTION_TAB, HEADS_TAB, INSIDE_TAB = "attr_tab", "heads_tab", "inside_tab"
 IG_TOLERANCE, MANAGE_NAME = "ig_tolerance", "manage_name"
 TASK_PREFIX = "task_prefix-"  # + a checkpoint's name: the task prefix the user gave that model (ui.widgets.sentence_box)
@@ -35,7 +34,6 @@ INSIDE_KIND, INSIDE_LAYER, INSIDE_HEAD = "inside_kind", "inside_layer", "inside_
 # What the app remembers between runs of one session.
 URL_RESTORED, URL_FORCE = "_url_restored", "_url_force"  # the URL was read; its forced token, not yet placed
 ROUTED, ROUTER_RETRIED = "_routed", "_router_retried"  # ui/navigation.py
-PLAYING = "playing"  # the Step page's player
 OPENED_RECORD = "opened_record"  # (file name, AttentionRecord, meta) of a record opened on the Checkpoints page
 SESSION_MODELS_DIR = "session_models_dir"  # this session's uploaded checkpoints
 FLASH, IMPORT_REPORT = "_flash", "_import_report"  # messages left for the run after a rerun
@@ -99,8 +97,6 @@ class ViewState:
     max_len: int | None = None  # None: the budget the source sets
     force: str | None = None  # the Step page's forced token
     rules: str = "model"  # the decoding rules: the checkpoint's own ("model") or attnscope's ("attnscope")
-    per_head_scale: bool = False
-    playing: bool = False
     task_prefixes: tuple[tuple[str, str], ...] = ()  # (checkpoint name, the task prefix the user gave it)
 
     def task_prefix(self, checkpoint: str) -> str | None:
@@ -117,7 +113,6 @@ def read() -> ViewState:
                      head=None if head == MEAN else int(head), step=int(s.get(STEP, 0)), beam=int(s.get(BEAM, 1)),
                      max_len=None if max_len is None else int(max_len), force=s.get(FORCE) or None,
                      rules=str(s.get(RULES, "model")),
-                     per_head_scale=bool(s.get(PER_HEAD_SCALE, False)), playing=bool(s.get(PLAYING, False)),
                      task_prefixes=tuple((str(k)[len(TASK_PREFIX):], str(v)) for k, v in s.items()
                                          if str(k).startswith(TASK_PREFIX)))
 
@@ -130,6 +125,12 @@ def stored(key: str, default: Any = None) -> Any:
 def store(key: str, value: Any) -> None:
     """Keep `value` under `key` (one of this module's names) for later runs of this session."""
     st.session_state[key] = value
+
+
+def component_value(key: str, field: str) -> Any:
+    """What the custom component mounted under `key` last reported as its state `field` (None before it has)."""
+    value = st.session_state.get(key)
+    return value.get(field) if hasattr(value, "get") else getattr(value, field, None)
 
 
 def forget(key: str) -> Any:
@@ -175,6 +176,3 @@ def set_force(token: str | None) -> None:
     """The Step page's forced token (None: nothing forced), which the URL keeps."""
     store(FORCE, token)
 
-
-def set_playing(playing: bool) -> None:
-    store(PLAYING, playing)

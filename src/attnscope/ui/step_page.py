@@ -1,102 +1,40 @@
-"""Widgets of the step-through page: the step view (a fragment), forcing a token, the beam tree.
+"""Widgets of the step-through page: the steps in the attention explorer, forcing a token, the beam tree.
 
-Moving through the steps reruns only the step fragment, and its views come from
-`ui.figures` (built once per step) as HTML, so a click redraws four light views instead of the page.
+Moving through the steps is answered in the browser (ui/explorer.py); the server reruns only when the step the
+explorer reports needs something computed (what it relied on, a forced branch).
 """
 from __future__ import annotations
 
-import time
-from dataclasses import replace
 from typing import Callable
 
 import streamlit as st
-from streamlit.errors import StreamlitAPIException
 
 from attnscope.engine.decoding.beam_result import BeamResult
 from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.ui import figures, results, selection, state, widgets
 from attnscope.ui.attribution.sentence import step_contributions
 from attnscope.ui.cache import result_key
-from attnscope.ui.persist import keep
+from attnscope.ui.explorer import explorer
 from attnscope.ui.query import Query
 from attnscope.ui.state import ViewState
 from attnscope.ui.text import plain
-from attnscope.ui.url import write_url
-from attnscope.ui.values_switch import values_switch
+from attnscope.ui.values_switch import value_labels, values_switch
 from attnscope.viz.beam_tree import beam_tree, hypothesis_nodes
 
-PLAY_SECONDS = 0.6  # pause between steps while playing
 
-
-def _move(delta: int, n: int) -> None:
-    view = state.read()
-    state.set_step(selection.fit_step(replace(view, step=view.step + delta), n))
-
-
-def _toggle_play(n: int) -> None:
-    view = state.read()
-    state.set_playing(not view.playing)
-    if not view.playing and view.step >= n - 1:
-        state.set_step(0)
-
-
-def step_controls(view: ViewState, n_steps: int) -> int:
-    """Slider plus previous / next / play; returns the current step (kept as the view's `step`)."""
-    current = selection.fit_step(view, n_steps)
-    state.set_step(current)
-    cols = st.columns([1, 1, 1, 6])
-    cols[0].button("◀ Previous", on_click=_move, args=(-1, n_steps), disabled=current == 0, key="prev")
-    cols[1].button("Next ▶", on_click=_move, args=(1, n_steps), disabled=current >= n_steps - 1, key="next")
-    playing = view.playing
-    cols[2].button("Pause" if playing else "Play", icon=":material/pause:" if playing else ":material/play_arrow:",
-                   on_click=_toggle_play, args=(n_steps,), key="play")
-    if n_steps > 1:
-        with cols[3]:
-            st.slider("Step", 0, n_steps - 1, **keep(state.STEP, current))
-    return current
-
-
-@st.fragment
-def step_view(tr: Translator, query: Query, result: Translation) -> None:
-    """Controls and figures of the current step; reruns on its own when the step changes (and reads the view again)."""
-    view = state.read()
-    n = len(result.steps)
-    t = step_controls(view, n)
-    step = result.steps[t]
-    prefix = " ".join(result.target_tokens[: t + 1])
-    st.markdown(f"**Decoder input so far:** {plain(prefix)} → **chose** “{plain(step.token)}” with probability {step.prob:.3f}")
+def step_view(tr: Translator, view: ViewState, query: Query, result: Translation) -> None:
+    """The decoding steps in the explorer (moving through them, playing and picking heads happen in the browser),
+    then what the server computes for the step the view holds: what it relied on, and forcing another token."""
     st.caption(f"Full translation: {plain(result.text)}")
     record, norms = values_switch(tr, query, result)  # weights, or weighted value norms
-    key = result_key("translate", query)
-    shown = figures.step_views(result, record, key, t, selection.layer(view, record, "cross"), selection.head(view), norms)
-    st.html(shown.source)
-    left, right = st.columns([2, 3])
-    with left:
-        st.html(shown.top_k)
-    with right:
-        st.html(shown.cross)
-    st.html(shown.self_)
+    explorer(record, view, ("step", query.key, norms), "explorer-step", steps=result.steps, mode="step",
+             value=value_labels(norms)[0])
+    t = selection.fit_step(view, len(result.steps))
     step_contributions(tr, view, query, result, t)  # on request only: a toggle, off by default
     if query.beam == 1:
         force_branch(tr, view, query, result, t)
     else:
         state.set_force(None)  # a beam search forces nothing
-    write_url((state.STEP, state.FORCE))
-    if view.playing:
-        if t < n - 1:
-            time.sleep(PLAY_SECONDS)
-            state.set_step(t + 1)
-        else:
-            state.set_playing(False)
-        _redraw()
-
-
-def _redraw() -> None:
-    """Run the step fragment again (the whole page when this run was a full one, e.g. a sidebar change)."""
-    try:
-        st.rerun(scope="fragment")
-    except StreamlitAPIException:  # scope="fragment" is only allowed inside a fragment rerun
-        st.rerun()
 
 
 def _keep_one(filled: str, other: str, empty: object) -> None:

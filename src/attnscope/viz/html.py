@@ -15,8 +15,7 @@ from typing import Sequence
 import numpy as np
 from plotly.colors import get_colorscale, unlabel_rgb
 
-from attnscope.viz.heatmap import COLORSCALE, MASKED_COLOR
-from attnscope.viz.labels import check_labels
+from attnscope.viz.heatmap import COLORSCALE
 
 DIVERGING = "RdBu_r"  # signed values (vector components): blue below 0, white at 0, red above
 
@@ -171,54 +170,3 @@ def legend(scale: Scale) -> str:
 def column_labels(labels: Sequence[str]) -> str:
     """A table's column headers, written bottom to top (rotated) so long tokens take little width."""
     return "".join(f'<th class="k"><div title="{esc(k)}">{esc(k)}</div></th>' for k in labels)
-
-
-def heat_table(z: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str], *, title: str, scale: Scale,
-               subtitle: str | None = None, masked: np.ndarray | None = None, group_ends: Sequence[int] = ()) -> str:
-    """A [rows, cols] map as a table of coloured cells, columns labelled on top (rotated).
-
-    `masked` marks cells a mask forbids: grey, hover "masked". Rows in `group_ends` (e.g. each layer's
-    mean) are drawn bold with a gap below, so layers read as blocks.
-    """
-    z = np.asarray(z, dtype=np.float64)
-    if z.ndim != 2:
-        raise ValueError(f"a heat table needs a 2-d array, got shape {z.shape}")
-    check_labels(z.shape[0], row_labels, "rows")
-    check_labels(z.shape[1], col_labels, "columns")
-    fill, ends = colours(z, scale.zmax), set(group_ends)
-    keys = [esc(c) for c in col_labels]
-    rows = []
-    for i, label in enumerate(row_labels):
-        name = esc(label)
-        cells = []
-        for j, key in enumerate(keys):
-            if masked is not None and masked[i, j]:
-                cells.append(f'<td class="c" style="background:{MASKED_COLOR}" title="{name} → {key}: masked"></td>')
-            else:
-                cells.append(f'<td class="c" style="background:{fill[i, j]}" '
-                             f'title="{name} → {key}: {esc(scale.label)} {z[i, j]:.3f}"></td>')
-        css = ' class="m"' if i in ends else ""
-        rows.append(f'<tr{css}><th class="r">{name}</th>{"".join(cells)}</tr>')
-    return (f'<div class="attn-view">{STYLE}{header(title, subtitle)}{CUE}<div class="w"><table><thead><tr><th></th>'
-            f'{column_labels(col_labels)}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>{legend(scale)}</div>')
-
-
-def shaded_tokens(tokens: Sequence[str], weights: np.ndarray, *, title: str, scale: Scale) -> str:
-    """The tokens in a row, each on a background shaded by its weight (exact value on hover)."""
-    w = np.asarray(weights, dtype=np.float64).reshape(-1)
-    check_labels(w.size, tokens, "tokens")
-    fill, text = colours(w, scale.zmax), ink(w, scale.zmax)
-    chips = "".join(f'<span class="tok" style="background:{f};color:{c}" title="{j}: {esc(t)} · {esc(scale.label)} {v:.3f}">'
-                    f"{esc(t)}</span>" for j, (t, v, f, c) in enumerate(zip(tokens, w, fill, text)))
-    return f'<div class="attn-view">{STYLE}{header(title, None)}<div>{chips}</div>{legend(scale)}</div>'
-
-
-def probability_bars(labels: Sequence[str], probs: Sequence[float], *, title: str, subtitle: str | None = None,
-                     highlight: str | None = None) -> str:
-    """Horizontal bars of probabilities in [0, 1], best first; the `highlight` label's bar in red."""
-    check_labels(len(probs), labels, "bars")
-    rows = "".join(
-        f'<tr title="{esc(t)}: {p:.3f}"><th class="r">{esc(t)}</th><td style="width:240px"><div class="bar" style="width:'
-        f'{100 * min(max(p, 0.0), 1.0):.1f}%;background:{"crimson" if t == highlight else "steelblue"}"></div></td>'
-        f'<td style="padding-left:6px">{p:.3f}</td></tr>' for t, p in zip(labels, probs))
-    return f'<div class="attn-view">{STYLE}{header(title, subtitle)}<table><tbody>{rows}</tbody></table></div>'

@@ -1,0 +1,65 @@
+"""The attention explorer on a page: one sentence's attention sent to the browser once, every look answered there.
+
+The component (st.components.v2, inline HTML/CSS/JS from ui/assets, no iframe, no build step) draws
+viz/explorer.py's payload on canvas: kind, layer, head or mean of heads, the all-heads grid, the decoding steps,
+hover and zoom need no server rerun. What the user picks comes back as the component's "view" state a moment
+later; its callback stores it as the session's view (before the next run draws the sidebar), so the sidebar, the
+other pages and the URL follow, while the explorer never waits for them.
+"""
+from __future__ import annotations
+
+import hashlib
+from importlib.resources import files
+from typing import Hashable, Sequence
+
+import streamlit as st
+
+from attnscope.records.attention import AttentionRecord, DecodeStep
+from attnscope.ui import state
+from attnscope.ui.state import ViewState
+from attnscope.viz.explorer import Selection, payload
+from attnscope.viz.labels import WEIGHT
+
+_ASSETS = files("attnscope.ui") / "assets"
+_explorer = st.components.v2.component("attnscope_explorer", html="", css=(_ASSETS / "explorer.css").read_text("utf-8"),
+                                       js=(_ASSETS / "explorer.js").read_text("utf-8"))
+KEYBOARD = ("←/→ step · ↑/↓ head (mean first) · PgUp/PgDn layer · e/d/c encoder, decoder or cross-attention · "
+            "space play/pause (Step page) · +/− zoom")
+
+
+def selection_of(view: ViewState, n_steps: int) -> Selection:
+    """The session's view as the explorer opens it (the step kept within the sentence's `n_steps`)."""
+    return Selection(view.kind, view.layer, view.head, min(max(view.step, 0), max(n_steps - 1, 0)))
+
+
+def view_id(name: Hashable) -> str:
+    """A short stable id for what a payload shows (the browser keeps its own selection while it stays)."""
+    return hashlib.sha1(repr(name).encode("utf-8")).hexdigest()[:16]
+
+
+def _follow(key: str) -> None:
+    """The component's callback: what the user picked in the browser becomes the session's view."""
+    picked = state.component_value(key, "view")
+    if not isinstance(picked, dict):
+        return
+    if picked.get("kind") in ("encoder", "decoder", "cross"):
+        state.set_kind(picked["kind"])
+    for name, setter in (("layer", state.set_layer), ("step", state.set_step)):
+        if isinstance(picked.get(name), int):
+            setter(picked[name])
+    head = picked.get("head")
+    if head is None or isinstance(head, int):
+        state.set_head(head)
+
+
+def explorer(record: AttentionRecord, view: ViewState, name: Hashable, key: str, *,
+             steps: Sequence[DecodeStep] | None = None, output_tokens: Sequence[str] | None = None,
+             mode: str = "heatmap", value: str = WEIGHT, per_head_scale: bool = False) -> None:
+    """Mount the explorer on `record` (named by `name`: model, sentence, decoding settings, values), opened on the
+    session's view; `key` tells one explorer on a page from another."""
+    data = payload(record, view_id=view_id(name), selection=selection_of(view, record.n_steps), steps=steps,
+                   output_tokens=output_tokens, mode=mode,
+                   value=value, per_head_scale=per_head_scale)
+    _explorer(key=key, data=data, on_view_change=lambda: _follow(key))
+    st.caption(f"Every look is answered in your browser. Keyboard (click the explorer first): {KEYBOARD}. Hover shows "
+               "the value the model recorded (float32, 7 significant digits).")

@@ -1,0 +1,113 @@
+"""The attention explorer's payload: one sentence's attention, tokens and decoding steps as compact bytes.
+
+The browser draws every look (kind, layer, head, step, hover) from this payload without asking the server again
+(ui/explorer.py mounts it; ui/assets/explorer.js draws it). Layout, all little-endian:
+
+    b"ATSX" | uint32 version | uint32 header length | header (UTF-8 JSON) | zero padding to 4 bytes | float32 data
+
+The header names the tokens, the steps (chosen token, probability, top-k rivals) and, per kind, where its weights
+start in the float32 data and which layers are present. Weights are the record's own float32 values, [layer, head,
+query, key] in C order; decoder self-attention keeps only the lower triangle of each head (the causal mask makes
+the rest zero), row by row. A long sentence whose every layer would pass `max_floats` carries only the selected
+layer of each kind: the browser asks for another layer when it is picked.
+"""
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from attnscope.records.attention import KINDS, AttentionRecord, DecodeStep, Kind
+
+MAGIC, VERSION = b"ATSX", 1
+MAX_FLOATS = 1_600_000  # ~6.4 MB: every layer of a ~100-token sentence of opus-mt's shape (6 layers, 8 heads)
+TOP_K = 10  # rivals per step sent to the browser
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What the explorer shows: a kind of attention, a layer, a head (None: the mean of heads) and a decoding step."""
+
+    kind: Kind = "cross"
+    layer: int = 0
+    head: int | None = None
+    step: int = 0
+
+    def as_dict(self) -> dict[str, object]:
+        return {"kind": self.kind, "layer": self.layer, "head": self.head, "step": self.step}
+
+
+def n_floats(record: AttentionRecord, layers: dict[Kind, Sequence[int]] | None = None) -> int:
+    """Floats the payload carries for `record` (every layer, or `layers` per kind)."""
+    total = 0
+    for kind in KINDS:
+        array = record.array(kind)
+        q, k = array.shape[2:]
+        per_head = q * (q + 1) // 2 if kind == "decoder" else q * k
+        n_layers = array.shape[0] if layers is None else len(layers[kind])
+        total += n_layers * array.shape[1] * per_head
+    return total
+
+
+def present_layers(record: AttentionRecord, selection: Selection, max_floats: int = MAX_FLOATS) -> dict[Kind, list[int]]:
+    """Every layer of each kind, or, when that passes `max_floats`, the selected layer (clamped per kind) alone."""
+    every = {kind: list(range(record.n_layers(kind))) for kind in KINDS}
+    if n_floats(record) <= max_floats:
+        return every
+    return {kind: [min(selection.layer, record.n_layers(kind) - 1)] for kind in KINDS}
+
+
+def _weights(record: AttentionRecord, kind: Kind, layers: list[int]) -> np.ndarray:
+    """The float32 weights of `layers` as the payload lays them out (lower triangles for decoder self-attention)."""
+    array = np.asarray(record.array(kind)[layers], dtype=np.float32)
+    if kind == "decoder":
+        rows, cols = np.tril_indices(array.shape[2])
+        return np.ascontiguousarray(array[:, :, rows, cols]).reshape(-1)
+    return np.ascontiguousarray(array).reshape(-1)
+
+
+def _step(step: DecodeStep) -> dict[str, object]:
+    return {"token": step.token, "prob": float(step.prob), "entropy": float(step.entropy),
+            "top": [[token, float(p)] for token, p in step.top_k[:TOP_K]]}
+
+
+def payload(record: AttentionRecord, *, view_id: str, selection: Selection, steps: Sequence[DecodeStep] | None = None,
+            output_tokens: Sequence[str] | None = None, mode: str = "heatmap", value: str = "weight",
+            per_head_scale: bool = False, max_floats: int = MAX_FLOATS) -> bytes:
+    """The bytes the explorer draws: `record` (weights or any other values named by `value`), its `steps` when it
+    was decoded, opened on `selection`. Rows of cross-attention are labelled by the token each step chose: the
+    steps' tokens, else `output_tokens` (a saved record's), else the decoder's inputs.
+
+    `view_id` names what the payload shows (model, sentence, decoding settings, values): the browser keeps its own
+    selection while the id stays and starts again from `selection` when it changes. `mode` is "heatmap" (kind,
+    layer, head, the all-heads grid) or "step" (one decoding step at a time).
+    """
+    if mode not in ("heatmap", "step"):
+        raise ValueError(f"unknown explorer mode {mode!r}; use 'heatmap' or 'step'")
+    if steps is not None and len(steps) != record.n_steps:
+        raise ValueError(f"{len(steps)} decoding steps for a record of {record.n_steps} decoder positions")
+    outputs = [s.token for s in steps] if steps is not None else output_tokens
+    if outputs is not None and len(outputs) != record.n_steps:
+        raise ValueError(f"{len(outputs)} output tokens for a record of {record.n_steps} decoder positions")
+    layers = present_layers(record, selection, max_floats)
+    kinds, blocks, offset = {}, [], 0
+    for kind in KINDS:
+        array = record.array(kind)
+        data = _weights(record, kind, layers[kind])
+        kinds[kind] = {"offset": offset, "layers": layers[kind], "n_layers": array.shape[0], "heads": array.shape[1],
+                       "queries": array.shape[2], "keys": array.shape[3], "lower": kind == "decoder"}
+        blocks.append(data)
+        offset += data.size
+    header = {"id": view_id, "mode": mode, "value": value, "per_head_scale": per_head_scale,
+              "source": list(record.source_tokens), "target": list(record.target_tokens),
+              "output": None if outputs is None else list(outputs),
+              "steps": [_step(s) for s in steps] if steps is not None else None,
+              "selection": selection.as_dict(), "kinds": kinds,
+              "complete": all(len(layers[k]) == record.n_layers(k) for k in KINDS)}
+    text = json.dumps(header, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    head = MAGIC + struct.pack("<II", VERSION, len(text)) + text
+    head += b"\0" * (-len(head) % 4)
+    return head + np.concatenate(blocks).astype("<f4", copy=False).tobytes()
