@@ -279,3 +279,42 @@ def readable_tables(app: Any) -> list[dict[str, str]]:
         assert all(helps.values()), f"columns without help: {[c for c, h in helps.items() if not h]}"
         found.append(helps)
     return found
+
+
+@dataclass(frozen=True)
+class Explored:
+    """What an attention explorer on a page was sent: its header and, per kind, the weights of its present layers
+    ([layer, head, query, key]; decoder self-attention with zeros above the diagonal), read back independently of
+    the code that wrote them."""
+
+    header: dict
+    arrays: dict
+
+    @property
+    def selection(self) -> dict:
+        return self.header["selection"]
+
+
+def read_explorer(data: bytes) -> Explored:
+    """viz/explorer.py's payload decoded by its documented layout."""
+    assert data[:4] == b"ATSX"
+    _, length = struct.unpack("<II", data[4:12])
+    header = json.loads(data[12:12 + length].decode("utf-8"))
+    floats = np.frombuffer(data[(12 + length + 3) // 4 * 4:], dtype="<f4")
+    arrays = {}
+    for kind, info in header["kinds"].items():
+        n, h, q, k = len(info["layers"]), info["heads"], info["queries"], info["keys"]
+        if info["lower"]:
+            per = q * (q + 1) // 2
+            full = np.zeros((n, h, q, k), dtype=np.float32)
+            rows, cols = np.tril_indices(q)
+            full[:, :, rows, cols] = floats[info["offset"]:info["offset"] + n * h * per].reshape(n, h, per)
+        else:
+            full = floats[info["offset"]:info["offset"] + n * h * q * k].reshape(n, h, q, k)
+        arrays[kind] = full
+    return Explored(header, arrays)
+
+
+def explorers(app: Any) -> list[Explored]:
+    """The attention explorers an AppTest run mounted, in page order."""
+    return [read_explorer(e.proto.bytes) for e in app.get("bidi_component") if e.proto.component_name == "attnscope_explorer"]

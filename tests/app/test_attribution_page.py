@@ -9,7 +9,7 @@ import re
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from tests.support import html_views, readable_tables, shown
+from tests.support import explorers, readable_tables, shown
 
 PAGE = "pages/attribution.py"
 
@@ -185,45 +185,27 @@ def test_dataset_comparison_on_a_split_outside_the_sample_says_what_is_missing(a
     assert any("missing corpus file" in shown(w) for w in app.warning)
 
 
-def test_translate_heatmaps_switch_to_weighted_value_norms(app: AppTest, toy_checkpoint_dir) -> None:
+def test_translate_and_step_explorers_switch_to_weighted_value_norms(app: AppTest, toy_checkpoint_dir) -> None:
     from attnscope.checkpoints import checkpoint
     from attnscope.engine.attribution.norms import weighted_value_norms
     from attnscope.engine.decoding.translator import Translator
 
+    tr = Translator(*checkpoint.load(next(toy_checkpoint_dir.glob("*.safetensors"))))
+    expected = weighted_value_norms(tr, tr.translate("a b c d"))
     app.session_state["sentence"] = "a b c d"
     app.run()
-    weights = figures(app)["Cross-attention (decoder → source) · layer 0 · mean of heads"]
-    app.segmented_control(key="attn_values").set_value("weighted value norms").run()
-    assert not app.exception
-    figs = figures(app)
-    heat = figs["Cross-attention (decoder → source) · layer 0 · mean of heads · weighted value norms"]
-    assert heat["data"][0]["colorbar"]["title"]["text"] == "‖a·f(x)‖"
-    assert any(title.endswith("every layer and head · weighted value norms") for title in figs)
-    tr = Translator(*checkpoint.load(next(toy_checkpoint_dir.glob("*.safetensors"))))
-    expected = weighted_value_norms(tr, tr.translate("a b c d")).mean_over_heads("cross", 0)
-    np.testing.assert_allclose(values(heat["data"][0]["z"]).reshape(expected.shape),
-                               expected, rtol=1e-5)
-    assert not np.allclose(values(weights["data"][0]["z"]).reshape(expected.shape), expected)
-
-
-def test_step_rows_switch_to_weighted_value_norms(app: AppTest, toy_checkpoint_dir) -> None:
-    from attnscope.checkpoints import checkpoint
-    from attnscope.engine.attribution.norms import weighted_value_norms
-    from attnscope.engine.decoding.translator import Translator
-
-    app.session_state["sentence"] = "a b c d"
-    app.run()
-    app.switch_page("pages/step.py").run()
-    app.segmented_control(key="attn_values").set_value("weighted value norms").run()
-    assert not app.exception
-    cells = next(view.cells() for title, view in html_views(app).items()
-                 if title.startswith("Cross-attention of step 0") and title.endswith("weighted value norms"))
-    tr = Translator(*checkpoint.load(next(toy_checkpoint_dir.glob("*.safetensors"))))
-    result = tr.translate("a b c d")
-    norms = weighted_value_norms(tr, result).cross[:, :, 0]  # [L, H, S] at step 0
-    keys = [f"{j}: {t}" for j, t in enumerate(result.source_tokens)]
-    np.testing.assert_allclose([cells[("L0 H0", k)] for k in keys], norms[0, 0], atol=5e-4)  # shown to 3 decimals
-    np.testing.assert_allclose([cells[("L0 mean", k)] for k in keys], norms[0].mean(0), atol=5e-4)
+    (weights,) = explorers(app)
+    assert weights.header["value"] == "weight"
+    for page in ("pages/translate.py", "pages/step.py"):
+        app.switch_page(page).run()
+        app.segmented_control(key="attn_values").set_value("weighted value norms").run()
+        assert not app.exception
+        (norms,) = explorers(app)
+        assert norms.header["value"] == "‖a·f(x)‖" and norms.header["id"] != weights.header["id"]
+        for kind in ("encoder", "decoder", "cross"):
+            np.testing.assert_allclose(norms.arrays[kind], expected.array(kind), rtol=1e-5, atol=1e-7)
+        assert not np.allclose(weights.arrays["cross"], expected.cross)
+        app.segmented_control(key="attn_values").set_value("weights").run()
 
 
 def test_bad_input_gets_a_sentence_not_a_traceback(app: AppTest) -> None:

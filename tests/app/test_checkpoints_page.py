@@ -8,7 +8,15 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.support import distinct_toy_checkpoint, log_problems, shown, tensors_and_meta, translation_shown, unexplained_columns
+from tests.support import (
+    distinct_toy_checkpoint,
+    explorers,
+    log_problems,
+    shown,
+    tensors_and_meta,
+    translation_shown,
+    unexplained_columns,
+)
 
 
 class _Boom:
@@ -144,7 +152,8 @@ def test_import_an_nn_transformer_state_dict_and_inspect_it(checkpoints_page: Ap
     checkpoints_page.session_state["sentence"] = "Zwei Hunde ."
     checkpoints_page.switch_page("pages/translate.py").run()
     assert not checkpoints_page.exception
-    assert len(checkpoints_page.get("plotly_chart")) == 2  # the chosen kind: its heatmap and its grid
+    (sent,) = explorers(checkpoints_page)  # every kind, in the browser
+    assert sent.header["source"][1:3] == ["Zwei", "Hunde"]
 
 
 def test_a_check_with_the_models_own_outputs_catches_wrong_heads(checkpoints_page: AppTest) -> None:

@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.app.conftest import APP
-from tests.support import CEILING, HtmlView, html_views, shown
+from tests.support import CEILING, HtmlView, explorers, html_views, shown
 
 PAGE = "pages/inside.py"
 
@@ -134,8 +134,8 @@ def test_the_sidebar_follows_the_page(app: AppTest) -> None:
     assert (app.session_state["kind"], app.session_state["layer"], app.session_state["head"]) == ("decoder", 0, 2)
     translate = sidebar_for(app)
     assert sidebar(translate) == ("decoder", 0, 2)
-    title = json.loads(translate.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"]
-    assert title.startswith("Decoder masked self-attention · layer 0 · head 2")
+    (sent,) = explorers(translate)
+    assert (sent.selection["kind"], sent.selection["layer"], sent.selection["head"]) == ("decoder", 0, 2)
 
 
 def test_a_mean_of_heads_opens_head_0_and_says_so(app: AppTest) -> None:

@@ -1,8 +1,6 @@
 """A record saved from the user's own code (M3, recorded with record_attention) opens in the app without a model."""
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 import torch
@@ -12,7 +10,7 @@ from attnscope.engine.analysis.heads import head_stats
 from attnscope.engine.recording.capture import record_attention
 from attnscope.engine.recording.record_files import read_record
 from tests.byom_models import M3Seq2Seq, m3_greedy
-from tests.support import html_views, readable_tables, shown, translation_shown
+from tests.support import explorers, readable_tables, shown, translation_shown
 
 
 def m3_record():  # noqa: ANN201
@@ -34,8 +32,11 @@ def test_a_saved_record_is_shown_on_translate_until_closed(checkpoints_page: App
     checkpoints_page.switch_page("pages/translate.py").run()
     assert not checkpoints_page.exception
     assert any("Showing the saved record" in shown(i) for i in checkpoints_page.info)
-    assert len(checkpoints_page.get("plotly_chart")) == 2  # the sidebar's kind only: its heatmap and its grid
-    assert "Zwei" in json.dumps(checkpoints_page.get("plotly_chart")[0].proto.spec)  # the record's tokens, not a translation
+    (sent,) = explorers(checkpoints_page)  # every kind in the browser, none drawn twice
+    assert not checkpoints_page.get("plotly_chart")
+    assert sent.header["source"] == list(record.source_tokens)  # the record's tokens, not a translation
+    assert all(np.allclose(sent.arrays[k], record.array(k), rtol=0, atol=1e-6)  # JSON keeps 6 decimals
+               for k in ("encoder", "decoder", "cross"))
     assert translation_shown(checkpoints_page).text == " ".join(record.target_tokens)  # no text: its tokens, headlined
     checkpoints_page.switch_page("pages/positional.py").run()  # a view that needs a model says so
     assert not checkpoints_page.exception and any("runs the active checkpoint" in shown(c) for c in checkpoints_page.caption)
@@ -52,12 +53,10 @@ def test_a_saved_record_follows_the_sidebars_kind_and_headlines_its_translation(
     page = checkpoints_page.switch_page("pages/translate.py").run()
     shown_now = translation_shown(page)
     assert shown_now.text == "two dogs run" and ">Translation (en)<" in shown_now.markup
-    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in page.get("plotly_chart")]
-    assert titles and all("ross" in t for t in titles), titles  # cross-attention, not the encoder's
+    assert explorers(page)[0].selection["kind"] == "cross"  # cross-attention, not the encoder's
     page.session_state["kind"] = "encoder"
     page.run()
-    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in page.get("plotly_chart")]
-    assert titles and all("ncoder" in t for t in titles), titles
+    assert explorers(page)[0].selection["kind"] == "encoder"
 
 
 def test_a_file_that_is_not_a_record_is_refused_in_one_sentence(checkpoints_page: AppTest) -> None:
@@ -74,22 +73,16 @@ def test_an_opened_record_is_stepped_through_and_its_heads_read_without_a_model(
     assert not app.exception
     assert any("Showing the saved record m3.npz (step by step, read-only)" in shown(i) and "need a live model" in shown(i)
                for i in app.info)
-    app.button(key="next").click().run()
-    views = html_views(app)
-    cross = views["Cross-attention of step 1, every layer and head"].cells()
-    for layer in range(record.n_layers("cross")):
-        for head in range(record.n_heads):
-            for j, token in enumerate(record.source_tokens):
-                assert cross[(f"L{layer} H{head}", f"{j}: {token}")] == pytest.approx(
-                    float(record.cross[layer, head, 1, j]), abs=6e-3)
-    assert "Decoder masked self-attention of step 1 (grey: future positions, masked)" in views
-    assert any(t.startswith("Source as seen at step 1") for t in views)
+    (sent,) = explorers(app)
+    assert sent.header["mode"] == "step" and sent.header["steps"] is None  # no probabilities: the record has none
+    for kind in ("encoder", "decoder", "cross"):
+        assert np.array_equal(sent.arrays[kind], record.array(kind))
     assert not app.get("plotly_chart")  # no probabilities, no forcing, no beam tree: those need a model
 
     app.switch_page("pages/heads.py").run()
     assert not app.exception
     assert any("(heads and layers, read-only)" in shown(i) for i in app.info)
-    assert len(app.get("plotly_chart")) == 1
+    assert len(explorers(app)) == 1 and explorers(app)[0].header["mode"] == "heatmap"
     table = app.dataframe[0].value
     want = head_stats(record).round(3)
     assert list(table["attention"]) == list(want["kind"]) and np.allclose(table["entropy (nats)"], want["entropy"])

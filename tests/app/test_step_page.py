@@ -7,7 +7,7 @@ import re
 from streamlit.testing.v1 import AppTest
 
 from tests.app.conftest import APP
-from tests.support import CEILING, html_views, shown
+from tests.support import CEILING, explorers, shown
 
 
 def open_step_page(app: AppTest, sentence: str = "a b c d") -> AppTest:
@@ -16,8 +16,18 @@ def open_step_page(app: AppTest, sentence: str = "a b c d") -> AppTest:
     return app.switch_page("pages/step.py").run()
 
 
-def topk_title(app: AppTest) -> str:
-    return next(title for title in html_views(app) if title.startswith("Step "))
+def step_sent(app: AppTest) -> str:
+    """The step the explorer opens on and the token chosen there, as "step t: token"."""
+    (sent,) = explorers(app)
+    t = sent.selection["step"]
+    return f"step {t}: {sent.header['steps'][t]['token']}"
+
+
+def browser_moves_to(app: AppTest, step: int) -> AppTest:
+    """What the explorer's callback does when the user moves to `step` in the browser (tested in test_translate_page
+    and tests/e2e): the session's view holds it, and the page reruns."""
+    app.session_state["step"] = step
+    return app.run()
 
 
 def hypothesis_box(app: AppTest):
@@ -28,16 +38,14 @@ def chart_titles(app: AppTest) -> list[str]:
     return [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in app.get("plotly_chart")]
 
 
-def test_next_button_and_slider_move_the_step(app: AppTest) -> None:
+def test_the_steps_go_to_the_explorer_opened_on_the_views_step(app: AppTest) -> None:
     open_step_page(app)
-    assert topk_title(app).startswith("Step 0: chose “d”")
-    app.button(key="next").click().run()
-    assert app.session_state["step"] == 1
-    assert topk_title(app).startswith("Step 1: chose “c”")
-    app.slider(key="_w_step").set_value(3).run()
-    assert topk_title(app).startswith("Step 3: chose “a”")
-    app.button(key="prev").click().run()
-    assert topk_title(app).startswith("Step 2")
+    (sent,) = explorers(app)
+    assert sent.header["mode"] == "step" and step_sent(app) == "step 0: d"
+    assert [s["token"] for s in sent.header["steps"]] == ["d", "c", "b", "a", "<eos>"]
+    assert all(0 < s["prob"] <= 1 and s["top"][0][1] >= s["top"][-1][1] for s in sent.header["steps"])
+    browser_moves_to(app, 3)
+    assert step_sent(app) == "step 3: a" and app.subheader[0].value == "What if step 3 chose something else?"
 
 
 def test_forcing_a_token_changes_the_continuation(app: AppTest) -> None:
@@ -75,29 +83,20 @@ def test_url_step_is_restored(app: AppTest) -> None:
     app.query_params["step"] = "2"
     app.run()
     app.switch_page("pages/step.py").run()
-    assert topk_title(app).startswith("Step 2")
+    assert step_sent(app) == "step 2: b"
 
 
-def test_next_writes_the_step_into_the_url(app: AppTest) -> None:
+def test_a_step_picked_in_the_browser_reaches_the_url(app: AppTest) -> None:
     open_step_page(app)
-    app.button(key="next").click().run()
+    browser_moves_to(app, 1)
     assert app.query_params["step"] in ("1", ["1"])
-    assert any(t.startswith("Source as seen at step 1") for t in html_views(app))
-
-
-def test_play_walks_to_the_last_step_and_stops(app: AppTest) -> None:
-    open_step_page(app)
-    app.button(key="play").click().run()
-    assert topk_title(app).startswith("Step 4: chose “<eos>”")
-    assert not app.session_state["playing"]
-    assert app.button(key="play").label == "Play"
 
 
 def test_no_forced_branch_until_the_user_picks_one(app: AppTest) -> None:
     open_step_page(app)
     assert app.selectbox(key="force_choice-0").value is None
     assert not any(shown(m).startswith("**Forced branch:**") for m in app.markdown)
-    assert not app.get("plotly_chart") and len(html_views(app)) == 4  # the step's four views, no branch
+    assert not app.get("plotly_chart") and len(explorers(app)) == 1  # the steps in the explorer, no branch
 
 
 def test_rival_choice_does_not_follow_to_another_step(app: AppTest) -> None:
@@ -105,7 +104,7 @@ def test_rival_choice_does_not_follow_to_another_step(app: AppTest) -> None:
     box = app.selectbox(key="force_choice-0")
     box.set_value(next(tok for tok in box.options if not tok.startswith("<"))).run()
     assert any(shown(m).startswith("**Forced branch:**") for m in app.markdown)
-    app.button(key="next").click().run()
+    browser_moves_to(app, 1)
     assert app.selectbox(key="force_choice-1").value is None
     assert not any(shown(m).startswith("**Forced branch:**") for m in app.markdown)
 

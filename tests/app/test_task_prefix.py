@@ -2,7 +2,6 @@
 reads starts with it, and the user can change or clear it (each checkpoint keeps its own)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from attnscope.model.config import ModelConfig
 from attnscope.model.tokenization import TextCodec, train_word_level
 from attnscope.model.transformer import Transformer
 from tests.app.conftest import app_on
+from tests.support import explorers
 
 PREFIX = "translate English to German : "
 BOX = "Task prefix, added before the sentence"
@@ -39,13 +39,8 @@ def shown_prefix(app: AppTest) -> list[str]:
 
 
 def axis_labels(app: AppTest) -> set[str]:
-    """Every axis tick label of the page's charts: the source tokens the model read among them."""
-    labels: set[str] = set()
-    for chart in app.get("plotly_chart"):
-        for name, axis in json.loads(chart.proto.spec)["layout"].items():
-            if name.startswith(("xaxis", "yaxis")) and isinstance(axis, dict):
-                labels |= set(map(str, axis.get("ticktext") or ()))
-    return labels
+    """The tokens the page's attention explorers label their axes with: the source tokens the model read among them."""
+    return {token for sent in explorers(app) for token in (*sent.header["source"], *sent.header["target"])}
 
 
 def test_the_prefix_is_shown_read_and_changeable(prefixed_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from attnscope.training.jobs import TrainJob
 from attnscope.ui.train import runs
-from tests.support import CEILING, shown, unexplained_columns, wait_for
+from tests.support import CEILING, explorers, shown, unexplained_columns, wait_for
 
 
 @pytest.fixture
@@ -78,7 +78,7 @@ def test_train_a_toy_task_to_completion_and_use_it(train_page: AppTest, capfd: p
     app.session_state["sentence"] = "a b c"
     app.switch_page("pages/translate.py").run()
     assert not app.exception
-    assert len(app.get("plotly_chart")) == 2  # the chosen kind: its heatmap and its grid
+    assert len(explorers(app)) == 1  # the trained model's attention, in the browser
 
 
 def test_after_stop_resume_and_start_new_are_there_and_resume_continues(train_page: AppTest) -> None:

@@ -1,7 +1,6 @@
 """AppTest journeys on the Translate page."""
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -12,60 +11,68 @@ from streamlit.testing.v1 import AppTest
 from attnscope.checkpoints.checkpoint import save
 from tests.app.conftest import app_on
 from tests.engine_fixtures import tiny_translator
-from tests.support import CEILING, ROOT, readable_tables, shown, translation_shown
+from tests.support import CEILING, ROOT, Explored, explorers, readable_tables, shown, translation_shown
 
 
-def chart_specs(at: AppTest) -> list[dict]:
-    """The large per-head heatmaps (not the all-heads grids), in tab order."""
-    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
-    return [s for s in specs if "every layer and head" not in s["layout"]["title"]["text"]]
+def explorer(at: AppTest) -> Explored:
+    (only,) = explorers(at)
+    return only
 
 
-def grid_specs(at: AppTest) -> list[dict]:
-    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
-    return [s for s in specs if "every layer and head" in s["layout"]["title"]["text"]]
-
-
-def test_page_translates_and_draws_the_chosen_kind_only(app: AppTest) -> None:
+def test_page_translates_and_sends_every_kind_to_the_explorer(app: AppTest) -> None:
     app.session_state["sentence"] = "a b c d"
     app.run()
     assert not app.exception
     assert translation_shown(app).text == "d c b a"
-    specs = chart_specs(app)
-    assert len(specs) == 1 and specs[0]["layout"]["title"]["text"].startswith("Cross-attention")
-    grids = grid_specs(app)
-    assert len(grids) == 1
-    assert grids[0]["layout"]["xaxis"]["ticktext"] == ["head 0", "head 1", "head 2", "head 3"]
+    sent = explorer(app)
+    assert not app.get("plotly_chart")  # no second way to draw the same heatmaps
+    assert sent.header["mode"] == "heatmap" and sent.selection["kind"] == "cross"
+    assert all(sent.header["kinds"][k]["heads"] == 4 and sent.header["complete"] for k in ("encoder", "decoder", "cross"))
+    assert sent.header["output"][-1] == "<eos>" and [s["token"] for s in sent.header["steps"]] == ["d", "c", "b", "a", "<eos>"]
 
 
-def test_sidebar_kind_chooses_the_tab(app: AppTest) -> None:
+def test_sidebar_kind_opens_the_explorer_on_it(app: AppTest) -> None:
     app.session_state["sentence"] = "a b c d"
     app.run()
     app.radio(key="_w_kind").set_value("encoder").run()
-    (encoder,) = chart_specs(app)
-    assert encoder["layout"]["title"]["text"].startswith("Encoder self-attention")
-    assert encoder["layout"]["xaxis"]["ticktext"] == ["a", "b", "c", "d", "<eos>"]
-    assert app.session_state["_w_kind_tab"] == "Encoder self-attention"
+    sent = explorer(app)
+    assert sent.selection["kind"] == "encoder" and sent.header["source"] == ["a", "b", "c", "d", "<eos>"]
 
 
 def test_shared_link_opens_its_kind(app: AppTest) -> None:
     app.query_params["sentence"] = "a b c d"
     app.query_params["kind"] = "decoder"
     app.run()
-    (decoder,) = chart_specs(app)
-    assert decoder["layout"]["title"]["text"].startswith("Decoder masked self-attention")
+    assert explorer(app).selection["kind"] == "decoder"
     assert app.radio(key="_w_kind").value == "decoder"
 
 
-def test_tokens_are_tick_labels_and_repeats_stay_separate(app: AppTest) -> None:
+def test_tokens_label_the_axes_and_repeats_stay_separate(app: AppTest) -> None:
     app.session_state["sentence"] = "a b a"
     app.session_state["kind"] = "cross"
     app.run()
-    cross = chart_specs(app)[0]
-    assert cross["layout"]["xaxis"]["ticktext"] == ["a", "b", "a", "<eos>"]
-    assert cross["layout"]["xaxis"]["tickvals"] == [0, 1, 2, 3]
-    rows = cross["layout"]["yaxis"]["ticktext"]
-    assert rows[-1] == "<eos>" and cross["layout"]["yaxis"]["tickvals"] == list(range(len(rows)))
+    sent = explorer(app)
+    assert sent.header["source"] == ["a", "b", "a", "<eos>"]
+    assert sent.arrays["cross"].shape[2:] == (len(sent.header["output"]), 4) and sent.header["output"][-1] == "<eos>"
+
+
+def test_what_the_user_picks_in_the_browser_becomes_the_view() -> None:
+    """The component's callback: the view it reports is stored as the session's (sidebar and URL follow)."""
+    from streamlit.testing.v1 import AppTest as Probe
+
+    def script() -> None:
+        import streamlit as st
+
+        from attnscope.ui import state
+        from attnscope.ui.explorer import _follow
+
+        st.session_state["explorer-x"] = {"view": {"kind": "encoder", "layer": 2, "head": None, "step": 3}}
+        _follow("explorer-x")
+        view = state.read()
+        st.write(f"{view.kind} {view.layer} {view.head} {view.step}")
+
+    probe = Probe.from_function(script).run()
+    assert not probe.exception and probe.markdown[0].value == "encoder 2 None 3"
 
 
 def test_empty_sentence_gives_a_message_not_a_traceback(app: AppTest) -> None:
@@ -73,7 +80,7 @@ def test_empty_sentence_gives_a_message_not_a_traceback(app: AppTest) -> None:
     app.run()
     assert not app.exception
     assert any("empty" in shown(w) for w in app.warning)
-    assert not app.get("plotly_chart")
+    assert not app.get("bidi_component")
 
 
 def test_unknown_characters_are_reported(app: AppTest) -> None:
@@ -83,14 +90,12 @@ def test_unknown_characters_are_reported(app: AppTest) -> None:
     assert any("☃" in shown(i) for i in app.info)
 
 
-def test_layer_and_head_selectors_change_the_heatmap(app: AppTest) -> None:
+def test_layer_and_head_selectors_open_the_explorer_there(app: AppTest) -> None:
     app.session_state["sentence"] = "a b c"
     app.run()
-    before = chart_specs(app)[0]["data"][0]["z"]
+    assert explorer(app).selection["head"] is None
     app.selectbox(key="_w_head").set_value(1).run()
-    after = chart_specs(app)[0]
-    assert "head 1" in after["layout"]["title"]["text"]
-    assert after["data"][0]["z"] != before
+    assert explorer(app).selection["head"] == 1
 
 
 def test_url_parameters_restore_the_view(app: AppTest) -> None:
@@ -103,7 +108,7 @@ def test_url_parameters_restore_the_view(app: AppTest) -> None:
     assert app.session_state["sentence"] == "c b a"
     assert app.session_state["layer"] == 1 and app.session_state["head"] == 2
     assert translation_shown(app).source == "c b a"
-    assert "layer 1 · head 2" in chart_specs(app)[0]["layout"]["title"]["text"]
+    assert explorer(app).selection == {"kind": "decoder", "layer": 1, "head": 2, "step": 0}
 
 
 def test_output_cut_by_the_length_limit_is_reported(app: AppTest) -> None:
@@ -131,9 +136,8 @@ def test_long_input_is_flagged_and_scaled_per_head(app: AppTest) -> None:
     app.run()
     assert not app.exception
     assert any("at most about 10" in shown(i) for i in app.info)  # the toy model saw 3-10 letters
-    (encoder,) = chart_specs(app)
-    assert "zmax" not in encoder["data"][0] and len(encoder["layout"]["xaxis"]["ticktext"]) <= 40
-    assert app.toggle(key="per_head_scale_long").value
+    sent = explorer(app)
+    assert sent.header["per_head_scale"] and len(sent.header["source"]) == 46  # every token, coloured per head
 
 
 def test_examples_menu_fills_the_box_and_resets(app: AppTest) -> None:

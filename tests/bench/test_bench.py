@@ -10,9 +10,10 @@ from attnscope.cli.bench import SECTIONS, main
 def test_bench_tiny_mode_writes_a_full_report(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("ATTNSCOPE_DATA", str(tmp_path / "no-data"))
     out = tmp_path / "report.json"
-    main(["--tiny", "--out", str(out), "--skip", "memory", "--skip", "app", "--skip", "app-memory", "--skip", "peer-t5"])
+    main(["--tiny", "--out", str(out), "--skip", "memory", "--skip", "app", "--skip", "app-memory", "--skip", "peer-t5",
+          "--skip", "explorer"])
     report = json.loads(out.read_text())
-    assert set(SECTIONS) - {"memory", "app", "app-memory", "peer-t5"} <= set(report), "every section --only accepts runs"
+    assert set(SECTIONS) - {"memory", "app", "app-memory", "peer-t5", "explorer"} <= set(report), "every section runs"
     assert all(row["identical output"] for row in report["decoding"])
     assert report["training"][0]["ratio"] > 0
     assert "missing corpus file" in report["quality"][0]["error"]

@@ -101,15 +101,22 @@ def e2e_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return distinct_toy_checkpoint(tmp_path_factory.mktemp("e2e-upload"), "uploaded-reverse")
 
 
+class Served(str):
+    """A running server's URL, with its process id (a test may pause it to prove the browser does not wait)."""
+
+    pid: int
+
+
 @contextlib.contextmanager
-def streamlit_server(env: dict[str, str], log_dir: Path) -> Iterator[str]:
+def streamlit_server(env: dict[str, str], log_dir: Path) -> Iterator[Served]:
     """URL of `streamlit run app.py` started with `env`; stopped on exit, its output in log_dir."""
     port = free_port()
     log = (log_dir / "streamlit.log").open("w")
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
                              "--server.headless", "true", "--browser.gatherUsageStats", "false"],
                             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
+    url = Served(f"http://127.0.0.1:{port}")
+    url.pid = proc.pid
     try:
         wait_for(lambda: healthy(url) or proc.poll() is not None, "streamlit to start")
         if proc.poll() is not None:
@@ -128,7 +135,7 @@ def server_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def server(tmp_path_factory: pytest.TempPathFactory, e2e_checkpoint: Path, server_log: Path) -> Iterator[str]:
+def server(tmp_path_factory: pytest.TempPathFactory, e2e_checkpoint: Path, server_log: Path) -> Iterator[Served]:
     """URL of a streamlit server running app.py on a toy checkpoint, with its own user-models folder."""
     folder = copy_toy_checkpoint(tmp_path_factory.mktemp("e2e-checkpoints")).parent
     env = dict(os.environ, ATTNSCOPE_CHECKPOINTS=str(folder),

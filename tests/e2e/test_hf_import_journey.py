@@ -25,7 +25,7 @@ def test_import_a_zipped_marian_folder_and_look_inside(server: str, page: Page, 
     box.fill("A man rides a red bike.")
     box.press("Control+Enter")
     heatmap = explorer_map(page, "Cross-attention · layer")
-    expect(heatmap).to_have_attribute("aria-label", re.compile(r"keys: .*<eos>\.$"))  # the source axis: x </s>
+    expect(heatmap).to_have_attribute("aria-label", re.compile(r"Columns \(key\): .*<eos>\.$"))  # the source axis: x </s>
     for name in ("Step through decoding", "Inside one head"):
         page.get_by_role("link", name=name).click()
         settled(page)

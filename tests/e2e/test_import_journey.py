@@ -51,5 +51,5 @@ def test_import_an_m1_state_dict_with_a_json_vocabulary_and_see_its_heatmaps(ser
     box.fill("Zwei Hunde laufen durch den Schnee .")
     box.press("Control+Enter")
     # The heatmap's source axis shows this model's tokens, framed <bos> x <eos> as the tutorial feeds them.
-    expect(explorer_map(page, "Cross-attention · layer")).to_have_attribute("aria-label",
-                                                                         re.compile(r"keys: 0: <bos>, 1: Zwei, 2: Hunde"))
+    keys = re.compile(r"Columns \(key\): 0: <bos>, 1: Zwei, 2: Hunde")
+    expect(explorer_map(page, "Cross-attention · layer")).to_have_attribute("aria-label", keys)

@@ -39,7 +39,8 @@ def test_step_through_and_play(server: str, page: Page, record_property: Callabl
         clicks.append(round(time.perf_counter() - start, 3))
     record_property("next_click_seconds", clicks)
     rows = explorer_map(page, "Cross-attention of step 3,")  # every layer's heads and mean, every source token
-    expect(rows).to_have_attribute("aria-label", re.compile(r"heads: L0 H0, L0 H1, .*L0 mean.*sources: 0: a, 1: b"))
+    named = re.compile(r"Rows \(head\): L0 H0, L0 H1, .*L0 mean.*Columns \(source\): 0: a, 1: b")
+    expect(rows).to_have_attribute("aria-label", named)
     assert rows.bounding_box()["width"] >= 60
     expect(page).to_have_url(re.compile(r"step=3"))
     page.get_by_role("button", name="Previous").click()

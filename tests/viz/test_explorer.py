@@ -2,35 +2,17 @@
 sentence's payload holding only the selected layer."""
 from __future__ import annotations
 
-import json
-import struct
-
 import numpy as np
 import pytest
 
 from attnscope.records.attention import KINDS, AttentionRecord, DecodeStep
-from attnscope.viz.explorer import MAGIC, Selection, n_floats, payload
+from attnscope.viz.explorer import Selection, n_floats, payload
+from tests.support import read_explorer
 
 
 def read(data: bytes) -> tuple[dict, dict[str, np.ndarray]]:
-    """The header and, per kind, the [present layer, head, query, key] weights (decoder: zeros above the diagonal)."""
-    assert data[:4] == MAGIC
-    version, length = struct.unpack("<II", data[4:12])
-    header = json.loads(data[12:12 + length].decode("utf-8"))
-    floats = np.frombuffer(data[(12 + length + 3) // 4 * 4:], dtype="<f4")
-    arrays = {}
-    for kind, info in header["kinds"].items():
-        n, h, q, k = len(info["layers"]), info["heads"], info["queries"], info["keys"]
-        if info["lower"]:
-            per = q * (q + 1) // 2
-            tri = floats[info["offset"]:info["offset"] + n * h * per].reshape(n, h, per)
-            full = np.zeros((n, h, q, k), dtype=np.float32)
-            rows, cols = np.tril_indices(q)
-            full[:, :, rows, cols] = tri
-        else:
-            full = floats[info["offset"]:info["offset"] + n * h * q * k].reshape(n, h, q, k)
-        arrays[kind] = full
-    return header, arrays
+    explored = read_explorer(data)
+    return explored.header, explored.arrays
 
 
 def record(src: int = 5, tgt: int = 4, layers: int = 3, heads: int = 2, seed: int = 0) -> AttentionRecord:

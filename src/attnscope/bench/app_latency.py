@@ -31,7 +31,7 @@ from urllib.parse import quote_plus
 TARGETS = {"cold start s": 8.0, "sentence to heatmaps s": 1.0, "step click server ms": 150, "step click browser ms": 300,
            "inside open s": 1.5, "inside head switch browser ms": 500, "inside step move browser ms": 500}
 NOT_STALE = "document.querySelectorAll('[data-stale=\"true\"]').length === 0"
-HEATMAPS_DRAWN = "document.querySelectorAll('.js-plotly-plot .heatmaplayer').length >= 2"
+HEATMAPS_DRAWN = ".atsx canvas.cells"  # the attention explorer has drawn (a locator: it lives in a shadow root)
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 
 
@@ -214,7 +214,7 @@ def app_latency(path: Path, sentences: Sequence[str], clicks: int = 8, neighbour
     with busy_neighbour(neighbour), served(path) as app:
         page, url, server = app.page, app.url, app.server
         page.goto(url)
-        page.wait_for_function(HEATMAPS_DRAWN)
+        page.locator(HEATMAPS_DRAWN).first.wait_for()
         cold = time.perf_counter() - app.started
         _settle(page)
         box = page.locator(f"textarea[aria-label=\"Sentence ({tr.bundle.src_lang})\"]")
@@ -224,7 +224,7 @@ def app_latency(path: Path, sentences: Sequence[str], clicks: int = 8, neighbour
             box.fill(sentence)
             box.press("Control+Enter")
             page.get_by_text(text, exact=False).first.wait_for()
-            page.wait_for_function(HEATMAPS_DRAWN)
+            page.locator(HEATMAPS_DRAWN).first.wait_for()
             _settle(page)
             submit.append(time.perf_counter() - start)
         steps = _step_clicks(page, url, sentences[-1], clicks, server.pid)

@@ -66,7 +66,7 @@ def app_memory(path: Path, sentence: str, long_sentence: str, n_layers: int, n_h
         rows.append({"after": "server started (no session yet)", **resident_mb(server.pid)})
         page.goto(f"{app.url}/?sentence={quote_plus(sentence)}")
         runs.wait(page, 0, "Translation (")
-        page.wait_for_function(HEATMAPS_DRAWN)
+        page.locator(HEATMAPS_DRAWN).first.wait_for()
         rows.append({"after": "the first translation (Translate page)", **resident_mb(server.pid)})
         for role, link, text in JOURNEY:
             seen = runs.finished
@@ -78,7 +78,7 @@ def app_memory(path: Path, sentence: str, long_sentence: str, n_layers: int, n_h
             seen = runs.finished
             page.goto(f"{app.url}/?sentence={quote_plus(long_sentence)}&kind=cross&layer={layer}&head={head}")
             runs.wait(page, seen, "Translation (")
-            page.wait_for_function(HEATMAPS_DRAWN)
+            page.locator(HEATMAPS_DRAWN).first.wait_for()
         rows.append({"after": f"+ a {len(long_sentence.split())}-word sentence, {len(heads)} cross-attention heads shown "
                               "in turn (Translate)", **resident_mb(server.pid)})
     for before, row in zip(rows, rows[1:]):

@@ -22,6 +22,7 @@ from torch import nn
 from attnscope.bench.app_latency import app_latency
 from attnscope.bench.app_memory import app_memory
 from attnscope.bench.attribution import ig_completeness, split_by_position
+from attnscope.bench.explorer_latency import explorer_latency
 from attnscope.bench.hf_peer import peer
 from attnscope.bench.hf_t5_peer import peer_t5
 from attnscope.bench.measure import LONG_SENTENCES, SENTENCES, machine, median_times, print_table
@@ -261,6 +262,7 @@ def run(out: Path, tiny: bool = False, checkpoint_path: Path | None = None, thre
          "busy process", lambda: peer(list(SENTENCES), tiny, app="app" not in skip)),
         ("peer-t5", "18. t5-small's shape with Hugging Face's classes and a T5 tokenizer, imported with its en -> de task: "
          "captured decoding beside generate(output_attentions=True)", lambda: peer_t5(list(SENTENCES), tiny)),
+        ("explorer", "19. The attention explorer (issue 42)", lambda: explorer_latency(default_checkpoint(), tiny)),
     ]
     for key, title, measure in sections:
         if key in skip or (only and key not in only):

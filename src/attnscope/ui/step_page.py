@@ -18,6 +18,7 @@ from attnscope.ui.explorer import explorer
 from attnscope.ui.query import Query
 from attnscope.ui.state import ViewState
 from attnscope.ui.text import plain
+from attnscope.ui.url import write_url
 from attnscope.ui.values_switch import value_labels, values_switch
 from attnscope.viz.beam_tree import beam_tree, hypothesis_nodes
 
@@ -30,11 +31,13 @@ def step_view(tr: Translator, view: ViewState, query: Query, result: Translation
     explorer(record, view, ("step", query.key, norms), "explorer-step", steps=result.steps, mode="step",
              value=value_labels(norms)[0])
     t = selection.fit_step(view, len(result.steps))
+    state.set_step(t)  # fitted to this translation, and in the URL
     step_contributions(tr, view, query, result, t)  # on request only: a toggle, off by default
     if query.beam == 1:
         force_branch(tr, view, query, result, t)
     else:
         state.set_force(None)  # a beam search forces nothing
+    write_url((state.STEP, state.FORCE))  # at once, as the decoding options do theirs
 
 
 def _keep_one(filled: str, other: str, empty: object) -> None:

@@ -107,7 +107,7 @@ class Cells {
     Object.assign(this.canvas.dataset, { left: this.left, top: this.top, cellW: spec.cellW, cellH: spec.cellH,
       rows: rows.length, cols: cols.length });
     this.canvas.setAttribute("role", "img");  // what the canvas shows, for screen readers (and tests)
-    this.canvas.setAttribute("aria-label", `${spec.title}. ${spec.rowName}s: ${rows.join(", ")}. ${spec.colName}s: ${cols.join(", ")}.`);
+    this.canvas.setAttribute("aria-label", `${spec.title}. Rows (${spec.rowName}): ${rows.join(", ")}. Columns (${spec.colName}): ${cols.join(", ")}.`);
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, w, h);
     const image = new ImageData(cols.length, rows.length);
