@@ -46,7 +46,7 @@ def test_the_translation_never_silently_disagrees_with_the_box(server: str, page
     expect(headline).to_have_text("d c b a")
     expect(note).to_be_hidden()
     assert font_px(headline) >= font_px(page.locator("h1").first)  # as large as the page title, larger than the rest
-    assert font_px(headline) > 2 * font_px(page.get_by_text("Scale colours per head").first)
+    assert font_px(headline) > 2 * font_px(page.get_by_text("Every look is answered in your browser").first)
     assert colour(headline) == colour(page.locator("h1").first)  # full contrast, not a pale caption
     box = page.locator("textarea[aria-label=\"Sentence (en)\"]")
     box.fill("a b e")  # typed, not yet translated

@@ -8,7 +8,6 @@ const MASKED = [217, 217, 217];  // cells a mask forbids (future positions): gre
 const KINDS = ["encoder", "decoder", "cross"];
 const KIND_LABELS = { encoder: "Encoder self-attention", decoder: "Decoder masked self-attention", cross: "Cross-attention" };
 const KIND_KEYS = { e: "encoder", d: "decoder", c: "cross" };
-const SEND_MS = 80;  // the selection reaches the server this long after the last change (key repeats coalesce)
 const PLAY_MS = 600;  // between steps while playing
 const LABEL_PX = 11;  // a label needs this many pixels of cell; fewer: every n-th label (zoom in for all)
 
@@ -196,8 +195,9 @@ class Explorer {
     const { header, start } = readPayload(bytes);
     const same = this.w && header.id === this.w.h.id;
     if (same && header.complete && this.w.h.complete) {
-      const s = header.selection;
-      if (this.equal(s, this.sel) || this.sent.some((x) => this.equal(x, s))) return;
+      const s = header.selection, echoed = this.sent.findIndex((x) => this.equal(x, s));
+      if (echoed >= 0) this.sent.splice(0, echoed + 1);  // the server has caught up to here: older picks are done
+      if (echoed >= 0 || this.equal(s, this.sel)) return;
       this.sel = this.fit(s);  // changed elsewhere (the sidebar, another page): follow it
       return this.render();
     }
@@ -227,21 +227,11 @@ class Explorer {
     if (!quiet) this.schedule();
   }
 
-  flush() {  // send a pending selection now (the explorer is leaving the page)
-    if (this.pending) this.schedule(true);
-  }
-
-  schedule(now) {
-    clearTimeout(this.timer);
-    this.pending = true;
-    const deliver = () => {
-      this.pending = false;
-      const v = { ...this.sel };
-      this.sent.push(v);
-      if (this.sent.length > 64) this.sent.shift();
-      this.send("view", v);
-    };
-    if (now) deliver(); else this.timer = setTimeout(deliver, SEND_MS);
+  schedule() {  // tell the server at once: a link clicked next must find the view already sent
+    const v = { ...this.sel };
+    this.sent.push(v);
+    if (this.sent.length > 64) this.sent.shift();
+    this.send("view", v);
   }
 
   build() {
@@ -347,7 +337,7 @@ class Explorer {
     if (!this.w.has(kind, s.layer)) {
       this.missing.textContent = `Fetching layer ${s.layer} from the server…`;
       this.mainScroll.style.display = this.gridScroll.style.display = "none";
-      return this.schedule(true);
+      return this.schedule();
     }
     this.missing.textContent = "";
     this.mainScroll.style.display = this.gridScroll.style.display = "";
@@ -528,7 +518,7 @@ class Explorer {
     }
     if (!this.w.has("cross", s.layer)) {
       this.missing.textContent = `Fetching layer ${s.layer} from the server…`;
-      return this.schedule(true);
+      return this.schedule();
     }
     this.missing.textContent = "";
     const who = s.head === null ? "mean of heads" : `head ${s.head}`;
@@ -610,5 +600,4 @@ export default function (component) {
     root.explorer = new Explorer(root);
   }
   if (data) root.explorer.receive(data instanceof Uint8Array ? data : new Uint8Array(data), setStateValue);
-  return () => root.explorer.flush();
 }
