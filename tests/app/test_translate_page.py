@@ -98,6 +98,29 @@ def test_layer_and_head_selectors_open_the_explorer_there(app: AppTest) -> None:
     assert explorer(app).selection["head"] == 1
 
 
+def test_a_pick_reported_by_the_browser_resends_nothing_and_a_sidebar_change_reaches_it(app: AppTest) -> None:
+    """After a pick in the browser the rerun's payload is byte for byte the one sent (Streamlit's message cache then
+    sends a reference, and the browser keeps its own view); a change made in the sidebar opens the payload on it."""
+    from attnscope.ui import state
+    from attnscope.viz.explorer import Selection
+
+    app.session_state["sentence"] = "a b c d"
+    app.run()
+    first = app.get("bidi_component")[0].proto.bytes
+    app.session_state["head"] = 2  # what the explorer's callback leaves after the browser picked head 2
+    app.session_state[state.explorer_reported("explorer-translate")] = Selection("cross", 0, 2, 0)
+    app.run()
+    assert app.get("bidi_component")[0].proto.bytes == first
+    app.selectbox(key="_w_head").set_value(1).run()
+    assert explorer(app).selection["head"] == 1
+    epoch = explorer(app).header["epoch"]
+    app.session_state[state.explorer_reported("explorer-translate")] = Selection("cross", 0, 3, 0)  # picked there
+    app.session_state["head"] = 3
+    app.run()
+    app.selectbox(key="_w_head").set_value(1).run()  # back to what it was sent: it must still follow
+    assert explorer(app).selection["head"] == 1 and explorer(app).header["epoch"] == epoch + 1
+
+
 def test_url_parameters_restore_the_view(app: AppTest) -> None:
     app.query_params["sentence"] = "c b a"
     app.query_params["layer"] = "1"

@@ -2,9 +2,13 @@
 
 The component (st.components.v2, inline HTML/CSS/JS from ui/assets, no iframe, no build step) draws
 viz/explorer.py's payload on canvas: kind, layer, head or mean of heads, the all-heads grid, the decoding steps,
-hover and zoom need no server rerun. What the user picks comes back as the component's "view" state a moment
-later; its callback stores it as the session's view (before the next run draws the sidebar), so the sidebar, the
-other pages and the URL follow, while the explorer never waits for them.
+hover and zoom need no server rerun. What the user picks comes back as the component's "view" state at once; its
+callback stores it as the session's view (before the next run draws the sidebar), so the sidebar, the other pages
+and the URL follow, while the explorer never waits for them.
+
+The payload opens on a selection; it is changed only when the view was changed elsewhere (the sidebar, the URL,
+another page), never to echo what the explorer reported. So the bytes of a rerun that follows a click are the
+bytes already sent, which Streamlit does not send again (its message cache), and the browser keeps its own view.
 """
 from __future__ import annotations
 
@@ -50,6 +54,23 @@ def _follow(key: str) -> None:
     head = picked.get("head")
     if head is None or isinstance(head, int):
         state.set_head(head)
+    state.store(state.explorer_reported(key), selection_of(state.read(), 1 + int(picked.get("step") or 0)))
+
+
+def opened_on(key: str, name: str, current: Selection) -> tuple[Selection, int]:
+    """The selection the explorer `key` showing `name` opens on, and how many times it was opened anew: the last one
+    sent, unless the view now differs from what the explorer shows (the selection it last reported, else the one it
+    was sent): then the view's, under a new count (so the browser follows even a selection it was sent before)."""
+    sent = state.stored(state.explorer_sent(key))
+    reported = state.forget(state.explorer_reported(key))
+    shown = reported if reported is not None else sent[1] if sent is not None else None
+    if sent is None or sent[0] != name or current != shown:
+        sent = (name, current, 0 if sent is None else sent[2] + 1)
+        state.store(state.explorer_sent(key), sent)
+    elif reported is not None:
+        sent = (name, sent[1], sent[2])  # the explorer shows `reported`: keep the bytes, which it does not follow
+        state.store(state.explorer_reported(key), reported)
+    return sent[1], sent[2]
 
 
 def explorer(record: AttentionRecord, view: ViewState, name: Hashable, key: str, *,
@@ -57,9 +78,10 @@ def explorer(record: AttentionRecord, view: ViewState, name: Hashable, key: str,
              mode: str = "heatmap", value: str = WEIGHT, per_head_scale: bool = False) -> None:
     """Mount the explorer on `record` (named by `name`: model, sentence, decoding settings, values), opened on the
     session's view; `key` tells one explorer on a page from another."""
-    data = payload(record, view_id=view_id(name), selection=selection_of(view, record.n_steps), steps=steps,
-                   output_tokens=output_tokens, mode=mode,
-                   value=value, per_head_scale=per_head_scale)
+    current, identity = selection_of(view, record.n_steps), view_id(name)
+    opened, epoch = opened_on(key, identity, current)
+    data = payload(record, view_id=identity, selection=opened, epoch=epoch, steps=steps, output_tokens=output_tokens,
+                   mode=mode, value=value, per_head_scale=per_head_scale, layer=current.layer)
     _explorer(key=key, data=data, on_view_change=lambda: _follow(key))
     st.caption(f"Every look is answered in your browser. Keyboard (click the explorer first): {KEYBOARD}. Hover shows "
                "the value the model recorded (float32, 7 significant digits).")

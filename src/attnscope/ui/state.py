@@ -73,6 +73,16 @@ def task_prefix(checkpoint: str) -> str:
     return TASK_PREFIX + checkpoint
 
 
+def explorer_sent(key: str) -> str:
+    """Where the selection the explorer mounted under `key` was last opened on is kept (ui/explorer.py)."""
+    return f"_explorer_sent-{key}"
+
+
+def explorer_reported(key: str) -> str:
+    """Where the selection the explorer mounted under `key` last reported from the browser is kept."""
+    return f"_explorer_reported-{key}"
+
+
 def force_boxes(step: int) -> tuple[str, str]:
     """The Step page's two ways of forcing a token at `step`: the rival picker and the typed word."""
     return f"force_choice-{step}", f"force_typed-{step}"

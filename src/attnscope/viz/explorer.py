@@ -52,12 +52,12 @@ def n_floats(record: AttentionRecord, layers: dict[Kind, Sequence[int]] | None =
     return total
 
 
-def present_layers(record: AttentionRecord, selection: Selection, max_floats: int = MAX_FLOATS) -> dict[Kind, list[int]]:
-    """Every layer of each kind, or, when that passes `max_floats`, the selected layer (clamped per kind) alone."""
+def present_layers(record: AttentionRecord, layer: int, max_floats: int = MAX_FLOATS) -> dict[Kind, list[int]]:
+    """Every layer of each kind, or, when that passes `max_floats`, layer `layer` (clamped per kind) alone."""
     every = {kind: list(range(record.n_layers(kind))) for kind in KINDS}
     if n_floats(record) <= max_floats:
         return every
-    return {kind: [min(selection.layer, record.n_layers(kind) - 1)] for kind in KINDS}
+    return {kind: [min(layer, record.n_layers(kind) - 1)] for kind in KINDS}
 
 
 def _weights(record: AttentionRecord, kind: Kind, layers: list[int]) -> np.ndarray:
@@ -76,14 +76,16 @@ def _step(step: DecodeStep) -> dict[str, object]:
 
 def payload(record: AttentionRecord, *, view_id: str, selection: Selection, steps: Sequence[DecodeStep] | None = None,
             output_tokens: Sequence[str] | None = None, mode: str = "heatmap", value: str = "weight",
-            per_head_scale: bool = False, max_floats: int = MAX_FLOATS) -> bytes:
+            per_head_scale: bool = False, layer: int | None = None, epoch: int = 0, max_floats: int = MAX_FLOATS) -> bytes:
     """The bytes the explorer draws: `record` (weights or any other values named by `value`), its `steps` when it
     was decoded, opened on `selection`. Rows of cross-attention are labelled by the token each step chose: the
     steps' tokens, else `output_tokens` (a saved record's), else the decoder's inputs.
 
     `view_id` names what the payload shows (model, sentence, decoding settings, values): the browser keeps its own
-    selection while the id stays and starts again from `selection` when it changes. `mode` is "heatmap" (kind,
-    layer, head, the all-heads grid) or "step" (one decoding step at a time).
+    selection while the id and `epoch` stay, and starts again from `selection` when either changes (a new epoch:
+    the view was changed elsewhere, e.g. in the sidebar). `layer` is the layer a long sentence's payload
+    carries (default: the selection's). `mode` is "heatmap" (kind, layer, head, the all-heads grid) or "step" (one
+    decoding step at a time).
     """
     if mode not in ("heatmap", "step"):
         raise ValueError(f"unknown explorer mode {mode!r}; use 'heatmap' or 'step'")
@@ -92,7 +94,7 @@ def payload(record: AttentionRecord, *, view_id: str, selection: Selection, step
     outputs = [s.token for s in steps] if steps is not None else output_tokens
     if outputs is not None and len(outputs) != record.n_steps:
         raise ValueError(f"{len(outputs)} output tokens for a record of {record.n_steps} decoder positions")
-    layers = present_layers(record, selection, max_floats)
+    layers = present_layers(record, selection.layer if layer is None else layer, max_floats)
     kinds, blocks, offset = {}, [], 0
     for kind in KINDS:
         array = record.array(kind)
@@ -101,7 +103,7 @@ def payload(record: AttentionRecord, *, view_id: str, selection: Selection, step
                        "queries": array.shape[2], "keys": array.shape[3], "lower": kind == "decoder"}
         blocks.append(data)
         offset += data.size
-    header = {"id": view_id, "mode": mode, "value": value, "per_head_scale": per_head_scale,
+    header = {"id": view_id, "epoch": epoch, "mode": mode, "value": value, "per_head_scale": per_head_scale,
               "source": list(record.source_tokens), "target": list(record.target_tokens),
               "output": None if outputs is None else list(outputs),
               "steps": [_step(s) for s in steps] if steps is not None else None,

@@ -183,7 +183,6 @@ class Cells {
 class Explorer {
   constructor(root) {
     this.root = root;
-    this.sent = [];
     this.zoom = 1;
     this.perHead = null;
     root.addEventListener("keydown", (e) => this.key(e));
@@ -193,25 +192,22 @@ class Explorer {
   receive(bytes, send) {
     this.send = send;
     const { header, start } = readPayload(bytes);
-    const same = this.w && header.id === this.w.h.id;
+    const same = this.w && header.id === this.w.h.id, moved = header.epoch !== this.epoch;
+    this.epoch = header.epoch;  // a new epoch: the view was changed elsewhere (sidebar, URL, another page)
     if (same && header.complete && this.w.h.complete) {
-      const s = header.selection, echoed = this.sent.findIndex((x) => this.equal(x, s));
-      if (echoed >= 0) this.sent.splice(0, echoed + 1);  // the server has caught up to here: older picks are done
-      if (echoed >= 0 || this.equal(s, this.sel)) return;
-      this.sel = this.fit(s);  // changed elsewhere (the sidebar, another page): follow it
+      if (!moved) return;  // a rerun after a click here: the browser's own view stands
+      this.sel = this.fit(header.selection);  // changed in the sidebar, the URL or another page: follow it
       return this.render();
     }
     this.w = new Weights(header, new Float32Array(bytes.slice(start).buffer));
+    if (!same || moved) this.sel = this.fit(header.selection);
     if (!same) {
-      this.sel = this.fit(header.selection);
       this.perHead = null;
       this.stop();
       this.build();
     }
     this.render();
   }
-
-  equal(a, b) { return a && b && a.kind === b.kind && a.layer === b.layer && a.head === b.head && a.step === b.step; }
 
   fit(s) {
     const h = this.w.h, kinds = h.kinds, kind = KINDS.includes(s.kind) ? s.kind : "cross";
@@ -228,10 +224,7 @@ class Explorer {
   }
 
   schedule() {  // tell the server at once: a link clicked next must find the view already sent
-    const v = { ...this.sel };
-    this.sent.push(v);
-    if (this.sent.length > 64) this.sent.shift();
-    this.send("view", v);
+    this.send("view", { ...this.sel });
   }
 
   build() {
