@@ -110,3 +110,24 @@ def test_a_record_whose_weights_cannot_be_attention_opens_with_a_note(checkpoint
     checkpoints_page.file_uploader(key="open_record_file").upload("odd.npz", odd.to_npz()).run()
     assert any("Opened odd" in shown(s) for s in checkpoints_page.success)
     assert any("cross attention holds 1 NaN or infinite weights" in shown(w) for w in checkpoints_page.warning)
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_an_opened_translation_labels_cross_rows_by_the_token_each_step_produced(checkpoints_page: AppTest,
+                                                                                  as_json: bool) -> None:
+    """As the live page does (y1 .. <eos>), not by the decoder's input (<bos> y1 ..): the NPZ's meta carries the
+    produced tokens, the JSON its steps."""
+    record = m3_record()
+    produced = [*record.target_tokens[1:], "<eos>"]
+    if as_json:
+        payload = json.loads(record.to_json({"translation": "t"}))
+        payload["steps"] = [{"step": i, "token": t} for i, t in enumerate(produced)]
+        data, name = json.dumps(payload).encode(), "m3.json"
+    else:
+        data, name = record.to_npz({"translation": "t", "output_tokens": produced}), "m3.npz"
+    checkpoints_page.file_uploader(key="open_record_file").upload(name, data).run()
+    checkpoints_page.session_state["kind"] = "cross"
+    page = checkpoints_page.switch_page("pages/translate.py").run()
+    heatmap = json.loads(page.get("plotly_chart")[0].proto.spec)["layout"]["yaxis"]
+    assert heatmap["ticktext"] == produced and heatmap["title"]["text"] == "generated token (query)"
+    assert not any("output_tokens" in shown(c) for c in page.caption)

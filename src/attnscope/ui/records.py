@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from attnscope.engine.analysis.heads import head_stats
-from attnscope.engine.recording.record_files import notes, read_record, record_meta
+from attnscope.engine.recording.record_files import OUTPUT_TOKENS, notes, produced_tokens, read_record, record_meta
 from attnscope.records.attention import KIND_LABELS, KINDS, AttentionRecord, RecordError
 from attnscope.ui import selection, state, tables, widgets
 from attnscope.ui.step_page import step_controls
@@ -58,17 +58,24 @@ def show_opened() -> bool:
     st.button("Close the record and translate again", on_click=close, key="close_record")
     show_translation(*headline(record, meta))
     if meta:
-        st.caption(plain(", ".join(f"{k}: {v}" for k, v in meta.items() if k != "translation")))
+        st.caption(plain(", ".join(f"{k}: {v}" for k, v in meta.items() if k not in ("translation", OUTPUT_TOKENS))))
     view = state.read()
     head_index = selection.head(view, record.n_heads)
     for tab, kind in zip(selection.kind_tabs(view), KINDS):  # opened on the sidebar's kind, and setting it
         with tab:
             if not tab.open:
                 continue  # only the chosen kind is drawn
-            kind_layer = selection.layer(view, record, kind)
-            widgets.chart(record_heatmap(record, kind, kind_layer, head_index), f"record-heatmap-{kind}")
-            widgets.chart(heads_grid(record, kind, selected=(kind_layer, head_index)), f"record-grid-{kind}")
+            kind_layer, rows = selection.layer(view, record, kind), row_labels(record, meta, kind)
+            widgets.chart(record_heatmap(record, kind, kind_layer, head_index, row_labels=rows), f"record-heatmap-{kind}")
+            widgets.chart(heads_grid(record, kind, selected=(kind_layer, head_index), row_labels=rows),
+                          f"record-grid-{kind}")
     return True
+
+
+def row_labels(record: AttentionRecord, meta: dict, kind: str) -> tuple[str, ...] | None:
+    """The live pages' row labels: cross-attention rows by the token each step produced, when the file says;
+    None keeps the record's own queries."""
+    return produced_tokens(record, meta) if kind == "cross" else None
 
 
 def headline(record: AttentionRecord, meta: dict) -> tuple[str, str, str, str]:
@@ -131,7 +138,8 @@ def show_on_heads() -> bool:
     view = state.read()
     kind = view.kind
     st.caption(f"{KIND_LABELS[kind]} (pick another kind, layer or head in the sidebar).")
-    widgets.chart(heads_grid(record, kind, per_head_scale=view.per_head_scale,
+    rows = row_labels(record, state.stored(state.OPENED_RECORD)[2], kind)
+    widgets.chart(heads_grid(record, kind, per_head_scale=view.per_head_scale, row_labels=rows,
                              selected=(selection.layer(view, record, kind), selection.head(view, record.n_heads))),
                   "record-heads-grid")
     st.subheader("Head statistics of this sentence")

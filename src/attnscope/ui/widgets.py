@@ -10,6 +10,7 @@ import streamlit as st
 
 from attnscope.engine.decoding.domain import input_notes, output_notes, target_language_note, words
 from attnscope.engine.decoding.translator import MAX_BEAM, MAX_CHARS, Translation, Translator
+from attnscope.engine.recording.record_files import OUTPUT_TOKENS
 from attnscope.training.data import SAMPLE_LANGUAGES, SAMPLE_SPLITS, sample_pairs
 from attnscope.ui import results, state
 from attnscope.ui.persist import keep
@@ -176,6 +177,7 @@ def data_downloads(result: Translation, run_settings: dict[str, object], key: st
     cols = st.columns(3)
     cols[0].download_button("Attention as CSV", lambda: header + attention_table(result).to_csv(index=False),
                             f"attnscope-{key}.csv", "text/csv", key=f"csv-{key}")
-    cols[1].download_button("Record as NPZ", lambda: record.to_npz(extra), f"attnscope-{key}.npz",
+    produced = {OUTPUT_TOKENS: list(result.output_tokens)}  # so an opened record labels its rows as this page does
+    cols[1].download_button("Record as NPZ", lambda: record.to_npz({**extra, **produced}), f"attnscope-{key}.npz",
                             "application/octet-stream", key=f"npz-{key}")
     cols[2].download_button("Record as JSON", as_json, f"attnscope-{key}.json", "application/json", key=f"json-{key}")

@@ -93,13 +93,30 @@ def notes(record: AttentionRecord) -> list[str]:
 
 
 def record_meta(data: bytes) -> dict:
-    """The run settings a record file carries (its `meta`), or {} when it has none."""
+    """The run settings a record file carries (its `meta`), or {} when it has none; a JSON translation's `steps`
+    give its OUTPUT_TOKENS when the meta does not."""
     try:
         if data[:2] == b"PK":
             with np.load(io.BytesIO(data), allow_pickle=False) as f:
                 meta = untrusted.loads(str(f["meta"])) if "meta" in f else {}
         else:
-            meta = untrusted.loads(data.decode("utf-8")).get("meta", {})
+            payload = untrusted.loads(data.decode("utf-8"))
+            meta = payload.get("meta", {})
+            steps = payload.get("steps")
+            if isinstance(meta, dict) and isinstance(steps, list) and all(isinstance(s, dict) for s in steps):
+                meta.setdefault(OUTPUT_TOKENS, [s.get("token") for s in steps])
     except (ValueError, KeyError, OSError, UnicodeDecodeError, AttributeError, zipfile.BadZipFile):
         return {}
     return meta if isinstance(meta, dict) else {}
+
+
+OUTPUT_TOKENS = "output_tokens"  # the meta field of what each step produced (y1 .. <eos>), written with a translation
+
+
+def produced_tokens(record: AttentionRecord, meta: dict) -> tuple[str, ...] | None:
+    """What each decoding step of `record` produced, as its meta says (the live pages label cross-attention rows
+    by these, not by the decoder's input); None when the file does not say (e.g. a record from your own code)."""
+    tokens = meta.get(OUTPUT_TOKENS)
+    if isinstance(tokens, list) and len(tokens) == record.n_steps and all(isinstance(t, str) for t in tokens):
+        return tuple(tokens)
+    return None
