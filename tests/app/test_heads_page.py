@@ -157,6 +157,14 @@ def test_ablating_every_cross_head_changes_the_translation(app: AppTest) -> None
     assert after != "**Without them:** d c b a"
 
 
+def test_ablating_every_head_says_the_output_is_empty(app: AppTest) -> None:
+    open_page(app, "pages/heads.py")
+    heads = [(kind, layer, head) for kind in ("encoder", "decoder", "cross") for layer in range(2) for head in range(4)]
+    app.multiselect(key="ablate_heads").set_value(heads).run()
+    text = next(shown(m) for m in app.markdown if shown(m).startswith("**With all heads:**"))
+    assert text.split("  \n")[1] == "**Without them:** *(empty: the output has no words)*"
+
+
 def test_an_ablation_bleu_is_never_shown_for_other_heads(app: AppTest, monkeypatch, tmp_path) -> None:
     for lang, lines in (("en", ["a b c", "d e f g"]), ("de", ["c b a", "g f e d"])):
         with gzip.open(tmp_path / f"val.{lang}.gz", "wt") as f:

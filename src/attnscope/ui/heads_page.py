@@ -174,6 +174,11 @@ def _ablation_bleu(_translator: Translator, checkpoint_key: str, pairs: tuple[tu
     return ablation_bleu(_translator, pairs, heads)
 
 
+def said(text: str) -> str:
+    """`text` as markdown shown literally, or a note that the output is empty (else the label stands alone)."""
+    return plain(text) if text.strip() else "*(empty: the output has no words)*"
+
+
 def ablation(tr: Translator, text: str, result: Translation) -> None:
     """Switch heads off and see the translation, token probabilities and BLEU change."""
     c = tr.model.config
@@ -186,7 +191,7 @@ def ablation(tr: Translator, text: str, result: Translation) -> None:
         return
     heads = tuple(sorted(tuple(h) for h in chosen))
     outcome = _ablate_sentence(tr, tr.cache_key, text, heads)
-    st.markdown(f"**With all heads:** {plain(outcome.baseline.text)}  \n**Without them:** {plain(outcome.ablated.text)}")
+    st.markdown(f"**With all heads:** {said(outcome.baseline.text)}  \n**Without them:** {said(outcome.ablated.text)}")
     tables.table(outcome.token_changes.round(4), tables.ABLATION_TOKENS)
     cols = st.columns(3)
     split = cols[0].selectbox("BLEU on split", SPLITS, key="ablate_split")
