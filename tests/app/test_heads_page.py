@@ -65,6 +65,18 @@ def colour_of(scale: list, position: float) -> tuple[float, float, float]:
     return tuple(float(np.interp(position, stops, rgb[:, k])) for k in range(3))
 
 
+def test_compare_follows_the_sidebar_when_it_changes_and_keeps_the_users_pick_otherwise(app: AppTest) -> None:
+    app.session_state["layer"], app.session_state["head"] = 1, 0
+    open_page(app, "pages/heads.py")
+    app.session_state["layer"], app.session_state["head"] = 0, 2  # the sidebar moves while on Heads
+    app.run()
+    assert (app.selectbox(key="cmp_a_layer").value, app.selectbox(key="cmp_a_head").value) == (0, 2)
+    assert (app.selectbox(key="cmp_b_layer").value, app.selectbox(key="cmp_b_head").value) == (0, 3)
+    app.selectbox(key="cmp_a_head").set_value(1).run()  # the user's own pick stays while the sidebar does
+    app.run()
+    assert app.selectbox(key="cmp_a_head").value == 1 and "A: cross · layer 0 · head 1" in titles(app)
+
+
 def test_compare_starts_on_the_sidebars_mean_of_heads(app: AppTest) -> None:
     open_page(app, "pages/heads.py")
     assert app.selectbox(key="cmp_a_layer").value == 0 and app.selectbox(key="cmp_a_head").value == "mean"

@@ -83,6 +83,18 @@ def _pick(label: str, key: str, tr: Translator, default: tuple[str, int, int | N
     return kind, layer, None if head == "mean" else head
 
 
+COMPARE_WIDGETS = tuple(f"cmp_{side}_{part}" for side in "ab" for part in ("kind", "layer", "head"))  # _pick's keys
+
+
+def follow_sidebar(choice: tuple[str, int, int | None]) -> None:
+    """When the sidebar's kind, layer or head changed since the comparison last started from it, start A and B
+    again from the new choice (the pickers keep what the user set only while the sidebar stays put)."""
+    if state.stored(state.COMPARE_FOLLOWS) != choice:
+        state.store(state.COMPARE_FOLLOWS, choice)
+        for key in COMPARE_WIDGETS:
+            state.forget(key)
+
+
 def _describe(side: str, choice: tuple[str, int, int | None]) -> str:
     kind, layer, head = choice
     return f"{side}: {kind} · layer {layer} · " + ("mean of heads" if head is None else f"head {head}")
@@ -101,6 +113,7 @@ def comparison(tr: Translator, view: ViewState, query: Query, result: Translatio
     c = tr.model.config
     kind, head = view.kind, selection.head(view)  # A starts on the sidebar's choice, B on another head of its layer
     layer = selection.layer(view, result.attention, kind)
+    follow_sidebar((kind, layer, head))
     a = _pick("A", "cmp_a", tr, (kind, layer, head))
     names_a, names_b = result.output_tokens, result.output_tokens
     if mode == "two heads or layers":
