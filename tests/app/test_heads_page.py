@@ -239,6 +239,12 @@ def test_positional_page_shows_sinusoids_and_the_models_own(app: AppTest) -> Non
     open_page(app, "pages/positional.py")
     assert any(t.startswith("Sinusoidal encoding") for t in titles(app))
     assert any("Identical to the table above" in c.value for c in app.caption)
+    assert "Norms of token embeddings × √d_model vs positional encodings" in titles(app)
+
+
+def test_the_norms_title_of_an_unscaled_model_is_plural_on_its_noun() -> None:
+    from attnscope.ui.positional_page import norms_title
+    assert norms_title(False) == "Norms of token embeddings (not scaled) vs positional encodings"
 
 
 def test_anatomy_counts_every_parameter(app: AppTest) -> None:

@@ -95,8 +95,13 @@ def model_encodings(tr: Translator, n_pos: int, sinusoid: np.ndarray) -> None:
         widgets.chart(similarity_heatmap(own, title=f"{c.positional.capitalize()}: position similarity"), "own-similarity")
     tokens, positions = embedding_norms(tr.model, n_pos)
     what = "token embedding × √d_model" if c.embed_scale else "token embedding (not scaled)"
-    widgets.chart(norms_histogram(tokens, positions, title=f"Norms of {what}s vs positional encodings", tokens=what),
-                  "pe-norms")
+    widgets.chart(norms_histogram(tokens, positions, title=norms_title(c.embed_scale), tokens=what), "pe-norms")
+
+
+def norms_title(embed_scale: bool) -> str:
+    """The norms chart's title, plural on the noun (not on the scale factor or its note)."""
+    scaled = "× √d_model" if embed_scale else "(not scaled)"
+    return f"Norms of token embeddings {scaled} vs positional encodings"
 
 
 STACKS = {"encoder": "Encoder self-attention (bidirectional: a key before or after the query)",
