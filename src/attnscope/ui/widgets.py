@@ -76,6 +76,12 @@ def sentence_box(tr: Translator) -> str:
     return sentence
 
 
+def rules_label(name: str) -> str:
+    """The radio's label of an imported model's rules named `name` ("fairseq defaults", "the model's
+    generation_config"), saying "the model's" once."""
+    return "the model's (" + name.removeprefix("the model's ") + ")"
+
+
 def decoding_options(tr: Translator, view: ViewState) -> None:
     """Beam size, maximum output length (the view's `beam` and `max_len`) and, for a model imported with its
     framework's decoding rules, whose rules decode, with the rules in force in one sentence; shared by the pages
@@ -85,7 +91,7 @@ def decoding_options(tr: Translator, view: ViewState) -> None:
     model_rules, own = tr.decoding_rules("model"), tr.decoding_rules("attnscope")
     if model_rules != own:
         st.radio("Decoding rules", ("model", "attnscope"), horizontal=True, **keep(state.RULES, "model"),
-                 format_func=lambda c: f"the model's ({model_rules.name})" if c == "model" else "attnscope's own",
+                 format_func=lambda c: rules_label(model_rules.name) if c == "model" else "attnscope's own",
                  help="An imported model decodes by default as its framework does (its length rule, forced </s>, "
                       "length penalty...); attnscope's own rules decode every model alike.")
     rules = tr.decoding_rules(view.rules)
