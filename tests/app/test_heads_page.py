@@ -249,6 +249,7 @@ def test_the_norms_title_of_an_unscaled_model_is_plural_on_its_noun() -> None:
 
 def test_anatomy_counts_every_parameter(app: AppTest) -> None:
     open_page(app, "pages/anatomy.py")
+    assert app.table and not any(column.table for column in app.columns)  # the config's meanings get the full width
     shapes = app.dataframe[1].value
     assert "cross-attn: weights" in list(shapes["stage"])
     assert not app.exception
