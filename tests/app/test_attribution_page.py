@@ -9,7 +9,7 @@ import re
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from tests.support import html_views, readable_tables, shown
+from tests.support import html_views, readable_tables, shown, translation_shown
 
 PAGE = "pages/attribution.py"
 
@@ -56,6 +56,9 @@ def test_page_shows_every_measure_for_the_translation(app: AppTest, toy_checkpoi
 
     open_page(app)
     assert not app.exception
+    headline = translation_shown(app)  # the headline every page shows, not a small quote
+    assert headline is not None and (headline.source, headline.text) == ("a b c d", "d c b a")
+    assert not any(m.value.startswith("> ") for m in app.markdown)
     split = figures(app)["Where each generated token came from (ALTI+, rolled out)"]
     source, prefix = (values(trace["y"]) for trace in split["data"][:2])
     np.testing.assert_allclose(source + prefix, 1.0, atol=1e-9)
