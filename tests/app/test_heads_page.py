@@ -9,6 +9,7 @@ import re
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
+from attnscope.viz.grid import PER_HEAD_TITLE
 from tests.app.conftest import APP
 from tests.support import CEILING, readable_tables, shown, tensors_and_meta
 
@@ -75,6 +76,20 @@ def test_compare_follows_the_sidebar_when_it_changes_and_keeps_the_users_pick_ot
     app.selectbox(key="cmp_a_head").set_value(1).run()  # the user's own pick stays while the sidebar does
     app.run()
     assert app.selectbox(key="cmp_a_head").value == 1 and "A: cross · layer 0 · head 1" in titles(app)
+
+
+def test_the_grid_of_a_long_sentence_is_coloured_per_head_as_on_translate(app: AppTest) -> None:
+    """A long sentence (every T5 sentence with its task prefix) is scaled per head on Translate: Heads follows."""
+    open_page(app, "pages/heads.py", " ".join("abcdefghij"[i % 10] for i in range(45)))
+    app.session_state["kind"] = "encoder"
+    app.run()
+    grid = chart(app, next(t for t in titles(app) if t.startswith("Encoder self-attention")))
+    assert grid["data"][0]["colorbar"]["title"]["text"] == PER_HEAD_TITLE
+    assert any("scaled to its own maximum" in shown(c) for c in app.caption)
+    app.session_state["per_head_scale_long"] = False  # turned off on Translate for long sentences: off here too
+    app.run()
+    grid = chart(app, next(t for t in titles(app) if t.startswith("Encoder self-attention")))
+    assert grid["data"][0]["colorbar"]["title"]["text"] != PER_HEAD_TITLE
 
 
 def test_compare_starts_on_the_sidebars_mean_of_heads(app: AppTest) -> None:

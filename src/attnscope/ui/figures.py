@@ -16,6 +16,7 @@ import streamlit as st
 from attnscope.engine.decoding.translator import Translation
 from attnscope.records.attention import AttentionRecord, Kind
 from attnscope.ui.cache import ResultKey
+from attnscope.ui.state import ViewState
 from attnscope.ui.values_switch import value_labels
 from attnscope.viz.grid import heads_grid
 from attnscope.viz.heatmap import LONG_INPUT, is_long, record_heatmap
@@ -85,6 +86,12 @@ def longest_side(record: AttentionRecord) -> tuple[int, bool]:
     """The record's longer token sequence, and whether it is long enough to look pale on a 0–1 colour scale."""
     n_tokens = max(len(record.source_tokens), len(record.target_tokens))
     return n_tokens, is_long(n_tokens)
+
+
+def scaled_per_head(view: ViewState, record: AttentionRecord) -> bool:
+    """Whether `record`'s maps are scaled per head, by the Translate page's rule: its toggle for a sentence of this
+    length (on by default for a long one, see longest_side), so every page colours the same sentence alike."""
+    return view.per_head_scale_long if longest_side(record)[1] else view.per_head_scale
 
 
 def long_caption(n_tokens: int) -> str:

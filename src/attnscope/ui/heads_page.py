@@ -18,7 +18,7 @@ from attnscope.engine.analysis.heads import (
 from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.records.attention import KINDS
 from attnscope.training.data import DataError, sample_pairs
-from attnscope.ui import models, results, selection, state, tables, widgets
+from attnscope.ui import figures, models, results, selection, state, tables, widgets
 from attnscope.ui.attribution.sentence import MAX_STATS_SAMPLE
 from attnscope.ui.query import Query
 from attnscope.ui.state import ViewState
@@ -35,8 +35,12 @@ def all_heads(view: ViewState, result: Translation) -> None:
     kind = view.kind
     rows = result.output_tokens if kind == "cross" else None
     selected = (selection.layer(view, result.attention, kind), selection.head(view))
-    widgets.chart(heads_grid(result.attention, kind, per_head_scale=view.per_head_scale, row_labels=rows,
+    per_head = figures.scaled_per_head(view, result.attention)  # as Translate colours this sentence
+    widgets.chart(heads_grid(result.attention, kind, per_head_scale=per_head, row_labels=rows,
                              selected=selected), "heads-grid")
+    n_tokens, long = figures.longest_side(result.attention)
+    if long and per_head:
+        st.caption(figures.long_caption(n_tokens))
 
 
 def statistics(result: Translation) -> None:

@@ -12,7 +12,7 @@ import streamlit as st
 from attnscope.engine.analysis.heads import head_stats
 from attnscope.engine.recording.record_files import OUTPUT_TOKENS, notes, produced_tokens, read_record, record_meta
 from attnscope.records.attention import KIND_LABELS, KINDS, AttentionRecord, RecordError
-from attnscope.ui import selection, state, tables, widgets
+from attnscope.ui import figures, selection, state, tables, widgets
 from attnscope.ui.step_page import step_controls
 from attnscope.ui.text import plain
 from attnscope.ui.translation_view import show_translation
@@ -139,7 +139,7 @@ def show_on_heads() -> bool:
     kind = view.kind
     st.caption(f"{KIND_LABELS[kind]} (pick another kind, layer or head in the sidebar).")
     rows = row_labels(record, state.stored(state.OPENED_RECORD)[2], kind)
-    widgets.chart(heads_grid(record, kind, per_head_scale=view.per_head_scale, row_labels=rows,
+    widgets.chart(heads_grid(record, kind, per_head_scale=figures.scaled_per_head(view, record), row_labels=rows,
                              selected=(selection.layer(view, record, kind), selection.head(view, record.n_heads))),
                   "record-heads-grid")
     st.subheader("Head statistics of this sentence")

@@ -101,6 +101,7 @@ class ViewState:
     force: str | None = None  # the Step page's forced token
     rules: str = "model"  # the decoding rules: the checkpoint's own ("model") or attnscope's ("attnscope")
     per_head_scale: bool = False
+    per_head_scale_long: bool = True  # the same toggle for a long sentence, where it starts on
     playing: bool = False
     task_prefixes: tuple[tuple[str, str], ...] = ()  # (checkpoint name, the task prefix the user gave it)
 
@@ -118,7 +119,8 @@ def read() -> ViewState:
                      head=None if head == MEAN else int(head), step=int(s.get(STEP, 0)), beam=int(s.get(BEAM, 1)),
                      max_len=None if max_len is None else int(max_len), force=s.get(FORCE) or None,
                      rules=str(s.get(RULES, "model")),
-                     per_head_scale=bool(s.get(PER_HEAD_SCALE, False)), playing=bool(s.get(PLAYING, False)),
+                     per_head_scale=bool(s.get(PER_HEAD_SCALE, False)),
+                     per_head_scale_long=bool(s.get(PER_HEAD_SCALE_LONG, True)), playing=bool(s.get(PLAYING, False)),
                      task_prefixes=tuple((str(k)[len(TASK_PREFIX):], str(v)) for k, v in s.items()
                                          if str(k).startswith(TASK_PREFIX)))
 
