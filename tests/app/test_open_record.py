@@ -131,3 +131,12 @@ def test_an_opened_translation_labels_cross_rows_by_the_token_each_step_produced
     heatmap = json.loads(page.get("plotly_chart")[0].proto.spec)["layout"]["yaxis"]
     assert heatmap["ticktext"] == produced and heatmap["title"]["text"] == "generated token (query)"
     assert not any("output_tokens" in shown(c) for c in page.caption)
+
+
+def test_a_record_nested_thousands_of_levels_deep_is_refused_in_one_sentence(checkpoints_page: AppTest) -> None:
+    deep = b'{"source_tokens": ["a"], "target_tokens": ["b"], "encoder": ' + b"[" * 5000 + b"]" * 5000 + b"}"
+    checkpoints_page.file_uploader(key="open_record_file").upload("deep.json", deep).run()
+    assert not checkpoints_page.exception
+    (error,) = [shown(e) for e in checkpoints_page.error]
+    assert error == "Record rejected: deep.json is not an attention record: its JSON is nested 5,001 levels deep, " \
+                    "more than the 64 attnscope reads"

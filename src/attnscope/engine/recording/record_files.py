@@ -37,8 +37,9 @@ def read_record(data: bytes, name: str) -> AttentionRecord:
     try:
         payload = untrusted.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        why = f" ({err.msg})" if isinstance(err, json.JSONDecodeError) and "nested" in err.msg else ""
-        raise RecordError(f"{name} is neither an NPZ nor a JSON attention record{why} (save one with "
+        if isinstance(err, json.JSONDecodeError) and "nested" in err.msg:
+            raise RecordError(f"{name} is not an attention record: its JSON is {err.msg}") from None
+        raise RecordError(f"{name} is neither an NPZ nor a JSON attention record (save one with "
                           "record.to_npz() or python -m attnscope translate ... --npz)") from None
     missing = [k for k in ("source_tokens", "target_tokens", *KINDS) if not isinstance(payload, dict) or k not in payload]
     if missing:
