@@ -101,15 +101,17 @@ def test_an_opened_record_is_stepped_through_and_its_heads_read_without_a_model(
     assert "Ablation" in [t.label for t in app.tabs]
 
 
-def test_a_record_whose_weights_cannot_be_attention_opens_with_a_note(checkpoints_page: AppTest) -> None:
+def test_a_record_whose_weights_cannot_be_attention_is_refused(checkpoints_page: AppTest) -> None:
     from attnscope.records.attention import AttentionRecord
     record = m3_record()
     cross = record.cross.copy()
     cross[0, 0, 0, 0] = np.nan
     odd = AttentionRecord(record.source_tokens, record.target_tokens, record.encoder, record.decoder, cross)
     checkpoints_page.file_uploader(key="open_record_file").upload("odd.npz", odd.to_npz()).run()
-    assert any("Opened odd" in shown(s) for s in checkpoints_page.success)
-    assert any("cross attention holds 1 NaN or infinite weights" in shown(w) for w in checkpoints_page.warning)
+    assert not checkpoints_page.success and not checkpoints_page.exception
+    assert [shown(e) for e in checkpoints_page.error] == [
+        "Record rejected: odd.npz is not attention: its cross weights hold 1 NaN or infinite values (attention weights "
+        "are softmax outputs, finite and from 0 to 1)"]
 
 
 @pytest.mark.parametrize("as_json", [False, True])

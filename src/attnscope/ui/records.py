@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from attnscope.engine.analysis.heads import head_stats
-from attnscope.engine.recording.record_files import OUTPUT_TOKENS, notes, produced_tokens, read_record, record_meta
+from attnscope.engine.recording.record_files import OUTPUT_TOKENS, produced_tokens, read_record, record_meta
 from attnscope.records.attention import KIND_LABELS, KINDS, AttentionRecord, RecordError
 from attnscope.ui import figures, selection, state, tables, widgets
 from attnscope.ui.step_page import step_controls
@@ -37,8 +37,6 @@ def open_record() -> None:
         st.error(f"Record rejected: {plain(err)}")
         return
     st.success(plain(f"Opened {file.name}: the Translate, Step and Heads pages show it until you close it."))
-    for note in notes(state.stored(state.OPENED_RECORD)[1]):
-        st.warning(plain(f"{file.name}: {note}."))
 
 
 def close() -> None:

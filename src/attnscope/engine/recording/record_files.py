@@ -2,7 +2,7 @@
 
 A record is a file from anyone: its size is checked twice (the file, then what its arrays declare they
 unpack to, before any is read), its JSON is parsed with a nesting limit, nothing is unpickled, and what
-opens but cannot be attention (NaN, negative weights) is said in a note.
+cannot be attention (NaN, negative weights, weights above 1) is refused in one sentence.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def read_record(data: bytes, name: str) -> AttentionRecord:
     if data[:2] == b"PK":
         try:
             check_unpacked(data, name)
-            return AttentionRecord.from_npz(data)
+            return check_weights(AttentionRecord.from_npz(data), name)
         except (KeyError, ValueError, zipfile.BadZipFile, OSError, EOFError) as err:
             if isinstance(err, RecordError):
                 raise
@@ -51,7 +51,7 @@ def read_record(data: bytes, name: str) -> AttentionRecord:
     tokens = [payload[side] for side in ("source_tokens", "target_tokens")]
     if not all(isinstance(t, list) for t in tokens):
         raise RecordError(f"{name}: source_tokens and target_tokens must be lists of tokens")
-    return AttentionRecord(tuple(map(str, tokens[0])), tuple(map(str, tokens[1])), *arrays)
+    return check_weights(AttentionRecord(tuple(map(str, tokens[0])), tuple(map(str, tokens[1])), *arrays), name)
 
 
 def check_unpacked(data: bytes, name: str) -> None:
@@ -78,19 +78,22 @@ def check_unpacked(data: bytes, name: str) -> None:
         raise RecordError(refused)
 
 
-def notes(record: AttentionRecord) -> list[str]:
-    """What a record holds that attention weights cannot be (they are softmax outputs: finite, 0 to 1)."""
-    found = []
+SLACK = 1e-4  # float rounding a softmax row may show beyond 0 or 1
+
+
+def check_weights(record: AttentionRecord, name: str) -> AttentionRecord:
+    """`record`, or one sentence refusing it: attention weights are softmax outputs (finite, 0 to 1), and NaN,
+    negative or larger numbers would be drawn as shares of attention they are not."""
     for kind in KINDS:
         array = record.array(kind)
         bad = int(np.count_nonzero(~np.isfinite(array)))
-        finite = array[np.isfinite(array)]
         if bad:
-            found.append(f"{kind} attention holds {bad:,} NaN or infinite weights (shown as gaps)")
-        if finite.size and (finite.min() < 0 or finite.max() > 1):
-            found.append(f"{kind} attention has weights from {finite.min():.3g} to {finite.max():.3g}, outside 0 to 1: "
-                         "they are not softmax weights, so the colours do not show shares of attention")
-    return found
+            raise RecordError(f"{name} is not attention: its {kind} weights hold {bad:,} NaN or infinite values "
+                              "(attention weights are softmax outputs, finite and from 0 to 1)")
+        if array.size and (array.min() < -SLACK or array.max() > 1 + SLACK):
+            raise RecordError(f"{name} is not attention: its {kind} weights run from {array.min():.3g} to "
+                              f"{array.max():.3g}, outside the 0 to 1 of softmax outputs")
+    return record
 
 
 def record_meta(data: bytes) -> dict:
