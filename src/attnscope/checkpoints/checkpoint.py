@@ -102,10 +102,27 @@ def first_not_finite(tensors: dict[str, torch.Tensor]) -> str | None:
     return next((k for k, t in tensors.items() if t.is_floating_point() and not bool(torch.isfinite(t).all())), None)
 
 
+FP16_MAX = torch.finfo(torch.float16).max  # 65,504: larger weights become infinite in fp16
+
+
+def half_overflow(state: dict[str, torch.Tensor]) -> str | None:
+    """A sentence when fp16 storage would make weights of `state` infinite (|w| > 65,504), else None."""
+    bad = {name: int((t.detach().abs() > FP16_MAX).sum()) for name, t in state.items() if t.is_floating_point()}
+    bad = {name: n for name, n in bad.items() if n}
+    if not bad:
+        return None
+    return (f"fp16 storage would make {sum(bad.values()):,} weights infinite (beyond ±{FP16_MAX:,.0f}, first in "
+            f"{next(iter(bad))}): store the model in fp32 (leave out --half, or half=False)")
+
+
 def save(model: Transformer, bundle: Bundle, path: str | os.PathLike[str], *, half: bool = False) -> Path:
     """Write the model and its bundle to one `.safetensors` file (fp16 storage if `half`), with whether every
-    stored weight is finite (checked here, where a checkpoint enters, so loading need not read them twice)."""
+    stored weight is finite (checked here, where a checkpoint enters, so loading need not read them twice).
+    Weights fp16 would make infinite are refused before anything is written: load() would refuse the file."""
     path = Path(path)
+    overflow = half_overflow(unique_state(model)) if half else None
+    if overflow:
+        raise CheckpointError(overflow)
     tensors = {k: (v.half() if half and v.is_floating_point() else v).contiguous().cpu()
                for k, v in unique_state(model).items()}
     metadata = bundle.metadata() | {FINITE_KEY: "false" if first_not_finite(tensors) else "true"}

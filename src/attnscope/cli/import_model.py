@@ -76,7 +76,7 @@ def main(argv: Sequence[str]) -> int:
     from attnscope.checkpoints.checkpoint import CheckpointError
     from attnscope.checkpoints.import_inputs import parse_specials, read_examples
     from attnscope.checkpoints.importers import import_any
-    from attnscope.checkpoints.importers.precision import half_overflow, half_report
+    from attnscope.checkpoints.importers.precision import half_report
 
     args = parser().parse_args(argv)
     args.out = args.out or default_out(args.source)
@@ -88,9 +88,6 @@ def main(argv: Sequence[str]) -> int:
                               tgt_lang=args.tgt_lang, name=args.name or args.out.stem,
                               specials=parse_specials(args.specials), max_len=args.max_len,
                               examples=read_examples(args.check) if args.check else (), **settings)
-        overflow = half_overflow(imported.model) if args.half else None
-        if overflow:
-            raise CheckpointError(overflow)
         path = checkpoint.save(imported.model, imported.bundle, args.out, half=args.half)
     except CheckpointError as err:
         print(f"error: {err}", file=sys.stderr)
