@@ -3,14 +3,13 @@ from __future__ import annotations
 
 import math
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from attnscope.checkpoints import registry
+from attnscope.checkpoints import registry, session_files
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.ui import models, state, tables
 from attnscope.ui.state import ViewState
@@ -159,9 +158,9 @@ def keep_for_session(tmp: Path, filename: str) -> None:
     """Store a validated checkpoint for this session only, make it active, and refresh the page; the temporary
     file goes either way."""
     try:
-        folder = state.stored(state.SESSION_MODELS_DIR) or tempfile.mkdtemp(prefix="attnscope-session-")
+        folder = state.stored(state.SESSION_MODELS_DIR) or session_files.new_folder()  # goes with the session
         state.store(state.SESSION_MODELS_DIR, folder)
-        path = registry.store(tmp, filename, Path(folder), set(models.entries()))
+        path = registry.store(tmp, filename, folder.path, set(models.entries()))
     except CheckpointError as err:
         st.error(f"Upload rejected: {plain(err)}")
         return
