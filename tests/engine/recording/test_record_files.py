@@ -39,6 +39,20 @@ def test_an_npz_declaring_more_than_the_limit_is_refused_before_anything_is_read
         read_record(data, "big.npz")
 
 
+def test_from_npz_called_directly_checks_the_same_sizes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """AttentionRecord.from_npz is public: bytes from anyone given straight to it get read_record's size checks."""
+    data = _npz_declaring((1, 1, 32768, 32768), 2**22)
+
+    def loaded(*_: object, **__: object) -> None:
+        raise AssertionError("an array was read from a record that should have been refused")
+
+    monkeypatch.setattr(np, "load", loaded)
+    with pytest.raises(RecordError, match=r"the record unpacks to 4,096 MB, more than the 1,024 MB a record may hold"):
+        AttentionRecord.from_npz(data)
+    with pytest.raises(RecordError, match=r"big.npz is larger than 50 MB"):
+        AttentionRecord.from_npz(b"PK" + bytes(50 * 2**20), "big.npz")
+
+
 def test_an_npz_within_the_limit_but_beyond_the_machines_memory_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     from attnscope.model import budget
     monkeypatch.setattr(budget, "available_bytes", lambda: 2**20)

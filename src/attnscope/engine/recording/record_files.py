@@ -8,28 +8,21 @@ from __future__ import annotations
 
 import io
 import json
-import math
 import zipfile
 
 import numpy as np
 
 from attnscope.model import untrusted
-from attnscope.model.budget import over_budget
 from attnscope.records.attention import KINDS, AttentionRecord, RecordError
-
-MAX_RECORD_BYTES = 50 * 2**20  # the file
-MAX_UNPACKED_BYTES = 2**30  # its arrays, as their headers declare them
-HEADERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+from attnscope.records.npz_limits import check_file
 
 
 def read_record(data: bytes, name: str) -> AttentionRecord:
     """The record in an .npz or .json file (no pickles are loaded); one sentence saying what is wrong otherwise."""
-    if len(data) > MAX_RECORD_BYTES:
-        raise RecordError(f"{name} is larger than {MAX_RECORD_BYTES // 2**20} MB")
+    check_file(data, name)
     if data[:2] == b"PK":
         try:
-            check_unpacked(data, name)
-            return check_weights(AttentionRecord.from_npz(data), name)
+            return check_weights(AttentionRecord.from_npz(data, name), name)  # its sizes checked before it is read
         except (KeyError, ValueError, zipfile.BadZipFile, OSError, EOFError) as err:
             if isinstance(err, RecordError):
                 raise
@@ -52,30 +45,6 @@ def read_record(data: bytes, name: str) -> AttentionRecord:
     if not all(isinstance(t, list) for t in tokens):
         raise RecordError(f"{name}: source_tokens and target_tokens must be lists of tokens")
     return check_weights(AttentionRecord(tuple(map(str, tokens[0])), tuple(map(str, tokens[1])), *arrays), name)
-
-
-def check_unpacked(data: bytes, name: str) -> None:
-    """Refuse an NPZ whose members unpack, or whose arrays declare, more than MAX_UNPACKED_BYTES or than the
-    machine can spare, reading only the zip's directory and each array's header."""
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        members = archive.infolist()
-        declared = 0
-        for member in members:
-            if member.filename.endswith(".npy"):
-                with archive.open(member) as f:
-                    version = np.lib.format.read_magic(f)
-                    if version not in HEADERS:
-                        raise RecordError(f"{name} holds {member.filename} in NPY format {version}, which attnscope "
-                                          "does not read")
-                    shape, _, dtype = HEADERS[version](f)
-                declared += math.prod(shape) * dtype.itemsize
-    size = max(declared, sum(m.file_size for m in members))
-    if size > MAX_UNPACKED_BYTES:
-        raise RecordError(f"{name} unpacks to {size / 2**20:,.0f} MB, more than the {MAX_UNPACKED_BYTES // 2**20:,} MB "
-                          "a record may hold: nothing was unpacked")
-    refused = over_budget(size, f"{name}'s arrays")
-    if refused:
-        raise RecordError(refused)
 
 
 SLACK = 1e-4  # float rounding a softmax row may show beyond 0 or 1
