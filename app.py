@@ -8,6 +8,7 @@ from attnscope.ui.selection import KIND_LABELS, KINDS
 preload.import_heavy()  # before any page: concurrent first runs importing pandas would each get half of it
 st.set_page_config(page_title="attnscope", page_icon=":material/visibility:", layout="wide")
 memory.limit_arenas()
+models.sweep_leftovers()  # once per server: uploads of sessions a killed server never ended
 page, sections = navigation.route()
 url.restore_from_url()
 

@@ -8,14 +8,11 @@ from attnscope.ui.query import Query
 
 tr = open_page("Model anatomy")
 c = tr.model.config
-left, right = st.columns(2)
-with left:
-    st.subheader("Config")
-    anatomy_page.config(c)
-with right:
-    st.subheader("Parameters")
-    anatomy_page.parameters(tr)
-    st.caption(" · ".join(training_facts(tr.bundle.summary)))
+st.subheader("Config")
+anatomy_page.config(c)  # full width: in half a column its meanings were cut to a few letters
+st.subheader("Parameters")
+anatomy_page.parameters(tr)
+st.caption(" · ".join(training_facts(tr.bundle.summary)))
 
 st.subheader("What each layer computes")
 anatomy_page.layers(c)

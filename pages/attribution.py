@@ -6,13 +6,13 @@ from attnscope.ui.attribution import samples
 from attnscope.ui.attribution import sentence as tools
 from attnscope.ui.attribution import tabs as views
 from attnscope.ui.navigation import open_page
-from attnscope.ui.text import plain
+from attnscope.ui.translation_view import show_translation
 from attnscope.ui.url import tabs_in_url
 
 tr = open_page("Attribution")
 view = state.read()
 query, result = widgets.translated_sentence(tr, view)
-st.markdown(f"> {plain(result.text) or '(empty)'}")
+show_translation(query.sentence, result.text, tr.bundle.tgt_lang)  # the headline, as on Translate and Heads
 with st.expander("What these measures are"):
     st.markdown(tools.EXPLANATIONS)
     st.caption(tools.WHY_ALTI)

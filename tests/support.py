@@ -254,10 +254,11 @@ class TranslationBlock:
     @staticmethod
     def of(markup: str) -> TranslationBlock | None:
         import html
+        from urllib.parse import unquote
 
         source = re.search(r'class="attn-translation" data-source="([^"]*)"', markup)
         text = re.search(r'<div class="txt"[^>]*>(.*?)</div>', markup)
-        return None if not (source and text) else TranslationBlock(html.unescape(source[1]), html.unescape(text[1]), markup)
+        return None if not (source and text) else TranslationBlock(unquote(source[1]), html.unescape(text[1]), markup)
 
 
 def translation_shown(app: Any) -> TranslationBlock | None:

@@ -41,10 +41,11 @@ FORBIDDEN = {
 ENGINE_DATA_TYPES = {"attnscope.records", "attnscope.records.attention", "attnscope.records.forward",
                      "attnscope.engine.decoding.beam_result", "attnscope.engine.analysis.alignment",
                      "attnscope.engine.inside.head_view", "attnscope.engine.inside.offsets"}
-# What those may import in turn (torch-free too): the attention vocabulary, token conventions, the config, and the
-# parser of JSON from files (a nesting limit on json.loads).
+# What those may import in turn (torch-free too): the attention vocabulary, token conventions, the config, the
+# parser of JSON from files (a nesting limit on json.loads), and a record file's size limits with the memory budget
+# they are checked against.
 PLAIN_DATA = ENGINE_DATA_TYPES | {"attnscope.model.kinds", "attnscope.model.tokenization", "attnscope.model.config",
-                                  "attnscope.model.untrusted"}
+                                  "attnscope.model.untrusted", "attnscope.records.npz_limits", "attnscope.model.budget"}
 SCREEN = {"streamlit"}
 NOT_IN_FIGURES = {"streamlit", "torch"}
 

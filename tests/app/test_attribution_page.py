@@ -9,7 +9,7 @@ import re
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from tests.support import explorers, readable_tables, shown
+from tests.support import explorers, readable_tables, shown, translation_shown
 
 PAGE = "pages/attribution.py"
 
@@ -56,6 +56,9 @@ def test_page_shows_every_measure_for_the_translation(app: AppTest, toy_checkpoi
 
     open_page(app)
     assert not app.exception
+    headline = translation_shown(app)  # the headline every page shows, not a small quote
+    assert headline is not None and (headline.source, headline.text) == ("a b c d", "d c b a")
+    assert not any(m.value.startswith("> ") for m in app.markdown)
     split = figures(app)["Where each generated token came from (ALTI+, rolled out)"]
     source, prefix = (values(trace["y"]) for trace in split["data"][:2])
     np.testing.assert_allclose(source + prefix, 1.0, atol=1e-9)
@@ -152,14 +155,15 @@ def test_dataset_comparison_over_pasted_sentences(app: AppTest) -> None:
     open_page(app, tab="Dataset")
     app.text_area(key="attr_pasted").set_value("a b c\nd e f g\nh i").run()
     label = app.button(key="attr_go").label
-    assert re.fullmatch(r"Compare layers \(about \d+ s for 3 sentences\)", label), label  # said before it starts
+    assert re.fullmatch(r"Compare layers \((about \d+|under 1) s for 3 sentences\)", label), label  # said before it starts
+    assert not any(b.key in ("attr_go", "attr_stats_go") for c in app.columns for b in c.button)  # full width
     app.button(key="attr_go").click().run()
     assert not app.exception
     figs = figures(app)
     assert "Cross-attention by layer against each attribution (Spearman rank correlation)" in figs
     assert any("Over 3 sentences" in shown(m) for m in app.markdown)
     label = app.button(key="attr_stats_go").label
-    assert re.fullmatch(r"Head statistics \(about \d+ s for 3 sentences\)", label), label
+    assert re.fullmatch(r"Head statistics \((about \d+|under 1) s for 3 sentences\)", label), label
     app.button(key="attr_stats_go").click().run()
     assert any("Head statistics over 3 sentences" in shown(c) for c in app.caption)
     agreement, stats = readable_tables(app)[-2:]  # words a student reads, each explained
@@ -292,13 +296,14 @@ def test_a_sample_average_says_its_cost_first_stops_keeping_what_finished_and_co
     texts = [s for s, _ in sample_pairs("en", "en", "test_2016_flickr", 30)]
     open_page(app)
     label = app.button(key="split_go").label
-    assert re.fullmatch(r"Average over the sample \(about \d+ s for 20 sentences\)", label), label  # before it starts
+    assert re.fullmatch(r"Average over the sample \((about \d+|under 1) s for 20 sentences\)", label), label  # before
+    assert not any(b.key == "split_go" for c in app.columns for b in c.button)  # full width: the label is not cut off
     assert split_figure(app) is None and computed == []  # estimated from the page's own sentence: nothing computed yet
     app.button(key="split_go").click().run()
     assert not app.exception and len(computed) == 5
     check(sorted(computed, key=texts.index))  # the five that finished, not abandoned
     assert any(shown(c).startswith("Over 5 of 20 sentences") for c in app.caption)
-    assert re.fullmatch(r"Continue: 15 more sentences \(about \d+ s\)", app.button(key="split_go").label)
+    assert re.fullmatch(r"Continue: 15 more sentences \((about \d+|under 1) s\)", app.button(key="split_go").label)
     app.button(key="split_go").click().run()
     assert sorted(computed, key=texts.index) == texts[:20]  # each sentence once
     check(texts[:20])

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import pickle
 from pathlib import Path
 
@@ -258,5 +259,17 @@ def test_an_oversized_upload_is_refused_with_the_limit(checkpoints_page: AppTest
 def test_an_absolute_path_name_is_stored_under_its_stem_only(checkpoints_page: AppTest, tmp_path: Path) -> None:
     upload(checkpoints_page, "/etc/cron.d/evil.safetensors", mine(tmp_path))
     assert checkpoints_page.session_state["checkpoint"] == "evil"
-    stored = Path(checkpoints_page.session_state["session_models_dir"]) / "evil.safetensors"
+    stored = checkpoints_page.session_state["session_models_dir"].path / "evil.safetensors"
     assert stored.is_file() and not Path("/etc/cron.d/evil.safetensors").exists()
+
+
+def test_a_sessions_uploads_go_when_the_session_ends(checkpoints_page: AppTest, tmp_path: Path) -> None:
+    """An upload can be 300 MB: its folder lasts as long as the session's state holds it."""
+    import gc
+
+    upload(checkpoints_page, "mine.safetensors", mine(tmp_path))
+    folder = checkpoints_page.session_state["session_models_dir"].path
+    assert (folder / "mine.safetensors").is_file() and folder.name.startswith(f"attnscope-session-{os.getpid()}-")
+    checkpoints_page.session_state["session_models_dir"] = None  # what the end of a session does to its state
+    gc.collect()
+    assert not folder.exists()

@@ -39,7 +39,7 @@ def test_an_imported_model_decodes_by_its_rules_and_offers_attnscopes(marian_dir
     app = translate_page(marian_dir, monkeypatch)
     assert not app.exception, [e.value for e in app.exception]
     radio = next(r for r in app.radio if r.label == "Decoding rules")
-    assert radio.value == "model" and radio.options == ["the model's (the model's generation_config)", "attnscope's own"]
+    assert radio.value == "model" and radio.options == ["the model's (generation_config)", "attnscope's own"]
     assert rules_said(app) == ["Decoding follows the model's generation_config: at most 5 tokens; </s> forced at that "
                                "limit; beams ranked by log-prob / length^1; the search ends when no live beam can beat "
                                "the worst of beam-size finished ones."]

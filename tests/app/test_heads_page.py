@@ -9,6 +9,7 @@ import re
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
+from attnscope.viz.grid import PER_HEAD_TITLE
 from tests.app.conftest import APP
 from tests.support import CEILING, readable_tables, shown, tensors_and_meta
 
@@ -63,6 +64,32 @@ def colour_of(scale: list, position: float) -> tuple[float, float, float]:
     stops = np.array([p for p, _ in scale])
     rgb = np.array([[float(v) for v in re.findall(r"[\d.]+", c)[:3]] for _, c in scale])
     return tuple(float(np.interp(position, stops, rgb[:, k])) for k in range(3))
+
+
+def test_compare_follows_the_sidebar_when_it_changes_and_keeps_the_users_pick_otherwise(app: AppTest) -> None:
+    app.session_state["layer"], app.session_state["head"] = 1, 0
+    open_page(app, "pages/heads.py")
+    app.session_state["layer"], app.session_state["head"] = 0, 2  # the sidebar moves while on Heads
+    app.run()
+    assert (app.selectbox(key="cmp_a_layer").value, app.selectbox(key="cmp_a_head").value) == (0, 2)
+    assert (app.selectbox(key="cmp_b_layer").value, app.selectbox(key="cmp_b_head").value) == (0, 3)
+    app.selectbox(key="cmp_a_head").set_value(1).run()  # the user's own pick stays while the sidebar does
+    app.run()
+    assert app.selectbox(key="cmp_a_head").value == 1 and "A: cross · layer 0 · head 1" in titles(app)
+
+
+def test_the_grid_of_a_long_sentence_is_coloured_per_head_as_on_translate(app: AppTest) -> None:
+    """A long sentence (every T5 sentence with its task prefix) is scaled per head on Translate: Heads follows."""
+    open_page(app, "pages/heads.py", " ".join("abcdefghij"[i % 10] for i in range(45)))
+    app.session_state["kind"] = "encoder"
+    app.run()
+    grid = chart(app, next(t for t in titles(app) if t.startswith("Encoder self-attention")))
+    assert grid["data"][0]["colorbar"]["title"]["text"] == PER_HEAD_TITLE
+    assert any("scaled to its own maximum" in shown(c) for c in app.caption)
+    app.session_state["per_head_scale_long"] = False  # turned off on Translate for long sentences: off here too
+    app.run()
+    grid = chart(app, next(t for t in titles(app) if t.startswith("Encoder self-attention")))
+    assert grid["data"][0]["colorbar"]["title"]["text"] != PER_HEAD_TITLE
 
 
 def test_compare_starts_on_the_sidebars_mean_of_heads(app: AppTest) -> None:
@@ -157,6 +184,14 @@ def test_ablating_every_cross_head_changes_the_translation(app: AppTest) -> None
     assert after != "**Without them:** d c b a"
 
 
+def test_ablating_every_head_says_the_output_is_empty(app: AppTest) -> None:
+    open_page(app, "pages/heads.py")
+    heads = [(kind, layer, head) for kind in ("encoder", "decoder", "cross") for layer in range(2) for head in range(4)]
+    app.multiselect(key="ablate_heads").set_value(heads).run()
+    text = next(shown(m) for m in app.markdown if shown(m).startswith("**With all heads:**"))
+    assert text.split("  \n")[1] == "**Without them:** *(empty: the output has no words)*"
+
+
 def test_an_ablation_bleu_is_never_shown_for_other_heads(app: AppTest, monkeypatch, tmp_path) -> None:
     for lang, lines in (("en", ["a b c", "d e f g"]), ("de", ["c b a", "g f e d"])):
         with gzip.open(tmp_path / f"val.{lang}.gz", "wt") as f:
@@ -219,10 +254,17 @@ def test_positional_page_shows_sinusoids_and_the_models_own(app: AppTest) -> Non
     open_page(app, "pages/positional.py")
     assert any(t.startswith("Sinusoidal encoding") for t in titles(app))
     assert any("Identical to the table above" in c.value for c in app.caption)
+    assert "Norms of token embeddings × √d_model vs positional encodings" in titles(app)
+
+
+def test_the_norms_title_of_an_unscaled_model_is_plural_on_its_noun() -> None:
+    from attnscope.ui.positional_page import norms_title
+    assert norms_title(False) == "Norms of token embeddings (not scaled) vs positional encodings"
 
 
 def test_anatomy_counts_every_parameter(app: AppTest) -> None:
     open_page(app, "pages/anatomy.py")
+    assert app.table and not any(column.table for column in app.columns)  # the config's meanings get the full width
     shapes = app.dataframe[1].value
     assert "cross-attn: weights" in list(shapes["stage"])
     assert not app.exception

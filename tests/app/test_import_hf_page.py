@@ -76,3 +76,14 @@ def test_a_hugging_face_folders_files_are_named_by_the_model_not_a_temporary_fol
     row = checkpoints_page.dataframe[0].value.set_index("name").loc["opus-mt-en-de"]
     assert row["data"] == "imported Hugging Face MarianMT (MarianTokenizer) from the uploaded files (opus-mt-en-de)"
     assert "attnscope-upload" not in checkpoints_page.dataframe[0].value.to_string()
+
+
+def test_a_config_nested_thousands_of_levels_deep_is_one_sentence(checkpoints_page: AppTest) -> None:
+    """The upload's name is read from its config.json before the import: through the same nesting limit."""
+    uploader = checkpoints_page.file_uploader(key="import_hf_files")
+    uploader.upload("config.json", b"[" * 5000 + b"]" * 5000)
+    uploader.upload("model.safetensors", b"not weights")
+    uploader.run()
+    checkpoints_page.button(key="import_hf_go").click().run()
+    assert not checkpoints_page.exception
+    assert any("Import rejected" in shown(e) for e in checkpoints_page.error), [shown(e) for e in checkpoints_page.error]

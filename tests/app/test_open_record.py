@@ -1,6 +1,8 @@
 """A record saved from the user's own code (M3, recorded with record_attention) opens in the app without a model."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -94,12 +96,44 @@ def test_an_opened_record_is_stepped_through_and_its_heads_read_without_a_model(
     assert "Ablation" in [t.label for t in app.tabs]
 
 
-def test_a_record_whose_weights_cannot_be_attention_opens_with_a_note(checkpoints_page: AppTest) -> None:
+def test_a_record_whose_weights_cannot_be_attention_is_refused(checkpoints_page: AppTest) -> None:
     from attnscope.records.attention import AttentionRecord
     record = m3_record()
     cross = record.cross.copy()
     cross[0, 0, 0, 0] = np.nan
     odd = AttentionRecord(record.source_tokens, record.target_tokens, record.encoder, record.decoder, cross)
     checkpoints_page.file_uploader(key="open_record_file").upload("odd.npz", odd.to_npz()).run()
-    assert any("Opened odd" in shown(s) for s in checkpoints_page.success)
-    assert any("cross attention holds 1 NaN or infinite weights" in shown(w) for w in checkpoints_page.warning)
+    assert not checkpoints_page.success and not checkpoints_page.exception
+    assert [shown(e) for e in checkpoints_page.error] == [
+        "Record rejected: odd.npz is not attention: its cross weights hold 1 NaN or infinite values (attention weights "
+        "are softmax outputs, finite and from 0 to 1)"]
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_an_opened_translation_labels_cross_rows_by_the_token_each_step_produced(checkpoints_page: AppTest,
+                                                                                  as_json: bool) -> None:
+    """As the live page does (y1 .. <eos>), not by the decoder's input (<bos> y1 ..): the NPZ's meta carries the
+    produced tokens, the JSON its steps."""
+    record = m3_record()
+    produced = [*record.target_tokens[1:], "<eos>"]
+    if as_json:
+        payload = json.loads(record.to_json({"translation": "t"}))
+        payload["steps"] = [{"step": i, "token": t} for i, t in enumerate(produced)]
+        data, name = json.dumps(payload).encode(), "m3.json"
+    else:
+        data, name = record.to_npz({"translation": "t", "output_tokens": produced}), "m3.npz"
+    checkpoints_page.file_uploader(key="open_record_file").upload(name, data).run()
+    checkpoints_page.session_state["kind"] = "cross"
+    page = checkpoints_page.switch_page("pages/translate.py").run()
+    (sent,) = explorers(page)
+    assert sent.header["output"] == produced  # the explorer labels cross-attention rows by them
+    assert not any("output_tokens" in shown(c) for c in page.caption)
+
+
+def test_a_record_nested_thousands_of_levels_deep_is_refused_in_one_sentence(checkpoints_page: AppTest) -> None:
+    deep = b'{"source_tokens": ["a"], "target_tokens": ["b"], "encoder": ' + b"[" * 5000 + b"]" * 5000 + b"}"
+    checkpoints_page.file_uploader(key="open_record_file").upload("deep.json", deep).run()
+    assert not checkpoints_page.exception
+    (error,) = [shown(e) for e in checkpoints_page.error]
+    assert error == "Record rejected: deep.json is not an attention record: its JSON is nested 5,001 levels deep, " \
+                    "more than the 64 attnscope reads"

@@ -56,6 +56,7 @@ def test_the_positional_page_draws_each_stacks_bias_and_buckets(t5_dir: Path, mo
     text = " ".join(m.value for m in app.markdown)
     assert "adds nothing to its token embeddings" in text and "vector per position" not in text
     assert "not draw" not in text and "Encoder self-attention (bidirectional" in text and "Decoder masked" in text
+    assert "from ±6 on in the encoder and from −12 on in the decoder, every offset shares" in text  # not from 16
     assert len(app.get("plotly_chart")) == 4 + 4  # the paper's sinusoids, then a heatmap and lines per stack
     encoder, decoder = (t.value for t in app.dataframe[-2:])  # each stack's buckets, as relative_bucket assigns them
     assert list(encoder.iloc[:, 0]) == [0, 1, 2, 3, 5, 6, 7]  # bucket 4, a later key at distance 0, never occurs

@@ -186,3 +186,17 @@ def test_loading_does_not_pull_in_the_compiler_stack(saved) -> None:
             f"checkpoint.load({str(saved[0])!r}); print('torch._dynamo' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_fp16_storage_that_would_make_weights_infinite_writes_nothing(saved, tmp_path: Path) -> None:
+    """Every route that stores fp16 (import --half, average --half, a run with half) is refused at the writing, not
+    when the written file is loaded."""
+    _, model, bundle = saved
+    with torch.no_grad():
+        model.generator.bias[:2] = 1e5  # finite in fp32, infinite in fp16
+    out = tmp_path / "half.safetensors"
+    with pytest.raises(CheckpointError, match=r"fp16 storage would make 2 weights infinite \(beyond ±65,504, first in "
+                                              r"generator.bias\)"):
+        checkpoint.save(model, bundle, out, half=True)
+    assert not out.exists() and not list(tmp_path.glob("*.tmp"))
+    assert checkpoint.load(checkpoint.save(model, bundle, out))[0] is not None  # fp32 keeps them

@@ -310,3 +310,19 @@ def test_a_checkpoint_upload_that_breaks_the_loader_leaves_no_temporary_file(tem
     with pytest.raises(CheckpointError, match=r"mine.safetensors could not be opened \(RuntimeError: unexpected\)"):
         registry.validate_upload(b"\0" * 64, "mine.safetensors")
     assert list(temp_root.iterdir()) == []
+
+
+def test_a_checkpoint_whose_summary_nests_thousands_of_levels_deep_is_one_sentence(tmp_path: Path) -> None:
+    """The summary is JSON in the file's header: read through the same nesting limit as every other file's JSON."""
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    from attnscope.checkpoints.checkpoint import read_bundle
+    from tests.support import TOY_CHECKPOINT
+
+    with safe_open(str(TOY_CHECKPOINT), framework="pt") as f:
+        meta, tensors = f.metadata(), {k: f.get_tensor(k) for k in f.keys()}
+    path = tmp_path / "deep.safetensors"
+    save_file(tensors, str(path), metadata=meta | {"summary": "[" * 5000 + "]" * 5000})
+    with pytest.raises(CheckpointError, match=r"deep.safetensors: its training summary is not valid JSON"):
+        read_bundle(path)

@@ -38,6 +38,18 @@ def test_the_command_line_imports_a_folder_and_the_app_loads_it(marian: Path, tm
     assert _same(tr, attnscope.import_model(marian))
 
 
+def test_without_out_the_import_lands_where_the_checkpoints_page_lists_it(marian: Path, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from attnscope.checkpoints.registry import USER_MODELS_ENV, scan, user_dir
+    monkeypatch.setenv(USER_MODELS_ENV, str(tmp_path / "user-models"))
+    assert main(["import", str(marian)]) == 0
+    written = user_dir() / f"{marian.name}.safetensors"
+    assert f"wrote {written}" in capsys.readouterr().out
+    entries, _ = scan(user_dir(), "user")
+    assert [e.path for e in entries] == [written]
+
+
 def test_half_storage_reports_whether_it_keeps_the_outputs(marian: Path, tmp_path: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     """The report counts the sample sentences whose greedy output survives fp16 storage: the engine's decoding of

@@ -98,6 +98,8 @@ def test_the_prefix_is_saved_read_back_and_applied(folder: Path, tmp_path: Path)
 def test_the_command_line_says_and_changes_the_prefix(folder: Path, tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     imported = import_hf(folder, src_lang="en", tgt_lang="de")
+    assert any(line.endswith("(change it with translate --task-prefix, or under the app's sentence box).")
+               for line in imported.report.lines())
     path = attnscope.Translator(imported.model, imported.bundle).save(tmp_path / "t5.safetensors")
     assert main(["translate", EN[0], "--checkpoint", str(path), "--max-len", "4"]) == 0
     assert repr(GERMAN) in capsys.readouterr().err

@@ -13,6 +13,7 @@ import torch
 
 import attnscope
 from attnscope.__main__ import main
+from attnscope.engine.recording.record_files import produced_tokens, record_meta
 from attnscope.records.attention import AttentionRecord
 from tests.engine_fixtures import tiny_checkpoint  # noqa: F401 (fixture)
 from tests.support import CEILING
@@ -48,6 +49,8 @@ def test_translate_prints_and_writes_json_and_npz(tiny_checkpoint: Path, tmp_pat
     assert record.source_tokens == expected.source_tokens and record.target_tokens == expected.target_tokens
     for kind in ("encoder", "decoder", "cross"):
         np.testing.assert_array_equal(record.array(kind), expected.attention.array(kind))
+    meta = record_meta(out_npz.read_bytes())  # what an opened record labels its cross rows by, as the live page
+    assert produced_tokens(record, meta) == expected.output_tokens == produced_tokens(record, record_meta(out_json.read_bytes()))
 
 
 def test_rules_option_picks_the_models_or_attnscopes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -82,3 +82,43 @@ def test_a_resumed_job_starts_with_the_runs_history(tmp_path: Path) -> None:
     assert [s.source for s in again.snapshots] == ["a b c"] * 3 + ["b c"]
     steps, losses = again.loss_curve()
     assert steps == [3, 6, 7, 8, 9] and losses[:3] == [v.loss for v in again.past]
+
+
+def test_a_run_of_all_its_epochs_ends_at_its_total_and_says_its_epochs_as_its_checkpoint_does(tmp_path: Path) -> None:
+    """Buckets of 100 sentences, shuffled per epoch, give this corpus 43, 43 and 42 batches: a total of epochs x the
+    first epoch's count (129) left the finished run at "step 128/129"; the status said whole epochs while the
+    checkpoint's summary (the page's notice) said 2.93."""
+    from attnscope.checkpoints import checkpoint
+    config = TrainConfig(out_dir=str(tmp_path / "r"), name="r", **(TINY | {"toy_size": 250, "max_tokens": 59, "epochs": 3}))
+    job = TrainJob(config, "a b", tmp_path / "models").start()
+    job.wait(timeout=CEILING)
+    assert job.status == "finished" and job.ended_by == Ending.ALL_EPOCHS, job.error
+    counts = [len(job.trainer.epoch_batches(e)) for e in range(3)]
+    assert len(set(counts)) > 1  # the case this test is about
+    assert job.last.step == job.last.total_steps == sum(counts)
+    mid = next(e for e in job.events if e.step == counts[0] + 10)
+    assert mid.epoch == round(1 + 10 / counts[1], 2)
+    summary = checkpoint.read_bundle(Path(config.out_dir) / "last.safetensors")[0].summary
+    assert job.last.epoch == summary["epochs"] == 3
+
+
+def test_tokens_per_second_after_a_resume_count_only_this_sessions_time(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rate divided this session's tokens by the training time of every session: a resumed run looked slower."""
+    from attnscope.training import loop
+    config = TrainConfig(out_dir=str(tmp_path / "r"), name="r", **(TINY | {"epochs": 50, "max_steps": 2}))
+    first = TrainJob(config, "a b", tmp_path / "models").start()
+    first.wait(timeout=CEILING)
+    load = loop.load_training_state
+
+    def long_ago(*args: object, **kwargs: object) -> object:  # the earlier sessions trained for 11 days
+        state = load(*args, **kwargs)
+        state.elapsed += 1e6
+        return state
+
+    monkeypatch.setattr(loop, "load_training_state", long_ago)
+    again = TrainJob(dataclasses.replace(config, max_steps=4), "a b", tmp_path / "models", resume=True).start()
+    again.wait(timeout=CEILING)
+    assert again.status == "finished", again.error
+    step = next(e for e in again.events if e.kind == "step")
+    assert step.elapsed > 1e6 and step.tokens_per_second > 1  # tokens / 1e6 s would be far below 1

@@ -50,3 +50,15 @@ def test_the_table_shows_the_scores_model_anatomy_shows() -> None:
     facts = training_facts(entry.bundle.summary)
     assert f"val BLEU of this file: {row['val BLEU']}" in facts
     assert f"test 2016 BLEU of this file: {row['test BLEU']}" in facts
+
+
+def test_the_long_data_text_comes_after_the_scores_and_the_test_score_names_its_split() -> None:
+    """An import's "data" (where it came from) is a long sentence: in the middle it pushed BLEU and date off-screen."""
+    from attnscope.checkpoints import registry
+    from attnscope.ui.checkpoints.manage import table
+    from attnscope.ui.tables import CHECKPOINTS
+    from tests.support import TOY_CHECKPOINT
+
+    columns = list(table({"toy": registry.entry(TOY_CHECKPOINT, "shipped")}).columns)
+    assert columns[-1] == "data" and columns.index("date") < columns.index("data")
+    assert "test_2016_flickr" in CHECKPOINTS["test BLEU"].label

@@ -50,6 +50,7 @@ def test_the_estimate_counts_each_sentence_s_work_and_its_share_of_its_chunk_s_s
     assert SampleRun(("k",), prior=0.5).estimate(10) == 5.0  # measured elsewhere: until the run has its own times
     assert SampleRun(("k",), prior=0.5, first_seconds=[2.0]).estimate(5) == 10.0
     assert seconds(4.4) == "about 4 s" and seconds(200) == "about 3 min"
+    assert seconds(0.3) == seconds(0.0) == "under 1 s"  # never "about 0 s"
 
 
 def test_the_times_of_a_run_are_split_into_chunk_setups_and_sentences() -> None:

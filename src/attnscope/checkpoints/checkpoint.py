@@ -18,6 +18,7 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
+from attnscope.model import untrusted
 from attnscope.model.config import ConfigError, ModelConfig
 from attnscope.model.parameters import expected_shapes
 from attnscope.model.tokenization import TextCodec, TokenizerError
@@ -101,10 +102,27 @@ def first_not_finite(tensors: dict[str, torch.Tensor]) -> str | None:
     return next((k for k, t in tensors.items() if t.is_floating_point() and not bool(torch.isfinite(t).all())), None)
 
 
+FP16_MAX = torch.finfo(torch.float16).max  # 65,504: larger weights become infinite in fp16
+
+
+def half_overflow(state: dict[str, torch.Tensor]) -> str | None:
+    """A sentence when fp16 storage would make weights of `state` infinite (|w| > 65,504), else None."""
+    bad = {name: int((t.detach().abs() > FP16_MAX).sum()) for name, t in state.items() if t.is_floating_point()}
+    bad = {name: n for name, n in bad.items() if n}
+    if not bad:
+        return None
+    return (f"fp16 storage would make {sum(bad.values()):,} weights infinite (beyond ±{FP16_MAX:,.0f}, first in "
+            f"{next(iter(bad))}): store the model in fp32 (leave out --half, or half=False)")
+
+
 def save(model: Transformer, bundle: Bundle, path: str | os.PathLike[str], *, half: bool = False) -> Path:
     """Write the model and its bundle to one `.safetensors` file (fp16 storage if `half`), with whether every
-    stored weight is finite (checked here, where a checkpoint enters, so loading need not read them twice)."""
+    stored weight is finite (checked here, where a checkpoint enters, so loading need not read them twice).
+    Weights fp16 would make infinite are refused before anything is written: load() would refuse the file."""
     path = Path(path)
+    overflow = half_overflow(unique_state(model)) if half else None
+    if overflow:
+        raise CheckpointError(overflow)
     tensors = {k: (v.half() if half and v.is_floating_point() else v).contiguous().cpu()
                for k, v in unique_state(model).items()}
     metadata = bundle.metadata() | {FINITE_KEY: "false" if first_not_finite(tensors) else "true"}
@@ -167,7 +185,7 @@ def _bundle_from_metadata(meta: dict[str, str], name: str) -> Bundle:
         config = ModelConfig.from_json(meta["config"])
         src = _codec(meta["src_tokenizer"], meta.get("src_id_map"))
         tgt = _codec(meta["tgt_tokenizer"], meta.get("tgt_id_map"))
-        summary = json.loads(meta.get("summary", "{}"))
+        summary = untrusted.loads(meta.get("summary", "{}"))  # a file from anyone: nested JSON within a limit
     except (ConfigError, TokenizerError) as err:
         raise CheckpointError(f"{name}: {err}") from None
     except json.JSONDecodeError:

@@ -1,4 +1,5 @@
-"""`python -m attnscope import SOURCE --out NAME.safetensors`: a model trained elsewhere as an attnscope checkpoint.
+"""`python -m attnscope import SOURCE [--out NAME.safetensors]`: a model trained elsewhere as an attnscope checkpoint,
+written by default into the user-models folder the Checkpoints page lists ($ATTNSCOPE_USER_MODELS, else user_models/).
 
 SOURCE is a Hugging Face folder (MarianMT, BART, mBART, M2M100/NLLB, T5/Flan-T5/mT5/ByT5), a zip of one, a hub name read from
 the local Hugging Face cache (downloaded when absent and online), a fairseq transformer checkpoint
@@ -31,7 +32,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--src-vocab", type=Path, default=None, help="a state_dict's vocabulary (tokenizer.json, JSON list of "
                                                                    "tokens, or one token a line); fairseq: dict.SRC.txt")
     p.add_argument("--tgt-vocab", type=Path, default=None, help="the same for the target (omit for a joint vocabulary)")
-    p.add_argument("--out", type=Path, required=True, help="the attnscope checkpoint to write (.safetensors)")
+    p.add_argument("--out", type=Path, default=None, help="the attnscope checkpoint to write (.safetensors; default: "
+                                                          "SOURCE's name in the user-models folder, $ATTNSCOPE_USER_MODELS "
+                                                          "or the checkout's user_models/, which the Checkpoints page lists)")
     p.add_argument("--half", action="store_true", help="store the weights in fp16 (half the file; the import reports "
                                                        "whether fp16 keeps the outputs)")
     p.add_argument("--src-lang", default=None, help="source language: a code of a multilingual model (en_XX, eng_Latn, "
@@ -51,6 +54,17 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def default_out(source: str) -> Path:
+    """Where an import without --out goes: the user-models folder, so the Checkpoints page lists it, under the
+    source's own name (`Helsinki-NLP/opus-mt-en-de` -> opus-mt-en-de.safetensors)."""
+    from attnscope.checkpoints.registry import user_dir
+
+    name = Path(source.rstrip("/\\")).name
+    for suffix in (".zip", ".pt", ".pth", ".bin"):
+        name = name.removesuffix(suffix)
+    return user_dir() / f"{name or 'imported'}.safetensors"
+
+
 def _flag(value: str | None) -> bool | None:
     """A 'true'/'false' option as a bool; None (unset) keeps the model's own setting."""
     return None if value is None else value == "true"
@@ -62,9 +76,10 @@ def main(argv: Sequence[str]) -> int:
     from attnscope.checkpoints.checkpoint import CheckpointError
     from attnscope.checkpoints.import_inputs import parse_specials, read_examples
     from attnscope.checkpoints.importers import import_any
-    from attnscope.checkpoints.importers.precision import half_overflow, half_report
+    from attnscope.checkpoints.importers.precision import half_report
 
     args = parser().parse_args(argv)
+    args.out = args.out or default_out(args.source)
     settings: dict[str, Any] = {k: v for k, v in dict(
         n_heads=args.heads, norm_first=_flag(args.norm_first), activation=args.activation, norm_eps=args.norm_eps,
         embed_scale=_flag(args.embed_scale), source_framing=args.source_framing).items() if v is not None}
@@ -73,9 +88,6 @@ def main(argv: Sequence[str]) -> int:
                               tgt_lang=args.tgt_lang, name=args.name or args.out.stem,
                               specials=parse_specials(args.specials), max_len=args.max_len,
                               examples=read_examples(args.check) if args.check else (), **settings)
-        overflow = half_overflow(imported.model) if args.half else None
-        if overflow:
-            raise CheckpointError(overflow)
         path = checkpoint.save(imported.model, imported.bundle, args.out, half=args.half)
     except CheckpointError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -29,6 +29,7 @@ def main(argv: Sequence[str]) -> int:
     from attnscope.engine.decoding.loading import load
     from attnscope.engine.decoding.translation_files import translation_json
     from attnscope.engine.decoding.translator import InputError
+    from attnscope.engine.recording.record_files import OUTPUT_TOKENS
 
     args = parser().parse_args(argv)
     try:
@@ -50,5 +51,5 @@ def main(argv: Sequence[str]) -> int:
     if args.json and result.attention is not None:
         args.json.write_text(translation_json(result, settings))
     if args.npz and result.attention is not None:
-        args.npz.write_bytes(result.attention.to_npz(settings))
+        args.npz.write_bytes(result.attention.to_npz({**settings, OUTPUT_TOKENS: list(result.output_tokens)}))
     return 0

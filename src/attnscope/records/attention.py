@@ -121,9 +121,13 @@ class AttentionRecord:
         return buffer.getvalue()
 
     @classmethod
-    def from_npz(cls, data: bytes) -> "AttentionRecord":
-        """The record `to_npz` wrote. Bytes from anyone go through record_files.read_record, which checks the sizes
-        its arrays declare before any is read (an NPZ of a few MB can declare gigabytes)."""
+    def from_npz(cls, data: bytes, name: str = "the record") -> "AttentionRecord":
+        """The record `to_npz` wrote, after the sizes of npz_limits (the file's, and what its arrays declare, before
+        any is read): bytes from anyone are safe here too. `name` names the file in a RecordError."""
+        from attnscope.records.npz_limits import check_file, check_unpacked  # it names RecordError, defined here
+
+        check_file(data, name)
+        check_unpacked(data, name)
         with np.load(io.BytesIO(data), allow_pickle=False) as f:
             return cls(tuple(f["source_tokens"].tolist()), tuple(f["target_tokens"].tolist()),
                        f["encoder"], f["decoder"], f["cross"])

@@ -57,12 +57,12 @@ class TrainEvent:
 
     kind: str  # "step" | "eval" | "done"
     step: int
-    epoch: int
+    epoch: float  # epochs done, with the current one's share (16.93), as the checkpoint's summary says it
     total_steps: int
     loss: float
     lr: float
-    elapsed: float
-    tokens_per_second: float
+    elapsed: float  # training seconds, summed over resumes
+    tokens_per_second: float  # over this session's training only (its tokens in its own time)
     val_loss: float | None = None
     bleu: float | None = None
     sample: tuple[str, str] | None = None  # (source, translation) of the first val sentence
@@ -130,11 +130,15 @@ class Trainer:
         base.setdefault("share_embeddings", src.to_json() == tgt.to_json())
         return ModelConfig(src_vocab_size=src.vocab_size, tgt_vocab_size=tgt.vocab_size, **base)
 
+    def epochs_done(self) -> float:
+        """Whole epochs trained plus the share of the current one, to 2 decimals (the summary's and the events')."""
+        return round(self.state.epoch + self.state.batch / max(self._n_batches, 1), 2)
+
     def bundle(self) -> Bundle:
         src, tgt = self.corpus.bundle_codecs
         summary = {"task": self.cfg.task, "data": "Multi30k task 1" if self.cfg.task == "multi30k" else f"toy {self.cfg.task}",
                    "train_sentences": len(self.corpus.train), "steps": self.state.step,
-                   "epochs": round(self.state.epoch + self.state.batch / max(self._n_batches, 1), 2),
+                   "epochs": self.epochs_done(),
                    "best_val_bleu": self.state.best_bleu, "name": self.cfg.run_name,
                    "training_seconds": round(self.state.elapsed),
                    "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -169,17 +173,21 @@ class Trainer:
         cfg, st = self.cfg, self.state
         self.out.mkdir(parents=True, exist_ok=True)
         self._n_batches = len(self.epoch_batches(0))
-        total = cfg.max_steps or cfg.epochs * self._n_batches
+        # every epoch's own count: shuffled buckets make them differ by a batch or two, so epochs x the first
+        # epoch's count left a finished run short of (or past) its total
+        total = self._total = cfg.max_steps or sum(len(self.epoch_batches(e)) for e in range(cfg.epochs))
         log = (self.out / "log.jsonl").open("a") if self.rank == 0 else None
         # the console shows progress only when no caller follows it (the app's jobs do, and the server's log stays clean)
         quiet = self.rank != 0 or self.progress is not None
         bar = tqdm(total=total, initial=st.step, disable=True if quiet else None, unit="step")
         started, last_save, tokens = time.perf_counter() - st.elapsed, time.perf_counter(), 0
+        self._session_started = time.perf_counter()  # `tokens` counts this session's only: the rate's clock
         loss_avg: float | None = None
         self._validated_at = -1
         best_path = self.out / "best.safetensors"
         while st.step < total and st.epoch < cfg.epochs and not self._stopping():
             batches = self.epoch_batches(st.epoch)
+            self._n_batches = len(batches)  # this epoch's: the share of it done (epochs_done) counts against it
             for idx in batches[st.batch:]:
                 if st.step >= total or self._stopping():
                     break
@@ -264,10 +272,9 @@ class Trainer:
         if self.progress is None or self.rank != 0:
             return
         st, cfg = self.state, self.cfg
-        total = cfg.max_steps or cfg.epochs * self._n_batches
-        elapsed = max(st.elapsed, 1e-9)
-        self.progress(TrainEvent(kind, st.step, st.epoch, total, loss,
-                                 lr_at(st.step, cfg.lr, cfg.warmup), elapsed, tokens / elapsed, **extra))
+        session = max(time.perf_counter() - self._session_started, 1e-9)
+        self.progress(TrainEvent(kind, st.step, self.epochs_done(), self._total, loss,
+                                 lr_at(st.step, cfg.lr, cfg.warmup), st.elapsed, tokens / session, **extra))
 
 
 def train(cfg: TrainConfig, progress: Callable[[TrainEvent], None] | None = None,

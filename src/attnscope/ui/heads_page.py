@@ -32,9 +32,11 @@ SPLITS = ("val", "test_2016_flickr", "test_2017_flickr")
 
 def all_heads(view: ViewState, query: Query, result: Translation) -> None:
     """Every layer and head of each kind at once, one of them large, in the attention explorer (answered in the
-    browser; long sentences coloured per head so no pattern fades)."""
-    explorer(result.attention, view, ("heads", query.key), "explorer-heads", steps=result.steps,
-             per_head_scale=figures.longest_side(result.attention)[1])
+    browser; a long sentence coloured per head, as on Translate, so no pattern fades)."""
+    n_tokens, long = figures.longest_side(result.attention)
+    if long:
+        st.caption(figures.long_caption(n_tokens))
+    explorer(result.attention, view, ("heads", query.key), "explorer-heads", steps=result.steps, per_head_scale=long)
 
 
 def statistics(result: Translation) -> None:
@@ -81,6 +83,18 @@ def _pick(label: str, key: str, tr: Translator, default: tuple[str, int, int | N
     return kind, layer, None if head == "mean" else head
 
 
+COMPARE_WIDGETS = tuple(f"cmp_{side}_{part}" for side in "ab" for part in ("kind", "layer", "head"))  # _pick's keys
+
+
+def follow_sidebar(choice: tuple[str, int, int | None]) -> None:
+    """When the sidebar's kind, layer or head changed since the comparison last started from it, start A and B
+    again from the new choice (the pickers keep what the user set only while the sidebar stays put)."""
+    if state.stored(state.COMPARE_FOLLOWS) != choice:
+        state.store(state.COMPARE_FOLLOWS, choice)
+        for key in COMPARE_WIDGETS:
+            state.forget(key)
+
+
 def _describe(side: str, choice: tuple[str, int, int | None]) -> str:
     kind, layer, head = choice
     return f"{side}: {kind} · layer {layer} · " + ("mean of heads" if head is None else f"head {head}")
@@ -99,6 +113,7 @@ def comparison(tr: Translator, view: ViewState, query: Query, result: Translatio
     c = tr.model.config
     kind, head = view.kind, selection.head(view)  # A starts on the sidebar's choice, B on another head of its layer
     layer = selection.layer(view, result.attention, kind)
+    follow_sidebar((kind, layer, head))
     a = _pick("A", "cmp_a", tr, (kind, layer, head))
     names_a, names_b = result.output_tokens, result.output_tokens
     if mode == "two heads or layers":
@@ -172,6 +187,11 @@ def _ablation_bleu(_translator: Translator, checkpoint_key: str, pairs: tuple[tu
     return ablation_bleu(_translator, pairs, heads)
 
 
+def said(text: str) -> str:
+    """`text` as markdown shown literally, or a note that the output is empty (else the label stands alone)."""
+    return plain(text) if text.strip() else "*(empty: the output has no words)*"
+
+
 def ablation(tr: Translator, text: str, result: Translation) -> None:
     """Switch heads off and see the translation, token probabilities and BLEU change."""
     c = tr.model.config
@@ -184,7 +204,7 @@ def ablation(tr: Translator, text: str, result: Translation) -> None:
         return
     heads = tuple(sorted(tuple(h) for h in chosen))
     outcome = _ablate_sentence(tr, tr.cache_key, text, heads)
-    st.markdown(f"**With all heads:** {plain(outcome.baseline.text)}  \n**Without them:** {plain(outcome.ablated.text)}")
+    st.markdown(f"**With all heads:** {said(outcome.baseline.text)}  \n**Without them:** {said(outcome.ablated.text)}")
     tables.table(outcome.token_changes.round(4), tables.ABLATION_TOKENS)
     cols = st.columns(3)
     split = cols[0].selectbox("BLEU on split", SPLITS, key="ablate_split")

@@ -6,7 +6,7 @@ from typing import Sequence
 
 import streamlit as st
 
-from attnscope.checkpoints import checkpoint, registry
+from attnscope.checkpoints import checkpoint, registry, session_files
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.registry import default_checkpoint, shipped_dir
 from attnscope.engine.decoding.translator import Translator
@@ -22,13 +22,19 @@ def _entry(path: str, mtime: float, origin: str) -> registry.Entry:
     return registry.entry(Path(path), origin)  # type: ignore[arg-type]
 
 
+@st.cache_resource(show_spinner=False)
+def sweep_leftovers() -> tuple[Path, ...]:
+    """Once per server, at its first run: remove the session folders a killed server left behind."""
+    return tuple(session_files.sweep())
+
+
 def entries() -> dict[str, registry.Entry]:
     """Every checkpoint this session can use: shipped (default first), shared user models, own uploads."""
     found: dict[str, registry.Entry] = {}
     folders = [(shipped_dir(), "shipped"), (registry.user_dir(), "user")]
     session = state.stored(state.SESSION_MODELS_DIR)
     if session:
-        folders.append((Path(session), "session"))
+        folders.append((session.path, "session"))
     default = default_checkpoint().stem
     for folder, origin in folders:
         paths = sorted(folder.glob("*.safetensors"), key=lambda p: p.stem != default) if folder.is_dir() else []

@@ -7,9 +7,10 @@ import streamlit as st
 from attnscope.engine.decoding.translator import Translator
 from attnscope.engine.inside.anatomy import embedding_norms, model_positions
 from attnscope.engine.inside.offsets import paired
-from attnscope.engine.inside.relative import RelativeBias, relative_bias, span
+from attnscope.engine.inside.relative import RelativeBias, relative_bias, shared_from, span
 from attnscope.model.config import ModelConfig
 from attnscope.model.positions import sinusoidal_table
+from attnscope.model.transformer import Transformer
 from attnscope.ui import tables, widgets
 from attnscope.viz.positional import (
     encoding_curves,
@@ -95,12 +96,24 @@ def model_encodings(tr: Translator, n_pos: int, sinusoid: np.ndarray) -> None:
         widgets.chart(similarity_heatmap(own, title=f"{c.positional.capitalize()}: position similarity"), "own-similarity")
     tokens, positions = embedding_norms(tr.model, n_pos)
     what = "token embedding × √d_model" if c.embed_scale else "token embedding (not scaled)"
-    widgets.chart(norms_histogram(tokens, positions, title=f"Norms of {what}s vs positional encodings", tokens=what),
-                  "pe-norms")
+    widgets.chart(norms_histogram(tokens, positions, title=norms_title(c.embed_scale), tokens=what), "pe-norms")
+
+
+def norms_title(embed_scale: bool) -> str:
+    """The norms chart's title, plural on the noun (not on the scale factor or its note)."""
+    scaled = "× √d_model" if embed_scale else "(not scaled)"
+    return f"Norms of token embeddings {scaled} vs positional encodings"
 
 
 STACKS = {"encoder": "Encoder self-attention (bidirectional: a key before or after the query)",
           "decoder": "Decoder masked self-attention (causal: only keys up to the query)"}
+
+
+def shared_note(model: Transformer) -> str:
+    """From which offset each stack's bias stops changing, as its bucketing function says (not max_distance)."""
+    enc, dec = shared_from(model, "encoder"), shared_from(model, "decoder")
+    return (f"from ±{enc} on in the encoder and from −{dec} on in the decoder, every offset shares its direction's "
+            "last bucket")
 
 
 def relative_biases(tr: Translator) -> None:
@@ -109,8 +122,7 @@ def relative_biases(tr: Translator) -> None:
     c, reach = tr.model.config, span(tr.model)
     st.markdown(f"Each self-attention score gets, before the softmax, its head's bias for the bucket of the offset key − "
                 f"query: {c.relative_buckets} buckets a stack, from a table in its first layer that every layer adds. "
-                f"Offsets up to ±{reach} are drawn (from {c.relative_max_distance} on, all share one bucket). "
-                "Cross-attention has no position bias.")
+                f"Offsets up to ±{reach} are drawn; {shared_note(tr.model)}. Cross-attention has no position bias.")
     for stack, label in STACKS.items():
         bias = relative_bias(tr.model, stack, reach)
         st.markdown(f"**{label}**")

@@ -10,9 +10,9 @@ from __future__ import annotations
 import streamlit as st
 
 from attnscope.engine.analysis.heads import head_stats
-from attnscope.engine.recording.record_files import notes, read_record, record_meta
+from attnscope.engine.recording.record_files import OUTPUT_TOKENS, produced_tokens, read_record, record_meta
 from attnscope.records.attention import AttentionRecord, RecordError
-from attnscope.ui import state, tables, widgets
+from attnscope.ui import figures, state, tables, widgets
 from attnscope.ui.explorer import explorer
 from attnscope.ui.text import plain
 from attnscope.ui.translation_view import show_translation
@@ -34,8 +34,6 @@ def open_record() -> None:
         st.error(f"Record rejected: {plain(err)}")
         return
     st.success(plain(f"Opened {file.name}: the Translate, Step and Heads pages show it until you close it."))
-    for note in notes(state.stored(state.OPENED_RECORD)[1]):
-        st.warning(plain(f"{file.name}: {note}."))
 
 
 def close() -> None:
@@ -55,14 +53,17 @@ def show_opened() -> bool:
     st.button("Close the record and translate again", on_click=close, key="close_record")
     show_translation(*headline(record, meta))
     if meta:
-        st.caption(plain(", ".join(f"{k}: {v}" for k, v in meta.items() if k != "translation")))
-    explorer(record, state.read(), _name(name, record), "explorer-record")
+        st.caption(plain(", ".join(f"{k}: {v}" for k, v in meta.items() if k not in ("translation", OUTPUT_TOKENS))))
+    _show(name, record, meta, "explorer-record")
     return True
 
 
-def _name(file_name: str, record: AttentionRecord) -> tuple[object, ...]:
-    """What names an opened record's explorer: another file, or another record under the same name, starts it afresh."""
-    return "record", file_name, record.source_tokens, record.target_tokens, record.encoder.shape, record.cross.shape
+def _show(name: str, record: AttentionRecord, meta: dict, key: str, mode: str = "heatmap") -> None:
+    """The record in the explorer: cross-attention rows labelled by the token each step produced when the file
+    says (as the live pages label them), coloured per head when the sentence is long."""
+    explorer(record, state.read(), ("record", name, record.source_tokens, record.target_tokens, record.encoder.shape,
+                                    record.cross.shape), key, output_tokens=produced_tokens(record, meta), mode=mode,
+             per_head_scale=figures.longest_side(record)[1])
 
 
 def headline(record: AttentionRecord, meta: dict) -> tuple[str, str, str, str]:
@@ -102,7 +103,7 @@ def show_on_steps() -> bool:
     if opened is None:
         return False
     name, record = opened
-    explorer(record, state.read(), _name(name, record), "explorer-record-step", mode="step")
+    _show(name, record, state.stored(state.OPENED_RECORD)[2], "explorer-record-step", mode="step")
     return True
 
 
@@ -113,7 +114,7 @@ def show_on_heads() -> bool:
     if opened is None:
         return False
     name, record = opened
-    explorer(record, state.read(), _name(name, record), "explorer-record-heads")
+    _show(name, record, state.stored(state.OPENED_RECORD)[2], "explorer-record-heads")
     st.subheader("Head statistics of this sentence")
     tables.table(head_stats(record).round(3), tables.HEAD_STATS)
     return True

@@ -64,7 +64,9 @@ def sample_run(name: str, key: tuple[object, ...], chunk: int = CHUNK) -> Sample
 
 
 def seconds(value: float) -> str:
-    """A duration as people say it: "about 4 s", "about 3 min"."""
+    """A duration as people say it: "under 1 s", "about 4 s", "about 3 min" (never "about 0 s")."""
+    if value < 1:
+        return "under 1 s"
     return f"about {value:.0f} s" if value < 90 else f"about {value / 60:.0f} min"
 
 

@@ -157,7 +157,7 @@ CHECKPOINTS = {
     "val BLEU": Column("val BLEU", "BLEU (0-100) of this file on the validation split: as scored after training where "
                                    "that was done (e.g. an averaged file, beam search), else at its best validation "
                                    "during training (greedy)."),
-    "test BLEU": Column("test BLEU", "BLEU (0-100) on Multi30k test_2016_flickr, where measured."),
+    "test BLEU": Column("test_2016_flickr BLEU", "BLEU (0-100) on Multi30k's test_2016_flickr split, where measured."),
     "date": Column("date", "When the checkpoint was written."),
     "size MB": Column("size MB", "Size of the file."),
 }

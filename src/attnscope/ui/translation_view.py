@@ -8,6 +8,8 @@ shows the note (which names that sentence) and dims the results until the new se
 """
 from __future__ import annotations
 
+from urllib.parse import quote
+
 import streamlit as st
 
 from attnscope.ui import state
@@ -33,7 +35,7 @@ SCRIPT = (
     "const check = () => {"
     f"  const box = document.querySelector('{BOX}'); let any = false;"
     "  for (const note of document.querySelectorAll('.attn-sentence')) {"
-    "    const stale = !!box && norm(box.value) !== norm(note.dataset.source);"
+    "    const stale = !!box && norm(box.value) !== norm(decodeURIComponent(note.dataset.source || ''));"
     "    note.classList.toggle('is-stale', stale); any = any || stale;"
     "  }"
     "  document.body.classList.toggle('attn-stale-page', any);"
@@ -48,17 +50,25 @@ SCRIPT = (
     "})();</script>")
 
 
+def source_attribute(source: str) -> str:
+    """`source` percent-encoded for a data-source attribute (SCRIPT decodes it): the page's HTML sanitiser
+    drops an attribute whose value holds `-->`, `</title>`, `</script>` and the like, which would leave the
+    note comparing the box with nothing, stale forever."""
+    return quote(source, safe=" ")
+
+
 def stale_note_html(source: str) -> str:
     """A note, hidden until SCRIPT finds the box holding other text than `source`, that names the sentence
     the results on the page belong to."""
     note = ("The sentence box has changed since the last translation. Press <b>Translate</b> (or Ctrl+Enter) to "
             f"translate it. Until then, everything below belongs to the previous sentence: “{esc(source)}”")
-    return f'<div class="attn-sentence" data-source="{esc(source)}">{STYLE}<div class="stale" role="status">{note}</div></div>'
+    return (f'<div class="attn-sentence" data-source="{source_attribute(source)}">{STYLE}'
+            f'<div class="stale" role="status">{note}</div></div>')
 
 
 def translation_html(source: str, translation: str, tgt_lang: str, label: str = "Translation") -> str:
     """The translation of `source`, large and in full contrast, under a small label (`label` (`tgt_lang`))."""
-    return (f'<div class="attn-translation" data-source="{esc(source)}">{STYLE}'
+    return (f'<div class="attn-translation" data-source="{source_attribute(source)}">{STYLE}'
             f'<div class="lbl">{esc(label)} ({esc(tgt_lang)})</div>'
             f'<div class="txt" lang="{esc(tgt_lang)}">{esc(translation) or "(empty)"}</div></div>')
 

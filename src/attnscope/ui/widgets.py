@@ -10,6 +10,7 @@ import streamlit as st
 
 from attnscope.engine.decoding.domain import input_notes, output_notes, target_language_note, words
 from attnscope.engine.decoding.translator import MAX_BEAM, MAX_CHARS, Translation, Translator
+from attnscope.engine.recording.record_files import OUTPUT_TOKENS
 from attnscope.training.data import SAMPLE_LANGUAGES, SAMPLE_SPLITS, sample_pairs
 from attnscope.ui import results, state
 from attnscope.ui.persist import keep
@@ -75,6 +76,12 @@ def sentence_box(tr: Translator) -> str:
     return sentence
 
 
+def rules_label(name: str) -> str:
+    """The radio's label of an imported model's rules named `name` ("fairseq defaults", "the model's
+    generation_config"), saying "the model's" once."""
+    return "the model's (" + name.removeprefix("the model's ") + ")"
+
+
 def decoding_options(tr: Translator, view: ViewState) -> None:
     """Beam size, maximum output length (the view's `beam` and `max_len`) and, for a model imported with its
     framework's decoding rules, whose rules decode, with the rules in force in one sentence; shared by the pages
@@ -84,7 +91,7 @@ def decoding_options(tr: Translator, view: ViewState) -> None:
     model_rules, own = tr.decoding_rules("model"), tr.decoding_rules("attnscope")
     if model_rules != own:
         st.radio("Decoding rules", ("model", "attnscope"), horizontal=True, **keep(state.RULES, "model"),
-                 format_func=lambda c: f"the model's ({model_rules.name})" if c == "model" else "attnscope's own",
+                 format_func=lambda c: rules_label(model_rules.name) if c == "model" else "attnscope's own",
                  help="An imported model decodes by default as its framework does (its length rule, forced </s>, "
                       "length penalty...); attnscope's own rules decode every model alike.")
     rules = tr.decoding_rules(view.rules)
@@ -176,6 +183,7 @@ def data_downloads(result: Translation, run_settings: dict[str, object], key: st
     cols = st.columns(3)
     cols[0].download_button("Attention as CSV", lambda: header + attention_table(result).to_csv(index=False),
                             f"attnscope-{key}.csv", "text/csv", key=f"csv-{key}")
-    cols[1].download_button("Record as NPZ", lambda: record.to_npz(extra), f"attnscope-{key}.npz",
+    produced = {OUTPUT_TOKENS: list(result.output_tokens)}  # so an opened record labels its rows as this page does
+    cols[1].download_button("Record as NPZ", lambda: record.to_npz({**extra, **produced}), f"attnscope-{key}.npz",
                             "application/octet-stream", key=f"npz-{key}")
     cols[2].download_button("Record as JSON", as_json, f"attnscope-{key}.json", "application/json", key=f"json-{key}")

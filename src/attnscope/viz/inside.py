@@ -186,8 +186,16 @@ def formula(view: HeadView) -> str:
 
 
 def mask_matrix(view: HeadView) -> str:
-    """The mask added to the scores before the softmax, for every query; this query's row outlined."""
+    """The mask added to the scores before the softmax, for every query; this query's row outlined. A mask of zeros
+    only (nothing masked) is said in a sentence: its matrix would say nothing and scroll sideways in half a page."""
     masked = view.mask_matrix
+    what = ("causal mask: a position may not look at later ones (section 3.2.3)" if view.kind == "decoder"
+            else "no mask: every key is visible (no padding in one sentence)")
+    if not masked.any():
+        n_q, n_k = masked.shape
+        return frame(f"Mask M added before the softmax — {what}",
+                     f"<p>M is all zeros here ({n_q} queries × {n_k} keys): it changes no score, so every key is "
+                     "weighed.</p>")
     queries, keys = _labels(view.query_tokens), _labels(view.key_tokens)
     check_labels(masked.shape[0], queries, "queries")
     check_labels(masked.shape[1], keys, "keys")
@@ -199,8 +207,6 @@ def mask_matrix(view: HeadView) -> str:
             for j, m in enumerate(masked[i]))
         row_class = ' class="q"' if i == view.query else ""
         body.append(f'<tr{row_class}><th class="r">{esc(query)}</th>{cells}</tr>')
-    what = ("causal mask: a position may not look at later ones (section 3.2.3)" if view.kind == "decoder"
-            else "no mask: every key is visible (no padding in one sentence)")
     table = f'<table><thead><tr><th></th>{column_labels(keys)}</tr></thead><tbody>{"".join(body)}</tbody></table>'
     return frame(f"Mask M added before the softmax — {what}", table)
 

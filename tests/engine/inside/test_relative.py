@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnscope.engine.inside.relative import relative_bias, span
+from attnscope.engine.inside.relative import relative_bias, shared_from, span
 from attnscope.model.positions import relative_bucket
 from tests.engine_fixtures import T5, tiny_model
 
@@ -51,8 +51,21 @@ def test_buckets_exact_then_logarithmic(model) -> None:
     assert all(decoder[b].exact for b in range(8)) and not decoder[8].exact and decoder[15].open_ended
 
 
-def test_span_reaches_past_the_max_distance_within_the_model(model) -> None:
-    assert 12 < span(model) <= model.config.max_len - 1
+def test_span_reaches_past_where_the_bias_stops_changing_within_the_model(model) -> None:
+    reach = max(shared_from(model, "encoder"), shared_from(model, "decoder"))
+    assert reach < span(model) <= model.config.max_len - 1
+
+
+@pytest.mark.parametrize(("buckets", "max_distance", "encoder", "decoder"), [(32, 128, 91, 113), (16, 12, 10, 12)])
+def test_the_last_bucket_starts_where_the_bucketing_function_puts_it(buckets: int, max_distance: int, encoder: int,
+                                                                      decoder: int) -> None:
+    """t5-small's 32 buckets up to 128: the encoder's last bucket starts at 91, not at max_distance."""
+    model = tiny_model(0, **(T5 | dict(relative_buckets=buckets, relative_max_distance=max_distance, max_len=256)))
+    assert (shared_from(model, "encoder"), shared_from(model, "decoder")) == (encoder, decoder)
+    for stack, start in (("encoder", encoder), ("decoder", decoder)):
+        bias = relative_bias(model, stack, start + 5)
+        ahead = bias.buckets[bias.offsets <= -start]
+        assert (ahead == ahead[0]).all() and bias.buckets[bias.offsets == -(start - 1)][0] != ahead[0]
 
 
 def test_a_model_without_relative_positions_says_so() -> None:

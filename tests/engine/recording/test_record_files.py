@@ -1,10 +1,11 @@
 """Record files from anyone: refused in one sentence within seconds when their arrays would not fit, or their JSON
-nests without end; opened with a note when their weights cannot be attention; and any record that was saved
+nests without end; refused in one sentence when their weights cannot be attention; and any record that was saved
 reads back as it was (property-based)."""
 from __future__ import annotations
 
 import io
 import json
+import re
 import zipfile
 
 import numpy as np
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnscope.engine.recording.record_files import notes, read_record
+from attnscope.engine.recording.record_files import read_record
 from attnscope.records.attention import AttentionRecord, RecordError
 from tests.record_fixtures import pattern_record
 
@@ -38,6 +39,20 @@ def test_an_npz_declaring_more_than_the_limit_is_refused_before_anything_is_read
         read_record(data, "big.npz")
 
 
+def test_from_npz_called_directly_checks_the_same_sizes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """AttentionRecord.from_npz is public: bytes from anyone given straight to it get read_record's size checks."""
+    data = _npz_declaring((1, 1, 32768, 32768), 2**22)
+
+    def loaded(*_: object, **__: object) -> None:
+        raise AssertionError("an array was read from a record that should have been refused")
+
+    monkeypatch.setattr(np, "load", loaded)
+    with pytest.raises(RecordError, match=r"the record unpacks to 4,096 MB, more than the 1,024 MB a record may hold"):
+        AttentionRecord.from_npz(data)
+    with pytest.raises(RecordError, match=r"big.npz is larger than 50 MB"):
+        AttentionRecord.from_npz(b"PK" + bytes(50 * 2**20), "big.npz")
+
+
 def test_an_npz_within_the_limit_but_beyond_the_machines_memory_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     from attnscope.model import budget
     monkeypatch.setattr(budget, "available_bytes", lambda: 2**20)
@@ -47,19 +62,23 @@ def test_an_npz_within_the_limit_but_beyond_the_machines_memory_is_refused(monke
 
 def test_a_deeply_nested_json_record_is_refused_in_one_sentence() -> None:
     data = b"[" * 200_000 + b"]" * 200_000
-    with pytest.raises(RecordError, match=r"deep.json is neither .* \(nested 200,000 levels deep, more than the 64"):
+    with pytest.raises(RecordError, match=r"deep.json is not an attention record: its JSON is nested 200,000 levels deep"):
         read_record(data, "deep.json")
 
 
-@pytest.mark.parametrize("value, expected", [(np.nan, "encoder attention holds 1 NaN or infinite weights"),
-                                             (-0.5, "encoder attention has weights from -0.5 to 1, outside 0 to 1")])
-def test_weights_that_cannot_be_attention_open_with_a_note(value: float, expected: str) -> None:
+@pytest.mark.parametrize("value, expected", [
+    (np.nan, "odd is not attention: its encoder weights hold 1 NaN or infinite values"),
+    (-0.5, "odd is not attention: its encoder weights run from -0.5 to 1, outside the 0 to 1 of softmax outputs"),
+    (1.5, "odd is not attention: its encoder weights run from 0 to 1.5, outside the 0 to 1 of softmax outputs")])
+@pytest.mark.parametrize("as_json", [False, True])
+def test_weights_that_cannot_be_attention_are_refused_in_one_sentence(value: float, expected: str, as_json: bool) -> None:
     record = pattern_record()
     encoder = record.encoder.copy()
     encoder[0, 0, 0, 0] = value
     odd = AttentionRecord(record.source_tokens, record.target_tokens, encoder, record.decoder, record.cross)
-    assert any(expected in note for note in notes(read_record(odd.to_npz(), "odd.npz")))
-    assert notes(record) == []
+    with pytest.raises(RecordError, match=re.escape(expected)):
+        read_record(odd.to_json().encode() if as_json else odd.to_npz(), "odd")
+    assert read_record(record.to_npz(), "fine").source_tokens == record.source_tokens
 
 
 TOKENS = st.lists(st.text(min_size=1, max_size=6).filter(lambda t: t == t.strip() and "\0" not in t), min_size=1,
@@ -84,7 +103,6 @@ def test_any_saved_record_reads_back_as_it_was(src: list[str], tgt: list[str], l
     assert (back.source_tokens, back.target_tokens) == (record.source_tokens, record.target_tokens)
     for kind in ("encoder", "decoder", "cross"):
         assert np.allclose(back.array(kind), record.array(kind), atol=1e-6)
-    assert notes(back) == []
 
 
 VALUES = st.recursive(st.none() | st.floats() | st.integers(-3, 3) | st.text(max_size=5), lambda c: st.lists(c, max_size=3)

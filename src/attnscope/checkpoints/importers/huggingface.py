@@ -104,7 +104,7 @@ class HuggingFace(Family):
         note = size_note(self.tok, self.found)
         prefix = self.found.task_prefix
         said = (f"Task prefix: {prefix!r} (config.json's task_specific_params) goes before every sentence "
-                "(translate --task-prefix, the app's sentence box change it)." if prefix else None)
+                "(change it with translate --task-prefix, or under the app's sentence box)." if prefix else None)
         return tuple(n for n in (note, said) if n)
 
     def rules(self) -> DecodingRules:

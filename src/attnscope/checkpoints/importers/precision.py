@@ -10,7 +10,6 @@ import torch
 from attnscope.checkpoints.checkpoint import Bundle, unique_state
 from attnscope.model.transformer import Transformer
 
-FP16_MAX = torch.finfo(torch.float16).max  # 65,504: larger weights become infinite in fp16
 SENTENCES = ("A man rides a bike down the street.", "Two dogs are playing in the snow.", "The children sing a song.",
              "It is five o'clock, isn't it?", "A woman reads a book in the park near the river.")
 
@@ -26,17 +25,6 @@ def greedy_ids(model: Transformer, source: list[int], steps: int) -> list[int]:
         if out[-1] == model.config.eos_id:
             break
     return out
-
-
-@torch.no_grad()
-def half_overflow(model: Transformer) -> str | None:
-    """A sentence when fp16 storage would make weights infinite (|w| > 65,504), else None."""
-    bad = {name: int((t.abs() > FP16_MAX).sum()) for name, t in unique_state(model).items() if t.is_floating_point()}
-    bad = {name: n for name, n in bad.items() if n}
-    if not bad:
-        return None
-    return (f"fp16 storage would make {sum(bad.values()):,} weights infinite (beyond ±{FP16_MAX:,.0f}, first in "
-            f"{next(iter(bad))}): store the model in fp32 (leave out --half)")
 
 
 @torch.no_grad()

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attnscope.model.positions import relative_bucket
+from attnscope.model.positions import RelativePositionBias, relative_bucket
 from attnscope.model.transformer import Transformer
 
 
@@ -43,19 +43,35 @@ class RelativeBias:
     ranges: tuple[BucketRange, ...]  # every bucket met in the span, in bucket order
 
 
+def shared_from(model: Transformer, stack: str) -> int:
+    """The distance from which every farther offset of `stack` falls into its direction's last bucket, found by
+    `relative_bucket` itself: the logarithmic buckets reach the last one well before relative_max_distance
+    (t5-small's encoder at 91, not 128), since the bucket is cut to a whole number."""
+    table = _table(model, stack)
+    distances = torch.arange(0, table.max_distance + 1)
+    buckets = relative_bucket(-distances, table.table.num_embeddings, table.max_distance, table.bidirectional)
+    changing = distances[buckets != buckets[-1]]  # at max_distance and beyond: the last bucket
+    return int(changing.max()) + 1
+
+
 def span(model: Transformer) -> int:
-    """How far the offsets drawn reach: a quarter beyond relative_max_distance (where the last bucket starts), but
+    """How far the offsets drawn reach: a quarter beyond where the stacks' last buckets start (shared_from), but
     no farther than the model's longest sequence allows (max_len − 1)."""
-    c = model.config
-    return min(c.max_len - 1, c.relative_max_distance + max(c.relative_max_distance // 4, 2))
+    start = max(shared_from(model, stack) for stack in ("encoder", "decoder"))
+    return min(model.config.max_len - 1, start + max(start // 4, 2))
+
+
+def _table(model: Transformer, stack: str) -> RelativePositionBias:
+    """The relative position bias of `stack`'s first layer (the one every layer of the stack adds)."""
+    table = (model.encoder if stack == "encoder" else model.decoder)[0].relative_bias
+    if table is None:
+        raise ValueError(f"this model's {stack} has no relative position bias (positional {model.config.positional!r})")
+    return table
 
 
 def relative_bias(model: Transformer, stack: str, reach: int) -> RelativeBias:
     """The learned bias of `stack` ("encoder" or "decoder") for offsets −reach .. reach (the decoder: −reach .. 0)."""
-    layers = model.encoder if stack == "encoder" else model.decoder
-    table = layers[0].relative_bias
-    if table is None:
-        raise ValueError(f"this model's {stack} has no relative position bias (positional {model.config.positional!r})")
+    table = _table(model, stack)
     offsets = torch.arange(-reach, (reach if table.bidirectional else 0) + 1)
     buckets = relative_bucket(offsets, table.table.num_embeddings, table.max_distance, table.bidirectional)
     bias = table.table.weight.detach().float().cpu()[buckets].T  # (H, N)

@@ -2,34 +2,27 @@
 
 A record is a file from anyone: its size is checked twice (the file, then what its arrays declare they
 unpack to, before any is read), its JSON is parsed with a nesting limit, nothing is unpickled, and what
-opens but cannot be attention (NaN, negative weights) is said in a note.
+cannot be attention (NaN, negative weights, weights above 1) is refused in one sentence.
 """
 from __future__ import annotations
 
 import io
 import json
-import math
 import zipfile
 
 import numpy as np
 
 from attnscope.model import untrusted
-from attnscope.model.budget import over_budget
 from attnscope.records.attention import KINDS, AttentionRecord, RecordError
-
-MAX_RECORD_BYTES = 50 * 2**20  # the file
-MAX_UNPACKED_BYTES = 2**30  # its arrays, as their headers declare them
-HEADERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+from attnscope.records.npz_limits import check_file
 
 
 def read_record(data: bytes, name: str) -> AttentionRecord:
     """The record in an .npz or .json file (no pickles are loaded); one sentence saying what is wrong otherwise."""
-    if len(data) > MAX_RECORD_BYTES:
-        raise RecordError(f"{name} is larger than {MAX_RECORD_BYTES // 2**20} MB")
+    check_file(data, name)
     if data[:2] == b"PK":
         try:
-            check_unpacked(data, name)
-            return AttentionRecord.from_npz(data)
+            return check_weights(AttentionRecord.from_npz(data, name), name)  # its sizes checked before it is read
         except (KeyError, ValueError, zipfile.BadZipFile, OSError, EOFError) as err:
             if isinstance(err, RecordError):
                 raise
@@ -37,8 +30,9 @@ def read_record(data: bytes, name: str) -> AttentionRecord:
     try:
         payload = untrusted.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        why = f" ({err.msg})" if isinstance(err, json.JSONDecodeError) and "nested" in err.msg else ""
-        raise RecordError(f"{name} is neither an NPZ nor a JSON attention record{why} (save one with "
+        if isinstance(err, json.JSONDecodeError) and "nested" in err.msg:
+            raise RecordError(f"{name} is not an attention record: its JSON is {err.msg}") from None
+        raise RecordError(f"{name} is neither an NPZ nor a JSON attention record (save one with "
                           "record.to_npz() or python -m attnscope translate ... --npz)") from None
     missing = [k for k in ("source_tokens", "target_tokens", *KINDS) if not isinstance(payload, dict) or k not in payload]
     if missing:
@@ -50,56 +44,52 @@ def read_record(data: bytes, name: str) -> AttentionRecord:
     tokens = [payload[side] for side in ("source_tokens", "target_tokens")]
     if not all(isinstance(t, list) for t in tokens):
         raise RecordError(f"{name}: source_tokens and target_tokens must be lists of tokens")
-    return AttentionRecord(tuple(map(str, tokens[0])), tuple(map(str, tokens[1])), *arrays)
+    return check_weights(AttentionRecord(tuple(map(str, tokens[0])), tuple(map(str, tokens[1])), *arrays), name)
 
 
-def check_unpacked(data: bytes, name: str) -> None:
-    """Refuse an NPZ whose members unpack, or whose arrays declare, more than MAX_UNPACKED_BYTES or than the
-    machine can spare, reading only the zip's directory and each array's header."""
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        members = archive.infolist()
-        declared = 0
-        for member in members:
-            if member.filename.endswith(".npy"):
-                with archive.open(member) as f:
-                    version = np.lib.format.read_magic(f)
-                    if version not in HEADERS:
-                        raise RecordError(f"{name} holds {member.filename} in NPY format {version}, which attnscope "
-                                          "does not read")
-                    shape, _, dtype = HEADERS[version](f)
-                declared += math.prod(shape) * dtype.itemsize
-    size = max(declared, sum(m.file_size for m in members))
-    if size > MAX_UNPACKED_BYTES:
-        raise RecordError(f"{name} unpacks to {size / 2**20:,.0f} MB, more than the {MAX_UNPACKED_BYTES // 2**20:,} MB "
-                          "a record may hold: nothing was unpacked")
-    refused = over_budget(size, f"{name}'s arrays")
-    if refused:
-        raise RecordError(refused)
+SLACK = 1e-4  # float rounding a softmax row may show beyond 0 or 1
 
 
-def notes(record: AttentionRecord) -> list[str]:
-    """What a record holds that attention weights cannot be (they are softmax outputs: finite, 0 to 1)."""
-    found = []
+def check_weights(record: AttentionRecord, name: str) -> AttentionRecord:
+    """`record`, or one sentence refusing it: attention weights are softmax outputs (finite, 0 to 1), and NaN,
+    negative or larger numbers would be drawn as shares of attention they are not."""
     for kind in KINDS:
         array = record.array(kind)
         bad = int(np.count_nonzero(~np.isfinite(array)))
-        finite = array[np.isfinite(array)]
         if bad:
-            found.append(f"{kind} attention holds {bad:,} NaN or infinite weights (shown as gaps)")
-        if finite.size and (finite.min() < 0 or finite.max() > 1):
-            found.append(f"{kind} attention has weights from {finite.min():.3g} to {finite.max():.3g}, outside 0 to 1: "
-                         "they are not softmax weights, so the colours do not show shares of attention")
-    return found
+            raise RecordError(f"{name} is not attention: its {kind} weights hold {bad:,} NaN or infinite values "
+                              "(attention weights are softmax outputs, finite and from 0 to 1)")
+        if array.size and (array.min() < -SLACK or array.max() > 1 + SLACK):
+            raise RecordError(f"{name} is not attention: its {kind} weights run from {array.min():.3g} to "
+                              f"{array.max():.3g}, outside the 0 to 1 of softmax outputs")
+    return record
 
 
 def record_meta(data: bytes) -> dict:
-    """The run settings a record file carries (its `meta`), or {} when it has none."""
+    """The run settings a record file carries (its `meta`), or {} when it has none; a JSON translation's `steps`
+    give its OUTPUT_TOKENS when the meta does not."""
     try:
         if data[:2] == b"PK":
             with np.load(io.BytesIO(data), allow_pickle=False) as f:
                 meta = untrusted.loads(str(f["meta"])) if "meta" in f else {}
         else:
-            meta = untrusted.loads(data.decode("utf-8")).get("meta", {})
+            payload = untrusted.loads(data.decode("utf-8"))
+            meta = payload.get("meta", {})
+            steps = payload.get("steps")
+            if isinstance(meta, dict) and isinstance(steps, list) and all(isinstance(s, dict) for s in steps):
+                meta.setdefault(OUTPUT_TOKENS, [s.get("token") for s in steps])
     except (ValueError, KeyError, OSError, UnicodeDecodeError, AttributeError, zipfile.BadZipFile):
         return {}
     return meta if isinstance(meta, dict) else {}
+
+
+OUTPUT_TOKENS = "output_tokens"  # the meta field of what each step produced (y1 .. <eos>), written with a translation
+
+
+def produced_tokens(record: AttentionRecord, meta: dict) -> tuple[str, ...] | None:
+    """What each decoding step of `record` produced, as its meta says (the live pages label cross-attention rows
+    by these, not by the decoder's input); None when the file does not say (e.g. a record from your own code)."""
+    tokens = meta.get(OUTPUT_TOKENS)
+    if isinstance(tokens, list) and len(tokens) == record.n_steps and all(isinstance(t, str) for t in tokens):
+        return tuple(tokens)
+    return None

@@ -81,7 +81,7 @@ def _stats_results(run: sample_runs.SampleRun, n: int) -> None:
 def dataset_comparison(tr: Translator) -> None:
     """Layer × method agreement (one sentence at a time) and head statistics (in batches) over a sample; each
     says its cost before it starts, can be stopped, and keeps what finished."""
-    cols = st.columns(4)
+    cols = st.columns(3)  # the buttons go below, at full width: their labels carry the estimate
     split = cols[0].selectbox("Split", SPLITS, key="attr_split")
     n = cols[1].number_input(f"Sentences (layer comparison max {MAX_SAMPLE})", 1, MAX_STATS_SAMPLE, SAMPLE_DEFAULT,
                              key="attr_n")
@@ -97,12 +97,11 @@ def dataset_comparison(tr: Translator) -> None:
     sample = tuple(line for line in pasted.splitlines() if line.strip()) or split  # what the runs' sentences are
     layers = sample_runs.sample_run(state.LAYERS_RUN, (tr.cache_key, sample, ig))
     stats = sample_runs.sample_run(state.STATS_RUN, (tr.cache_key, sample), STATS_BATCH)
-    with cols[3]:
-        sample_runs.controls(layers, texts[:MAX_SAMPLE], lambda chunk: ((i, agreement_rows(att))
-                                                                        for i, att in attributions_each(tr, chunk, ig)),
-                             "Compare layers", "attr_go")
-        sample_runs.controls(stats, texts, lambda chunk: head_stats_each(tr, chunk, len(chunk)), "Head statistics",
-                             "attr_stats_go", timed=STATS_BATCH)
+    sample_runs.controls(layers, texts[:MAX_SAMPLE], lambda chunk: ((i, agreement_rows(att))
+                                                                    for i, att in attributions_each(tr, chunk, ig)),
+                         "Compare layers", "attr_go")
+    sample_runs.controls(stats, texts, lambda chunk: head_stats_each(tr, chunk, len(chunk)), "Head statistics",
+                         "attr_stats_go", timed=STATS_BATCH)
     _layer_results(tr, layers, len(texts[:MAX_SAMPLE]))
     _stats_results(stats, len(texts))
 
@@ -111,7 +110,7 @@ def shares_by_position_view(tr: Translator, per_sentence: float) -> None:
     """The split by target position, averaged over the evaluation sample (embedded for the shipped pairs),
     sentence by sentence on request: estimate (`per_sentence`: the seconds the page's own sentence took),
     progress, Stop, and the finished sentences kept."""
-    cols = st.columns(3)
+    cols = st.columns(2)  # the button goes below, at full width: its label carries the estimate
     split = cols[0].selectbox("Sample", ("test_2016_flickr", "val"), key="split_sample")
     n = int(cols[1].number_input("Sentences", 10, MAX_SPLIT_SAMPLE, SPLIT_DEFAULT, 10, key="split_n",
                                  help="ALTI+ and value zeroing of each greedy translation, one sentence at a time."))
@@ -121,9 +120,8 @@ def shares_by_position_view(tr: Translator, per_sentence: float) -> None:
         st.warning(plain(err))
         return
     run = sample_runs.sample_run(state.SPLIT_RUN, (tr.cache_key, split))
-    with cols[2]:
-        sample_runs.controls(run, texts, lambda chunk: shares_each(tr, chunk, len(chunk)), "Average over the sample",
-                             "split_go", prior=per_sentence)
+    sample_runs.controls(run, texts, lambda chunk: shares_each(tr, chunk, len(chunk)), "Average over the sample",
+                         "split_go", prior=per_sentence)
     rows = run.finished(len(texts))
     if not (run.started and rows):
         return

@@ -1,7 +1,6 @@
 """The Checkpoints page's importer: a state_dict trained elsewhere plus its vocabularies become a checkpoint."""
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from pathlib import Path
@@ -17,6 +16,7 @@ from attnscope.checkpoints.importers.parts import Imported
 from attnscope.checkpoints.importers.state_dict import import_weights
 from attnscope.checkpoints.importers.torch_files import read_state_dict
 from attnscope.checkpoints.importers.uploads import import_uploaded
+from attnscope.model import untrusted
 from attnscope.ui import state
 from attnscope.ui.checkpoints.manage import keep_for_session
 from attnscope.ui.text import plain
@@ -101,8 +101,8 @@ def upload_label(files: list[tuple[str, bytes]]) -> str:
         return Path(names[0]).stem
     config = next((data for n, data in files if Path(n).name == "config.json"), None)
     try:
-        own = str(json.loads(config).get("_name_or_path") or "") if config is not None else ""
-    except (ValueError, AttributeError):
+        own = str(untrusted.loads(config).get("_name_or_path") or "") if config is not None else ""
+    except (ValueError, AttributeError):  # not JSON, or nested too deep: the import itself says so
         own = ""
     if own.strip("/"):
         return own.strip("/").rsplit("/", 1)[-1]

@@ -3,14 +3,13 @@ from __future__ import annotations
 
 import math
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from attnscope.checkpoints import registry
+from attnscope.checkpoints import registry, session_files
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.ui import models, state, tables
 from attnscope.ui.state import ViewState
@@ -48,17 +47,18 @@ def table(entries: dict[str, registry.Entry]) -> pd.DataFrame:
     """One row per checkpoint. A fact a file does not record (an imported model has no training steps)
     is left empty, and each column keeps one type: a column mixing numbers with "" cannot go to the
     browser as Arrow (Streamlit logs ArrowInvalid with a traceback and converts it all to text).
-    Scores are of the file itself, as Model anatomy's facts say: its own val BLEU where it was scored after
+    The long text (what it was trained on, or where it was imported from) comes last, so it pushes no score or
+    date off-screen. Scores are of the file itself, as Model anatomy's facts say: its own val BLEU where it was scored after
     training (an averaged file), else the best validation's, which is the one a trained run saves."""
     rows = [{"name": e.name, "origin": e.origin, "pair": f"{e.bundle.src_lang}→{e.bundle.tgt_lang}",
              "parameters": f"{e.parameters:,}",
              "layers": f"{e.bundle.config.n_encoder_layers}+{e.bundle.config.n_decoder_layers}",
              "d_model / heads": f"{e.bundle.config.d_model} / {e.bundle.config.n_heads}",
-             "positional": e.bundle.config.positional, "data": _text(e.bundle.summary.get("data")),
-             "steps": _whole(e.bundle.summary.get("steps")),
+             "positional": e.bundle.config.positional, "steps": _whole(e.bundle.summary.get("steps")),
              "val BLEU": _first_number(e.bundle.summary, "val_bleu", "best_val_bleu"),
              "test BLEU": _number(e.bundle.summary.get("test_2016_bleu")), "date": _text(e.bundle.summary.get("date")),
-             "size MB": round(e.size / 1e6, 1)} for e in entries.values()]
+             "size MB": round(e.size / 1e6, 1),
+             "data": _text(e.bundle.summary.get("data"))} for e in entries.values()]  # last: an import's is long
     return pd.DataFrame(rows).astype({c: t for c, t in NUMBERS.items() if rows})
 
 
@@ -158,9 +158,9 @@ def keep_for_session(tmp: Path, filename: str) -> None:
     """Store a validated checkpoint for this session only, make it active, and refresh the page; the temporary
     file goes either way."""
     try:
-        folder = state.stored(state.SESSION_MODELS_DIR) or tempfile.mkdtemp(prefix="attnscope-session-")
+        folder = state.stored(state.SESSION_MODELS_DIR) or session_files.new_folder()  # goes with the session
         state.store(state.SESSION_MODELS_DIR, folder)
-        path = registry.store(tmp, filename, Path(folder), set(models.entries()))
+        path = registry.store(tmp, filename, folder.path, set(models.entries()))
     except CheckpointError as err:
         st.error(f"Upload rejected: {plain(err)}")
         return

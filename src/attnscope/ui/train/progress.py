@@ -20,7 +20,7 @@ def status_line(job: TrainJob) -> str:
         return f"{job.status}: preparing data and model…"
     exact = next((v.exact for v in reversed(job.validations()) if v.exact is not None), None)
     eta = job.eta_seconds()
-    return (f"{job.status}: step {last.step}/{last.total_steps}, epoch {last.epoch}, loss {last.loss:.3f}, "
+    return (f"{job.status}: step {last.step}/{last.total_steps}, epoch {last.epoch:g}, loss {last.loss:.3f}, "
             f"{last.tokens_per_second:.0f} tokens/s"
             + (f", held-out exact: {100 * exact:.1f}%" if exact is not None else "")
             + (f", about {eta / 60:.1f} min left" if eta is not None else ""))
