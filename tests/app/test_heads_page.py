@@ -9,9 +9,8 @@ import re
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from attnscope.viz.grid import PER_HEAD_TITLE
 from tests.app.conftest import APP
-from tests.support import CEILING, readable_tables, shown, tensors_and_meta
+from tests.support import CEILING, explorers, readable_tables, shown, tensors_and_meta
 
 
 def titles(app: AppTest) -> list[str]:
@@ -81,15 +80,10 @@ def test_compare_follows_the_sidebar_when_it_changes_and_keeps_the_users_pick_ot
 def test_the_grid_of_a_long_sentence_is_coloured_per_head_as_on_translate(app: AppTest) -> None:
     """A long sentence (every T5 sentence with its task prefix) is scaled per head on Translate: Heads follows."""
     open_page(app, "pages/heads.py", " ".join("abcdefghij"[i % 10] for i in range(45)))
-    app.session_state["kind"] = "encoder"
-    app.run()
-    grid = chart(app, next(t for t in titles(app) if t.startswith("Encoder self-attention")))
-    assert grid["data"][0]["colorbar"]["title"]["text"] == PER_HEAD_TITLE
-    assert any("scaled to its own maximum" in shown(c) for c in app.caption)
-    app.session_state["per_head_scale_long"] = False  # turned off on Translate for long sentences: off here too
-    app.run()
-    grid = chart(app, next(t for t in titles(app) if t.startswith("Encoder self-attention")))
-    assert grid["data"][0]["colorbar"]["title"]["text"] != PER_HEAD_TITLE
+    (sent,) = explorers(app)
+    assert sent.header["per_head_scale"] and any("scaled to its own maximum" in shown(c) for c in app.caption)
+    open_page(app, "pages/heads.py", "a b c d")
+    assert not explorers(app)[0].header["per_head_scale"]
 
 
 def test_compare_starts_on_the_sidebars_mean_of_heads(app: AppTest) -> None:

@@ -485,9 +485,12 @@ class Explorer {
       labels.push(`L${layer} mean`);
       heads.push([layer, null]);
     }
-    const get = (r, c) => {
+    const get = (r, c) => {  // read from the step's row itself: a long output never builds whole maps here
       const [layer, hd] = heads[r];
-      return this.w.map(kind, layer, hd)[t * info.keys + c];
+      if (hd !== null) return this.w.value(kind, layer, hd, t, c);
+      let sum = 0;
+      for (let h = 0; h < info.heads; h++) sum += this.w.value(kind, layer, h, t, c);
+      return sum / info.heads;
     };
     const outline = heads.flatMap(([l, hd], r) => (l === this.sel.layer && hd === this.sel.head ? [r] : []));
     return { labels, heads, get, outline };
