@@ -13,15 +13,21 @@ query, result = widgets.translated_sentence(tr, view)
 show_translation(query.sentence, result.text, tr.bundle.tgt_lang)
 heads_page.all_heads(view, query, result)
 
-stats, compare, ablation, rollout = tabs_in_url(["Head statistics", "Compare", "Ablation", "Rollout"], state.HEADS_TAB)
-with stats:
-    st.caption(f"{KIND_LABELS['encoder']}, {KIND_LABELS['decoder'].lower()} and cross-attention heads for this sentence. "
-               "Click a column header to sort; hover over a header for what the column measures.")
-    heads_page.statistics(result)
-    heads_page.split_statistics(tr)
-with compare:
-    heads_page.comparison(tr, view, query, result)
-with ablation:
-    heads_page.ablation(tr, query.sentence, result)
-with rollout:
-    heads_page.rollout_view(result)
+# Only the open tab is computed and drawn (a rerun after a pick in the explorer stays light in the browser too).
+stats, compare, ablation, rollout = tabs_in_url(["Head statistics", "Compare", "Ablation", "Rollout"], state.HEADS_TAB,
+                                                on_change="rerun")
+if stats.open:
+    with stats:
+        st.caption(f"{KIND_LABELS['encoder']}, {KIND_LABELS['decoder'].lower()} and cross-attention heads for this "
+                   "sentence. Click a column header to sort; hover over a header for what the column measures.")
+        heads_page.statistics(result)
+        heads_page.split_statistics(tr)
+if compare.open:
+    with compare:
+        heads_page.comparison(tr, view, query, result)
+if ablation.open:
+    with ablation:
+        heads_page.ablation(tr, query.sentence, result)
+if rollout.open:
+    with rollout:
+        heads_page.rollout_view(result)

@@ -17,8 +17,11 @@ def titles(app: AppTest) -> list[str]:
     return [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in app.get("plotly_chart")]
 
 
-def open_page(app: AppTest, page: str, sentence: str = "a b c d") -> AppTest:
+def open_page(app: AppTest, page: str, sentence: str = "a b c d", tab: str | None = None) -> AppTest:
+    """`page` on `sentence`; on Heads, with its tab `tab` open (only the open tab is drawn)."""
     app.session_state["sentence"] = sentence
+    if tab is not None:
+        app.session_state["heads_tab"] = tab
     app.run()
     return app.switch_page(page).run()
 
@@ -38,7 +41,7 @@ def max_difference(app: AppTest) -> float:
 
 def test_compare_starts_on_the_sidebars_choice_and_another_head(app: AppTest) -> None:
     app.session_state["layer"], app.session_state["head"] = 1, 0
-    open_page(app, "pages/heads.py")
+    open_page(app, "pages/heads.py", tab="Compare")
     assert not app.exception
     assert app.selectbox(key="cmp_a_head").value == 0 and app.selectbox(key="cmp_b_head").value == 1
     assert "A − B" in titles(app) and "A: cross · layer 1 · head 0" in titles(app)
@@ -67,7 +70,7 @@ def colour_of(scale: list, position: float) -> tuple[float, float, float]:
 
 def test_compare_follows_the_sidebar_when_it_changes_and_keeps_the_users_pick_otherwise(app: AppTest) -> None:
     app.session_state["layer"], app.session_state["head"] = 1, 0
-    open_page(app, "pages/heads.py")
+    open_page(app, "pages/heads.py", tab="Compare")
     app.session_state["layer"], app.session_state["head"] = 0, 2  # the sidebar moves while on Heads
     app.run()
     assert (app.selectbox(key="cmp_a_layer").value, app.selectbox(key="cmp_a_head").value) == (0, 2)
@@ -87,7 +90,7 @@ def test_the_grid_of_a_long_sentence_is_coloured_per_head_as_on_translate(app: A
 
 
 def test_compare_starts_on_the_sidebars_mean_of_heads(app: AppTest) -> None:
-    open_page(app, "pages/heads.py")
+    open_page(app, "pages/heads.py", tab="Compare")
     assert app.selectbox(key="cmp_a_layer").value == 0 and app.selectbox(key="cmp_a_head").value == "mean"
     assert app.selectbox(key="cmp_b_layer").value == 0 and app.selectbox(key="cmp_b_head").value == 0
 
@@ -102,7 +105,7 @@ def test_the_tab_is_in_the_url(app: AppTest) -> None:
 
 def test_the_difference_colours_are_the_ones_the_caption_names(app: AppTest) -> None:
     app.session_state["layer"], app.session_state["head"] = 1, 0
-    open_page(app, "pages/heads.py")
+    open_page(app, "pages/heads.py", tab="Compare")
     a = array(chart(app, "A: cross · layer 1 · head 0")["data"][0]["z"])
     b = array(chart(app, "B: cross · layer 1 · head 1")["data"][0]["z"])
     trace = chart(app, "A − B")["data"][0]
@@ -120,7 +123,7 @@ def test_the_difference_colours_are_the_ones_the_caption_names(app: AppTest) -> 
 
 
 def test_compare_two_sentences_whose_tokens_differ(app: AppTest) -> None:
-    open_page(app, "pages/heads.py")
+    open_page(app, "pages/heads.py", tab="Compare")
     app.radio(key="cmp_mode").set_value("two sentences").run()
     app.text_input(key="cmp_sentence").set_value("a b e d").run()
     assert not app.exception
@@ -139,7 +142,7 @@ def test_checkpoints_of_another_language_pair_are_not_compared(app: AppTest, toy
     save_file(tensors, str(folder / "toy-en-de.safetensors"), metadata=meta | {"tgt_lang": "de"})
     monkeypatch.setenv("ATTNSCOPE_CHECKPOINTS", str(folder))
     app.session_state["checkpoint"] = "toy-reverse"
-    open_page(app, "pages/heads.py")
+    open_page(app, "pages/heads.py", tab="Compare")
     app.radio(key="cmp_mode").set_value("two checkpoints").run()
     assert not app.exception
     assert any("No other checkpoint translates en→en" in shown(i) for i in app.info)
@@ -158,17 +161,17 @@ def test_head_statistics_columns_are_readable_and_explained(app: AppTest) -> Non
 
 def test_ablation_tables_are_readable(app: AppTest, monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("ATTNSCOPE_DATA", str(tmp_path))
-    open_page(app, "pages/heads.py")
+    open_page(app, "pages/heads.py", tab="Ablation")
     app.multiselect(key="ablate_heads").set_value([("cross", 0, 0)]).run()
     app.number_input(key="ablate_n").set_value(2)
     app.button(key="ablate_go").click().run()
     tables = readable_tables(app)
-    assert list(tables[1]) == ["step", "token", "probability with all heads", "probability without them", "change"]
-    assert list(tables[2]) == ["BLEU with all heads", "BLEU without them", "BLEU change", "sentences"]
+    assert list(tables[0]) == ["step", "token", "probability with all heads", "probability without them", "change"]
+    assert list(tables[1]) == ["BLEU with all heads", "BLEU without them", "BLEU change", "sentences"]
 
 
 def test_ablating_every_cross_head_changes_the_translation(app: AppTest) -> None:
-    open_page(app, "pages/heads.py")
+    open_page(app, "pages/heads.py", tab="Ablation")
     heads = [("cross", layer, head) for layer in range(2) for head in range(4)]
     app.multiselect(key="ablate_heads").set_value(heads).run()
     assert not app.exception
@@ -179,7 +182,7 @@ def test_ablating_every_cross_head_changes_the_translation(app: AppTest) -> None
 
 
 def test_ablating_every_head_says_the_output_is_empty(app: AppTest) -> None:
-    open_page(app, "pages/heads.py")
+    open_page(app, "pages/heads.py", tab="Ablation")
     heads = [(kind, layer, head) for kind in ("encoder", "decoder", "cross") for layer in range(2) for head in range(4)]
     app.multiselect(key="ablate_heads").set_value(heads).run()
     text = next(shown(m) for m in app.markdown if shown(m).startswith("**With all heads:**"))
@@ -191,7 +194,7 @@ def test_an_ablation_bleu_is_never_shown_for_other_heads(app: AppTest, monkeypat
         with gzip.open(tmp_path / f"val.{lang}.gz", "wt") as f:
             f.write("\n".join(lines) + "\n")
     monkeypatch.setenv("ATTNSCOPE_DATA", str(tmp_path))
-    open_page(app, "pages/heads.py")
+    open_page(app, "pages/heads.py", tab="Ablation")
     app.multiselect(key="ablate_heads").set_value([("cross", 0, 0)]).run()
     app.number_input(key="ablate_n").set_value(2).run()
     app.button(key="ablate_go").click().run()
@@ -206,7 +209,7 @@ def test_an_ablation_bleu_is_never_shown_for_other_heads(app: AppTest, monkeypat
 
 
 def test_rollout_views_render(app: AppTest) -> None:
-    open_page(app, "pages/heads.py")
+    open_page(app, "pages/heads.py", tab="Rollout")
     assert any(t.startswith("Encoder rollout") for t in titles(app))
     assert any(t.startswith("Decoder source alignment") for t in titles(app))
 
@@ -236,7 +239,7 @@ def test_a_split_outside_the_sample_says_what_is_missing_in_plain_words(app: App
 
 def test_ablation_bleu_change_works_offline(app: AppTest, monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("ATTNSCOPE_DATA", str(tmp_path))
-    open_page(app, "pages/heads.py")
+    open_page(app, "pages/heads.py", tab="Ablation")
     app.multiselect(key="ablate_heads").set_value([("cross", 0, 0)]).run()
     app.number_input(key="ablate_n").set_value(3)
     app.button(key="ablate_go").click().run()
@@ -271,7 +274,7 @@ def test_compare_two_checkpoints(app: AppTest, toy_checkpoint_dir, tmp_path, mon
     for name in ("toy-reverse", "toy-reverse-copy"):
         shutil.copy(toy_checkpoint_dir / "toy-reverse.safetensors", folder / f"{name}.safetensors")
     monkeypatch.setenv("ATTNSCOPE_CHECKPOINTS", str(folder))
-    open_page(app, "pages/heads.py")
+    open_page(app, "pages/heads.py", tab="Compare")
     app.radio(key="cmp_mode").set_value("two checkpoints").run()
     assert not app.exception
     assert any(shown(m).startswith("**toy-reverse-copy:**") for m in app.markdown)

@@ -1,7 +1,7 @@
 """Figures kept across reruns, built once per (model, sentence, options, view).
 
-Building a plotly figure (or a step's HTML views) costs 10-20 ms and a page draws several; stepping through decoding
-or switching a tab would rebuild all of them. These caches are `st.cache_resource`, shared by
+Building a plotly figure costs 10-20 ms, and a rerun would rebuild it (the attention explorer draws the pages'
+main heatmaps in the browser; these are the server-drawn ones left: a forced branch, a beam hypothesis). These caches are `st.cache_resource`, shared by
 every session: callers only pass the figures to `st.plotly_chart` (which copies them) and
 never modify them. `key` names the result exactly (`ui.cache.result_key`: its kind and query), so a
 figure never outlives the translation it was drawn from.

@@ -9,6 +9,10 @@ const KINDS = ["encoder", "decoder", "cross"];
 const KIND_LABELS = { encoder: "Encoder self-attention", decoder: "Decoder masked self-attention", cross: "Cross-attention" };
 const KIND_KEYS = { e: "encoder", d: "decoder", c: "cross" };
 const PLAY_MS = 600;  // between steps while playing
+const SEND_MS = 400;  // the selection goes to the server once the user pauses this long: each send is a page rerun
+// A selection not yet sent, kept for whichever explorer is mounted next (the user may leave the page before the pause
+// ends: the next explorer, on any page, sends it; sending from a leaving one would rerun the page being left).
+let pending = null;
 const LABEL_PX = 11;  // a label needs this many pixels of cell; fewer: every n-th label (zoom in for all)
 
 function colour(t) {
@@ -200,7 +204,7 @@ class Explorer {
       return this.render();
     }
     this.w = new Weights(header, new Float32Array(bytes.slice(start).buffer));
-    if (!same || moved) this.sel = this.fit(header.selection);
+    if (!same || moved) this.sel = this.fit(!same && pending ? pending : header.selection);  // the user's latest pick
     if (!same) {
       this.perHead = null;
       this.stop();
@@ -223,8 +227,27 @@ class Explorer {
     if (!quiet) this.schedule();
   }
 
-  schedule() {  // tell the server at once: a link clicked next must find the view already sent
-    this.send("view", { ...this.sel });
+  schedule(now) {  // the server hears of the selection when the user pauses (at once: when it must fetch a layer)
+    pending = { ...this.sel };
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.deliver(), now ? 0 : SEND_MS);
+  }
+
+  deliver() {
+    this.timer = null;
+    if (!pending) return;
+    const view = pending;
+    pending = null;
+    this.send("view", view);
+  }
+
+  arm() {  // on every mount or render: a selection left pending (by this explorer or one that left) goes out
+    if (pending && !this.timer) this.timer = setTimeout(() => this.deliver(), SEND_MS);
+  }
+
+  disarm() {  // the explorer leaves: what is pending stays pending, for the next one
+    clearTimeout(this.timer);
+    this.timer = null;
   }
 
   build() {
@@ -330,7 +353,7 @@ class Explorer {
     if (!this.w.has(kind, s.layer)) {
       this.missing.textContent = `Fetching layer ${s.layer} from the server…`;
       this.mainScroll.style.display = this.gridScroll.style.display = "none";
-      return this.schedule();
+      return this.schedule(true);
     }
     this.missing.textContent = "";
     this.mainScroll.style.display = this.gridScroll.style.display = "";
@@ -514,7 +537,7 @@ class Explorer {
     }
     if (!this.w.has("cross", s.layer)) {
       this.missing.textContent = `Fetching layer ${s.layer} from the server…`;
-      return this.schedule();
+      return this.schedule(true);
     }
     this.missing.textContent = "";
     const who = s.head === null ? "mean of heads" : `head ${s.head}`;
@@ -596,4 +619,6 @@ export default function (component) {
     root.explorer = new Explorer(root);
   }
   if (data) root.explorer.receive(data instanceof Uint8Array ? data : new Uint8Array(data), setStateValue);
+  root.explorer.arm();
+  return () => root.explorer.disarm();
 }
