@@ -1,7 +1,7 @@
 """Translate a sentence and see every kind of attention, one head large and all heads at once (in the browser)."""
 import streamlit as st
 
-from attnscope.ui import figures, results, selection, state, widgets
+from attnscope.ui import figures, results, state, widgets
 from attnscope.ui.explorer import explorer
 from attnscope.ui.navigation import open_page
 from attnscope.ui.records import show_opened
@@ -26,7 +26,7 @@ with st.expander("Compare with a reference translation (teacher forcing)"):
     if reference.strip():
         forced = results.score(tr, query, reference)
         if forced is not None:
-            reference_comparison(result, forced, selection.layer(view, result.attention, "cross"), selection.head(view))
+            reference_comparison(view, ("reference", query.key, reference), result, forced)
 
 with st.expander("Download the data behind these figures"):
     widgets.data_downloads(result, widgets.settings(tr, query), "translate")

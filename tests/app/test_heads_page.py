@@ -1,16 +1,14 @@
 """AppTest journeys on Heads & layers, Positional encoding and Model anatomy."""
 from __future__ import annotations
 
-import base64
 import gzip
 import json
-import re
 
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
 from tests.app.conftest import APP
-from tests.support import CEILING, explorers, readable_tables, shown, tensors_and_meta
+from tests.support import CEILING, Explored, explorers, readable_tables, shown, tensors_and_meta
 
 
 def titles(app: AppTest) -> list[str]:
@@ -35,49 +33,30 @@ def test_head_statistics_table_has_a_row_per_head(app: AppTest) -> None:
     assert {"entropy (nats)", "weight on itself", "share on <eos>"} <= set(table.columns)
 
 
-def max_difference(app: AppTest) -> float:
-    return float(next(m.value for m in app.markdown if m.value.startswith("**max |A − B|")).split("=")[1].strip(" *"))
+def compared(app: AppTest) -> Explored:
+    """What the Compare tab's explorer was sent (the Heads page's own explorer comes first)."""
+    return next(e for e in explorers(app) if e.header["mode"] == "compare")
 
 
-def test_compare_starts_on_the_sidebars_choice_and_another_head(app: AppTest) -> None:
+def test_compare_starts_on_the_sidebars_choice(app: AppTest) -> None:
+    """A is the sidebar's kind, layer and head; B and the difference are picked and drawn in the browser
+    (tests/e2e/test_compare_journey.py)."""
     app.session_state["layer"], app.session_state["head"] = 1, 0
     open_page(app, "pages/heads.py", tab="Compare")
     assert not app.exception
-    assert app.selectbox(key="cmp_a_head").value == 0 and app.selectbox(key="cmp_b_head").value == 1
-    assert "A − B" in titles(app) and "A: cross · layer 1 · head 0" in titles(app)
-    assert max_difference(app) > 0
+    sent = compared(app)
+    assert sent.selection["layer"] == 1 and sent.selection["head"] == 0 and sent.selection["kind"] == "cross"
+    assert sent.header["compare"] == {"what": "heads", "a": "this sentence", "b": None}  # B: another head of A's record
 
 
-def chart(app: AppTest, title: str) -> dict:
-    return next(json.loads(c.proto.spec) for c in app.get("plotly_chart")
-                if json.loads(c.proto.spec)["layout"]["title"]["text"] == title)
-
-
-def array(data: object) -> np.ndarray:
-    """A plotly JSON array: a list, or a typed array ({"dtype", "bdata": base64, "shape"})."""
-    if isinstance(data, dict):
-        flat = np.frombuffer(base64.b64decode(data["bdata"]), dtype=data["dtype"])
-        return flat.reshape([int(n) for n in str(data.get("shape", flat.size)).split(",")]).astype(float)
-    return np.array(data, dtype=float)
-
-
-def colour_of(scale: list, position: float) -> tuple[float, float, float]:
-    """The RGB a plotly colour scale gives at `position` in [0, 1] (linear between its stops)."""
-    stops = np.array([p for p, _ in scale])
-    rgb = np.array([[float(v) for v in re.findall(r"[\d.]+", c)[:3]] for _, c in scale])
-    return tuple(float(np.interp(position, stops, rgb[:, k])) for k in range(3))
-
-
-def test_compare_follows_the_sidebar_when_it_changes_and_keeps_the_users_pick_otherwise(app: AppTest) -> None:
+def test_compare_follows_the_sidebar_when_it_changes(app: AppTest) -> None:
     app.session_state["layer"], app.session_state["head"] = 1, 0
     open_page(app, "pages/heads.py", tab="Compare")
+    epoch = compared(app).header["epoch"]
     app.session_state["layer"], app.session_state["head"] = 0, 2  # the sidebar moves while on Heads
     app.run()
-    assert (app.selectbox(key="cmp_a_layer").value, app.selectbox(key="cmp_a_head").value) == (0, 2)
-    assert (app.selectbox(key="cmp_b_layer").value, app.selectbox(key="cmp_b_head").value) == (0, 3)
-    app.selectbox(key="cmp_a_head").set_value(1).run()  # the user's own pick stays while the sidebar does
-    app.run()
-    assert app.selectbox(key="cmp_a_head").value == 1 and "A: cross · layer 0 · head 1" in titles(app)
+    sent = compared(app)
+    assert (sent.selection["layer"], sent.selection["head"]) == (0, 2) and sent.header["epoch"] == epoch + 1
 
 
 def test_the_grid_of_a_long_sentence_is_coloured_per_head_as_on_translate(app: AppTest) -> None:
@@ -91,8 +70,7 @@ def test_the_grid_of_a_long_sentence_is_coloured_per_head_as_on_translate(app: A
 
 def test_compare_starts_on_the_sidebars_mean_of_heads(app: AppTest) -> None:
     open_page(app, "pages/heads.py", tab="Compare")
-    assert app.selectbox(key="cmp_a_layer").value == 0 and app.selectbox(key="cmp_a_head").value == "mean"
-    assert app.selectbox(key="cmp_b_layer").value == 0 and app.selectbox(key="cmp_b_head").value == 0
+    assert compared(app).selection["head"] is None and compared(app).selection["layer"] == 0
 
 
 def test_the_tab_is_in_the_url(app: AppTest) -> None:
@@ -103,34 +81,16 @@ def test_the_tab_is_in_the_url(app: AppTest) -> None:
     assert fresh.session_state["heads_tab"] == "Ablation"
 
 
-def test_the_difference_colours_are_the_ones_the_caption_names(app: AppTest) -> None:
-    app.session_state["layer"], app.session_state["head"] = 1, 0
-    open_page(app, "pages/heads.py", tab="Compare")
-    a = array(chart(app, "A: cross · layer 1 · head 0")["data"][0]["z"])
-    b = array(chart(app, "B: cross · layer 1 · head 1")["data"][0]["z"])
-    trace = chart(app, "A − B")["data"][0]
-    z = array(trace["z"])
-    np.testing.assert_allclose(z, a - b, atol=1e-6)
-    assert trace["zmid"] == 0 and "zmin" not in trace and "zmax" not in trace  # centred: the sign picks the half
-    caption = next(shown(c) for c in app.caption if "puts more weight" in shown(c))
-    assert caption.startswith("Red: A puts more weight there; blue: B does")
-    limit = np.abs(z).max()
-    where_a = colour_of(trace["colorscale"], 0.5 + z.max() / (2 * limit))  # the cell where A leads most
-    where_b = colour_of(trace["colorscale"], 0.5 + z.min() / (2 * limit))  # and where B does
-    assert z.max() > 0 > z.min()
-    assert where_a[0] > where_a[2] + 50 and where_b[2] > where_b[0] + 50  # red for A, blue for B
-    assert "red: A more" in trace["colorbar"]["title"]["text"]
-
-
 def test_compare_two_sentences_whose_tokens_differ(app: AppTest) -> None:
     open_page(app, "pages/heads.py", tab="Compare")
     app.radio(key="cmp_mode").set_value("two sentences").run()
     app.text_input(key="cmp_sentence").set_value("a b e d").run()
     assert not app.exception
-    diff = next(json.loads(c.proto.spec) for c in app.get("plotly_chart")
-                if json.loads(c.proto.spec)["layout"]["title"]["text"] == "A − B")
-    assert "c / e" in diff["layout"]["xaxis"]["ticktext"]
-    assert any("position by position" in c.value for c in app.caption)
+    sent = compared(app)
+    b = sent.header["compare"]["b"]
+    assert sent.header["compare"]["what"] == "sentences" and b["source"][:4] == ["a", "b", "e", "d"]
+    assert sent.header["source"][:4] == ["a", "b", "c", "d"]  # A's own: the browser labels position 2 "c / e"
+    assert np.array_equal(sent.arrays["cross"].shape[:2], [2, 4])
 
 
 def test_checkpoints_of_another_language_pair_are_not_compared(app: AppTest, toy_checkpoint_dir, tmp_path, monkeypatch) -> None:
@@ -282,4 +242,5 @@ def test_compare_two_checkpoints(app: AppTest, toy_checkpoint_dir, tmp_path, mon
     change = "entropy (nats): change"
     assert change in delta.columns and float(delta[change].abs().max()) < 1e-6
     readable_tables(app)
-    assert "A − B" in titles(app)
+    b = compared(app).header["compare"]
+    assert b["what"] == "checkpoints" and b["b"]["label"] in {"toy-reverse", "toy-reverse-copy"} - {b["a"]}

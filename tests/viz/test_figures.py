@@ -9,7 +9,7 @@ import torch
 from attnscope.engine.decoding.beam_result import BeamNode, BeamResult
 from attnscope.model.positions import sinusoidal_table
 from attnscope.viz.beam_tree import beam_tree, hypothesis_nodes
-from attnscope.viz.heatmap import MAX_TICKS, TITLE_PX, attention_heatmap, record_heatmap, thinned_ticks
+from attnscope.viz.heatmap import MAX_TICKS, TITLE_PX, attention_heatmap, thinned_ticks
 from attnscope.viz.positional import (
     encoding_curves,
     offset_profile,
@@ -22,27 +22,26 @@ from tests.record_fixtures import SRC, pattern_record
 
 
 def test_heatmap_uses_integer_axes_labelled_with_tokens() -> None:
-    r = pattern_record("uniform")
-    fig = record_heatmap(r, "encoder", 1, 2)
+    z = pattern_record("uniform").pattern("encoder", 1, 2)
+    fig = attention_heatmap(z, SRC, SRC)
     assert list(fig.layout.xaxis.tickvals) == [0, 1, 2, 3, 4] and list(fig.layout.xaxis.ticktext) == list(SRC)
-    assert np.allclose(np.asarray(fig.data[0].z, dtype=float), r.pattern("encoder", 1, 2))
+    assert np.allclose(np.asarray(fig.data[0].z, dtype=float), z)
     assert (fig.data[0].zmin, fig.data[0].zmax) == (0.0, 1.0)
-    assert record_heatmap(r, "encoder", 1, 2, per_head_scale=True).data[0].zmax is None
+    assert attention_heatmap(z, SRC, SRC, per_head_scale=True).data[0].zmax is None
 
 
-def test_masked_future_cells_are_empty_not_zero() -> None:
-    z = np.asarray(record_heatmap(pattern_record("uniform"), "decoder", 0, None).data[0].z, dtype=float)
+def test_masked_cells_are_empty_not_zero() -> None:
+    masked = np.triu(np.ones((5, 5), bool), 1)
+    z = np.asarray(attention_heatmap(np.full((5, 5), 0.2), SRC, SRC, masked=masked).data[0].z, dtype=float)
     assert np.isnan(z[0, 1:]).all() and not np.isnan(np.tril(z)).any()
 
 
 def test_a_heatmap_of_another_value_names_it_and_scales_to_its_data() -> None:
-    r = pattern_record("uniform")
-    weights = record_heatmap(r, "cross", 0, None)
-    norms = record_heatmap(r, "cross", 0, None, value="‖a·f(x)‖", title_note="weighted value norms")
+    z = pattern_record("uniform").pattern("encoder", 0, 0)
+    weights, norms = attention_heatmap(z, SRC, SRC), attention_heatmap(z, SRC, SRC, value="‖a·f(x)‖")
     assert "weight %{z" in weights.data[0].hovertemplate and weights.data[0].colorbar.title.text == "weight"
     assert "‖a·f(x)‖ %{z" in norms.data[0].hovertemplate and "weight" not in norms.data[0].hovertemplate
     assert norms.data[0].colorbar.title.text == "‖a·f(x)‖" and (norms.data[0].zmin, norms.data[0].zmax) == (None, None)
-    assert norms.layout.title.text == f"{weights.layout.title.text} · weighted value norms"
     long = attention_heatmap(np.ones((90, 90)) / 90, [str(i) for i in range(90)], [str(i) for i in range(90)], value="n")
     assert long.data[0].hovertemplate.startswith("query %{y}") and "<br>n %{z" in long.data[0].hovertemplate
 
@@ -50,7 +49,6 @@ def test_a_heatmap_of_another_value_names_it_and_scales_to_its_data() -> None:
 @pytest.mark.parametrize("build", [
     lambda: attention_heatmap(np.zeros((3, 3)), ["p", "q"], ["a", "b", "c"]),
     lambda: attention_heatmap(np.zeros((3, 2)), ["a", "b", "c"], ["p", "q", "r"]),
-    lambda: record_heatmap(pattern_record(), "cross", 0, None, row_labels=["p", "q"]),
 ])
 def test_label_mismatch_names_the_tokens(build) -> None:
     with pytest.raises(ValueError, match=r"\['p', 'q'"):

@@ -18,10 +18,10 @@ from typing import Hashable, Sequence
 
 import streamlit as st
 
-from attnscope.records.attention import AttentionRecord, DecodeStep
+from attnscope.records.attention import AttentionRecord, DecodeStep, Kind
 from attnscope.ui import state
 from attnscope.ui.state import ViewState
-from attnscope.viz.explorer import Selection, payload
+from attnscope.viz.explorer import Compared, Selection, payload
 from attnscope.viz.labels import WEIGHT
 
 _ASSETS = files("attnscope.ui") / "assets"
@@ -75,13 +75,18 @@ def opened_on(key: str, name: str, current: Selection) -> tuple[Selection, int]:
 
 def explorer(record: AttentionRecord, view: ViewState, name: Hashable, key: str, *,
              steps: Sequence[DecodeStep] | None = None, output_tokens: Sequence[str] | None = None,
-             mode: str = "heatmap", value: str = WEIGHT, per_head_scale: bool = False) -> None:
+             mode: str = "heatmap", value: str = WEIGHT, per_head_scale: bool = False, kind: Kind | None = None,
+             title: str = "", other: Compared | None = None, caption: bool = True) -> None:
     """Mount the explorer on `record` (named by `name`: model, sentence, decoding settings, values), opened on the
-    session's view; `key` tells one explorer on a page from another."""
+    session's view; `key` tells one explorer on a page from another. A "map" (`mode`) shows one `kind` alone,
+    titled `title`; a "compare" sets `other` beside it; `caption` says what the explorer answers and its keys (once
+    per page is enough)."""
     current, identity = selection_of(view, record.n_steps), view_id(name)
     opened, epoch = opened_on(key, identity, current)
     data = payload(record, view_id=identity, selection=opened, epoch=epoch, steps=steps, output_tokens=output_tokens,
-                   mode=mode, value=value, per_head_scale=per_head_scale, layer=current.layer)
+                   mode=mode, value=value, per_head_scale=per_head_scale, layer=current.layer, kind=kind, title=title,
+                   other=other)
     _explorer(key=key, data=data, on_view_change=lambda: _follow(key))
-    st.caption(f"Every look is answered in your browser. Keyboard (click the explorer first): {KEYBOARD}. Hover shows "
-               "the value the model recorded (float32, 7 significant digits).")
+    if caption:
+            st.caption(f"Every look is answered in your browser. Keyboard (click the explorer first): {KEYBOARD}. Hover "
+                   "shows the value the model recorded (float32, 7 significant digits).")

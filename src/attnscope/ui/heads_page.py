@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attnscope.engine.analysis.compare import map_difference
 from attnscope.engine.analysis.dataset import head_stats_batched
 from attnscope.engine.analysis.head_gate import HeadKey
 from attnscope.engine.analysis.heads import (
@@ -18,13 +17,14 @@ from attnscope.engine.analysis.heads import (
 from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.records.attention import KINDS
 from attnscope.training.data import DataError, sample_pairs
-from attnscope.ui import figures, models, results, selection, state, tables, widgets
+from attnscope.ui import figures, models, results, state, tables, widgets
 from attnscope.ui.attribution.sentence import MAX_STATS_SAMPLE
 from attnscope.ui.explorer import explorer
 from attnscope.ui.query import Query
 from attnscope.ui.state import ViewState
 from attnscope.ui.text import plain
-from attnscope.viz.heatmap import DIFFERENCE_CAPTION, attention_heatmap, difference_heatmap, head_weights
+from attnscope.viz.explorer import Compared
+from attnscope.viz.heatmap import attention_heatmap
 
 MAX_SAMPLE = 200  # sentences for the ablation BLEU: translated twice, keeps a CPU-only run under a minute or two
 SPLITS = ("val", "test_2016_flickr", "test_2017_flickr")
@@ -70,36 +70,6 @@ def split_statistics(tr: Translator) -> None:
         tables.table(saved[3].round(3), tables.HEAD_STATS)
 
 
-def _pick(label: str, key: str, tr: Translator, default: tuple[str, int, int | None]) -> tuple[str, int, int | None]:
-    """Kind, layer and head (None = mean of heads) of one side of a comparison."""
-    c = tr.model.config
-    cols = st.columns(3)
-    kind = cols[0].selectbox(f"{label}: attention", KINDS, index=KINDS.index(default[0]), key=f"{key}_kind")
-    n_layers = c.n_encoder_layers if kind == "encoder" else c.n_decoder_layers
-    layer = cols[1].selectbox(f"{label}: layer", range(n_layers), index=min(default[1], n_layers - 1), key=f"{key}_layer")
-    heads = ["mean", *range(c.n_heads)]
-    head = cols[2].selectbox(f"{label}: head", heads, index=heads.index("mean" if default[2] is None else default[2]),
-                             key=f"{key}_head")
-    return kind, layer, None if head == "mean" else head
-
-
-COMPARE_WIDGETS = tuple(f"cmp_{side}_{part}" for side in "ab" for part in ("kind", "layer", "head"))  # _pick's keys
-
-
-def follow_sidebar(choice: tuple[str, int, int | None]) -> None:
-    """When the sidebar's kind, layer or head changed since the comparison last started from it, start A and B
-    again from the new choice (the pickers keep what the user set only while the sidebar stays put)."""
-    if state.stored(state.COMPARE_FOLLOWS) != choice:
-        state.store(state.COMPARE_FOLLOWS, choice)
-        for key in COMPARE_WIDGETS:
-            state.forget(key)
-
-
-def _describe(side: str, choice: tuple[str, int, int | None]) -> str:
-    kind, layer, head = choice
-    return f"{side}: {kind} · layer {layer} · " + ("mean of heads" if head is None else f"head {head}")
-
-
 def same_pair_checkpoints(tr: Translator) -> list[str]:
     """Other checkpoints that translate the same language pair (the only ones a comparison makes sense for)."""
     pair = (tr.bundle.src_lang, tr.bundle.tgt_lang)
@@ -108,27 +78,22 @@ def same_pair_checkpoints(tr: Translator) -> list[str]:
 
 
 def comparison(tr: Translator, view: ViewState, query: Query, result: Translation) -> None:
-    """Two heads/layers of this sentence, this sentence vs another, or two checkpoints, with their difference."""
+    """Two heads/layers of this sentence, this sentence vs another, or two checkpoints, with their difference: A is
+    the view's kind, layer and head; the maps, B's picks and the difference are drawn and answered in the browser."""
     mode = st.radio("Compare", ["two heads or layers", "two sentences", "two checkpoints"], horizontal=True, key="cmp_mode")
-    c = tr.model.config
-    kind, head = view.kind, selection.head(view)  # A starts on the sidebar's choice, B on another head of its layer
-    layer = selection.layer(view, result.attention, kind)
-    follow_sidebar((kind, layer, head))
-    a = _pick("A", "cmp_a", tr, (kind, layer, head))
-    names_a, names_b = result.output_tokens, result.output_tokens
+    name: tuple[object, ...] = ("compare", query.key, mode)
     if mode == "two heads or layers":
-        other = 0 if head is None else (head + 1) % c.n_heads if c.n_heads > 1 else None
-        b = _pick("B", "cmp_b", tr, (kind, layer, other))
-        rec_a, rec_b = result.attention, result.attention
+        other = Compared("heads", "this sentence")
     elif mode == "two sentences":
-        other = st.text_input("Second sentence", "A little boy climbs into a wooden playhouse.", key="cmp_sentence")
-        second = results.translate(tr, Query.of(tr, other, task_prefix=query.task_prefix))
+        text = st.text_input("Second sentence", "A little boy climbs into a wooden playhouse.", key="cmp_sentence")
+        second = results.translate(tr, Query.of(tr, text, task_prefix=query.task_prefix))
         if second is None:
             return
         cols = st.columns(2)
         cols[0].markdown(f"**A:** {plain(result.text)}")
         cols[1].markdown(f"**B:** {plain(second.text)}")
-        b, rec_a, rec_b, names_b = a, result.attention, second.attention, second.output_tokens
+        other = Compared("sentences", "this sentence", "the second sentence", second.attention, second.output_tokens)
+        name = (*name, text)
     else:
         names = same_pair_checkpoints(tr)
         if not names:
@@ -149,31 +114,11 @@ def comparison(tr: Translator, view: ViewState, query: Query, result: Translatio
         st.caption("For the maps and statistics below, the second checkpoint is teacher-forced on the first one's "
                    "translation, so both read the same target.")
         if result.attention.encoder.shape[:2] == second.attention.encoder.shape[:2]:
-            delta = head_stats_delta(result.attention, second.attention)
-            tables.table(delta.round(3), tables.HEAD_STATS_DELTA)
-        b, rec_a, rec_b, names_b = a, result.attention, second.attention, second.output_tokens
-    za, zb = head_weights(rec_a, a[0], a[1], a[2]), head_weights(rec_b, b[0], b[1], b[2])
-    qa, ka = rec_a.axes(a[0])
-    qb, kb = rec_b.axes(b[0])
-    qa, qb = (names_a if a[0] == "cross" else qa), (names_b if b[0] == "cross" else qb)  # rows: what each step produced
-    cols = st.columns(2)
-    with cols[0]:
-        widgets.chart(attention_heatmap(za, qa, ka, title=_describe("A", a)), "cmp-a")
-    with cols[1]:
-        widgets.chart(attention_heatmap(zb, qb, kb, title=_describe("B", b)), "cmp-b")
-    diff = map_difference(za, qa, ka, zb, qb, kb)
-    cols = st.columns(2)
-    with cols[0]:
-        widgets.chart(difference_heatmap(diff.values, diff.row_labels, diff.col_labels), "cmp-diff")
-    with cols[1]:
-        st.markdown(f"**max |A − B| = {diff.max_abs:.3f}**")
-        if not diff.same_tokens:
-            left_out = diff.dropped_rows + diff.dropped_cols
-            st.caption("The maps have different tokens, so they are compared position by position: a label “girl / boy” "
-                       "marks a position where A and B have different tokens."
-                       + (f" {diff.dropped_rows} row(s) and {diff.dropped_cols} column(s) that only one map has are left out."
-                          if left_out else ""))
-        st.caption(DIFFERENCE_CAPTION)
+            tables.table(head_stats_delta(result.attention, second.attention).round(3), tables.HEAD_STATS_DELTA)
+        other = Compared("checkpoints", tr.name, other_tr.name, second.attention, second.output_tokens)
+        name = (*name, other_tr.cache_key)
+    explorer(result.attention, view, name, "explorer-compare", steps=result.steps, mode="compare", other=other,
+             caption=False)
 
 
 @st.cache_data(max_entries=32, show_spinner="Translating without those heads…")

@@ -39,7 +39,6 @@ SESSION_MODELS_DIR = "session_models_dir"  # this session's uploaded checkpoints
 FLASH, IMPORT_REPORT = "_flash", "_import_report"  # messages left for the run after a rerun
 MANAGE_ACTIVE_WAS, CONFIRM_DELETE = "_manage_active_was", "confirm_delete"
 SPLIT_STATS, ABLATE_BLEU = "split_stats", "ablate_bleu"  # the Heads page's last sample statistics and BLEU change
-COMPARE_FOLLOWS = "_cmp_follows"  # the sidebar's (kind, layer, head) the Heads page's comparison last started from
 IG_DONE = "_attr_ig"  # (query key, (tolerance, points)) of the last attribution with integrated gradients
 SPLIT_RUN, LAYERS_RUN, STATS_RUN = "_attr_split_run", "_attr_layers_run", "_attr_stats_run"  # ui/sample_runs.py
 INSIDE_QUERY_STEP = "_inside_query_step"  # the step whose query token the Inside page last opened

@@ -11,9 +11,8 @@ import streamlit as st
 
 from attnscope.engine.decoding.beam_result import BeamResult
 from attnscope.engine.decoding.translator import Translation, Translator
-from attnscope.ui import figures, results, selection, state, widgets
+from attnscope.ui import results, selection, state, widgets
 from attnscope.ui.attribution.sentence import step_contributions
-from attnscope.ui.cache import result_key
 from attnscope.ui.explorer import explorer
 from attnscope.ui.query import Query
 from attnscope.ui.state import ViewState
@@ -91,18 +90,15 @@ def force_branch(tr: Translator, view: ViewState, query: Query, result: Translat
     branch = results.force(tr, query, tuple(result.target_ids[:t]) + tuple(forced_ids))
     if branch is None:
         return
-    layer, head = selection.layer(view, result.attention, "cross"), selection.head(view)
     left, right = st.columns(2)
     with left:
         st.markdown(f"**Model's choice:** {plain(result.text)}")
-        widgets.chart(figures.heatmap(result, result.attention, result_key("translate", query), "cross", layer, head),
-                      "branch-original")
+        explorer(result.attention, view, ("translate", query.key), "explorer-branch-original", steps=result.steps,
+                 mode="map", kind="cross", title="Model's choice", caption=False)
     with right:
         st.markdown(f"**Forced branch:** {plain(branch.text)}")
-        key = result_key("force", query, tuple(forced_ids), t)
-        widgets.chart(figures.heatmap(branch, branch.attention, key, "cross", selection.layer(view, branch.attention, "cross"),
-                                      head),
-                      "branch-forced")
+        explorer(branch.attention, view, ("force", query.key, tuple(forced_ids), t), "explorer-branch-forced",
+                 steps=branch.steps, mode="map", kind="cross", title="Forced branch", caption=False)
     st.caption(whole_output_caption(result, branch))
 
 
@@ -142,6 +138,5 @@ def beam_view(tr: Translator, view: ViewState, query: Query, result: Translation
     pruned = cols[1].toggle("Show pruned branches", key="beam_pruned")
     widgets.chart(beam_tree(beam, codec.piece, highlight=hypothesis_nodes(beam)[pick], top=top, show_pruned=pruned), "beam-tree")
     chosen = results.hypothesis(tr, query, tuple(ids))
-    layer = selection.layer(view, chosen.attention, "cross")
-    key = result_key("hypothesis", query, tuple(ids))
-    widgets.chart(figures.heatmap(chosen, chosen.attention, key, "cross", layer, selection.head(view)), "beam-hypothesis")
+    explorer(chosen.attention, view, ("hypothesis", query.key, tuple(ids)), "explorer-hypothesis", steps=chosen.steps,
+             mode="map", kind="cross", title=f"Hypothesis {pick + 1}", caption=False)

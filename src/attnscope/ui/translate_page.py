@@ -1,12 +1,15 @@
 """The Translate page's own view: its translation beside a teacher-forced reference, and where they diverge."""
 from __future__ import annotations
 
+from typing import Hashable
+
 import streamlit as st
 
 from attnscope.engine.decoding.translator import Translation
-from attnscope.ui import tables, widgets
+from attnscope.ui import tables
+from attnscope.ui.explorer import explorer
+from attnscope.ui.state import ViewState
 from attnscope.ui.text import plain
-from attnscope.viz.heatmap import record_heatmap
 
 
 def divergence(free: Translation, forced: Translation) -> int | None:
@@ -17,8 +20,9 @@ def divergence(free: Translation, forced: Translation) -> int | None:
     return None if len(free.target_ids) == len(forced.target_ids) else min(len(free.target_ids), len(forced.target_ids))
 
 
-def reference_comparison(free: Translation, forced: Translation, layer: int, head: int | None) -> None:
-    """Free-running vs teacher-forced cross-attention, and where the outputs part ways."""
+def reference_comparison(view: ViewState, name: Hashable, free: Translation, forced: Translation) -> None:
+    """Free-running vs teacher-forced cross-attention (in the explorer, at the view's layer and head; `name` names
+    the comparison), and where the outputs part ways."""
     split = divergence(free, forced)
     if split is None:
         st.success("The model's own translation is exactly the reference.")
@@ -27,13 +31,12 @@ def reference_comparison(free: Translation, forced: Translation, layer: int, hea
         wanted = forced.output_tokens[split] if split < len(forced.output_tokens) else "(end)"
         st.warning(f"The outputs diverge at step {split}: the model chose “{plain(chose)}”, the reference has “{plain(wanted)}”.")
     cols = st.columns(2)
-    kind_layer = min(layer, free.attention.n_layers("cross") - 1)
     with cols[0]:
-        st.caption("Free-running (the model's own output)")
-        widgets.chart(record_heatmap(free.attention, "cross", kind_layer, head, row_labels=free.output_tokens), "ref-free")
+        explorer(free.attention, view, (name, "free"), "explorer-ref-free", steps=free.steps, mode="map", kind="cross",
+                 title="Free-running (the model's own output)", caption=False)
     with cols[1]:
-        st.caption("Teacher-forced on the reference")
-        widgets.chart(record_heatmap(forced.attention, "cross", kind_layer, head, row_labels=forced.output_tokens), "ref-forced")
+        explorer(forced.attention, view, (name, "forced"), "explorer-ref-forced", steps=forced.steps, mode="map",
+                 kind="cross", title="Teacher-forced on the reference", caption=False)
     import pandas as pd
 
     tables.table(pd.DataFrame({"step": list(range(len(forced.steps))), "reference token": list(forced.output_tokens),

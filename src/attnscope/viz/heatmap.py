@@ -1,4 +1,5 @@
-"""Attention heatmaps: rows are queries, columns are keys, integer axes labelled with tokens."""
+"""Server-drawn heatmaps of maps derived from attention (rollout, source alignment): rows are queries, columns are
+keys, integer axes labelled with tokens. Recorded attention itself is drawn in the browser (viz/explorer.py)."""
 from __future__ import annotations
 
 import math
@@ -7,7 +8,6 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from attnscope.records.attention import KIND_LABELS, AttentionRecord, Kind
 from attnscope.viz.labels import WEIGHT, check_labels
 
 COLORSCALE = "Blues"
@@ -18,18 +18,6 @@ LONG_INPUT = 40  # tokens: above this a 0-1 scale looks white (attention spreads
 MAX_TICKS = 40  # tick labels per axis before they are thinned to every n-th token
 MAX_HOVER_CELLS = 6_400  # above this, hover names positions by index (per-cell token text would dominate the page)
 GAP_CELLS = 40  # tokens per axis above which cells are drawn without gaps (gaps would turn the map into a grey blob)
-
-
-def head_weights(record: AttentionRecord, kind: Kind, layer: int, head: int | None) -> np.ndarray:
-    """One head's [query, key] weights, or the mean over heads when `head` is None."""
-    return record.mean_over_heads(kind, layer) if head is None else record.pattern(kind, layer, head)
-
-
-def causal_cells(kind: Kind, n_queries: int, n_keys: int) -> np.ndarray | None:
-    """Boolean [Q, K] mask of cells the model could not attend to, if the kind has any."""
-    if kind != "decoder":
-        return None
-    return np.triu(np.ones((n_queries, n_keys), dtype=bool), k=1)
 
 
 def is_long(n_tokens: int) -> bool:
@@ -101,29 +89,3 @@ def attention_heatmap(weights: np.ndarray, row_labels: Sequence[str], col_labels
     fig.update_yaxes(tickvals=y_ticks, ticktext=y_text, autorange="reversed", automargin=True,
                      title=row_title, showgrid=False, zeroline=False)
     return fig
-
-
-DIFFERENCE_COLORSCALE = "RdBu_r"  # low to high: blue, white, red
-DIFFERENCE_CAPTION = "Red: A puts more weight there; blue: B does (white: the same)."
-
-
-def difference_heatmap(diff: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str], *,
-                       title: str = "A − B") -> go.Figure:
-    """A − B of two [query, key] weight maps, centred on 0: red where A puts more weight (A − B > 0), blue
-    where B does, as DIFFERENCE_CAPTION says."""
-    fig = attention_heatmap(diff, row_labels, col_labels, title=title, per_head_scale=True, value="A − B")
-    return fig.update_traces(colorscale=DIFFERENCE_COLORSCALE, zmid=0, colorbar=dict(title="A − B<br>red: A more", thickness=12))
-
-
-def record_heatmap(record: AttentionRecord, kind: Kind, layer: int, head: int | None, *,
-                   per_head_scale: bool | None = False, row_labels: Sequence[str] | None = None,
-                   value: str = WEIGHT, title_note: str = "") -> go.Figure:
-    """One head (or the mean of heads) of one layer of one kind of attention in `record`, whose numbers are
-    `value` (e.g. a record of weighted value norms; `title_note` then says so after the title)."""
-    queries, keys = record.axes(kind)
-    z = head_weights(record, kind, layer, head)
-    who = "mean of heads" if head is None else f"head {head}"
-    return attention_heatmap(z, row_labels or queries, keys, masked=causal_cells(kind, len(queries), len(keys)),
-                             title=f"{KIND_LABELS[kind]} · layer {layer} · {who}" + (f" · {title_note}" if title_note else ""),
-                             per_head_scale=per_head_scale, value=value,
-                             row_title="query" if row_labels is None else "generated token (query)")

@@ -11,7 +11,7 @@ from torch import nn
 import attnscope
 from attnscope.engine.recording.capture import record_attention
 from attnscope.records.attention import RecordError
-from attnscope.viz.heatmap import record_heatmap
+from attnscope.viz.explorer import Selection, payload
 from tests.byom_models import (
     M2_SPECIALS,
     WORDS,
@@ -93,7 +93,7 @@ def test_m1_tutorial_greedy_loop_records_the_rows_of_our_cached_decoding() -> No
     record = rec.to_record(ours.source_tokens, ours.target_tokens)
     for kind in ("encoder", "decoder", "cross"):
         assert np.allclose(record.array(kind), ours.attention.array(kind), atol=1e-5), kind
-    assert record_heatmap(record, "cross", 1, 0) is not None  # figure builders work on a recorded model
+    assert payload(record, view_id="m", selection=Selection("cross", 1, 0))  # the explorer draws a recorded model
 
 
 def test_annotated_transformer_weights_kept_on_self_attn_are_recorded() -> None:

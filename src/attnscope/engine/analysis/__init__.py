@@ -1,4 +1,4 @@
-"""Analysis: head statistics over a dataset, ablation, rollout, word alignment and map differences."""
+"""Analysis: head statistics over a dataset, ablation, rollout, and word alignment."""
 from attnscope.engine.lazy import exports
 
 __all__, __getattr__, __dir__ = exports(__name__, {
@@ -6,7 +6,6 @@ __all__, __getattr__, __dir__ = exports(__name__, {
                  "source_alignment", "AblationResult", "STAT_DEFINITIONS"],
     "dataset": ["head_stats_batched", "shares_by_position"],
     "alignment": ["align", "WordAlignment"],
-    "compare": ["map_difference"],
     "head_gate": ["gate_heads", "HeadKey"],
     "bleu": ["scores"],
 })

@@ -24,6 +24,18 @@ function colour(t) {
 
 function css([r, g, b]) { return `rgb(${r},${g},${b})`; }
 
+function diverging(t) {  // -1 blue, 0 white, +1 red (a difference A − B)
+  const x = Math.max(-1, Math.min(1, t)), end = x < 0 ? [33, 102, 172] : [178, 24, 43], f = Math.abs(x);
+  return [255, 255, 255].map((w, j) => Math.round(w + (end[j] - w) * f));
+}
+
+function tokensOf(t, kind) {  // [query tokens, key tokens] of one kind of a record's tokens {source, target, output}
+  const rows = kind === "encoder" ? t.source : kind === "cross" && t.output ? t.output : t.target;
+  return [rows, kind === "decoder" ? t.target : t.source];
+}
+
+function numbered(tokens) { return tokens.map((x, i) => `${i}: ${x}`); }
+
 function el(tag, cls, text) {
   const e = document.createElement(tag);
   if (cls) e.className = cls;
@@ -117,7 +129,8 @@ class Cells {
     for (let r = 0; r < rows.length; r++) {
       const top = spec.scale(r) || 1;
       for (let c = 0; c < cols.length; c++) {
-        const v = spec.get(r, c), rgb = Number.isNaN(v) ? MASKED : colour(v / top), i = 4 * (r * cols.length + c);
+        const v = spec.get(r, c), i = 4 * (r * cols.length + c);
+        const rgb = Number.isNaN(v) ? MASKED : spec.paint ? spec.paint(v) : colour(v / top);
         image.data[i] = rgb[0]; image.data[i + 1] = rgb[1]; image.data[i + 2] = rgb[2]; image.data[i + 3] = 255;
       }
     }
@@ -204,7 +217,9 @@ class Explorer {
       return this.render();
     }
     this.w = new Weights(header, new Float32Array(bytes.slice(start).buffer));
-    if (!same || moved) this.sel = this.fit(!same && pending ? pending : header.selection);  // the user's latest pick
+    const b = header.compare && header.compare.b;
+    this.wb = b ? new Weights({ kinds: b.kinds }, this.w.f) : this.w;  // B: another record, or A's own
+    if (!same || moved) this.sel = this.fit({ ...header.selection, ...(!same && pending ? pending : {}) });  // latest pick
     if (!same) {
       this.perHead = null;
       this.stop();
@@ -214,7 +229,7 @@ class Explorer {
   }
 
   fit(s) {
-    const h = this.w.h, kinds = h.kinds, kind = KINDS.includes(s.kind) ? s.kind : "cross";
+    const h = this.w.h, kinds = h.kinds, kind = h.kind || (KINDS.includes(s.kind) ? s.kind : "cross");
     const layer = Math.max(0, Math.min(s.layer | 0, kinds[kind].n_layers - 1));
     const head = s.head === null || s.head === undefined || s.head >= kinds[kind].heads ? null : Math.max(0, s.head | 0);
     const step = Math.max(0, Math.min(s.step | 0, h.target.length - 1));
@@ -228,7 +243,8 @@ class Explorer {
   }
 
   schedule(now) {  // the server hears of the selection when the user pauses (at once: when it must fetch a layer)
-    pending = { ...this.sel };
+    const { kind, layer, head, step } = this.sel;  // a map of one kind says only its layer and head
+    pending = this.w.h.mode === "map" ? { ...pending, layer, head } : { kind, layer, head, step };
     clearTimeout(this.timer);
     this.timer = setTimeout(() => this.deliver(), now ? 0 : SEND_MS);
   }
@@ -257,7 +273,7 @@ class Explorer {
     this.tip = el("div", "tip");
     this.bar = el("div", "bar");
     r.append(this.bar);
-    if (h.mode === "step") this.buildStep(); else this.buildHeatmap();
+    if (h.mode === "step") this.buildStep(); else if (h.mode === "compare") this.buildCompare(); else this.buildHeatmap();
     r.append(this.tip);
   }
 
@@ -276,7 +292,9 @@ class Explorer {
   drawBar() {
     const h = this.w.h, s = this.sel, info = h.kinds[s.kind];
     const parts = [];
-    if (h.mode === "heatmap") parts.push(this.buttons("", KINDS.map((k) => [k, KIND_LABELS[k]]), s.kind, (kind) => this.set({ kind })));
+    if (h.mode === "heatmap" || h.mode === "compare") {
+      parts.push(this.buttons(h.mode === "compare" ? "A" : "", KINDS.map((k) => [k, KIND_LABELS[k]]), s.kind, (kind) => this.set({ kind })));
+    }
     const kind = h.mode === "step" ? "cross" : s.kind;
     parts.push(this.buttons("Layer", [...Array(h.kinds[kind].n_layers).keys()].map((l) => [l, String(l)]), s.layer,
       (layer) => this.set({ layer })));
@@ -308,17 +326,9 @@ class Explorer {
     return this.w.h.per_head_scale || this.w.h.value !== "weight";
   }
 
-  rowLabels(kind) {
-    const h = this.w.h;
-    if (kind === "encoder") return h.source.map((t, i) => `${i}: ${t}`);
-    if (kind === "cross" && h.output) return h.output.map((t, i) => `${i}: ${t}`);
-    return h.target.map((t, i) => `${i}: ${t}`);
-  }
+  rowLabels(kind) { return numbered(tokensOf(this.w.h, kind)[0]); }
 
-  colLabels(kind) {
-    const h = this.w.h;
-    return (kind === "decoder" ? h.target : h.source).map((t, i) => `${i}: ${t}`);
-  }
+  colLabels(kind) { return numbered(tokensOf(this.w.h, kind)[1]); }
 
   fitCell(n, room, min, max) {
     return Math.max(min, Math.min(max, Math.floor(room / Math.max(n, 1)))) * this.zoom;
@@ -340,7 +350,8 @@ class Explorer {
     });
     this.grid.addEventListener("mousemove", (e) => this.gridHover(e));
     this.grid.addEventListener("mouseleave", () => { this.tip.style.display = "none"; });
-    this.root.append(this.title, this.missing, this.mainScroll, this.gridTitle, this.gridScroll);
+    this.root.append(this.title, this.missing, this.mainScroll);
+    if (this.w.h.mode === "heatmap") this.root.append(this.gridTitle, this.gridScroll);
   }
 
   room() { return Math.max(320, this.root.clientWidth - 24); }
@@ -349,7 +360,8 @@ class Explorer {
     const h = this.w.h, s = this.sel, kind = s.kind, info = h.kinds[kind];
     const who = s.head === null ? "mean of heads" : `head ${s.head}`;
     const value = h.value === "weight" ? "" : ` · ${h.value}`;
-    this.title.textContent = `${KIND_LABELS[kind]} · layer ${s.layer} · ${who}${value}`;
+    const prefix = h.title ? `${h.title}: ` : "";
+    this.title.textContent = `${prefix}${KIND_LABELS[kind]} · layer ${s.layer} · ${who}${value}`;
     if (!this.w.has(kind, s.layer)) {
       this.missing.textContent = `Fetching layer ${s.layer} from the server…`;
       this.mainScroll.style.display = this.gridScroll.style.display = "none";
@@ -364,7 +376,7 @@ class Explorer {
     const outline = kind === "encoder" ? [] : [s.step];
     this.main.draw({ title: this.title.textContent, rows, cols, get: (r, c) => m[r * info.keys + c], scale: () => top, cellW: cell, cellH: cell,
       value: h.value, rowName: kind === "cross" && h.output ? "step (chose)" : "query", colName: "key", outline });
-    this.drawGrid();
+    if (h.mode === "heatmap") this.drawGrid();
   }
 
   drawGrid() {
@@ -580,11 +592,98 @@ class Explorer {
     this.selfRows.onClick = (r) => this.set({ layer: self.heads[r][0], head: self.heads[r][1] });
   }
 
+  // ---- compare mode: A (the selection), B (another head, or the same head of another record), A − B ------------
+  buildCompare() {
+    this.selB = null;
+    this.barB = el("div", "bar");
+    const columns = el("div", "columns two");
+    const [left, right] = [el("div", "scroll"), el("div", "scroll")];
+    this.titleA = el("div", "title");
+    this.titleB = el("div", "title");
+    left.append(this.titleA);
+    right.append(this.titleB);
+    this.mapA = new Cells(left, this.tip, "a");
+    this.mapB = new Cells(right, this.tip, "b");
+    columns.append(left, right);
+    this.titleD = el("div", "title", "A − B");
+    const below = el("div", "scroll");
+    this.mapD = new Cells(below, this.tip, "difference");
+    this.summary = el("div", "summary");
+    this.root.append(this.barB, columns, this.titleD, below, this.summary);
+  }
+
+  pickB(change) {
+    this.selB = { ...this.selB, ...change };
+    this.render();
+  }
+
+  fitB() {  // B follows A's kind, layer and head unless two heads of one record are compared (then it is B's own)
+    const c = this.w.h.compare, s = this.sel, kinds = this.wb.h.kinds;
+    if (c.what !== "heads") {
+      const info = kinds[s.kind];
+      return { kind: s.kind, layer: Math.min(s.layer, info.n_layers - 1), head: s.head !== null && s.head < info.heads ? s.head : null };
+    }
+    const heads = kinds[s.kind].heads;
+    const b = this.selB || { kind: s.kind, layer: s.layer, head: s.head === null ? 0 : heads > 1 ? (s.head + 1) % heads : null };
+    const kind = KINDS.includes(b.kind) ? b.kind : s.kind, info = kinds[kind];
+    this.selB = { kind, layer: Math.min(b.layer, info.n_layers - 1), head: b.head !== null && b.head < info.heads ? b.head : null };
+    return this.selB;
+  }
+
+  describe(who, label, s) {
+    return `${who} (${label}): ${KIND_LABELS[s.kind]} · layer ${s.layer} · ${s.head === null ? "mean of heads" : `head ${s.head}`}`;
+  }
+
+  renderCompare() {
+    const h = this.w.h, c = h.compare, s = this.sel, b = this.fitB(), tb = c.b || h;
+    if (c.what === "heads") {
+      const info = this.wb.h.kinds[b.kind];
+      this.barB.replaceChildren(
+        this.buttons("B", KINDS.map((k) => [k, KIND_LABELS[k]]), b.kind, (kind) => this.pickB({ kind })),
+        this.buttons("Layer", [...Array(info.n_layers).keys()].map((l) => [l, String(l)]), b.layer, (layer) => this.pickB({ layer })),
+        this.buttons("Head", [["mean", "mean"], ...[...Array(info.heads).keys()].map((x) => [x, String(x)])],
+          b.head === null ? "mean" : b.head, (head) => this.pickB({ head: head === "mean" ? null : head })));
+    } else {
+      this.barB.replaceChildren(el("span", "label", `B: the same kind, layer and head of ${c.b ? c.b.label : "B"}`));
+    }
+    const [qa, ka] = tokensOf(h, s.kind), [qb, kb] = tokensOf(tb, b.kind);
+    const ma = this.w.map(s.kind, s.layer, s.head), mb = this.wb.map(b.kind, b.layer, b.head);
+    const cell = (n) => this.fitCell(n, (this.room() - 360) / 2, 4, 30);
+    const perHead = this.perHeadScale(), top = (m) => (perHead ? m.reduce((x, v) => (v > x ? v : x), 0) : 1);
+    const [topA, topB] = [top(ma), top(mb)];
+    this.titleA.textContent = this.describe("A", c.a, s);
+    this.titleB.textContent = this.describe("B", c.what === "heads" ? c.a : c.b.label, b);
+    this.mapA.draw({ title: this.titleA.textContent, rows: numbered(qa), cols: numbered(ka), get: (r, k) => ma[r * ka.length + k],
+      scale: () => topA, cellW: cell(ka.length), cellH: cell(ka.length), value: h.value, rowName: "query", colName: "key" });
+    this.mapB.draw({ title: this.titleB.textContent, rows: numbered(qb), cols: numbered(kb), get: (r, k) => mb[r * kb.length + k],
+      scale: () => topB, cellW: cell(kb.length), cellH: cell(kb.length), value: h.value, rowName: "query", colName: "key" });
+    const rows = Math.min(qa.length, qb.length), cols = Math.min(ka.length, kb.length);
+    const both = (x, y) => (x === y ? x : `${x} / ${y}`);
+    const d = (r, k) => ma[r * ka.length + k] - mb[r * kb.length + k];
+    let max = 0;
+    for (let r = 0; r < rows; r++) for (let k = 0; k < cols; k++) { const v = Math.abs(d(r, k)); if (v > max) max = v; }
+    const rowLabels = numbered([...Array(rows).keys()].map((i) => both(qa[i], qb[i])));
+    const colLabels = numbered([...Array(cols).keys()].map((i) => both(ka[i], kb[i])));
+    this.mapD.draw({ title: "A − B", rows: rowLabels, cols: colLabels, get: d, scale: () => 1, paint: (v) => diverging(v / (max || 1)),
+      cellW: cell(cols) * 1.4, cellH: cell(cols) * 1.4, value: "A − B", rowName: "query", colName: "key" });
+    const dropped = qa.length + qb.length - 2 * rows, droppedCols = ka.length + kb.length - 2 * cols;
+    const same = rowLabels.every((l, i) => !l.includes(" / ")) && colLabels.every((l) => !l.includes(" / ")) && !dropped && !droppedCols;
+    this.summary.replaceChildren(el("b", "", `max |A − B| = ${max.toFixed(3)}`),
+      el("div", "", "Red: A puts more weight there; blue: B does (white: the same)."));
+    if (!same) {
+      this.summary.append(el("div", "", "The maps have different tokens, so they are compared position by position: a "
+        + "label “girl / boy” marks a position where A and B have different tokens."
+        + (dropped || droppedCols ? ` ${Math.abs(qa.length - qb.length)} row(s) and ${Math.abs(ka.length - kb.length)} column(s) that only one map has are left out.` : "")));
+    }
+    this.summary.dataset.maxAbs = String(max);
+  }
+
   render() {
     const s = this.sel;
     Object.assign(this.root.dataset, { kind: s.kind, layer: s.layer, head: s.head === null ? "mean" : s.head, step: s.step });
     this.drawBar();
-    if (this.w.h.mode === "step") this.renderStep(); else this.renderHeatmap();
+    const mode = this.w.h.mode;
+    if (mode === "step") this.renderStep(); else if (mode === "compare") this.renderCompare(); else this.renderHeatmap();
   }
 
   key(e) {
@@ -602,7 +701,7 @@ class Explorer {
       "=": () => this.zoomBy(1.5),
       "-": () => this.zoomBy(1 / 1.5),
     };
-    const action = moves[e.key] || (KIND_KEYS[e.key] && this.w.h.mode === "heatmap" ? () => this.set({ kind: KIND_KEYS[e.key] }) : null);
+    const action = moves[e.key] || (KIND_KEYS[e.key] && ["heatmap", "compare"].includes(this.w.h.mode) ? () => this.set({ kind: KIND_KEYS[e.key] }) : null);
     if (!action) return;
     e.preventDefault();
     action();

@@ -9,8 +9,8 @@ from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.training.jobs import Ending, TrainJob
 from attnscope.ui import state, tables, widgets
+from attnscope.ui.explorer import explorer
 from attnscope.ui.text import plain
-from attnscope.viz.heatmap import record_heatmap
 from attnscope.viz.training import learning_curves
 
 
@@ -108,8 +108,8 @@ def snapshot_view(job: TrainJob) -> None:
     st.markdown(f"**Step {snap.step}** ({score}): {plain(snap.source)} → {plain(snap.translation)}")
     if snap.hit_limit:
         st.caption(f"The model has not learned to stop yet: it wrote {len(snap.generated)} tokens, the length limit.")
-    layer = snap.record.n_layers("cross") - 1
-    widgets.chart(record_heatmap(snap.record, "cross", layer, None, row_labels=snap.generated), f"snapshot-heatmap-{job.id}")
+    explorer(snap.record, state.read(), ("snapshot", job.id, snap.step), f"explorer-snapshot-{job.id}",
+             output_tokens=snap.generated, mode="map", kind="cross", title=f"Step {snap.step}", caption=False)
 
 
 def _follow_if_last(job: TrainJob, key: str, follow: str) -> None:
