@@ -8,6 +8,7 @@ import torch
 
 from attnscope.engine.attribution.quadrature import IGSettings, integrate
 from attnscope.engine.attribution.saliency import ROWS, _pair, saliency, token_groups, translation_saliency
+from attnscope.engine.attribution.sentence import attribute
 from attnscope.engine.recording.trace import decoder_inputs
 from tests.attribution_fixtures import T5_MODEL, pair, tiny
 from tests.engine_fixtures import tiny_translator
@@ -205,3 +206,21 @@ def test_integrated_gradients_report_the_completeness_of_one_at_a_time_gradients
     np.testing.assert_allclose(ig.baseline_score, ref.start, atol=1e-12)
     np.testing.assert_allclose(np.hstack([ig.source, ig.prefix]), ref.integral, atol=1e-12)
     np.testing.assert_allclose(ig.gap, np.abs(ref.integral.sum(-1) - (ref.end - ref.start)), atol=1e-12)
+
+
+def test_progress_names_each_stage_and_each_gradient_evaluation_reaches_its_end() -> None:
+    tr = tiny_translator(0, eos_bias=2.0)
+    result = tr.translate("a b c d e")
+    heard: list[tuple[str, float]] = []
+    settings = IGSettings(tolerance=1e-4, floor=1e-3, max_points=64)
+    att = attribute(tr, result, settings, lambda what, done: heard.append((what, done)))
+    stages = list(dict.fromkeys(what for what, _ in heard))
+    assert stages[:3] == ["ALTI+ and value zeroing", "norm-based attention", "gradient × input"]
+    rounds = stages[3:]
+    assert len(rounds) > 1 and all(s.startswith("integrated gradients: path points ") for s in rounds)
+    assert rounds[0].endswith(" 1-16 (at most 64)") and rounds[-1].endswith(f"-{att.integrated_gradients.points} (at most 64)")
+    for stage in stages[2:]:
+        done = [d for what, d in heard if what == stage]
+        assert done == sorted(done) and done[0] > 0 and done[-1] == 1.0
+    quiet = attribute(tr, result, settings)
+    np.testing.assert_array_equal(att.integrated_gradients.source, quiet.integrated_gradients.source)

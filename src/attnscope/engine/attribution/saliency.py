@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -36,6 +36,8 @@ ROWS = 2048  # decoder rows one batched backward carries (tokens × path points 
 
 
 GRADIENT_X_INPUT = "gradient × input"
+
+Progress = Callable[[str, float], None]  # (what runs, the fraction of it done), called as it advances
 
 
 @dataclass(frozen=True)
@@ -145,11 +147,17 @@ class _Pair:
             hidden, _ = self.hidden(torch.as_tensor(alphas, device=self.src.device), len(self.tokens))
             return self.log_probs(hidden).double().cpu().numpy()
 
-    def gradients(self, alphas: np.ndarray, rows: int = ROWS) -> np.ndarray:
+    def gradients(self, alphas: np.ndarray, rows: int = ROWS, done: Callable[[float], None] | None = None) -> np.ndarray:
         """Gradient × input at each path point, [A, T, S + T]: sum_d x_jd ∂f_t/∂x_jd at α x; the target tokens
-        in groups of at most `rows` decoder rows per batched backward."""
-        out = [torch.cat([self._group(chunk, lo, hi) for lo, hi in token_groups(len(self.tokens), len(chunk), rows)], 1)
-               for chunk in torch.as_tensor(alphas, device=self.src.device).split(CHUNK)]
+        in groups of at most `rows` decoder rows per batched backward, `done` told the fraction finished after each."""
+        t_max, chunks, out = len(self.tokens), torch.as_tensor(alphas, device=self.src.device).split(CHUNK), []
+        for c, chunk in enumerate(chunks):
+            groups = []
+            for lo, hi in token_groups(t_max, len(chunk), rows):
+                groups.append(self._group(chunk, lo, hi))  # (A, hi - lo, S + T)
+                if done is not None:
+                    done((c * t_max + hi) / (len(chunks) * t_max))
+            out.append(torch.cat(groups, 1))
         return torch.cat(out).double().cpu().numpy()
 
     def _group(self, alphas: Tensor, lo: int, hi: int) -> Tensor:
@@ -174,14 +182,27 @@ def _pair(model: Transformer, src_ids: Sequence[int], target_ids: Sequence[int])
 
 
 def saliency(model: Transformer, src_ids: Sequence[int], target_ids: Sequence[int],
-             ig: IGSettings | None = None) -> Saliency:
-    """Gradient × input (`ig` None), or integrated gradients integrated to the completeness `ig` asks for."""
+             ig: IGSettings | None = None, progress: Progress | None = None) -> Saliency:
+    """Gradient × input (`ig` None), or integrated gradients integrated to the completeness `ig` asks for;
+    `progress` hears each gradient evaluation advance (integrated gradients: each round of path points)."""
     pair, s = _pair(model, src_ids, target_ids), len(src_ids)
+
+    def told(what: str) -> Callable[[float], None] | None:
+        return None if progress is None else lambda done: progress(what, done)
+
     with eval_mode(model):  # a shared model: under its lock, which the caller holds (translation_saliency)
         if ig is None:
-            grad, ends = pair.gradients(np.ones(1))[0], pair.values(np.array([1.0, 0.0]))
+            grad, ends = pair.gradients(np.ones(1), done=told(GRADIENT_X_INPUT))[0], pair.values(np.array([1.0, 0.0]))
             return Saliency(GRADIENT_X_INPUT, grad[:, :s], grad[:, s:], ends[0], ends[1])
-        path = integrate(pair.gradients, pair.values, ig)
+        spent = 0  # path points evaluated before this round
+
+        def gradients(alphas: np.ndarray) -> np.ndarray:
+            nonlocal spent
+            what = f"integrated gradients: path points {spent + 1}-{spent + len(alphas)} (at most {ig.max_points})"
+            spent += len(alphas)
+            return pair.gradients(alphas, done=told(what))
+
+        path = integrate(gradients, pair.values, ig)
     return Saliency(f"integrated gradients ({path.points} path points)", path.integral[:, :s], path.integral[:, s:],
                     path.end, path.start, path.points, ig)
 

@@ -87,9 +87,18 @@ def ig_settings(ig: tuple[float, int]) -> IGSettings | None:
     return IGSettings(tolerance=tolerance, max_points=points) if points else None
 
 
-@st.cache_data(max_entries=32, show_spinner="Computing attributions…")
+@st.cache_data(max_entries=32, show_spinner=False)  # its progress bar says what runs
 def _attribute(_translator: Translator, _result: Translation, query_key: QueryKey, ig: tuple[float, int]) -> SentenceAttribution:
-    return attribute(_translator, _result, ig_settings(ig))
+    """Every attribution, with a progress bar while they run: made here, so that a cached result replays its
+    updates and its removal, not a bar left over (Streamlit replays what a cached function drew)."""
+    bar = st.progress(0.0, text="Computing attributions…")
+
+    def show(what: str, done: float) -> None:
+        bar.progress(min(done, 1.0), text=f"{what[0].upper()}{what[1:]}…" + (f" {done:.0%}" if done else ""))
+
+    att = attribute(_translator, _result, ig_settings(ig), show)
+    bar.empty()
+    return att
 
 
 def sentence_attribution(tr: Translator, query: Query, result: Translation, ig: tuple[float, int]) -> SentenceAttribution:
