@@ -121,7 +121,8 @@ def ig_controls() -> tuple[float, int]:
                                         "percent (or, for changes under 1 nat, this many hundredths of a nat).")
     points = cols[1].number_input("…spending at most this many path points", IGSettings.panels * IGSettings.nodes,
                                   IG_MAX_POINTS, IGSettings.max_points, key="ig_points", persist_state="session",
-                                  help="Each path point is one forward and backward pass per token; time grows with them.")
+                                  help="Each path point costs a gradient of every generated token (batched, 16 points "
+                                       "at a time); time grows with them, about linearly.")
     return percent / 100, int(points)
 
 
