@@ -241,8 +241,8 @@ def test_the_first_view_computes_only_the_split_and_each_tab_what_it_shows(app: 
 
     calls: list[int] = []  # the IG budget of every full attribution computed (0: without IG)
     real = attribution_tools.attribute
-    monkeypatch.setattr(attribution_tools, "attribute", lambda tr, result, ig, progress: calls.append(ig.max_points if ig else 0)
-                        or real(tr, result, ig, progress))
+    monkeypatch.setattr(attribution_tools, "attribute", lambda tr, result, ig, *rest: calls.append(ig.max_points if ig else 0)
+                        or real(tr, result, ig, *rest))
     open_page(app)
     assert not app.exception and calls == []
     assert set(figures(app)) == {"Where each generated token came from (ALTI+, rolled out)"}

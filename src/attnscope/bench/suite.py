@@ -195,7 +195,7 @@ def imported_shape(name: str, repeats: int, app: bool) -> dict[str, Any]:
     return row
 
 
-def _methods_tab(name: str, repeats: int) -> dict[str, Any]:
+def _methods_tab(name: str, repeats: int) -> list[dict[str, Any]]:
     """methods_tab on a random model of SHAPES[name], its translation cut at TYPICAL tokens as the other rows of
     imported shapes are (random weights never end by themselves)."""
     import tempfile
@@ -204,7 +204,7 @@ def _methods_tab(name: str, repeats: int) -> dict[str, Any]:
 
     words = " ".join(SENTENCES).replace(".", " .").split()
     tr = Translator(*checkpoint.load(shaped_checkpoint(name, Path(tempfile.mkdtemp()), words)))
-    return {"model": name, **methods_tab(tr, SENTENCES[0], TYPICAL, repeats)}
+    return [{"model": name, **row} for row in methods_tab(tr, SENTENCES[0], TYPICAL, repeats)]
 
 
 def tiny_checkpoint(folder: Path) -> Path:

@@ -8,7 +8,7 @@ import torch
 
 from attnscope.engine.attribution.quadrature import IGSettings, integrate
 from attnscope.engine.attribution.saliency import ROWS, _pair, saliency, token_groups, translation_saliency
-from attnscope.engine.attribution.sentence import attribute
+from attnscope.engine.attribution.sentence import attribute, exact_contributions
 from attnscope.engine.recording.trace import decoder_inputs
 from tests.attribution_fixtures import T5_MODEL, pair, tiny
 from tests.engine_fixtures import tiny_translator
@@ -224,3 +224,13 @@ def test_progress_names_each_stage_and_each_gradient_evaluation_reaches_its_end(
         assert done == sorted(done) and done[0] > 0 and done[-1] == 1.0
     quiet = attribute(tr, result, settings)
     np.testing.assert_array_equal(att.integrated_gradients.source, quiet.integrated_gradients.source)
+
+
+def test_alti_and_value_zeroing_computed_before_are_used_as_given() -> None:
+    tr = tiny_translator(0, eos_bias=2.0)
+    result = tr.translate("a b c d e")
+    heard: list[str] = []
+    exact = exact_contributions(tr, result)
+    att = attribute(tr, result, progress=lambda what, _done: heard.append(what), exact=exact)
+    assert att.alti_plus is exact[0] and att.value_zeroing is exact[1] and "ALTI+ and value zeroing" not in heard
+    np.testing.assert_array_equal(att.value_zeroing.source, attribute(tr, result).value_zeroing.source)

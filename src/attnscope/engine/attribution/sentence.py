@@ -65,16 +65,20 @@ def exact_contributions(translator: Translator, translation: Translation) -> tup
 
 
 def attribute(translator: Translator, translation: Translation, ig: IGSettings | None = None,
-              progress: Progress | None = None) -> SentenceAttribution:
+              progress: Progress | None = None, exact: tuple[Contributions, Contributions] | None = None
+              ) -> SentenceAttribution:
     """All attributions of a translation, teacher-forced on its own output ids: one traced pass for the
-    norms, one on a float64 copy for ALTI+ and value zeroing, gradients for saliency; `ig` None skips
-    integrated gradients. `progress` hears what runs and how far it got (gradients: by target token)."""
+    norms, one on a float64 copy for ALTI+ and value zeroing (unless `exact` holds them, from
+    exact_contributions), gradients for saliency; `ig` None skips integrated gradients. `progress` hears what
+    runs and how far it got (gradients: by target token)."""
     if translation.attention is None or not translation.steps:
         raise ValueError("the translation carries no attention; translate with capture=True")
     model, src, tgt = translator.model, translation.source_ids, translation.target_ids
     tell = progress or (lambda _what, _done: None)
-    tell(f"{ALTI} and {VALUE_ZEROING}", 0.0)
-    split, vz = exact_contributions(translator, translation)
+    if exact is None:
+        tell(f"{ALTI} and {VALUE_ZEROING}", 0.0)
+        exact = exact_contributions(translator, translation)
+    split, vz = exact
     with translator.inference():
         tell(f"{NORM} attention", 0.0)
         traced = trace(model, src, decoder_inputs(tgt, model.config.bos_id))

@@ -89,14 +89,16 @@ def ig_settings(ig: tuple[float, int]) -> IGSettings | None:
 
 @st.cache_data(max_entries=32, show_spinner=False)  # its progress bar says what runs
 def _attribute(_translator: Translator, _result: Translation, query_key: QueryKey, ig: tuple[float, int]) -> SentenceAttribution:
-    """Every attribution, with a progress bar while they run: made here, so that a cached result replays its
-    updates and its removal, not a bar left over (Streamlit replays what a cached function drew)."""
+    """Every attribution, ALTI+ and value zeroing from the split tab's cache, with a progress bar while the rest
+    run: made here, so that a cached result replays its updates and its removal, not a bar left over
+    (Streamlit replays what a cached function drew)."""
+    exact = _contributions(_translator, _result, query_key)
     bar = st.progress(0.0, text="Computing attributions…")
 
     def show(what: str, done: float) -> None:
         bar.progress(min(done, 1.0), text=f"{what[0].upper()}{what[1:]}…" + (f" {done:.0%}" if done else ""))
 
-    att = attribute(_translator, _result, ig_settings(ig), show)
+    att = attribute(_translator, _result, ig_settings(ig), show, (exact.alti_plus, exact.value_zeroing))
     bar.empty()
     return att
 
