@@ -215,13 +215,13 @@ def test_progress_names_each_stage_and_each_gradient_evaluation_reaches_its_end(
     settings = IGSettings(tolerance=1e-4, floor=1e-3, max_points=64)
     att = attribute(tr, result, settings, lambda what, done: heard.append((what, done)))
     stages = list(dict.fromkeys(what for what, _ in heard))
-    assert stages[:3] == ["ALTI+ and value zeroing", "norm-based attention", "gradient × input"]
-    rounds = stages[3:]
+    assert stages[:4] == ["ALTI+ and value zeroing", "norm-based attention", "gradient × input", "integrated gradients"]
+    rounds = stages[4:]
     assert len(rounds) > 1 and all(s.startswith("integrated gradients: path points ") for s in rounds)
     assert rounds[0].endswith(" 1-16 (at most 64)") and rounds[-1].endswith(f"-{att.integrated_gradients.points} (at most 64)")
-    for stage in stages[2:]:
+    for stage in [stages[2], *rounds]:  # each gradient evaluation, from its start to its end
         done = [d for what, d in heard if what == stage]
-        assert done == sorted(done) and done[0] > 0 and done[-1] == 1.0
+        assert done == sorted(done) and done[0] == 0.0 and done[-1] == 1.0
     quiet = attribute(tr, result, settings)
     np.testing.assert_array_equal(att.integrated_gradients.source, quiet.integrated_gradients.source)
 

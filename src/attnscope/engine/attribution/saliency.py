@@ -36,6 +36,7 @@ ROWS = 2048  # decoder rows one batched backward carries (tokens × path points 
 
 
 GRADIENT_X_INPUT = "gradient × input"
+INTEGRATED = "integrated gradients"
 
 Progress = Callable[[str, float], None]  # (what runs, the fraction of it done), called as it advances
 
@@ -151,6 +152,8 @@ class _Pair:
         """Gradient × input at each path point, [A, T, S + T]: sum_d x_jd ∂f_t/∂x_jd at α x; the target tokens
         in groups of at most `rows` decoder rows per batched backward, `done` told the fraction finished after each."""
         t_max, chunks, out = len(self.tokens), torch.as_tensor(alphas, device=self.src.device).split(CHUNK), []
+        if done is not None:
+            done(0.0)
         for c, chunk in enumerate(chunks):
             groups = []
             for lo, hi in token_groups(t_max, len(chunk), rows):
@@ -194,16 +197,18 @@ def saliency(model: Transformer, src_ids: Sequence[int], target_ids: Sequence[in
         if ig is None:
             grad, ends = pair.gradients(np.ones(1), done=told(GRADIENT_X_INPUT))[0], pair.values(np.array([1.0, 0.0]))
             return Saliency(GRADIENT_X_INPUT, grad[:, :s], grad[:, s:], ends[0], ends[1])
+        if progress is not None:
+            progress(INTEGRATED, 0.0)  # its first values, f at the panels' ends, come before any gradient
         spent = 0  # path points evaluated before this round
 
         def gradients(alphas: np.ndarray) -> np.ndarray:
             nonlocal spent
-            what = f"integrated gradients: path points {spent + 1}-{spent + len(alphas)} (at most {ig.max_points})"
+            what = f"{INTEGRATED}: path points {spent + 1}-{spent + len(alphas)} (at most {ig.max_points})"
             spent += len(alphas)
             return pair.gradients(alphas, done=told(what))
 
         path = integrate(gradients, pair.values, ig)
-    return Saliency(f"integrated gradients ({path.points} path points)", path.integral[:, :s], path.integral[:, s:],
+    return Saliency(f"{INTEGRATED} ({path.points} path points)", path.integral[:, :s], path.integral[:, s:],
                     path.end, path.start, path.points, ig)
 
 
