@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -97,3 +98,17 @@ def methods_tab(tr: Translator, text: str, max_len: int, repeats: int) -> list[d
                         for which, r in (("first", first), ("fastest", rest[0]), ("median", rest[len(rest) // 2]))},
                      **{f"fastest: {what} s": round(seconds, 2) for what, seconds in rest[0][3].items()}})
     return rows
+
+
+def methods_tab_of_shape(name: str, repeats: int) -> list[dict[str, Any]]:
+    """methods_tab on a random model of imported_shapes.SHAPES[name], its translation cut at TYPICAL tokens as the
+    other rows of imported shapes are (random weights never end by themselves)."""
+    import tempfile
+
+    from attnscope.bench.imported_shapes import TYPICAL, shaped_checkpoint
+    from attnscope.bench.measure import SENTENCES
+    from attnscope.checkpoints import checkpoint
+
+    words = " ".join(SENTENCES).replace(".", " .").split()
+    tr = Translator(*checkpoint.load(shaped_checkpoint(name, Path(tempfile.mkdtemp()), words)))
+    return [{"model": name, **row} for row in methods_tab(tr, SENTENCES[0], TYPICAL, repeats)]

@@ -21,7 +21,7 @@ from torch import nn
 
 from attnscope.bench.app_latency import app_latency
 from attnscope.bench.app_memory import app_memory
-from attnscope.bench.attribution import ig_completeness, methods_tab, split_by_position
+from attnscope.bench.attribution import ig_completeness, methods_tab_of_shape, split_by_position
 from attnscope.bench.hf_peer import peer
 from attnscope.bench.hf_t5_peer import peer_t5
 from attnscope.bench.measure import LONG_SENTENCES, SENTENCES, machine, median_times, print_table
@@ -195,18 +195,6 @@ def imported_shape(name: str, repeats: int, app: bool) -> dict[str, Any]:
     return row
 
 
-def _methods_tab(name: str, repeats: int) -> list[dict[str, Any]]:
-    """methods_tab on a random model of SHAPES[name], its translation cut at TYPICAL tokens as the other rows of
-    imported shapes are (random weights never end by themselves)."""
-    import tempfile
-
-    from attnscope.bench.imported_shapes import TYPICAL, shaped_checkpoint
-
-    words = " ".join(SENTENCES).replace(".", " .").split()
-    tr = Translator(*checkpoint.load(shaped_checkpoint(name, Path(tempfile.mkdtemp()), words)))
-    return [{"model": name, **row} for row in methods_tab(tr, SENTENCES[0], TYPICAL, repeats)]
-
-
 def tiny_checkpoint(folder: Path) -> Path:
     """A random tiny model saved as a checkpoint (for --tiny)."""
     from attnscope.checkpoints.checkpoint import Bundle
@@ -273,9 +261,8 @@ def run(out: Path, tiny: bool = False, checkpoint_path: Path | None = None, thre
          "busy process", lambda: peer(list(SENTENCES), tiny, app="app" not in skip)),
         ("peer-t5", "18. t5-small's shape with Hugging Face's classes and a T5 tokenizer, imported with its en -> de task: "
          "captured decoding beside generate(output_attentions=True)", lambda: peer_t5(list(SENTENCES), tiny)),
-        ("methods", "19. The Attribution page's methods tab (every attribution, integrated gradients at the defaults) on a "
-         "model of opus-mt-en-de's shape (random weights), with the load average beside each time",
-         lambda: _methods_tab("tiny-marian" if tiny else "opus-mt-en-de", 1 if tiny else 5)),
+        ("methods", "19. Attribution's methods tab on opus-mt-en-de's shape (random weights, IG at the defaults), with the load",
+         lambda: methods_tab_of_shape("tiny-marian" if tiny else "opus-mt-en-de", 1 if tiny else 5)),
     ]
     for key, title, measure in sections:
         if key in skip or (only and key not in only):
