@@ -13,10 +13,11 @@ import numpy as np
 import torch
 
 from attnscope.engine.analysis.dataset import shares_by_position
+from attnscope.engine.attribution.contributions import Contributions
 from attnscope.engine.attribution.quadrature import IGSettings
 from attnscope.engine.attribution.saliency import translation_saliency
 from attnscope.engine.attribution.sentence import SentenceAttribution, attribute, exact_contributions
-from attnscope.engine.decoding.translator import Translator
+from attnscope.engine.decoding.translator import Translation, Translator
 
 SPLIT_POSITIONS = (0, 1, 2, 4, 6, 8, 10, 12, 14, 16, 18)  # target positions reported (0 = first generated token)
 
@@ -59,8 +60,8 @@ def split_by_position(tr: Translator, texts: Sequence[str]) -> list[dict[str, An
                     **{m: round(shares.overall(m), 3) for m in shares.mean}}]
 
 
-def _timed_stages(tr: Translator, result: Any, settings: IGSettings, exact: Any = None
-                  ) -> tuple[SentenceAttribution, dict[str, float]]:
+def _timed_stages(tr: Translator, result: Translation, settings: IGSettings,
+                  exact: tuple[Contributions, Contributions] | None = None) -> tuple[SentenceAttribution, dict[str, float]]:
     """One attribution and the seconds of each of its stages, told apart by its progress (integrated
     gradients' rounds together)."""
     starts: dict[str, float] = {}
