@@ -227,16 +227,18 @@ def test_the_first_view_computes_only_the_split_and_each_tab_what_it_shows(app: 
 
     calls: list[int] = []  # the IG budget of every full attribution computed (0: without IG)
     real = attribution_tools.attribute
-    monkeypatch.setattr(attribution_tools, "attribute", lambda tr, result, ig: calls.append(ig.max_points if ig else 0)
-                        or real(tr, result, ig))
+    monkeypatch.setattr(attribution_tools, "attribute", lambda tr, result, ig, *rest: calls.append(ig.max_points if ig else 0)
+                        or real(tr, result, ig, *rest))
     open_page(app)
     assert not app.exception and calls == []
     assert set(figures(app)) == {"Where each generated token came from (ALTI+, rolled out)"}
     open_tab(app, "Source tokens by method")
     assert calls == [16] and any("source tokens by method" in title for title in figures(app))
+    assert not app.get("progress")  # the bar went when the attributions were done
     app.number_input(key="ig_points").set_value(32).run()
     open_tab(app, "Source vs prefix")
     open_tab(app, "Agreement")
+    assert not app.exception and not app.get("progress")  # a cached attribution replays its bar's removal too
     assert "Mean Spearman over tokens" in figures(app)
     assert app.number_input(key="ig_points").value == 32 and calls == [16, 32]  # kept, and the attribution reused
     open_tab(app, "Alignment")

@@ -41,9 +41,9 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     seen: list[int] = []
     real = attribution_tools.attribute
 
-    def counted(tr, result, ig):
+    def counted(tr, result, ig, *rest):
         seen.append(ig.max_points if ig else 0)
-        return real(tr, result, ig)
+        return real(tr, result, ig, *rest)
 
     monkeypatch.setattr(attribution_tools, "attribute", counted)
     return seen

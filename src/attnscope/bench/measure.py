@@ -1,9 +1,11 @@
-"""What every benchmark section shares: the sentences it translates, median timings, the machine it ran on, and the
-Markdown table it prints."""
+"""What every benchmark section shares: the sentences it translates, median timings, the machine it ran on and what
+else runs on it, and the Markdown table it prints."""
 from __future__ import annotations
 
+import os
 import platform
 import statistics
+import subprocess
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -64,3 +66,12 @@ def print_table(title: str, rows: list[dict[str, Any]] | dict[str, Any]) -> None
     print("| " + " | ".join(keys) + " |\n|" + "---|" * len(keys))
     for r in rows:
         print("| " + " | ".join(str(r.get(k, "")) for k in keys) + " |")
+
+
+def other_load() -> dict[str, Any]:
+    """What else is running: load average and the busiest other processes (the machine may be shared)."""
+    top = subprocess.run(["ps", "-eo", "pid,pcpu,args", "--sort=-pcpu", "--no-headers"], capture_output=True, text=True).stdout
+    rows = [line.split(None, 2) for line in top.splitlines() if len(line.split(None, 2)) == 3]
+    others = [(cpu, args) for pid, cpu, args in rows if int(pid) != os.getpid() and not args.startswith("ps ")]
+    busy = [f"{cpu} {args[:80]}" for cpu, args in others if float(cpu) >= 20][:4]
+    return {"load average (1 min)": round(os.getloadavg()[0], 2), "busy processes (lifetime %CPU, command)": busy}

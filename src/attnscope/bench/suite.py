@@ -21,11 +21,11 @@ from torch import nn
 
 from attnscope.bench.app_latency import app_latency
 from attnscope.bench.app_memory import app_memory
-from attnscope.bench.attribution import ig_completeness, split_by_position
+from attnscope.bench.attribution import ig_completeness, methods_tab_of_shape, split_by_position
 from attnscope.bench.explorer_latency import explorer_latency
 from attnscope.bench.hf_peer import peer
 from attnscope.bench.hf_t5_peer import peer_t5
-from attnscope.bench.measure import LONG_SENTENCES, SENTENCES, machine, median_times, print_table
+from attnscope.bench.measure import LONG_SENTENCES, SENTENCES, machine, median_times, other_load, print_table
 from attnscope.bench.speed import batch_throughput, capture_overhead, dataset_scale, decoding_speed, training_throughput
 from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.importers.state_dict import import_weights
@@ -70,15 +70,6 @@ def quality(paths: Sequence[Path], splits: Sequence[str], beams: Sequence[int], 
                 hyps = tr.translate_batch([s for s, _ in pairs], beam_size=beam)
                 rows.append({"checkpoint": path.stem, "split": split, "beam": beam, **scores(hyps, [t for _, t in pairs])})
     return rows
-
-
-def other_load() -> dict[str, Any]:
-    """What else is running: load average and the busiest other processes (the machine may be shared)."""
-    top = subprocess.run(["ps", "-eo", "pid,pcpu,args", "--sort=-pcpu", "--no-headers"], capture_output=True, text=True).stdout
-    rows = [line.split(None, 2) for line in top.splitlines() if len(line.split(None, 2)) == 3]
-    others = [(cpu, args) for pid, cpu, args in rows if int(pid) != os.getpid() and not args.startswith("ps ")]
-    busy = [f"{cpu} {args[:80]}" for cpu, args in others if float(cpu) >= 20][:4]
-    return {"load average (1 min)": round(os.getloadavg()[0], 2), "busy processes (lifetime %CPU, command)": busy}
 
 
 def toy_training(task: str = "reverse", target: float = 0.95, limit_s: float = 300.0,
@@ -262,7 +253,9 @@ def run(out: Path, tiny: bool = False, checkpoint_path: Path | None = None, thre
          "busy process", lambda: peer(list(SENTENCES), tiny, app="app" not in skip)),
         ("peer-t5", "18. t5-small's shape with Hugging Face's classes and a T5 tokenizer, imported with its en -> de task: "
          "captured decoding beside generate(output_attentions=True)", lambda: peer_t5(list(SENTENCES), tiny)),
-        ("explorer", "19. The attention explorer (issue 42)", lambda: explorer_latency(default_checkpoint(), tiny)),
+        ("methods", "19. Attribution's methods tab on opus-mt-en-de's shape (random weights, IG at the defaults), with the load",
+         lambda: methods_tab_of_shape("tiny-marian" if tiny else "opus-mt-en-de", 1 if tiny else 5)),
+        ("explorer", "20. The attention explorer (issue 42)", lambda: explorer_latency(default_checkpoint(), tiny)),
     ]
     for key, title, measure in sections:
         if key in skip or (only and key not in only):

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from attnscope.engine.attribution.quadrature import IGSettings
-from attnscope.engine.attribution.saliency import saliency, translation_saliency
+from attnscope.engine.attribution.quadrature import IGSettings, integrate
+from attnscope.engine.attribution.saliency import ROWS, _pair, saliency, token_groups, translation_saliency
+from attnscope.engine.attribution.sentence import attribute, exact_contributions
 from attnscope.engine.recording.trace import decoder_inputs
 from tests.attribution_fixtures import T5_MODEL, pair, tiny
 from tests.engine_fixtures import tiny_translator
@@ -62,32 +63,34 @@ def all_log_probs(model, src, tgt, factor: float) -> np.ndarray:
     return log_probs_with_hook(model, src, tgt, scale)
 
 
+def gradient_x_input_at(model, src, tgt, alpha: float) -> np.ndarray:
+    """Gradient × input at the path point alpha, one token at a time through the model's own full pass: [T, S + T]."""
+    rows = []
+    for t in range(len(tgt)):
+        kept = []
+
+        def scale(_m, _i, out, kept=kept):
+            x = out.detach()
+            leaf = (x * alpha).requires_grad_(True)
+            kept.append((x, leaf))
+            return leaf
+
+        handles = [m.register_forward_hook(scale) for m in {model.src_embed, model.tgt_embed}]
+        try:
+            logits = model(torch.tensor([src]), torch.tensor([decoder_inputs(tgt, model.config.bos_id)]))[0]
+        finally:
+            for h in handles:
+                h.remove()
+        (x_s, e_s), (x_t, e_t) = kept
+        g_s, g_t = torch.autograd.grad(logits.log_softmax(-1)[t, tgt[t]], [e_s, e_t])
+        rows.append(torch.cat([(g_s * x_s)[0].sum(-1), (g_t * x_t)[0].sum(-1)]).double().numpy())
+    return np.stack(rows)
+
+
 def slow_integrated_gradients(model, src, tgt, steps: int) -> tuple[np.ndarray, np.ndarray]:
     """The midpoint rule, one path point and one token at a time: ([T, S], [T, T]) attributions."""
-    t_len, s_len = len(tgt), len(src)
-    source, prefix = np.zeros((t_len, s_len)), np.zeros((t_len, t_len))
-    for k in range(steps):
-        alpha = (k + 0.5) / steps
-        for t in range(t_len):
-            kept = []
-
-            def scale(_m, _i, out, kept=kept, alpha=alpha):
-                x = out.detach()
-                leaf = (x * alpha).requires_grad_(True)
-                kept.append((x, leaf))
-                return leaf
-
-            handles = [m.register_forward_hook(scale) for m in {model.src_embed, model.tgt_embed}]
-            try:
-                logits = model(torch.tensor([src]), torch.tensor([decoder_inputs(tgt, model.config.bos_id)]))[0]
-            finally:
-                for h in handles:
-                    h.remove()
-            (x_s, e_s), (x_t, e_t) = kept
-            g_s, g_t = torch.autograd.grad(logits.log_softmax(-1)[t, tgt[t]], [e_s, e_t])
-            source[t] += (g_s * x_s)[0].sum(-1).numpy() / steps
-            prefix[t] += (g_t * x_t)[0].sum(-1).numpy() / steps
-    return source, prefix
+    total = sum(gradient_x_input_at(model, src, tgt, (k + 0.5) / steps) for k in range(steps)) / steps
+    return total[:, : len(src)], total[:, len(src):]
 
 
 def test_integrated_gradients_equal_a_slow_riemann_sum_on_a_smooth_model() -> None:
@@ -161,3 +164,73 @@ def test_translation_saliency_shapes_and_hooks_removed() -> None:
     assert sal.source.shape == (len(result.target_ids), len(result.source_ids))
     assert sal.method == f"integrated gradients ({sal.points} path points)" and sal.points <= 16
     assert all(not m._forward_hooks for m in tr.model.modules())
+
+
+@pytest.mark.parametrize("t_max,n_alphas,rows", [(1, 1, 1), (7, 3, 1), (25, 16, 2048), (25, 1, 2048), (40, 16, 64)])
+def test_token_groups_cover_every_token_once_within_the_rows(t_max: int, n_alphas: int, rows: int) -> None:
+    groups = token_groups(t_max, n_alphas, rows)
+    assert [t for lo, hi in groups for t in range(lo, hi)] == list(range(t_max))
+    assert all(hi - lo == 1 or (hi - lo) * n_alphas * hi <= rows for lo, hi in groups)
+
+
+@pytest.mark.parametrize("model_kw,dtype,rows", [({}, torch.float64, ROWS), ({}, torch.float64, 1), (T5_MODEL, torch.float64, 40),
+                                                 ({"share_embeddings": True, "src_vocab_size": 29}, torch.float32, ROWS)])
+def test_batched_gradients_equal_one_token_and_one_path_point_at_a_time(model_kw: dict, dtype: torch.dtype, rows: int) -> None:
+    """Every path point in one pass and the target tokens in batched backwards (over their own prefixes) give
+    what one full pass and one backward per token and path point give, to the dtype's rounding."""
+    model = tiny(8, **model_kw).to(dtype)
+    src, tgt = pair(8, n_src=5, n_tgt=8)
+    alphas = np.array([0.1, 0.45, 0.8, 1.0])
+    got = _pair(model, src, tgt).gradients(alphas, rows)
+    want = np.stack([gradient_x_input_at(model, src, tgt, float(a)) for a in alphas])
+    np.testing.assert_allclose(got, want, atol=(1e-12 if dtype == torch.float64 else 1e-6) * np.abs(want).max())
+
+
+def test_integrated_gradients_report_the_completeness_of_one_at_a_time_gradients() -> None:
+    """The adaptive rule on the batched gradients spends the same path points and reports the same
+    f(x), f(baseline) and gaps as on gradients taken one token and one path point at a time."""
+    model = tiny(9)
+    src, tgt = pair(9)
+    settings = IGSettings(tolerance=1e-3, max_points=256)
+    ig = saliency(model, src, tgt, settings)
+
+    def one_at_a_time(alphas: np.ndarray) -> np.ndarray:
+        return np.stack([gradient_x_input_at(model, src, tgt, float(a)) for a in alphas])
+
+    def values(alphas: np.ndarray) -> np.ndarray:
+        return np.stack([all_log_probs(model, src, tgt, float(a)) for a in alphas])
+
+    ref = integrate(one_at_a_time, values, settings)
+    assert ig.points == ref.points > settings.panels * settings.nodes  # the rule refined, and the same way
+    np.testing.assert_allclose(ig.score, ref.end, atol=1e-12)
+    np.testing.assert_allclose(ig.baseline_score, ref.start, atol=1e-12)
+    np.testing.assert_allclose(np.hstack([ig.source, ig.prefix]), ref.integral, atol=1e-12)
+    np.testing.assert_allclose(ig.gap, np.abs(ref.integral.sum(-1) - (ref.end - ref.start)), atol=1e-12)
+
+
+def test_progress_names_each_stage_and_each_gradient_evaluation_reaches_its_end() -> None:
+    tr = tiny_translator(0, eos_bias=2.0)
+    result = tr.translate("a b c d e")
+    heard: list[tuple[str, float]] = []
+    settings = IGSettings(tolerance=1e-4, floor=1e-3, max_points=64)
+    att = attribute(tr, result, settings, lambda what, done: heard.append((what, done)))
+    stages = list(dict.fromkeys(what for what, _ in heard))
+    assert stages[:4] == ["ALTI+ and value zeroing", "norm-based attention", "gradient × input", "integrated gradients"]
+    rounds = stages[4:]
+    assert len(rounds) > 1 and all(s.startswith("integrated gradients: path points ") for s in rounds)
+    assert rounds[0].endswith(" 1-16 (at most 64)") and rounds[-1].endswith(f"-{att.integrated_gradients.points} (at most 64)")
+    for stage in [stages[2], *rounds]:  # each gradient evaluation, from its start to its end
+        done = [d for what, d in heard if what == stage]
+        assert done == sorted(done) and done[0] == 0.0 and done[-1] == 1.0
+    quiet = attribute(tr, result, settings)
+    np.testing.assert_array_equal(att.integrated_gradients.source, quiet.integrated_gradients.source)
+
+
+def test_alti_and_value_zeroing_computed_before_are_used_as_given() -> None:
+    tr = tiny_translator(0, eos_bias=2.0)
+    result = tr.translate("a b c d e")
+    heard: list[str] = []
+    exact = exact_contributions(tr, result)
+    att = attribute(tr, result, progress=lambda what, _done: heard.append(what), exact=exact)
+    assert att.alti_plus is exact[0] and att.value_zeroing is exact[1] and "ALTI+ and value zeroing" not in heard
+    np.testing.assert_array_equal(att.value_zeroing.source, attribute(tr, result).value_zeroing.source)

@@ -65,13 +65,21 @@ def rolled_out(method: str, encoder_layers: Sequence[np.ndarray], decoder_layers
 
 
 def _float64_copy(model: Transformer) -> Transformer:
-    """The same network in float64 on the CPU, built from the config and the state dict (so no hook on
-    the shared model, such as a head gate, comes along; the throwaway initialisation leaves the global
-    random state as it was)."""
+    """The same network in float64 on the CPU, built from the config and given the state dict's tensors (so no
+    hook on the shared model, such as a head gate, comes along). The model's own initialisation is skipped and
+    each tensor is converted once, straight into place (a tied one once for all its names): initialising,
+    copying and then converting took ~0.5 s more for opus-mt's shape. torch's default initialisation, thrown
+    away, leaves the global random state as it was."""
     with torch.random.fork_rng(devices=[]):
-        exact = Transformer(model.config)
-    exact.load_state_dict({name: t.detach().cpu() for name, t in model.state_dict().items()})
-    return exact.to(dtype=torch.float64).eval()
+        exact = Transformer(model.config, initialise=False)
+    converted: dict[int, torch.Tensor] = {}
+    for t in model.state_dict(keep_vars=True).values():  # keep_vars: a tied parameter is one object under its names
+        if id(t) not in converted:
+            converted[id(t)] = t.detach().to("cpu", torch.float64 if t.is_floating_point() else t.dtype)
+    exact.load_state_dict({name: converted[id(t)] for name, t in model.state_dict(keep_vars=True).items()}, assign=True)
+    if model.config.tie_embeddings:  # assign gave the output layer its own Parameter around the same tensor
+        exact.generator.weight = exact.tgt_embed.weight
+    return exact.to(dtype=torch.float64).eval()  # the buffers the state dict leaves out (position tables)
 
 
 @contextmanager

@@ -9,12 +9,17 @@ is taken by adaptive Gauss-Legendre quadrature until they do, within a tolerance
 (engine/attribution/quadrature.py). The inputs are the token embeddings the model's own embedding layers
 return (before scaling by √d and adding positions); a forward hook swaps in the scaled copies,
 so the forward pass is the model's own.
+
+Path points ride on the batch dimension. Each generated token needs a backward of its own (f_t's gradient);
+a group of tokens shares one forward over the decoder inputs they read (a causal decoder's rows do not depend
+on later ones) and one backward batched over the tokens (vmap, `is_grads_batched`), each token seeded at its
+own row with its output layer's gradient, which one backward through the output layer gives for all rows.
 """
 from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -27,9 +32,13 @@ from attnscope.engine.recording.trace import decoder_inputs
 from attnscope.model.transformer import Transformer
 
 CHUNK = 16  # path points per forward pass: bounds memory, keeps matmuls wide
+ROWS = 2048  # decoder rows one batched backward carries (tokens × path points × prefix length): bounds its memory
 
 
 GRADIENT_X_INPUT = "gradient × input"
+INTEGRATED = "integrated gradients"
+
+Progress = Callable[[str, float], None]  # (what runs, the fraction of it done), called as it advances
 
 
 @dataclass(frozen=True)
@@ -89,6 +98,20 @@ def scaled_embeddings(model: Transformer, scale: Tensor) -> Iterator[list[tuple[
             h.remove()
 
 
+def token_groups(t_max: int, n_alphas: int, rows: int) -> list[tuple[int, int]]:
+    """Target tokens lo..hi-1 whose gradients one backward computes, in order: each group as long as its
+    tokens × path points × prefix length (hi) stays within `rows` (one token at least). The first tokens read
+    short prefixes, so their groups are the widest; a group's pass stops at its last token's prefix (causal)."""
+    groups, lo = [], 0
+    while lo < t_max:
+        hi = lo + 1
+        while hi < t_max and (hi + 1 - lo) * n_alphas * (hi + 1) <= rows:
+            hi += 1
+        groups.append((lo, hi))
+        lo = hi
+    return groups
+
+
 @dataclass(frozen=True)
 class _Pair:
     """One source and its teacher-forced target on the model's device, with the tokens f_t explains."""
@@ -98,43 +121,61 @@ class _Pair:
     tgt_in: Tensor  # (1, T)
     tokens: list[int]
 
-    def hidden(self, alphas: Tensor) -> tuple[Tensor, list[Tensor]]:
-        """The output layer's input at each path point (A, T, D), and the scaled embeddings (source, target)
-        then the unscaled ones."""
+    def hidden(self, alphas: Tensor, length: int) -> tuple[Tensor, list[Tensor]]:
+        """The last decoder layer's output (A, length, D) at each path point over the first `length` decoder
+        inputs (a causal decoder computes the same rows as over all of them), and the scaled embeddings (source,
+        target) then the unscaled ones. The output layer runs on the last row only: log_probs() applies it."""
         kept: list[Tensor] = []
-        generator = self.model.generator
-        grab = generator.register_forward_hook(lambda _m, args, _out: kept.append(args[0]))
+        model, n = self.model, len(alphas)
+        grab = model.decoder[-1].register_forward_hook(lambda _m, _args, out: kept.append(out[0]))
         try:
-            with scaled_embeddings(self.model, alphas.view(-1, 1, 1).to(generator.weight)) as seen:
-                self.model(self.src.expand(len(alphas), -1), self.tgt_in.expand(len(alphas), -1))
+            with scaled_embeddings(model, alphas.view(-1, 1, 1).to(model.generator.weight)) as seen:
+                model.decode(self.tgt_in[:, :length].expand(n, -1), model.encode(self.src.expand(n, -1)), last_only=True)
         finally:
             grab.remove()
         return kept[0], [scaled for _, scaled in seen] + [x for x, _ in seen]
 
-    def log_prob(self, hidden: Tensor, t: int) -> Tensor:
-        """f_t at each path point, (A,): the output layer on row t only (its backward skips the other rows)."""
-        return self.model.generator(hidden[:, t]).log_softmax(-1)[:, self.tokens[t]]
+    def log_probs(self, hidden: Tensor, first: int = 0) -> Tensor:
+        """f_t at each path point (A, R) for the R rows of `hidden` (A, R, D), the first being target position
+        `first`: the model's final norm and output layer, then the log-probability of each row's token."""
+        logits = self.model.generator(self.model.decoder_norm(hidden)).log_softmax(-1)  # (A, R, V)
+        tokens = torch.tensor(self.tokens[first: first + hidden.shape[1]], device=hidden.device)
+        return logits.gather(-1, tokens.expand(len(hidden), -1).unsqueeze(-1)).squeeze(-1)
 
     def values(self, alphas: np.ndarray) -> np.ndarray:
         """f at each path point, [A, T]."""
         with torch.no_grad():
-            hidden, _ = self.hidden(torch.as_tensor(alphas, device=self.src.device))
-            return torch.stack([self.log_prob(hidden, t) for t in range(len(self.tokens))], 1).double().cpu().numpy()
+            hidden, _ = self.hidden(torch.as_tensor(alphas, device=self.src.device), len(self.tokens))
+            return self.log_probs(hidden).double().cpu().numpy()
 
-    def gradients(self, alphas: np.ndarray) -> np.ndarray:
-        """Gradient × input at each path point, [A, T, S + T]: sum_d x_jd ∂f_t/∂x_jd at α x."""
-        out = []
-        t_max = len(self.tokens)
-        for chunk in torch.as_tensor(alphas, device=self.src.device).split(CHUNK):
-            with torch.enable_grad():
-                hidden, (src_e, tgt_e, x_src, x_tgt) = self.hidden(chunk)
-                rows = []
-                for t in range(t_max):  # one backward per token: each row's gradient is its own path point's
-                    g_src, g_tgt = torch.autograd.grad(self.log_prob(hidden, t).sum(), [src_e, tgt_e],
-                                                       retain_graph=t < t_max - 1)
-                    rows.append(torch.cat([(g_src * x_src).sum(-1), (g_tgt * x_tgt).sum(-1)], -1))  # (A, S + T)
-            out.append(torch.stack(rows, 1).double().cpu().numpy())  # (A, T, S + T)
-        return np.concatenate(out)
+    def gradients(self, alphas: np.ndarray, rows: int = ROWS, done: Callable[[float], None] | None = None) -> np.ndarray:
+        """Gradient × input at each path point, [A, T, S + T]: sum_d x_jd ∂f_t/∂x_jd at α x; the target tokens
+        in groups of at most `rows` decoder rows per batched backward, `done` told the fraction finished after each."""
+        t_max, chunks, out = len(self.tokens), torch.as_tensor(alphas, device=self.src.device).split(CHUNK), []
+        if done is not None:
+            done(0.0)
+        for c, chunk in enumerate(chunks):
+            groups = []
+            for lo, hi in token_groups(t_max, len(chunk), rows):
+                groups.append(self._group(chunk, lo, hi))  # (A, hi - lo, S + T)
+                if done is not None:
+                    done((c * t_max + hi) / (len(chunks) * t_max))
+            out.append(torch.cat(groups, 1))
+        return torch.cat(out).double().cpu().numpy()
+
+    def _group(self, alphas: Tensor, lo: int, hi: int) -> Tensor:
+        """Gradient × input of tokens lo..hi-1 at each path point, (A, hi - lo, S + T): one forward over the
+        decoder inputs they read (0..hi-1), then one backward for all of them, batched over the tokens (vmap)."""
+        with torch.enable_grad():
+            hidden, (src_e, tgt_e, x_src, x_tgt) = self.hidden(alphas, hi)  # (A, hi, D)
+            rows = hidden[:, lo:].detach().requires_grad_(True)
+            (head,) = torch.autograd.grad(self.log_probs(rows, lo).sum(), rows)  # (A, hi - lo, D): row k is ∂f_lo+k/∂h_lo+k
+            k = torch.arange(hi - lo, device=hidden.device)
+            seeds = hidden.new_zeros(hi - lo, *hidden.shape)  # (hi - lo, A, hi, D): token lo+k's seed on its own row
+            seeds[k, :, lo + k] = head.transpose(0, 1)
+            g_src, g_tgt = torch.autograd.grad(hidden, [src_e, tgt_e], seeds, is_grads_batched=True)  # (hi - lo, A, *, D)
+        scores = torch.cat([(g_src * x_src).sum(-1), (g_tgt * x_tgt).sum(-1)], -1)  # (hi - lo, A, S + hi)
+        return torch.nn.functional.pad(scores, (0, len(self.tokens) - hi)).transpose(0, 1)  # causal: zero after hi
 
 
 def _pair(model: Transformer, src_ids: Sequence[int], target_ids: Sequence[int]) -> _Pair:
@@ -144,15 +185,30 @@ def _pair(model: Transformer, src_ids: Sequence[int], target_ids: Sequence[int])
 
 
 def saliency(model: Transformer, src_ids: Sequence[int], target_ids: Sequence[int],
-             ig: IGSettings | None = None) -> Saliency:
-    """Gradient × input (`ig` None), or integrated gradients integrated to the completeness `ig` asks for."""
+             ig: IGSettings | None = None, progress: Progress | None = None) -> Saliency:
+    """Gradient × input (`ig` None), or integrated gradients integrated to the completeness `ig` asks for;
+    `progress` hears each gradient evaluation advance (integrated gradients: each round of path points)."""
     pair, s = _pair(model, src_ids, target_ids), len(src_ids)
+
+    def told(what: str) -> Callable[[float], None] | None:
+        return None if progress is None else lambda done: progress(what, done)
+
     with eval_mode(model):  # a shared model: under its lock, which the caller holds (translation_saliency)
         if ig is None:
-            grad, ends = pair.gradients(np.ones(1))[0], pair.values(np.array([1.0, 0.0]))
+            grad, ends = pair.gradients(np.ones(1), done=told(GRADIENT_X_INPUT))[0], pair.values(np.array([1.0, 0.0]))
             return Saliency(GRADIENT_X_INPUT, grad[:, :s], grad[:, s:], ends[0], ends[1])
-        path = integrate(pair.gradients, pair.values, ig)
-    return Saliency(f"integrated gradients ({path.points} path points)", path.integral[:, :s], path.integral[:, s:],
+        if progress is not None:
+            progress(INTEGRATED, 0.0)  # its first values, f at the panels' ends, come before any gradient
+        spent = 0  # path points evaluated before this round
+
+        def gradients(alphas: np.ndarray) -> np.ndarray:
+            nonlocal spent
+            what = f"{INTEGRATED}: path points {spent + 1}-{spent + len(alphas)} (at most {ig.max_points})"
+            spent += len(alphas)
+            return pair.gradients(alphas, done=told(what))
+
+        path = integrate(gradients, pair.values, ig)
+    return Saliency(f"{INTEGRATED} ({path.points} path points)", path.integral[:, :s], path.integral[:, s:],
                     path.end, path.start, path.points, ig)
 
 

@@ -11,7 +11,7 @@ from attnscope.engine.attribution import alti, value_zeroing
 from attnscope.engine.attribution.contributions import Contributions, float64_model
 from attnscope.engine.attribution.norms import layer_norms, norm_record
 from attnscope.engine.attribution.quadrature import IGSettings
-from attnscope.engine.attribution.saliency import Saliency, saliency
+from attnscope.engine.attribution.saliency import Progress, Saliency, saliency
 from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.engine.recording.trace import decoder_inputs
 from attnscope.engine.recording.tracer import trace
@@ -64,18 +64,26 @@ def exact_contributions(translator: Translator, translation: Translation) -> tup
         return alti.from_trace(exact), value_zeroing.from_trace(exact)
 
 
-def attribute(translator: Translator, translation: Translation, ig: IGSettings | None = None) -> SentenceAttribution:
+def attribute(translator: Translator, translation: Translation, ig: IGSettings | None = None,
+              progress: Progress | None = None, exact: tuple[Contributions, Contributions] | None = None
+              ) -> SentenceAttribution:
     """All attributions of a translation, teacher-forced on its own output ids: one traced pass for the
-    norms, one on a float64 copy for ALTI+ and value zeroing, gradients for saliency; `ig` None skips
-    integrated gradients."""
+    norms, one on a float64 copy for ALTI+ and value zeroing (unless `exact` holds them, from
+    exact_contributions), gradients for saliency; `ig` None skips integrated gradients. `progress` hears what
+    runs and how far it got (gradients: by target token)."""
     if translation.attention is None or not translation.steps:
         raise ValueError("the translation carries no attention; translate with capture=True")
     model, src, tgt = translator.model, translation.source_ids, translation.target_ids
-    split, vz = exact_contributions(translator, translation)
+    tell = progress or (lambda _what, _done: None)
+    if exact is None:
+        tell(f"{ALTI} and {VALUE_ZEROING}", 0.0)
+        exact = exact_contributions(translator, translation)
+    split, vz = exact
     with translator.inference():
+        tell(f"{NORM} attention", 0.0)
         traced = trace(model, src, decoder_inputs(tgt, model.config.bos_id))
-        gxi = saliency(model, src, tgt)
-        integrated = saliency(model, src, tgt, ig) if ig is not None else None
+        gxi = saliency(model, src, tgt, progress=progress)
+        integrated = saliency(model, src, tgt, ig, progress) if ig is not None else None
     return SentenceAttribution(translation.source_tokens, translation.output_tokens, translation.attention,
                                norm_record(traced, translation.attention), layer_norms(traced, "cross"),
                                split, vz, gxi, integrated)

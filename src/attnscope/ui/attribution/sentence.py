@@ -87,9 +87,20 @@ def ig_settings(ig: tuple[float, int]) -> IGSettings | None:
     return IGSettings(tolerance=tolerance, max_points=points) if points else None
 
 
-@st.cache_data(max_entries=32, show_spinner="Computing attributions…")
+@st.cache_data(max_entries=32, show_spinner=False)  # its progress bar says what runs
 def _attribute(_translator: Translator, _result: Translation, query_key: QueryKey, ig: tuple[float, int]) -> SentenceAttribution:
-    return attribute(_translator, _result, ig_settings(ig))
+    """Every attribution, ALTI+ and value zeroing from the split tab's cache, with a progress bar while the rest
+    run: made here, so that a cached result replays its updates and its removal, not a bar left over
+    (Streamlit replays what a cached function drew)."""
+    exact = _contributions(_translator, _result, query_key)
+    bar = st.progress(0.0, text="Computing attributions…")
+
+    def show(what: str, done: float) -> None:
+        bar.progress(min(done, 1.0), text=f"{what[0].upper()}{what[1:]}…" + (f" {done:.0%}" if done else ""))
+
+    att = attribute(_translator, _result, ig_settings(ig), show, (exact.alti_plus, exact.value_zeroing))
+    bar.empty()
+    return att
 
 
 def sentence_attribution(tr: Translator, query: Query, result: Translation, ig: tuple[float, int]) -> SentenceAttribution:
@@ -112,7 +123,8 @@ def ig_controls() -> tuple[float, int]:
                                         "percent (or, for changes under 1 nat, this many hundredths of a nat).")
     points = cols[1].number_input("…spending at most this many path points", IGSettings.panels * IGSettings.nodes,
                                   IG_MAX_POINTS, IGSettings.max_points, key="ig_points", persist_state="session",
-                                  help="Each path point is one forward and backward pass per token; time grows with them.")
+                                  help="Each path point costs a gradient of every generated token (batched, 16 points "
+                                       "at a time); time grows with them, about linearly.")
     return percent / 100, int(points)
 
 
