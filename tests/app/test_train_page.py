@@ -67,8 +67,8 @@ def test_train_a_toy_task_to_completion_and_use_it(train_page: AppTest, capfd: p
     assert any("“c a b”" in shown(c) for c in app.caption)
     # the snapshot slider shows the latest validation, labelled with what the model generated
     assert app.select_slider(key=f"snapshot-{job.id}").value == len(job.snapshots) - 1
-    heat = json.loads(app.get("plotly_chart")[-1].proto.spec)
-    assert heat["layout"]["yaxis"]["ticktext"] == list(job.snapshots[-1].generated)
+    (snapshot,) = explorers(app)  # its cross-attention in the explorer, rows labelled by what it generated
+    assert snapshot.header["output"] == list(job.snapshots[-1].generated) and snapshot.header["kind"] == "cross"
     assert "<bos>" not in job.snapshots[-1].generated
     app.select_slider(key=f"snapshot-{job.id}").set_value(0).run()
     assert app.select_slider(key=f"snapshot-{job.id}").value == 0  # the user's choice stays
