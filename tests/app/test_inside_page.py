@@ -170,7 +170,7 @@ def test_learned_positions_show_the_fitted_error(tmp_path, monkeypatch: pytest.M
     monkeypatch.setenv("ATTNSCOPE_CHECKPOINTS", str(tmp_path))
     st.cache_data.clear()
     st.cache_resource.clear()
-    app = open_inside(AppTest.from_file(APP, default_timeout=60), "a b c")
+    app = open_inside(AppTest.from_file(APP, default_timeout=CEILING), "a b c")
     assert not app.exception, [e.value for e in app.exception]
     assert "Pre-LN residual block" in view(app, "Pre-LN").title
     open_positions(app)
