@@ -4,7 +4,7 @@ Nothing is downloaded: a SentencePiece model (T5's ids: <pad> 0, </s> 1, <unk> 2
 (deterministically) and T5Tokenizer reads it with a few <extra_id_N> sentinels; the output layer has rows beyond the
 tokenizer (as T5's 32,128 rows for 32,100 tokens). A random tiny T5 says <pad> or one token over and over, so each
 model's weights are trained ones, shipped in tests/fixtures/t5 (fp32, made by its regenerate.py): training here would
-make the outputs depend on the CPU's float arithmetic (one CPU's ByT5 ended 1 output in 20 with </s>, another's 8).
+make the outputs depend on the float arithmetic (an AMD EPYC's ByT5 ended 1 output in 20 with </s>; the test needs 3).
 The config.json is written as the hub's are (Flan-T5 and mT5 say tie_word_embeddings false, t5-small says nothing
 about it), not as transformers 5 rewrites it.
 """
