@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from attnscope.checkpoints.registry import CHECKPOINTS_ENV
-from tests.e2e.conftest import settled, streamlit_server
+from tests.e2e.conftest import open_menu, settled, streamlit_server
 from tests.support import shown_deltas
 
 SENTENCE = "A girl is playing in the park."  # the shipped model writes "Ein Mädchen spielt im Park."
@@ -26,8 +26,9 @@ def shipped_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def pick(page: Page, label: str, option: str, shows: str) -> None:
     """Pick `option` in the page's `label` menu and wait for the text `shows`, which the run it starts draws
     (the page's kind, layer and head rerun the whole app, sidebar included)."""
-    page.get_by_test_id("stMain").get_by_role("combobox", name=label).click()
-    page.get_by_role("option", name=option, exact=True).click()
+    choice = page.get_by_role("option", name=option, exact=True)
+    open_menu(page.get_by_test_id("stMain").get_by_role("combobox", name=label), choice)
+    choice.click()
     expect(page.get_by_text(shows, exact=False).first).to_be_visible()
     settled(page)
 

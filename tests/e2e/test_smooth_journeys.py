@@ -12,8 +12,7 @@ from urllib.parse import quote_plus
 
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import settled
-from tests.support import wait_for
+from tests.e2e.conftest import open_menu, settled
 
 
 def chart_title(page: Page, prefix: str):
@@ -52,18 +51,9 @@ def test_step_through_and_play(server: str, page: Page, record_property: Callabl
 
 
 def hypothesis_options(page: Page) -> list[str]:
-    """Open the Hypothesis menu and read its option labels. The key that opens it is pressed again until the list
-    shows: on a loaded machine a redraw of the menu just after the press swallowed it, and the list never opened."""
-    box, options = page.get_by_role("combobox", name="Hypothesis"), page.get_by_role("option")
-
-    def opened() -> bool:
-        if options.first.is_visible():
-            return True
-        box.focus()
-        box.press("ArrowDown")  # opens the list (react-aria combobox)
-        return False
-
-    wait_for(opened, "the Hypothesis menu to open")
+    """Open the Hypothesis menu and read its option labels."""
+    options = page.get_by_role("option")
+    open_menu(page.get_by_role("combobox", name="Hypothesis"), options.first)
     labels = options.all_inner_texts()
     page.keyboard.press("Escape")
     return labels
