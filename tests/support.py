@@ -110,6 +110,12 @@ def shown(element: object) -> str:
     return re.sub(r"\\(.)", r"\1", str(getattr(element, "value", element)))
 
 
+def shown_deltas(text: str) -> list[float]:
+    """Every "max |Δ| = 4.7e-10" in a page's text: the Inside page's two recomputation gaps, which are float32
+    rounding (zero on one CPU, ~1e-9 on another, by the order of the operations), so tests bound them."""
+    return [float(d) for d in re.findall(r"max \|Δ\| = ([0-9.]+e[+-][0-9]+)", text)]
+
+
 def unexplained_columns(table: Any) -> list[str]:
     """The columns of an AppTest dataframe that carry no help text (shown on hover in the browser)."""
     config = json.loads(table.proto.columns or "{}")

@@ -9,7 +9,7 @@ import torch
 from attnscope.model.config import BOS_ID
 from attnscope.model.transformer import DecoderCache
 from tests.engine_fixtures import random_source, tiny_model
-from tests.support import ROOT
+from tests.support import CEILING, ROOT
 
 # Modules on the way to every page and step (recording, translating, the step fragment's figures), and the
 # modules that build tables only on request: none may import pandas (~70 MB, ~0.5 s) when imported.
@@ -35,7 +35,7 @@ def test_recording_translating_and_stepping_do_not_import_pandas() -> None:
             "        break\n"
             "else:\n"
             "    print('none')\n")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=CEILING,
                          env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"})
     assert out.stdout.strip().splitlines()[-1] == "none", f"importing this pulled in pandas: {out.stdout} {out.stderr}"
 

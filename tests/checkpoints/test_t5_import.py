@@ -1,10 +1,11 @@
 """Hugging Face T5 v1.0, v1.1 / Flan-T5, mT5 and ByT5 models, imported, compute what transformers computes.
 
-Each is a tiny model of the real transformers class, trained for seconds so that its outputs vary (t5_fixtures.py),
-saved with save_pretrained, imported, written as an attnscope checkpoint and loaded back; then, against transformers
-itself (T5ForConditionalGeneration.from_pretrained of the folder, eager attention, float32): the tokenizer's ids and
-decoded text (sentinels and the output rows without a token included), teacher-forced log-probs (<= 1e-4) and every
-attention weight (<= 1e-5), greedy outputs on 20 sentences, and beam 4 under the model's generation_config.
+Each is a tiny model of the real transformers class with trained weights shipped in tests/fixtures/t5 (so that its
+outputs vary and end with </s> on every CPU: t5_fixtures.py), saved with save_pretrained, imported, written as an
+attnscope checkpoint and loaded back; then, against transformers itself (T5ForConditionalGeneration.from_pretrained
+of the folder, eager attention, float32): the tokenizer's ids and decoded text (sentinels and the output rows without
+a token included), teacher-forced log-probs (<= 1e-4) and every attention weight (<= 1e-5), greedy outputs on 20
+sentences (64 bytes for ByT5), and beam 4 under the model's generation_config.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from attnscope.checkpoints.importers.parts import Imported
 from attnscope.engine.decoding.translator import Translator
 from attnscope.engine.recording.capture import record_attention
 from tests.checkpoints.hf_fixtures import DE, EN, SENTENCES, transformers
-from tests.checkpoints.t5_fixtures import LANGS, VARIANTS
+from tests.checkpoints.t5_fixtures import LANGS, MAX_NEW_TOKENS, VARIANTS
 from tests.support import CEILING, ROOT
 
 LOG_PROBS_ATOL, ATTENTION_ATOL = 1e-4, 1e-5
@@ -128,10 +129,11 @@ def _padded(rows: list[list[int]]) -> torch.Tensor:
 
 
 def test_greedy_outputs_are_token_identical_on_20_sentences(pair: Pair) -> None:
-    expected = pair.generate(TEXTS, num_beams=1, max_new_tokens=20)
+    length = MAX_NEW_TOKENS[pair.name]
+    expected = pair.generate(TEXTS, num_beams=1, max_new_tokens=length)
     assert len({tuple(e) for e in expected}) >= 10 and sum(e[-1:] == [1] for e in expected) >= 3  # varied, some end
     for text, theirs in zip(TEXTS, expected):
-        ours = pair.ours.translate(text, max_len=20, capture=False)
+        ours = pair.ours.translate(text, max_len=length, capture=False)
         assert list(ours.target_ids) == theirs, text
         assert ours.text == pair.tok.decode([0, *theirs], skip_special_tokens=True)
 

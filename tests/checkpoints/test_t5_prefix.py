@@ -31,7 +31,7 @@ GERMAN, FRENCH = PREFIXES["translation_en_to_de"]["prefix"], PREFIXES["translati
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("t5") / "t5-small-ish"
     path.mkdir()
-    return t5_v1_0(path, steps=0)
+    return t5_v1_0(path, trained=False)
 
 
 def edited(folder: Path, tmp_path: Path, **changes: Any) -> Path:

@@ -36,6 +36,20 @@ def explorer_map(page: Page, title: str) -> Locator:
     return page.locator(f'.atsx canvas.cells[aria-label^="{title}"]')
 
 
+def open_menu(box: Locator, option: Locator) -> None:
+    """Open a selectbox's list (`box`, its combobox) until `option` shows. The key is pressed again while the list
+    is closed: on a loaded machine a redraw of the menu just after one press swallowed it, and it never opened.
+    A key, not a click: a second click on a list still opening would close it."""
+    def opened() -> bool:
+        if option.is_visible():
+            return True
+        box.focus()
+        box.press("ArrowDown")  # opens the list (react-aria combobox); never closes it
+        return False
+
+    wait_for(opened, "a menu to open")
+
+
 def enter(box: Locator, value: str) -> None:
     """Type `value` into an input and commit it with Enter, as a user does."""
     box.fill(value)

@@ -12,7 +12,7 @@ from urllib.parse import quote_plus
 
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import explorer_map, settled
+from tests.e2e.conftest import explorer_map, open_menu, settled
 
 
 def chart_title(page: Page, prefix: str):
@@ -52,11 +52,9 @@ def test_step_through_and_play(server: str, page: Page, record_property: Callabl
 
 def hypothesis_options(page: Page) -> list[str]:
     """Open the Hypothesis menu and read its option labels."""
-    box = page.get_by_role("combobox", name="Hypothesis")
-    box.focus()
-    box.press("ArrowDown")  # opens the list (react-aria combobox)
-    expect(page.get_by_role("option").first).to_be_visible()
-    labels = page.get_by_role("option").all_inner_texts()
+    options = page.get_by_role("option")
+    open_menu(page.get_by_role("combobox", name="Hypothesis"), options.first)
+    labels = options.all_inner_texts()
     page.keyboard.press("Escape")
     return labels
 

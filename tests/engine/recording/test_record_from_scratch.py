@@ -16,7 +16,7 @@ from attnscope.engine.recording.capture import record_attention
 from attnscope.records.attention import AttentionRecord, RecordError
 from tests.engine_fixtures import no_hooks_left
 from tests.scratch_models import bentrevett, hyunwoongko, jadore
-from tests.scratch_models.copy_task import EOS, PAD, SOS
+from tests.scratch_models.special_ids import EOS, PAD, SOS
 
 V = 20
 SOURCES = torch.tensor([[SOS, 5, 6, 7, 8, 9, EOS], [SOS, 9, 10, 11, EOS, PAD, PAD]])
