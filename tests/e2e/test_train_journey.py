@@ -3,7 +3,11 @@
 Waits only for events (a status text, a button becoming enabled), never for a fixed time."""
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import Page, expect
+
+from attnscope.ui.train.form import MAX_EPOCHS
 
 
 def test_stop_then_resume_a_toy_run(server: str, page: Page) -> None:
@@ -12,6 +16,10 @@ def test_stop_then_resume_a_toy_run(server: str, page: Page) -> None:
     page.get_by_label("Run name").fill("browser-stop-resume")
     page.get_by_label("Run name").press("Enter")
     expect(page.get_by_text("saves the model as browser-stop-resume")).to_be_visible()
+    epochs = page.get_by_label(re.compile(r"^Epochs"))  # the most epochs: still going when Stop lands, however fast
+    epochs.fill(str(MAX_EPOCHS))
+    epochs.press("Enter")
+    expect(epochs).to_have_value(str(MAX_EPOCHS))
     start, resume, stop = (page.get_by_role("button", name=n) for n in ("Start new", "Resume", "Stop"))
     expect(resume).to_be_disabled()
     start.click()
