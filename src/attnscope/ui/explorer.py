@@ -27,6 +27,7 @@ from attnscope.viz.labels import WEIGHT
 _ASSETS = files("attnscope.ui") / "assets"
 _explorer = st.components.v2.component("attnscope_explorer", html="", css=(_ASSETS / "explorer.css").read_text("utf-8"),
                                        js=(_ASSETS / "explorer.js").read_text("utf-8"))
+UNBOUNDED = 1 << 30  # steps: a reported view is kept as it is (a payload clamps it to its sentence)
 KEYBOARD = ("←/→ step · ↑/↓ head (mean first) · PgUp/PgDn layer · e/d/c encoder, decoder or cross-attention · "
             "space play/pause (Step page) · +/− zoom")
 
@@ -54,7 +55,7 @@ def _follow(key: str) -> None:
     head = picked.get("head")
     if head is None or isinstance(head, int):
         state.set_head(head)
-    state.store(state.explorer_reported(key), selection_of(state.read(), 1 + int(picked.get("step") or 0)))
+    state.store(state.explorer_reported(key), selection_of(state.read(), UNBOUNDED))  # the view as it now is
 
 
 def opened_on(key: str, name: str, current: Selection) -> tuple[Selection, int]:
