@@ -99,7 +99,7 @@ def _fetch_layer(page: Any) -> int | str:
     start = time.perf_counter()
     page.evaluate(f"() => {find}.explorer.set({{layer: 1}})")
     page.wait_for_function(f"() => {{ const r = {find}; return r.explorer.w.has('cross', 1) && "
-                           "r.querySelector('.missing').textContent === ''; }}")
+                           f"r.querySelector('.missing').textContent === ''; }}")
     return round((time.perf_counter() - start) * 1e3)
 
 
