@@ -27,6 +27,8 @@ TARGETS_MS = {"look p95": 50, "sentence to first heatmap": 1200, "heads open": 1
               "shipped cold start": 5000, "shipped Next p95": 50}
 PAYLOAD_TARGET = 1_000_000  # bytes for a 40-token sentence
 EXPLORER_DRAWN = ".atsx canvas.cells"
+FIND = ("[...document.querySelectorAll('*')].map(e => e.shadowRoot).filter(Boolean)"  # the explorer, in its shadow root
+        ".map(s => s.querySelector('.atsx')).find(Boolean)")
 GAP_MS = 600
 # In the page: find the explorer (inside its shadow root), do one look `n` times, each timed to the next frame.
 LOOKS_JS = """async ([look, n, gap]) => {
@@ -92,13 +94,11 @@ def _open_heads(page: Any) -> float:
 def _fetch_layer(page: Any) -> int | str:
     """Milliseconds from picking another layer of a long output (its payload holds one layer) to its rows drawn:
     the server is asked at once and answers with that layer; "all layers sent" when the payload held them all."""
-    find = ("[...document.querySelectorAll('*')].map(e => e.shadowRoot).filter(Boolean)"
-            ".map(s => s.querySelector('.atsx')).find(Boolean)")
-    if page.evaluate(f"() => {find}.explorer.w.h.complete"):
+    if page.evaluate(f"() => {FIND}.explorer.w.h.complete"):
         return "all layers sent"
     start = time.perf_counter()
-    page.evaluate(f"() => {find}.explorer.set({{layer: 1}})")
-    page.wait_for_function(f"() => {{ const r = {find}; return r.explorer.w.has('cross', 1) && "
+    page.evaluate(f"() => {FIND}.explorer.set({{layer: 1}})")
+    page.wait_for_function(f"() => {{ const r = {FIND}; return r.explorer.w.has('cross', 1) && "
                            f"r.querySelector('.missing').textContent === ''; }}")
     return round((time.perf_counter() - start) * 1e3)
 
@@ -129,10 +129,10 @@ def _model_rows(path: Path, sentence: str, looks_n: int, sessions: int, long_len
             _open(page, f"{url}/?sentence={quote_plus(sentence)}&max_len=25")
             box = page.locator("textarea[aria-label=\"Sentence (en)\"]")
             box.fill(sentence + " again")
+            before = page.evaluate(f"() => {FIND}.explorer.w.h.id")
             start = time.perf_counter()
-            box.press("Control+Enter")
-            page.locator(EXPLORER_DRAWN).first.wait_for()
-            page.wait_for_function("() => !document.querySelector('[data-stale=\"true\"]')")
+            box.press("Control+Enter")  # drawn: the explorer holds the new sentence's payload
+            page.wait_for_function(f"() => {{ const r = {FIND}; return r && r.explorer.w.h.id !== '{before}'; }}")
             submit = time.perf_counter() - start
             page.wait_for_function("() => !document.querySelector('[data-stale=\"true\"]')")
             heatmap_looks = _looks(page, ("head", "layer", "kind", "hover"), looks_n)

@@ -238,8 +238,8 @@ class Explorer {
 
   set(change, quiet) {
     this.sel = this.fit({ ...this.sel, ...change });
-    this.render();
     if (!quiet) this.schedule();
+    this.render();  // after: a layer the payload lacks is asked for at once, not after the pause
   }
 
   schedule(now) {  // the server hears of the selection when the user pauses (at once: when it must fetch a layer)
