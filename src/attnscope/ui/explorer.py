@@ -63,14 +63,12 @@ def opened_on(key: str, name: str, current: Selection) -> tuple[Selection, int]:
     sent, unless the view now differs from what the explorer shows (the selection it last reported, else the one it
     was sent): then the view's, under a new count (so the browser follows even a selection it was sent before)."""
     sent = state.stored(state.explorer_sent(key))
-    reported = state.forget(state.explorer_reported(key))
-    shown = reported if reported is not None else sent[1] if sent is not None else None
+    reported = state.stored(state.explorer_reported(key))
+    shown = reported if reported is not None else None if sent is None else sent[1]
     if sent is None or sent[0] != name or current != shown:
         sent = (name, current, 0 if sent is None else sent[2] + 1)
         state.store(state.explorer_sent(key), sent)
-    elif reported is not None:
-        sent = (name, sent[1], sent[2])  # the explorer shows `reported`: keep the bytes, which it does not follow
-        state.store(state.explorer_reported(key), reported)
+        state.forget(state.explorer_reported(key))  # it shows what it is sent now
     return sent[1], sent[2]
 
 
@@ -89,5 +87,5 @@ def explorer(record: AttentionRecord, view: ViewState, name: Hashable, key: str,
                    other=other)
     _explorer(key=key, data=data, on_view_change=lambda: _follow(key))
     if caption:
-            st.caption(f"Every look is answered in your browser. Keyboard (click the explorer first): {KEYBOARD}. Hover "
+        st.caption(f"Every look is answered in your browser. Keyboard (click the explorer first): {KEYBOARD}. Hover "
                    "shows the value the model recorded (float32, 7 significant digits).")
