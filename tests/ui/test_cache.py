@@ -1,4 +1,5 @@
-"""ui.cache: one computation per (kind, query, extra), shared, never mixed up between kinds or queries."""
+"""ui.cache and ui.result_store: one computation per (kind, query, extra), shared, never mixed up between kinds or
+queries, within a memory budget (least recently used dropped first, and said when computed again)."""
 from __future__ import annotations
 
 from typing import Callable
@@ -6,15 +7,16 @@ from typing import Callable
 import pytest
 import streamlit as st
 
-from attnscope.ui.cache import cached, result_key
+from attnscope.ui.cache import BUDGET_MB, budget_bytes, cached, result_key
 from attnscope.ui.query import Query
+from attnscope.ui.result_store import ResultStore
 
 QUERY = Query("tiny@0.0", "a b c", 1, 20)
 
 
 @pytest.fixture(autouse=True)
 def fresh_caches() -> None:
-    st.cache_data.clear()
+    st.cache_resource.clear()  # the store is a resource: made anew, with the budget the test sets
 
 
 def counted(value: object, calls: list[object]) -> Callable[[], object]:
@@ -56,3 +58,47 @@ def test_a_failed_computation_is_not_cached() -> None:
     with pytest.raises(ValueError):
         cached("translate", QUERY, fails)
     assert cached("translate", QUERY, lambda: "ok") == "ok"
+
+
+def test_the_least_recently_used_results_go_first_when_the_budget_is_passed() -> None:
+    store = ResultStore(budget=3_000)
+    for key in "abc":
+        assert store.put(key, "x" * 900) == []
+    assert store.get("a") == (True, "x" * 900)  # a is now the most recent: b is the oldest
+    assert store.put("d", "x" * 900) == ["b"] and store.size <= 3_000
+    assert store.get("b") == (False, None) and store.was_dropped("b") and not store.was_dropped("a")
+    store.put("b", "y")  # kept again: no longer dropped
+    assert not store.was_dropped("b") and store.get("b") == (True, "y")
+
+
+def test_a_result_larger_than_the_budget_is_kept_alone_until_the_next() -> None:
+    store = ResultStore(budget=100)
+    store.put("small", "s")
+    assert store.put("huge", "x" * 1_000) == ["small"] and store.get("huge")[0]
+    assert store.put("next", "n") == ["huge"] and store.size < 100
+
+
+def test_the_budget_is_the_variable_or_a_share_of_the_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(BUDGET_MB, "2")
+    assert budget_bytes() == 2 * 2**20
+    monkeypatch.setenv(BUDGET_MB, "lots")
+    assert 0 < budget_bytes() <= 2**30
+    monkeypatch.delenv(BUDGET_MB)
+    assert 0 < budget_bytes() <= 2**30
+
+
+def test_a_dropped_result_is_computed_again_and_the_page_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    def page() -> None:
+        from attnscope.ui.cache import cached
+        from attnscope.ui.query import Query
+
+        for sentence in ("a", "b", "a"):  # b's result pushes a's out; a is computed again
+            cached("translate", Query("tiny@0.0", sentence, 1, 20), lambda s=sentence: s * 2_000)
+
+    monkeypatch.setenv(BUDGET_MB, "0.003")  # ~3 KB: room for one result
+    app = AppTest.from_function(page).run()
+    assert not app.exception
+    (note,) = [c.value for c in app.caption]
+    assert note.startswith("This result had been dropped to keep the server's results within their memory budget")

@@ -37,7 +37,6 @@ def test_concurrent_sessions_on_one_cached_model_each_get_their_own_results(tmp_
     path = published(tmp_path, 0, 1_000_000.0)
     tr = models._load(str(path), path.stat().st_mtime)
     expected = {s: tr.translate(s) for s in SENTENCES}
-    st.cache_data.clear()
     seen: dict[int, object] = {}
     start = threading.Barrier(len(SENTENCES))
 

@@ -1,22 +1,51 @@
-"""One cache for results computed from a query (a translation, a forced branch, weighted value norms...).
+"""One cache for results computed from a query (a translation, a forced branch, weighted value norms...), within a
+memory budget.
 
-Results are `st.cache_data`: shared by every session (so many users on one model translate a sentence
-once), each caller getting its own copy. Entries are named `(kind, query.key, *extra)`, so results of
-different kinds never collide, and bounded in number: the least recently used go first.
+Results are shared by every session (so many users on one model translate a sentence once), each caller getting
+its own copy. Entries are named `(kind, query.key, *extra)`, so results of different kinds never collide. They live
+in one ResultStore (ui/result_store.py) of at most `budget_bytes()`: the least recently used go first, so a server
+that runs for days holds steady, and a page that has to compute a dropped result again says so.
 """
 from __future__ import annotations
 
+import os
 from contextlib import nullcontext
 from typing import Callable, Hashable, TypeVar
 
 import streamlit as st
 
+from attnscope.model.budget import available_bytes
 from attnscope.ui.query import Query
+from attnscope.ui.result_store import ResultStore
 
 T = TypeVar("T")
-MAX_ENTRIES = 288  # as many as the five caches this one replaced held together (4 × 64 + 32)
+BUDGET_MB = "ATTNSCOPE_RESULTS_MB"  # the results' memory budget in MB; by default a quarter of the memory available
+DEFAULT_SHARE, DEFAULT_MAX = 0.25, 1 << 30  # at the server's start, at most 1 GB
 
 ResultKey = tuple[Hashable, ...]  # names one result: (kind, query key, extra arguments...)
+
+
+def budget_bytes() -> int:
+    """The results' memory budget: ATTNSCOPE_RESULTS_MB when set, else a quarter of what the machine has available
+    (at most 1 GB: an opus-mt-sized 400-token translation with every head is ~32 MB)."""
+    value = os.environ.get(BUDGET_MB, "").strip()
+    if value:
+        try:
+            return max(1, int(float(value) * 2**20))
+        except ValueError:
+            pass  # not a number: the default, as for an unset variable
+    return int(min(DEFAULT_MAX, available_bytes() * DEFAULT_SHARE))
+
+
+@st.cache_resource(show_spinner=False)
+def _store() -> ResultStore:
+    """The server's one store of results (a Streamlit resource: made once, shared by every session)."""
+    return ResultStore(budget_bytes())
+
+
+def dropped_note(budget: int) -> str:
+    return (f"This result had been dropped to keep the server's results within their memory budget ({budget / 2**20:,.0f} "
+            f"MB, least recently used first; {BUDGET_MB} sets it), so it was computed again.")
 
 
 def result_key(kind: str, query: Query, *extra: Hashable) -> ResultKey:
@@ -24,15 +53,24 @@ def result_key(kind: str, query: Query, *extra: Hashable) -> ResultKey:
     return (kind, query.key, *extra)
 
 
-@st.cache_data(max_entries=MAX_ENTRIES, show_spinner=False)
-def _stored(key: ResultKey, _compute: Callable[[], T]) -> T:
-    return _compute()
-
-
 def cached(kind: str, query: Query, compute: Callable[[], T], *extra: Hashable, spinner: str | None = None) -> T:
-    """`compute()` once per (kind, query, extra); later calls, from any session, get a copy of that result.
+    """`compute()` once per (kind, query, extra); later calls, from any session, get a copy of that result while the
+    memory budget keeps it.
 
-    `spinner` is shown while computing (not on a cache hit: Streamlit shows a spinner only after half a second).
+    `spinner` is shown while computing (not when the result is kept).
     """
-    with st.spinner(spinner) if spinner else nullcontext():
-        return _stored(result_key(kind, query, *extra), compute)
+    key, store = result_key(kind, query, *extra), _store()
+    kept, value = store.get(key)
+    if kept:
+        return value
+    with store.computing(key):
+        kept, value = store.get(key)  # another session may have computed it meanwhile
+        if kept:
+            return value
+        again = store.was_dropped(key)
+        with st.spinner(spinner) if spinner else nullcontext():
+            value = compute()
+        store.put(key, value)
+    if again:
+        st.caption(dropped_note(store.budget))
+    return value
