@@ -40,15 +40,13 @@ class Selection:
         return {"kind": self.kind, "layer": self.layer, "head": self.head, "step": self.step}
 
 
-def n_floats(record: AttentionRecord, layers: dict[Kind, Sequence[int]] | None = None) -> int:
-    """Floats the payload carries for `record` (every layer, or `layers` per kind)."""
+def n_floats(record: AttentionRecord) -> int:
+    """Floats the payload carries for every layer of `record`."""
     total = 0
     for kind in KINDS:
         array = record.array(kind)
         q, k = array.shape[2:]
-        per_head = q * (q + 1) // 2 if kind == "decoder" else q * k
-        n_layers = array.shape[0] if layers is None else len(layers[kind])
-        total += n_layers * array.shape[1] * per_head
+        total += array.shape[0] * array.shape[1] * (q * (q + 1) // 2 if kind == "decoder" else q * k)
     return total
 
 
