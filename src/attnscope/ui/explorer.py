@@ -1,6 +1,6 @@
 """The attention explorer on a page: one sentence's attention sent to the browser once, every look answered there.
 
-The component (st.components.v2, inline HTML/CSS/JS from ui/assets, no iframe, no build step) draws
+The component (st.components.v2, inline CSS and JS from ui/assets/explorer, no iframe, no build step) draws
 viz/explorer.py's payload on canvas: kind, layer, head or mean of heads, the all-heads grid, the decoding steps,
 hover and zoom need no server rerun. What the user picks comes back as the component's "view" state at once; its
 callback stores it as the session's view (before the next run draws the sidebar), so the sidebar, the other pages
@@ -24,9 +24,11 @@ from attnscope.ui.state import ViewState
 from attnscope.viz.explorer import Compared, Selection, payload
 from attnscope.viz.labels import WEIGHT
 
-_ASSETS = files("attnscope.ui") / "assets"
-_explorer = st.components.v2.component("attnscope_explorer", html="", css=(_ASSETS / "explorer.css").read_text("utf-8"),
-                                       js=(_ASSETS / "explorer.js").read_text("utf-8"))
+_ASSETS = files("attnscope.ui") / "assets" / "explorer"
+JS_PARTS = ("base.js", "cells.js", "explorer.js", "heatmap.js", "step.js", "compare.js")  # one module, in this order
+_explorer = st.components.v2.component(
+    "attnscope_explorer", html="", css=(_ASSETS / "explorer.css").read_text("utf-8"),
+    js="\n".join((_ASSETS / part).read_text("utf-8") for part in JS_PARTS))
 UNBOUNDED = 1 << 30  # steps: a reported view is kept as it is (a payload clamps it to its sentence)
 KEYBOARD = ("←/→ step · ↑/↓ head (mean first) · PgUp/PgDn layer · e/d/c encoder, decoder or cross-attention · "
             "space play/pause (Step page) · +/− zoom")

@@ -1,7 +1,7 @@
 """The attention explorer's payload: one sentence's attention, tokens and decoding steps as compact bytes.
 
 The browser draws every look (kind, layer, head, step, hover) from this payload without asking the server again
-(ui/explorer.py mounts it; ui/assets/explorer.js draws it). Layout, all little-endian:
+(ui/explorer.py mounts it; the JavaScript in ui/assets/explorer/ draws it). Layout, all little-endian:
 
     b"ATSX" | uint32 version | uint32 header length | header (UTF-8 JSON) | zero padding to 4 bytes | float32 data
 
