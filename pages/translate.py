@@ -15,11 +15,8 @@ query, result = widgets.translated_sentence(tr, view)
 show_translation(query.sentence, result.text, tr.bundle.tgt_lang)
 
 shown, norms = values_switch(tr, query, result)  # weights, or weighted value norms
-n_tokens, long = figures.longest_side(shown)
-if long:
-    st.caption(figures.long_caption(n_tokens))
 explorer(shown, view, ("translate", query.key, norms), "explorer-translate", steps=result.steps,
-         value=value_labels(norms)[0], per_head_scale=long)
+         value=value_labels(norms)[0], per_head_scale=figures.scaled_per_head(shown))
 
 with st.expander("Compare with a reference translation (teacher forcing)"):
     reference = st.text_input(f"Reference ({tr.bundle.tgt_lang})", key="reference")

@@ -19,21 +19,19 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import quote_plus
 
-from attnscope.bench.app_latency import busy_neighbour, served
+from attnscope.bench.app_latency import HEATMAPS_DRAWN, busy_neighbour, served
 from attnscope.bench.imported_shapes import shaped_checkpoint
 
 TARGETS_MS = {"look p95": 50, "sentence to first heatmap": 1200, "heads open": 1000, "400-token Next p95": 50,
               "400-token layer fetch": 200,
               "shipped cold start": 5000, "shipped Next p95": 50}
 PAYLOAD_TARGET = 1_000_000  # bytes for a 40-token sentence
-EXPLORER_DRAWN = ".atsx canvas.cells"
 FIND = ("[...document.querySelectorAll('*')].map(e => e.shadowRoot).filter(Boolean)"  # the explorer, in its shadow root
         ".map(s => s.querySelector('.atsx')).find(Boolean)")
 GAP_MS = 600
 # In the page: find the explorer (inside its shadow root), do one look `n` times, each timed to the next frame.
 LOOKS_JS = """async ([look, n, gap]) => {
-  const root = [...document.querySelectorAll('*')].map(e => e.shadowRoot).filter(Boolean)
-    .map(s => s.querySelector('.atsx')).find(Boolean);
+  const root = EXPLORER;
   const frame = () => new Promise(r => requestAnimationFrame(() => r()));
   const buttons = (label) => [...root.querySelectorAll('.bar .group')].find(g => g.textContent.startsWith(label))
     .querySelectorAll('button');
@@ -60,7 +58,7 @@ LOOKS_JS = """async ([look, n, gap]) => {
     await new Promise(r => setTimeout(r, gap));
   }
   return out;
-}"""
+}""".replace("EXPLORER", FIND)
 
 
 def p95(ms: list[float]) -> float:
@@ -75,7 +73,7 @@ def _open(page: Any, url: str) -> float:
     """Seconds from going to `url` to the explorer drawn (then waits until the page has settled)."""
     start = time.perf_counter()
     page.goto(url)
-    page.locator(EXPLORER_DRAWN).first.wait_for()
+    page.locator(HEATMAPS_DRAWN).first.wait_for()
     seconds = time.perf_counter() - start
     page.wait_for_function("() => !document.querySelector('[data-stale=\"true\"]')")
     return seconds
@@ -86,7 +84,7 @@ def _open_heads(page: Any) -> float:
     start = time.perf_counter()
     page.get_by_role("link", name="Heads & layers").click()
     page.get_by_role("tab", name="Compare").wait_for()
-    page.locator(EXPLORER_DRAWN).first.wait_for()
+    page.locator(HEATMAPS_DRAWN).first.wait_for()
     page.get_by_text("heads for this sentence", exact=False).first.wait_for()
     return time.perf_counter() - start
 
@@ -111,11 +109,10 @@ def _others(app: Any, url: str, n: int) -> Callable[[], None]:
         page = context.new_page()
         page.set_default_timeout(180_000)
         page.goto(url)
-        page.locator(EXPLORER_DRAWN).first.wait_for()
-        page.evaluate("setInterval(() => { const r = [...document.querySelectorAll('*')].map(e => e.shadowRoot)"
-                      ".filter(Boolean).map(s => s.querySelector('.atsx')).find(Boolean); if (!r) return;"
+        page.locator(HEATMAPS_DRAWN).first.wait_for()
+        page.evaluate(f"setInterval(() => {{ const r = {FIND}; if (!r) return;"
                       " const b = [...r.querySelectorAll('button')]; const next = b.find(x => x.textContent.includes('Next'));"
-                      " (next.disabled ? b.find(x => x.textContent.includes('Previous')) : next).click(); }, 300)")
+                      " (next.disabled ? b.find(x => x.textContent.includes('Previous')) : next).click(); }}, 300)")
     return lambda: [c.close() for c in contexts]
 
 

@@ -18,8 +18,8 @@ from typing import Hashable, Sequence
 
 import streamlit as st
 
-from attnscope.records.attention import AttentionRecord, DecodeStep, Kind
-from attnscope.ui import state
+from attnscope.records.attention import KINDS, AttentionRecord, DecodeStep, Kind
+from attnscope.ui import selection, state
 from attnscope.ui.state import ViewState
 from attnscope.viz.explorer import Compared, Selection, payload
 from attnscope.viz.labels import WEIGHT
@@ -36,7 +36,7 @@ KEYBOARD = ("←/→ step · ↑/↓ head (mean first) · PgUp/PgDn layer · e/d
 
 def selection_of(view: ViewState, n_steps: int) -> Selection:
     """The session's view as the explorer opens it (the step kept within the sentence's `n_steps`)."""
-    return Selection(view.kind, view.layer, view.head, min(max(view.step, 0), max(n_steps - 1, 0)))
+    return Selection(view.kind, view.layer, view.head, selection.fit_step(view, max(n_steps, 1)))
 
 
 def view_id(name: Hashable) -> str:
@@ -49,7 +49,7 @@ def _follow(key: str) -> None:
     picked = state.component_value(key, "view")
     if not isinstance(picked, dict):
         return
-    if picked.get("kind") in ("encoder", "decoder", "cross"):
+    if picked.get("kind") in KINDS:
         state.set_kind(picked["kind"])
     for name, setter in (("layer", state.set_layer), ("step", state.set_step)):
         if isinstance(picked.get(name), int):

@@ -2,6 +2,8 @@
 looks blank, so the explorer colours each map by its own maximum and the page says why."""
 from __future__ import annotations
 
+import streamlit as st
+
 from attnscope.records.attention import AttentionRecord
 from attnscope.viz.heatmap import LONG_INPUT, is_long
 
@@ -10,6 +12,14 @@ def longest_side(record: AttentionRecord) -> tuple[int, bool]:
     """The record's longer token sequence, and whether it is long enough to look pale on a 0–1 colour scale."""
     n_tokens = max(len(record.source_tokens), len(record.target_tokens))
     return n_tokens, is_long(n_tokens)
+
+
+def scaled_per_head(record: AttentionRecord) -> bool:
+    """Whether `record`'s maps start coloured per head (a long sentence); when they do, the page says why."""
+    n_tokens, long = longest_side(record)
+    if long:
+        st.caption(long_caption(n_tokens))
+    return long
 
 
 def long_caption(n_tokens: int) -> str:

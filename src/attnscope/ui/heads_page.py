@@ -33,10 +33,8 @@ SPLITS = ("val", "test_2016_flickr", "test_2017_flickr")
 def all_heads(view: ViewState, query: Query, result: Translation) -> None:
     """Every layer and head of each kind at once, one of them large, in the attention explorer (answered in the
     browser; a long sentence coloured per head, as on Translate, so no pattern fades)."""
-    n_tokens, long = figures.longest_side(result.attention)
-    if long:
-        st.caption(figures.long_caption(n_tokens))
-    explorer(result.attention, view, ("heads", query.key), "explorer-heads", steps=result.steps, per_head_scale=long)
+    explorer(result.attention, view, ("heads", query.key), "explorer-heads", steps=result.steps,
+             per_head_scale=figures.scaled_per_head(result.attention))
 
 
 def statistics(result: Translation) -> None:
