@@ -112,7 +112,7 @@ def _others(app: Any, url: str, n: int) -> Callable[[], None]:
         page.locator(HEATMAPS_DRAWN).first.wait_for()
         page.evaluate(f"setInterval(() => {{ const r = {FIND}; if (!r) return;"
                       " const b = [...r.querySelectorAll('button')]; const next = b.find(x => x.textContent.includes('Next'));"
-                      " (next.disabled ? b.find(x => x.textContent.includes('Previous')) : next).click(); }}, 300)")
+                      " (next.disabled ? b.find(x => x.textContent.includes('Previous')) : next).click(); }, 300)")
     return lambda: [c.close() for c in contexts]
 
 
