@@ -7,13 +7,17 @@ size, so that every page's work is what it is on the real model, only the weight
 """
 from __future__ import annotations
 
+import os
 import statistics
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Sequence
 
 import torch
 
+from attnscope.bench.app_latency import app_latency
+from attnscope.bench.measure import SENTENCES, median_times
 from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.checkpoint import Bundle
 from attnscope.checkpoints.importers.vocab_files import word_level
@@ -98,3 +102,57 @@ def load_seconds(path: Path) -> float:
     start = time.perf_counter()
     checkpoint.load(path)
     return round(time.perf_counter() - start, 2)
+
+
+def inside_latency(tr: Translator, repeats: int, max_len: int | None = None) -> dict[str, Any]:
+    """Server-side seconds of the Inside-one-head page's work. The page traces a sentence once (one teacher-forced
+    pass, kept in memory);
+    moving the step cuts that trace, slices a head, builds every panel and the logit lens (HTML);
+    switching head does the same without the lens."""
+    from attnscope.engine.inside.head_view import head_view
+    from attnscope.engine.inside.lens import logit_lens
+    from attnscope.engine.inside.traced import sentence_trace
+    from attnscope.engine.recording.trace import decoder_inputs
+    from attnscope.viz.inside import PANELS
+    from attnscope.viz.lens import lens_table
+
+    result = tr.translate(SENTENCES[2], max_len=max_len)
+    piece = tr.bundle.tgt_codec.piece
+
+    def traced() -> Any:
+        with tr.inference():
+            bos = tr.model.config.bos_id
+            return sentence_trace(tr.model, result.source_ids, decoder_inputs(result.target_ids, bos))  # as the page
+
+    whole = traced()
+    state = {"step": 0}
+
+    def draw(t: int, head: int, with_lens: bool) -> None:
+        view = head_view(whole.until(t), "decoder", 0, head, t, result.source_tokens, result.target_tokens[: t + 1])
+        views = [build(view) for build in PANELS]
+        if with_lens:
+            views.append(lens_table(logit_lens(tr.model, whole, t, result.steps[t].token_id), piece))
+
+    def move_step() -> None:
+        state["step"] = (state["step"] + 1) % len(result.steps)
+        draw(state["step"], 0, True)
+
+    timed = median_times({"trace": traced, "move": move_step, "head": lambda: draw(len(result.steps) - 1, 1, False)}, repeats)
+    return {"tokens (source x target)": f"{len(result.source_ids)} x {len(result.steps)}",
+            "trace the sentence ms (once)": round(timed["trace"] * 1e3, 1),
+            "move the step ms": round(timed["move"] * 1e3, 1),
+            "switch head ms": round(timed["head"] * 1e3, 1), "panels": len(PANELS) + 1}
+
+
+def imported_shape(name: str, repeats: int, app: bool) -> dict[str, Any]:
+    """A random model of an imported family's shape: checkpoint size and load time, what the pages ask of the
+    server, Inside one head, and (with `app`) issue 17's journeys in headless Chromium."""
+    words = " ".join(SENTENCES).replace(".", " .").split()
+    path = shaped_checkpoint(name, Path(tempfile.mkdtemp()), words)
+    tr = Translator(*checkpoint.load(path))
+    row = {"model": name, "load average": round(os.getloadavg()[0], 1), "threads": torch.get_num_threads(),
+           "fp16 file MB": round(path.stat().st_size / 1e6, 1), "load s": load_seconds(path),
+           **server_latency(tr, SENTENCES, repeats), **inside_latency(tr, repeats, TYPICAL)}
+    if app:
+        row |= app_latency(path, SENTENCES, 3 if name.startswith("tiny") else 8)
+    return row
