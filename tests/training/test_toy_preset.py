@@ -1,4 +1,4 @@
-"""The README's toy command line is the Train page's toy preset, so the README's claim is about the defaults."""
+"""The docs' toy command line (docs/training.md) is the Train page's toy preset, so their claim is about the defaults."""
 from __future__ import annotations
 
 import re
@@ -10,16 +10,16 @@ from attnscope.training.toy import TOY_MODEL, TOY_SCHEDULE
 from tests.support import ROOT
 
 
-def readme_toy_command() -> list[str]:
-    """The arguments of the README's `python -m attnscope train --out runs/toy ...` (continued lines joined)."""
-    text = (ROOT / "README.md").read_text()
+def documented_toy_command() -> list[str]:
+    """The arguments of docs/training.md's `python -m attnscope train --out runs/toy ...` (continued lines joined)."""
+    text = (ROOT / "docs" / "training.md").read_text()
     found = re.search(r"python -m attnscope train (--out runs/toy .*?)#", text.replace("\\\n", " "))
-    assert found, "the README shows the toy preset's command line"
+    assert found, "docs/training.md shows the toy preset's command line"
     return shlex.split(found[1])
 
 
-def test_the_readme_toy_command_is_the_train_pages_toy_preset() -> None:
-    config = parse_args(readme_toy_command())
+def test_the_documented_toy_command_is_the_train_pages_toy_preset() -> None:
+    config = parse_args(documented_toy_command())
     assert config.task == "reverse" and config.preset == "toy"
     assert PRESETS["toy"] | config.model == PRESETS["toy"] | TOY_MODEL
     assert {key: getattr(config, key) for key in TOY_SCHEDULE} == TOY_SCHEDULE
