@@ -5,7 +5,7 @@ tests/fixtures/frameworks/ holds a tiny model trained by each framework's own CL
 tiny sizes, defaults otherwise) and, for the first 20 Multi30k test sentences, what its own translation CLI
 output with its defaults, greedy and beam 4: the tokens, the scores, per-token log-probs and the attention the
 framework exposes (outputs.json says which). regenerate.py there makes them in venvs of their own; nothing here
-imports a framework. Each checkpoint is imported as the README says (`python -m attnscope import FILE --out
+imports a framework. Each checkpoint is imported as docs/importing.md says (`python -m attnscope import FILE --out
 X.safetensors`, no other flag); teacher-forced on the framework's outputs, log-probs agree within 5e-4 and
 attention within 1e-4; decoding by the rules recorded at import (the framework's defaults: its length limit,
 forced </s>, length penalty and when a beam search ends) gives its greedy outputs on 20/20 sentences and its beam-4
@@ -47,7 +47,7 @@ Case = tuple[Translator, dict[str, Any], Framework]
 
 @pytest.fixture(scope="module", params=list(FRAMEWORKS))
 def case(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Case:
-    """The framework's checkpoint imported by the README's command, with no flag but --out, and loaded back."""
+    """The framework's checkpoint imported by docs/importing.md's command, with no flag but --out, and loaded back."""
     framework = FRAMEWORKS[request.param]
     out = tmp_path_factory.mktemp(framework.folder) / "imported.safetensors"
     assert import_main([str(FIXTURES / framework.folder / framework.checkpoint), "--out", str(out)]) == 0

@@ -108,8 +108,8 @@ def test_the_command_line_says_and_changes_the_prefix(folder: Path, tmp_path: Pa
 
 
 def test_the_readmes_command_imports_it(folder: Path, tmp_path: Path) -> None:
-    """`python -m attnscope import FOLDER --src-lang en --tgt-lang de --out FILE`, as the README gives it; without the
-    pair, one sentence naming the pairs and no file."""
+    """`python -m attnscope import FOLDER --src-lang en --tgt-lang de --out FILE`, as docs/importing.md gives it;
+    without the pair, one sentence naming the pairs and no file."""
     out = tmp_path / "t5-en-de.safetensors"
     assert main(["import", str(folder), "--src-lang", "en", "--tgt-lang", "de", "--out", str(out)]) == 0
     loaded = attnscope.load(out)
