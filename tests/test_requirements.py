@@ -149,10 +149,12 @@ def test_the_scan_catches_an_undeclared_import(tmp_path: Path) -> None:
 
 def test_every_pip_install_the_docs_and_messages_give_installs_pinned_versions() -> None:
     """The README's `pip install transformers sentencepiece` picked transformers 5.24.0 while the tests pin 5.23.0:
-    a command a reader copies (README, error messages) installs requirement files or the project's extras only."""
+    a command a reader copies (README, docs/, error messages) installs requirement files or the project's extras only."""
     command = re.compile(r"(?<!Recommended: )pip install ((?:-[a-z]+ )*)([^`\n#()]*)")  # not transformers' own advice
     loose = []
-    for path in [ROOT / "README.md", *python_files("src")]:
+    docs = sorted((ROOT / "docs").glob("*.md"))
+    assert docs, "docs/ holds the documents this scan reads"
+    for path in [ROOT / "README.md", *docs, *python_files("src")]:
         for flags, args in command.findall(path.read_text()):
             words = [w.strip("\\'\"") for w in args.split() if not w.startswith("-")]
             packages = [w for w in words if not (w.endswith(".txt") or w.startswith(".") or PIN.match(w) or w == "&&")]
