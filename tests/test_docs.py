@@ -33,7 +33,7 @@ def prose_lines(text: str) -> list[tuple[int, str]]:
 
 
 def setup_commands(readme: str) -> list[str]:
-    """The README's first two command lines inside ```bash blocks: what `.ci/run` extracts (sed's line 2 is command 2)."""
+    """The README's first two command lines in ```bash blocks: what `.ci/run` extracts (sed's line 2: command 2)."""
     lines, fenced = [], False
     for line in readme.splitlines():
         fence = FENCE.match(line)

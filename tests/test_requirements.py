@@ -149,7 +149,7 @@ def test_the_scan_catches_an_undeclared_import(tmp_path: Path) -> None:
 
 def test_every_pip_install_the_docs_and_messages_give_installs_pinned_versions() -> None:
     """The README's `pip install transformers sentencepiece` picked transformers 5.24.0 while the tests pin 5.23.0:
-    a command a reader copies (README, docs/, error messages) installs requirement files or the project's extras only."""
+    a command a reader copies (README, docs/, error messages) installs requirement files or the project's extras."""
     command = re.compile(r"(?<!Recommended: )pip install ((?:-[a-z]+ )*)([^`\n#()]*)")  # not transformers' own advice
     loose = []
     docs = sorted((ROOT / "docs").glob("*.md"))

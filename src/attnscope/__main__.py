@@ -14,7 +14,7 @@ from attnscope.model.device import apply_thread_policy
 
 COMMANDS: dict[str, ModuleType] = {"translate": translate, "train": train, "evaluate": evaluate, "average": average,
                                    "data": data, "import": import_model, "bench": bench}
-OWN_THREADS = {"train", "bench"}  # they take --threads; every other command decodes with the thread policy (README)
+OWN_THREADS = {"train", "bench"}  # they take --threads; every other command: the thread policy (docs/design.md)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,4 +1,4 @@
-"""The docs' toy command line (docs/training.md) is the Train page's toy preset, so their claim is about the defaults."""
+"""docs/training.md's toy command line is the Train page's toy preset, so its claim is about the defaults."""
 from __future__ import annotations
 
 import re

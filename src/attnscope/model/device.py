@@ -32,7 +32,7 @@ def policy_threads(environ: Mapping[str, str] = os.environ) -> int | None:
     One thread, because torch's threads wait for each other at the end of every kernel: on a 2-core machine
     whose other core is busy, two threads took 166-322 ms a token of an opus-mt-sized model against 24-28 ms
     with one. With a core to spare two are ~1.5x faster for that model: one thread bounds the worst case
-    (BENCHMARKS.md, issue 33).
+    (BENCHMARKS.md, imported shapes and peers).
     """
     text = environ.get(THREADS_VARIABLE, "").strip()
     if not text:

@@ -55,7 +55,7 @@ def available_checkpoints() -> dict[str, Path]:
 
 @st.cache_resource(max_entries=6, show_spinner="Loading the model…")
 def _load(path: str, mtime: float) -> Translator:
-    apply_thread_policy()  # the server's process decodes with the policy's threads (README, "Threads")
+    apply_thread_policy()  # the server's process decodes with the policy's threads (docs/design.md, "Threads")
     model, bundle = checkpoint.load(path)
     return Translator(model, bundle, label=Path(path).stem, revision=mtime)
 

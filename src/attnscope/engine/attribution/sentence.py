@@ -40,7 +40,7 @@ class SentenceAttribution:
     @property
     def split(self) -> Contributions:
         """The contributions behind the source/prefix split: ALTI+ (value zeroing's rollout leaves the
-        residual path out and puts nearly everything on the source; see README, "which measure")."""
+        residual path out and puts nearly everything on the source; see docs/attribution.md)."""
         return self.alti_plus
 
     def source_maps(self, layer: int) -> dict[str, np.ndarray]:

@@ -18,7 +18,7 @@ The distances are ~1e-5, so the variants run on a float64 copy of the model (flo
 moved shares by up to 1e-3 and made some negative), and the cosine distance is computed as
 ||a/|a| - b/|b|||^2 / 2, which is never negative. The rollout attributes nothing to a token's own
 path through the residual stream, so its source/prefix split leans to the source at every layer
-(see README, "which measure"); ALTI+ (engine/attribution/alti.py) accounts for that path and gives the split.
+(see docs/attribution.md); ALTI+ (engine/attribution/alti.py) accounts for that path and gives the split.
 """
 from __future__ import annotations
 

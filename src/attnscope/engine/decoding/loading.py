@@ -30,8 +30,8 @@ def load(path: str | os.PathLike[str] | None = None, device: str | None = None, 
     file = Path(path) if path is not None else default_checkpoint()
     if file.suffix.lower() in TORCH_SUFFIXES:
         raise CheckpointError(f"{file.name} is a PyTorch file, not an attnscope checkpoint: import it with "
-                              f"attnscope.import_model('{file}', ...) or python -m attnscope import (see README, "
-                              "'Bring your own model')")
+                              f"attnscope.import_model('{file}', ...) or python -m attnscope import (see "
+                              "docs/importing.md)")
     if file.is_dir() or (path is not None and not file.exists() and "/" in str(path) and file.suffix != ".safetensors"):
         raise CheckpointError(f"{path} is a model folder or hub name, not an attnscope checkpoint: import it once with "
                               f"python -m attnscope import {path} --out model.safetensors, or attnscope.import_model('{path}')")

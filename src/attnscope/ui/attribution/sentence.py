@@ -78,7 +78,7 @@ WHY_ALTI = ("Why ALTI+ for the source/prefix split: it counts every path into a 
             "included, as the published analyses of source and target contributions do. Value zeroing, rolled out, "
             "credits the prefix only through self-attention and the source at every layer, so on the shipped en→de "
             "model its split averages 99% source; ALTI+ gives 74% for the first token, falling to ~55% by the 15th, "
-            "the published trend (README: which measure, and why).")
+            "the published trend (docs/attribution.md: which measure, and why).")
 
 
 def ig_settings(ig: tuple[float, int]) -> IGSettings | None:
