@@ -461,12 +461,13 @@ def test_hugging_face_architectures_are_one_module_each_picked_in_one_registry()
 
     types = model_types()
     assert {"marian", "bart", "mbart", "m2m_100", "t5", "mt5", "pegasus"} <= types
-    assert not model_type_violations(package_sources(), types), "\n".join(model_type_violations(package_sources(), types))
+    found = model_type_violations(package_sources(), types)
+    assert not found, "\n".join(found)
     assert not outside_families(ARCHITECTURES), outside_families(ARCHITECTURES)
 
 
 def outside_families(architectures: dict[str, Any]) -> dict[str, str]:
-    """model_type -> the module reading its config.json, for each architecture whose module is not under hf_families/."""
+    """model_type -> the module reading its config.json, for each architecture whose module is outside hf_families/."""
     return {kind: arch.fields.__module__ for kind, arch in architectures.items()
             if not arch.fields.__module__.startswith(f"{HF_FAMILIES}.")}
 
