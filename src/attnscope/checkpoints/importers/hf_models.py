@@ -23,7 +23,8 @@ SIZES: dict[str, int] = {  # required field -> largest value accepted (hf_config
     "decoder_attention_heads": 1_024, "encoder_ffn_dim": 262_144, "decoder_ffn_dim": 262_144, "vocab_size": MAX_VOCAB}
 OPTIONAL = {"decoder_vocab_size": MAX_VOCAB, "max_position_embeddings": MAX_LEN}
 SETTINGS = ("activation", "norm", "final_norm", "positional", "sinusoid", "position_offset", "embed_norm",
-            "embed_scale", "source_framing", "source_prefix", "source_suffix", "decoder_start", "forced_first", "suppressed")
+            "embed_scale", "source_framing", "source_prefix", "source_suffix", "decoder_start", "forced_first",
+            "suppressed")
 ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "swish": "silu", "silu": "silu"}
 LEARNED_OFFSET = 2  # BartLearnedPositionalEmbedding's "hack": position i reads row i + 2
 

@@ -144,8 +144,8 @@ def tokens(folder: HFFolder, tok: Any, src_lang: str | None, tgt_lang: str | Non
     codec = _codec(tok, plan)
     start, forced = start_and_forced(folder, plan)
     prefix, pair = task_prefix(folder.config, src_lang, tgt_lang)
-    return framed_tokens(folder, tok, plan, codec, pair or (src_lang or "src", tgt_lang or "tgt"), start, forced,
-                                 prefix)
+    langs = pair or (src_lang or "src", tgt_lang or "tgt")
+    return framed_tokens(folder, tok, plan, codec, langs, start, forced, prefix)
 
 
 def _codec(tok: Any, plan: VocabPlan) -> TextCodec:
