@@ -24,5 +24,5 @@ class Architecture:
     settings: tuple[str, ...]  # the ModelConfig fields the import report lists as config.json's
     fields: Callable[[Config], Config]  # config.json (its sizes checked) -> ModelConfig fields
     weights: Callable[[dict[str, Tensor], Config, Config], Weights]  # (state, those fields, config.json) -> tensors
-    tokens: Callable[[HFFolder, Any, "str | None", "str | None"], Tokens]  # (folder, tokenizer, src_lang, tgt_lang)
+    tokens: Callable[[HFFolder, Any, str | None, str | None], Tokens]  # (folder, tokenizer, src_lang, tgt_lang)
     languages: bool = False  # the tokenizer takes the language codes (src_lang/tgt_lang) of a multilingual model
