@@ -10,13 +10,15 @@ attnscope.ui, which does the work behind their widgets. The app (app.py, pages/,
 public API: no private names (`st._x`, `from streamlit import _x`) and no runtime/server internals, so an
 upgrade cannot break it silently. Parameter names are spelled only in model/parameters.py, and every importer
 makes its model through the one assemble step (checkpoints/importers/assemble.py). The session's state
-(st.session_state) is read and written in ui/state.py only, where each key is spelled once. No module passes 300
-lines.
+(st.session_state) is read and written in ui/state.py only, where each key is spelled once. A Hugging Face model_type
+is spelled only in checkpoints/importers/hf_families/ (one module per architecture, and the registry that picks one).
+No module passes 300 lines.
 """
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -428,3 +430,66 @@ def test_parameter_names_live_in_one_table_and_importers_assemble_in_one_step() 
 def test_a_spelled_name_or_an_importer_assembling_itself_is_reported(module: str, source: str, rule: str) -> None:
     assert any(rule in v for v in name_and_assembly_violations({module: source}))
     assert not name_and_assembly_violations({NAME_TABLE if "spells" in rule else ASSEMBLE: source})  # where it belongs
+
+
+# Hugging Face architectures: one module each under hf_families/, picked by model_type from its registry, so that a
+# new one is its module and its registry line; nowhere else spells a model_type (nor branches on one).
+HF_FAMILIES = "attnscope.checkpoints.importers.hf_families"
+
+
+def model_types() -> set[str]:
+    """Every model_type the import knows: the architectures it converts and the ones it refuses with a reason."""
+    from attnscope.checkpoints.importers.hf_families import ARCHITECTURES, REFUSED
+
+    return set(ARCHITECTURES) | set(REFUSED)
+
+
+def model_type_violations(sources: dict[str, str], types: set[str]) -> list[str]:
+    """Modules outside hf_families/ that spell a model_type, one sentence each."""
+    found = []
+    for module, source in sorted(sources.items()):
+        if module == HF_FAMILIES or module.startswith(f"{HF_FAMILIES}."):
+            continue
+        found += [f"{module} spells the model_type {node.value!r} (line {node.lineno}): only hf_families/ names them, "
+                  "one module per architecture and its registry" for node in ast.walk(ast.parse(source))
+                  if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in types]
+    return found
+
+
+def test_hugging_face_architectures_are_one_module_each_picked_in_one_registry() -> None:
+    from attnscope.checkpoints.importers.hf_families import ARCHITECTURES
+
+    types = model_types()
+    assert {"marian", "bart", "mbart", "m2m_100", "t5", "mt5", "pegasus"} <= types
+    found = model_type_violations(package_sources(), types)
+    assert not found, "\n".join(found)
+    assert not outside_families(ARCHITECTURES), outside_families(ARCHITECTURES)
+
+
+def outside_families(architectures: dict[str, Any]) -> dict[str, str]:
+    """model_type -> the module reading its config.json, for each architecture whose module is outside hf_families/."""
+    return {kind: arch.fields.__module__ for kind, arch in architectures.items()
+            if not arch.fields.__module__.startswith(f"{HF_FAMILIES}.")}
+
+
+def test_an_architecture_read_outside_its_module_is_reported() -> None:
+    import dataclasses
+
+    from attnscope.checkpoints.importers import hf_models
+    from attnscope.checkpoints.importers.hf_families import bart
+
+    assert outside_families({"bart": bart.BART}) == {}
+    assert outside_families({"bart": dataclasses.replace(bart.BART, fields=hf_models.architecture)}) == {
+        "bart": "attnscope.checkpoints.importers.hf_models"}
+
+
+@pytest.mark.parametrize("module, source", [
+    ("attnscope.checkpoints.importers.hf_tokens", "if folder.model_type == 'marian':\n    pass"),
+    ("attnscope.checkpoints.importers.hf_config", "T5_TYPES = ('t5', 'mt5')"),
+    ("attnscope.checkpoints.importers.huggingface", "SIZES = {'bart': 1}"),
+    ("attnscope.checkpoints.importers.hf_models", "def f(config):\n    return config.get('model_type') in {'m2m_100'}"),
+])
+def test_a_model_type_spelled_outside_the_families_is_reported(module: str, source: str) -> None:
+    types = model_types()
+    assert model_type_violations({module: source}, types)
+    assert not model_type_violations({f"{HF_FAMILIES}.bart": source, HF_FAMILIES: source}, types)  # where it belongs

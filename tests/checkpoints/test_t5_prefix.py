@@ -19,7 +19,7 @@ from safetensors import safe_open
 import attnscope
 from attnscope.__main__ import main
 from attnscope.checkpoints.checkpoint import CheckpointError
-from attnscope.checkpoints.importers import hf_t5
+from attnscope.checkpoints.importers.hf_families import t5 as hf_t5
 from attnscope.checkpoints.importers.huggingface import import_hf
 from tests.checkpoints.hf_fixtures import EN, transformers
 from tests.checkpoints.t5_fixtures import PREFIXES, t5_v1_0

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnscope.checkpoints.checkpoint import CheckpointError
-from attnscope.checkpoints.importers.hf_config import OPTIONAL, SIZES, TOKEN_IDS, check_config
+from attnscope.checkpoints.importers.hf_config import TOKEN_IDS, check_config
+from attnscope.checkpoints.importers.hf_models import OPTIONAL, SIZES
 from attnscope.checkpoints.importers.vocab_files import load_vocabulary
 from attnscope.model.config import MAX_LEN, ConfigError, ModelConfig
 
@@ -26,7 +27,7 @@ FIELDS = sorted({*SIZES, *OPTIONAL, *TOKEN_IDS})
 def test_a_config_json_is_accepted_only_with_every_number_in_range(values: dict[str, Any], base: dict[str, int]) -> None:
     config = {**base, **values}
     try:
-        check_config(config, "m")
+        check_config(config, "m", SIZES, OPTIONAL)
     except CheckpointError as err:
         assert str(err).startswith("config.json of m has")
         return

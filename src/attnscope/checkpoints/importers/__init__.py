@@ -3,7 +3,8 @@
 `import_any(source, ...)` serves `python -m attnscope import`, `attnscope.import_model` and the
 Checkpoints page. What `source` is decides the route:
 - a Hugging Face folder (config.json), a zip of one, its model.safetensors/pytorch_model.bin, or a hub
-  name: huggingface.py (MarianMT, BART, mBART, M2M100/NLLB, T5/mT5/ByT5);
+  name: huggingface.py (MarianMT, BART, mBART, M2M100/NLLB, T5/mT5/ByT5: one module per architecture in
+  hf_families/, picked by config.json's model_type);
 - a fairseq transformer checkpoint (its `args`/`cfg` beside the weights, dict.*.txt beside the file):
   fairseq.py;
 - an OpenNMT-py v3 checkpoint (`model`, `generator`, `vocab`, `opt`): opennmt.py;

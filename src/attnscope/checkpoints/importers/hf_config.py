@@ -3,38 +3,28 @@
 A Hugging Face config is a file from anyone: every size the import reads must be there, be a whole number
 and lie in a range a real model has, and every token id must lie inside the vocabulary; otherwise the import
 stops with one sentence naming the field (not a KeyError, nor a 10^10-element vocabulary built for minutes).
+Which sizes, and their limits, each architecture says (hf_families/).
 """
 from __future__ import annotations
 
 from typing import Any
 
 from attnscope.checkpoints.checkpoint import CheckpointError
-from attnscope.model.config import MAX_LEN
 
 MAX_VOCAB = 2**22  # 4,194,304 tokens (NLLB-200 has 256,206)
-SIZES: dict[str, int] = {  # required field -> largest value accepted
-    "d_model": 16_384, "encoder_layers": 64, "decoder_layers": 64, "encoder_attention_heads": 1_024,
-    "decoder_attention_heads": 1_024, "encoder_ffn_dim": 262_144, "decoder_ffn_dim": 262_144, "vocab_size": MAX_VOCAB}
-OPTIONAL = {"decoder_vocab_size": MAX_VOCAB, "max_position_embeddings": MAX_LEN}
-# T5 and mT5 (ByT5 is a T5) name their sizes otherwise; the bucket limits are ModelConfig's
-T5_SIZES: dict[str, int] = {"d_model": 16_384, "num_layers": 64, "num_heads": 1_024, "d_kv": 16_384, "d_ff": 262_144,
-                            "vocab_size": MAX_VOCAB}
-T5_OPTIONAL = {"num_decoder_layers": 64, "relative_attention_num_buckets": 1_024,
-               "relative_attention_max_distance": MAX_LEN, "n_positions": MAX_LEN}
-T5_TYPES = ("t5", "mt5")
 TOKEN_IDS = ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id", "forced_bos_token_id",
              "forced_eos_token_id")
 
 
-def check_config(config: dict[str, Any], where: str) -> None:
-    """Refuse a config.json (of the folder or zip `where`) whose sizes or token ids the import cannot use."""
-    t5 = config.get("model_type") in T5_TYPES
-    for name, limit in (T5_SIZES if t5 else SIZES).items():
+def check_config(config: dict[str, Any], where: str, sizes: dict[str, int], optional: dict[str, int]) -> None:
+    """Refuse a config.json (of the folder or zip `where`) whose sizes or token ids the import cannot use: its
+    architecture's `sizes` (field -> largest value) must be there, its `optional` ones may be absent."""
+    for name, limit in sizes.items():
         if name not in config:
             raise CheckpointError(f"config.json of {where} has no {name}: it is not a complete Hugging Face model config "
                                   "(save the model with save_pretrained)")
         _size(config, name, limit, where)
-    for name, limit in (T5_OPTIONAL if t5 else OPTIONAL).items():
+    for name, limit in optional.items():
         if config.get(name) is not None:
             _size(config, name, limit, where)
     vocab = int(config["vocab_size"])

@@ -1,16 +1,10 @@
-"""Hugging Face's BART-derived translation models (Marian, BART, mBART, M2M100/NLLB) as attnscope tensors.
+"""The layer layout Hugging Face's BART-derived translation models share (Marian, BART, mBART, M2M100/NLLB; fairseq's
+layers carry the same names) as attnscope tensors and config fields.
 
 All four share one layer layout (`model.encoder.layers.N.self_attn.q_proj`, `fc1`, `final_layer_norm`,
-`encoder_attn`...); they differ in what surrounds the stacks, fixed by each class's code:
-
-| model_type | positions                                      | norms                          | embeddings LayerNorm |
-|------------|------------------------------------------------|--------------------------------|----------------------|
-| marian     | sinusoid, [sin, cos] halves                    | post-LN, no final norms        | no                   |
-| bart       | learned, one table per side, offset 2          | post-LN, no final norms        | yes                  |
-| mbart      | learned, one table per side, offset 2          | pre-LN, final norms            | yes                  |
-| m2m_100    | sinusoid, fairseq frequencies, offset pad + 1  | pre-LN, final norms            | no                   |
-
-config.json gives the sizes, the activation, `scale_embedding` and the special tokens.
+`encoder_attn`...) and config.json's names for the sizes, the activation, `scale_embedding` and the special tokens;
+they differ in what surrounds the stacks (positions, where the norms sit, an embeddings LayerNorm), which each
+architecture's module in hf_families/ gives as its `layout`.
 """
 from __future__ import annotations
 
@@ -19,21 +13,25 @@ from typing import Any
 from torch import Tensor
 
 from attnscope.checkpoints.checkpoint import CheckpointError
+from attnscope.checkpoints.importers.assemble import Weights
+from attnscope.checkpoints.importers.hf_config import MAX_VOCAB
 from attnscope.model import parameters
+from attnscope.model.config import MAX_LEN
 
-ARCHITECTURES: dict[str, dict[str, Any]] = {
-    "marian": dict(positional="sinusoidal", sinusoid="halves", norm="post", final_norm=False, embed_norm=False),
-    "bart": dict(positional="learned", separate_positions=True, norm="post", final_norm=False, embed_norm=True),
-    "mbart": dict(positional="learned", separate_positions=True, norm="pre", final_norm=True, embed_norm=True),
-    "m2m_100": dict(positional="sinusoidal", sinusoid="fairseq", norm="pre", final_norm=True, embed_norm=False),
-}
+SIZES: dict[str, int] = {  # required field -> largest value accepted (hf_config.check_config)
+    "d_model": 16_384, "encoder_layers": 64, "decoder_layers": 64, "encoder_attention_heads": 1_024,
+    "decoder_attention_heads": 1_024, "encoder_ffn_dim": 262_144, "decoder_ffn_dim": 262_144, "vocab_size": MAX_VOCAB}
+OPTIONAL = {"decoder_vocab_size": MAX_VOCAB, "max_position_embeddings": MAX_LEN}
+SETTINGS = ("activation", "norm", "final_norm", "positional", "sinusoid", "position_offset", "embed_norm",
+            "embed_scale", "source_framing", "source_prefix", "source_suffix", "decoder_start", "forced_first",
+            "suppressed")
 ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "swish": "silu", "silu": "silu"}
 LEARNED_OFFSET = 2  # BartLearnedPositionalEmbedding's "hack": position i reads row i + 2
 
 
-def architecture(config: dict[str, Any]) -> dict[str, Any]:
-    """ModelConfig fields read from a Hugging Face config.json (vocabulary sizes and token ids aside)."""
-    kind = config["model_type"]
+def architecture(config: dict[str, Any], layout: dict[str, Any]) -> dict[str, Any]:
+    """ModelConfig fields read from a Hugging Face config.json (vocabulary sizes and token ids aside), around the
+    stacks as the architecture's `layout` (positional, sinusoid, norm, final_norm, embed_norm) fixes them."""
     heads = {config.get("encoder_attention_heads"), config.get("decoder_attention_heads")}
     ffn = {config.get("encoder_ffn_dim"), config.get("decoder_ffn_dim")}
     if len(heads) != 1 or len(ffn) != 1:
@@ -43,7 +41,7 @@ def architecture(config: dict[str, Any]) -> dict[str, Any]:
     if activation is None:
         raise CheckpointError(f"activation_function {config.get('activation_function')!r} is not one attnscope computes "
                               f"({', '.join(ACTIVATIONS)})")
-    fields = dict(ARCHITECTURES[kind], d_model=int(config["d_model"]), n_heads=int(heads.pop()),
+    fields = dict(layout, d_model=int(config["d_model"]), n_heads=int(heads.pop()),
                   n_encoder_layers=int(config["encoder_layers"]), n_decoder_layers=int(config["decoder_layers"]),
                   d_ff=int(ffn.pop()), max_len=int(config.get("max_position_embeddings", 1024)), activation=activation,
                   embed_scale=bool(config.get("scale_embedding", False)), dropout=0.0, attention_dropout=0.0)
@@ -52,6 +50,11 @@ def architecture(config: dict[str, Any]) -> dict[str, Any]:
     elif fields["sinusoid"] == "fairseq":
         fields["position_offset"] = int(config.get("pad_token_id", 1)) + 1  # fairseq's positions start at padding_idx + 1
     return fields
+
+
+def weights(state: dict[str, Tensor], fields: dict[str, Any], config: dict[str, Any]) -> Weights:
+    """The whole model's tensors (layers, then the embeddings and output layer) under attnscope's names."""
+    return Weights(layers(state, fields), *embeddings(state, config))
 
 
 def _prefix(state: dict[str, Tensor]) -> str:

@@ -1,10 +1,12 @@
-"""What a Hugging Face model's tokenizer and generation settings fix, family by family.
+"""What a Hugging Face model's tokenizer and generation settings fix: the helpers every architecture's rule shares
+(each architecture's own rule is in its module in hf_families/).
 
 For each side: the vocabulary and its special tokens' ids (vocab_plan.py) and its codec (hf_tokenizers.py);
 for the model: how sources are framed (`<s> x </s>`, `x </s> en_XX`, `eng_Latn x </s>`, Marian's
 `>>de<< x </s>`), the decoder start token (Marian's <pad>, BART's </s>, mBART's language code), the
 first output forced to the target language (NLLB, M2M100, mBART-50) and tokens generation never
-outputs (Marian's <pad>, the generation config's one-token bad_words_ids).
+outputs (Marian's <pad>, the generation config's one-token bad_words_ids). `monolingual` and `multilingual` are
+the rules of the architectures with one vocabulary on both sides.
 """
 from __future__ import annotations
 
@@ -15,14 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from attnscope.checkpoints.checkpoint import CheckpointError
-from attnscope.checkpoints.importers import hf_t5
-from attnscope.checkpoints.importers.hf_config import T5_TYPES
 from attnscope.checkpoints.importers.hf_files import HFFolder
 from attnscope.checkpoints.importers.hf_tokenizers import backend_codec, framing, spm_codec
 from attnscope.checkpoints.importers.vocab_plan import VocabPlan
 from attnscope.model.tokenization import TextCodec
 
-MULTILINGUAL = ("mbart", "m2m_100")
 PROBES = ("A man rides a bike down the street.", "Zwei Hunde spielen im Schnee!", "It's 5 o'clock, isn't it?",
           "  Spaces   and\ttabs .", "Ünïcödé ☃ café, naïve.")
 
@@ -37,17 +36,18 @@ class Tokens:
     tgt_codec: TextCodec
     langs: tuple[str, str]
     fields: dict[str, Any] = field(default_factory=dict)  # source_framing, source_prefix/suffix, decoder_start, ...
-    task_prefix: str = ""  # text a T5 trained on several tasks reads before the sentence (hf_t5.task_prefix)
+    task_prefix: str = ""  # text a T5 trained on several tasks reads before the sentence (hf_families.t5.task_prefix)
 
 
-def load_tokenizer(folder: HFFolder, src_lang: str | None, tgt_lang: str | None) -> Any:
-    """The folder's own tokenizer, through transformers (needed to import, never to run)."""
+def load_tokenizer(folder: HFFolder, src_lang: str | None, tgt_lang: str | None, *, languages: bool) -> Any:
+    """The folder's own tokenizer, through transformers (needed to import, never to run); `languages`: it takes the
+    language codes (a multilingual model's)."""
     try:
         from transformers import AutoTokenizer
     except ImportError:
         raise CheckpointError("importing a Hugging Face model needs transformers and sentencepiece (only to import, "
                               "never to run it): pip install -e \".[hf]\" (the tested versions)") from None
-    kw = {k: v for k, v in (("src_lang", src_lang), ("tgt_lang", tgt_lang)) if v} if folder.model_type in MULTILINGUAL else {}
+    kw = {k: v for k, v in (("src_lang", src_lang), ("tgt_lang", tgt_lang)) if v} if languages else {}
     try:
         with warnings.catch_warnings():
             # MarianTokenizer asks for sacremoses to normalise punctuation; the tokenizer attnscope converts does no
@@ -60,12 +60,9 @@ def load_tokenizer(folder: HFFolder, src_lang: str | None, tgt_lang: str | None)
                               "needs its tokenizer files (tokenizer.json, or vocab.json with its .spm/.model files)") from None
 
 
-def tokens(folder: HFFolder, tok: Any, src_lang: str | None, tgt_lang: str | None) -> Tokens:
-    """The family's vocabularies, codecs, languages and token-level settings."""
-    if folder.model_type == "marian":
-        found = _marian(folder, tok, src_lang, tgt_lang)
-    else:
-        found = _shared(folder, tok, src_lang, tgt_lang)
+def finished(tok: Any, found: Tokens) -> Tokens:
+    """An architecture's tokens (its rule's), checked against the original tokenizer and with language codes labelled
+    as they are."""
     check_codecs(tok, found)
     codes = _codes(tok)
     return dataclasses.replace(found, src_codec=_labelled(found.src_codec, found.src, codes),
@@ -92,7 +89,7 @@ def _token(tok: Any, i: int) -> str:
     return tok.convert_ids_to_tokens(int(i)) or tok.unk_token
 
 
-def _generation_fields(folder: HFFolder, plan: VocabPlan, start: int, forced: int | None) -> dict[str, Any]:
+def generation_fields(folder: HFFolder, plan: VocabPlan, start: int, forced: int | None) -> dict[str, Any]:
     """decoder_start, forced_first and suppressed in our ids."""
     bad = [ids[0] for ids in folder.setting("bad_words_ids") or [] if isinstance(ids, list) and len(ids) == 1]
     suppressed = sorted({plan.ours(i) for i in bad if plan.has(i)})
@@ -110,71 +107,56 @@ def _source_fields(plan: VocabPlan, before: list[int], after: list[int]) -> dict
                 source_suffix=tuple(after[1:]))
 
 
-def _marian(folder: HFFolder, tok: Any, src_lang: str | None, tgt_lang: str | None) -> Tokens:
-    """Marian: source.spm/target.spm onto vocab.json (or target_vocab.json); the decoder starts on <pad>; no <bos>."""
-    separate = bool(getattr(tok, "separate_vocabs", False))
-    vocabs = (tok.encoder, tok.target_encoder if separate else tok.encoder)
-    sizes = (int(folder.config["vocab_size"]), int(folder.config.get("decoder_vocab_size") or folder.config["vocab_size"]))
-    tgt = VocabPlan.build(sizes[1], pad=_id(vocabs[1], tok.pad_token), bos=None, eos=_id(vocabs[1], tok.eos_token),
-                          unk=_id(vocabs[1], tok.unk_token))
-    plans = [VocabPlan.build(sizes[0], pad=_id(vocabs[0], tok.pad_token), bos=None, eos=_id(vocabs[0], tok.eos_token),
-                             unk=_id(vocabs[0], tok.unk_token), at=tgt), tgt]
-    codecs = []
-    for vocab, plan, spm in zip(vocabs, plans, tok.spm_files):
-        names = {i: t for t, i in vocab.items()}
-        special = {vocab[t] for t in tok.all_special_tokens if t in vocab}
-        codecs.append(spm_codec(plan, Path(spm), vocab, vocab[tok.unk_token], lambda i, n=names: n.get(i, "<unk>"), special,
-                                cleanup=bool(tok.clean_up_tokenization_spaces)))
-    codes = list(getattr(tok, "supported_language_codes", []) or [])
-    prefix: tuple[int, ...] = ()
-    if codes:
-        code = f">>{tgt_lang}<<"
-        if code not in codes:
-            raise CheckpointError(f"this Marian model translates into several languages: give the target language "
-                                  f"(--tgt-lang) as one of {', '.join(c[2:-2] for c in codes[:30])}")
-        prefix = (plans[0].ours(vocabs[0][code]),)
-    langs = (src_lang or tok.source_lang or "src", tgt_lang or tok.target_lang or "tgt")
-    start = int(folder.setting("decoder_start_token_id") if folder.setting("decoder_start_token_id") is not None
-                else folder.config["pad_token_id"])
-    fields = dict(source_framing="eos", source_prefix=prefix, **_generation_fields(folder, plans[1], start, None))
-    return Tokens(plans[0], plans[1], codecs[0], codecs[1], langs, fields)
-
-
-def _id(vocab: dict[str, int], token: str) -> int:
-    if token not in vocab:
-        raise CheckpointError(f"the vocabulary has no {token} token")
-    return vocab[token]
-
-
-def _shared(folder: HFFolder, tok: Any, src_lang: str | None, tgt_lang: str | None) -> Tokens:
+def one_vocabulary(folder: HFFolder, tok: Any) -> VocabPlan:
     """BART, mBART, M2M100, NLLB, T5: one vocabulary, <s> <pad> </s> <unk> as the tokenizer names them (T5 has no
     <s>: its decoder starts on <pad>)."""
-    plan = VocabPlan.build(int(folder.config["vocab_size"]), pad=tok.pad_token_id, bos=tok.bos_token_id,
+    return VocabPlan.build(int(folder.config["vocab_size"]), pad=tok.pad_token_id, bos=tok.bos_token_id,
                            eos=tok.eos_token_id, unk=tok.unk_token_id)
+
+
+def one_codec(tok: Any, plan: VocabPlan) -> TextCodec:
+    """The tokenizer of a one-vocabulary model: its tokenizer.json copied, or (M2M100Tokenizer) its
+    sentencepiece.bpe.model converted onto its vocab.json."""
     if hasattr(tok, "backend_tokenizer"):
-        codec = backend_codec(tok, plan)
-    elif type(tok).__name__ == "ByT5Tokenizer":  # bytes, no vocabulary file
-        from attnscope.checkpoints.importers.hf_bytes import byte_codec
-        codec = byte_codec(tok, plan)
-    else:  # M2M100Tokenizer: sentencepiece.bpe.model onto vocab.json
-        special = set(tok.all_special_ids)
-        codec = spm_codec(plan, Path(tok.spm_file), tok.encoder, tok.unk_token_id, lambda i: _token(tok, i), special,
-                          cleanup=bool(tok.clean_up_tokenization_spaces))
+        return backend_codec(tok, plan)
+    special = set(tok.all_special_ids)
+    return spm_codec(plan, Path(tok.spm_file), tok.encoder, tok.unk_token_id, lambda i: _token(tok, i), special,
+                     cleanup=bool(tok.clean_up_tokenization_spaces))
+
+
+def start_and_forced(folder: HFFolder, plan: VocabPlan) -> tuple[int, int | None]:
+    """The decoder's start token and the first output forced, as generate() reads them (original ids)."""
     forced = folder.setting("forced_bos_token_id")
     start = folder.setting("decoder_start_token_id")
     start = start if start is not None else folder.setting("bos_token_id")  # generate()'s fallback
-    start = int(start if start is not None else plan.pad)  # T5 without either: its decoder starts on <pad>
-    langs, prefix = (src_lang or "src", tgt_lang or "tgt"), ""
-    if folder.model_type in T5_TYPES:
-        prefix, pair = hf_t5.task_prefix(folder.config, src_lang, tgt_lang)
-        langs = pair or langs
-    if folder.model_type in MULTILINGUAL:
-        target = _language(tok, src_lang, tgt_lang)
-        langs = (str(src_lang), str(tgt_lang))
-        if forced is None and start != target:
-            forced = target  # what transformers' translation pipeline and model cards pass to generate()
-    fields = dict(**_source_fields(plan, *framing(tok, plan)), **_generation_fields(folder, plan, start, forced))
-    return Tokens(plan, plan, codec, codec, langs, fields, prefix)
+    return int(start if start is not None else plan.pad), forced  # T5 without either: its decoder starts on <pad>
+
+
+def framed_tokens(folder: HFFolder, tok: Any, plan: VocabPlan, codec: TextCodec, langs: tuple[str, str],
+                          start: int, forced: int | None, task_prefix: str = "") -> Tokens:
+    """A one-vocabulary model's tokens, its sources framed as its tokenizer frames them."""
+    fields = dict(**_source_fields(plan, *framing(tok, plan)), **generation_fields(folder, plan, start, forced))
+    return Tokens(plan, plan, codec, codec, langs, fields, task_prefix)
+
+
+def monolingual(folder: HFFolder, tok: Any, src_lang: str | None, tgt_lang: str | None) -> Tokens:
+    """The rule of a one-vocabulary model without language codes (BART): the languages are only labels."""
+    plan = one_vocabulary(folder, tok)
+    codec = one_codec(tok, plan)
+    start, forced = start_and_forced(folder, plan)
+    return framed_tokens(folder, tok, plan, codec, (src_lang or "src", tgt_lang or "tgt"), start, forced)
+
+
+def multilingual(folder: HFFolder, tok: Any, src_lang: str | None, tgt_lang: str | None) -> Tokens:
+    """The rule of a one-vocabulary model with language codes (mBART, M2M100, NLLB): both must be the tokenizer's, and
+    the first output is the target's code unless generation forces another or the decoder starts on it."""
+    plan = one_vocabulary(folder, tok)
+    codec = one_codec(tok, plan)
+    start, forced = start_and_forced(folder, plan)
+    target = _language(tok, src_lang, tgt_lang)
+    if forced is None and start != target:
+        forced = target  # what transformers' translation pipeline and model cards pass to generate()
+    return framed_tokens(folder, tok, plan, codec, (str(src_lang), str(tgt_lang)), start, forced)
 
 
 def _language(tok: Any, src_lang: str | None, tgt_lang: str | None) -> int:

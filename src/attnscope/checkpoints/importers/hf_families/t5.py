@@ -7,17 +7,37 @@ embedding (v1.0; its input rescaled by d_model^-0.5) or lm_head (v1.1, mT5), exa
 `lm_head.weight` is the output layer when the weights hold it with other values than `shared.weight` (transformers
 then leaves it untied whatever the config says), else the embedding; T5 rescales when config.json says
 `scale_decoder_outputs`, or else unless it says `tie_word_embeddings: false`; mT5 never does. A checkpoint trained
-with task prefixes ("translate English to German: ") names them in task_specific_params (`task_prefix`).
+with task prefixes ("translate English to German: ") names them in task_specific_params (`task_prefix`). The
+tokenizer is a SentencePiece one copied from its tokenizer.json, or ByT5's bytes (hf_bytes.py); one vocabulary with
+no <s>: the decoder starts on <pad>.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import torch
 from torch import Tensor
 
 from attnscope.checkpoints.checkpoint import CheckpointError
+from attnscope.checkpoints.importers.assemble import Weights
+from attnscope.checkpoints.importers.hf_bytes import byte_codec
+from attnscope.checkpoints.importers.hf_config import MAX_VOCAB
+from attnscope.checkpoints.importers.hf_families.architecture import Architecture
+from attnscope.checkpoints.importers.hf_files import HFFolder
+from attnscope.checkpoints.importers.hf_tokens import Tokens, framed_tokens, one_codec, one_vocabulary, start_and_forced
+from attnscope.checkpoints.importers.vocab_plan import VocabPlan
 from attnscope.model import parameters
+from attnscope.model.config import MAX_LEN
+from attnscope.model.tokenization import TextCodec
+
+# T5 and mT5 (ByT5 is a T5) name their sizes otherwise than BART; the bucket limits are ModelConfig's
+SIZES: dict[str, int] = {"d_model": 16_384, "num_layers": 64, "num_heads": 1_024, "d_kv": 16_384, "d_ff": 262_144,
+                         "vocab_size": MAX_VOCAB}
+OPTIONAL = {"num_decoder_layers": 64, "relative_attention_num_buckets": 1_024,
+            "relative_attention_max_distance": MAX_LEN, "n_positions": MAX_LEN}
+SETTINGS = ("activation", "ffn", "layer_norm", "positional", "relative_buckets", "relative_max_distance", "d_head",
+            "scale_output", "tie_embeddings", "source_framing", "decoder_start", "suppressed")
 
 ACTIVATIONS = {"relu": "relu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu",
                "silu": "silu", "swish": "silu"}
@@ -30,7 +50,7 @@ DEFAULT_POSITIONS = 512  # T5's n_positions (its tokenizers' model_max_length): 
 
 
 def architecture(config: dict[str, Any]) -> dict[str, Any]:
-    """ModelConfig fields read from a T5 or mT5 config.json (sizes checked by hf_config.check_config)."""
+    """ModelConfig fields read from a T5 or mT5 config.json (its sizes checked)."""
     gated, activation = _feed_forward(str(config.get("feed_forward_proj", "relu")))
     heads, d_kv, d_model = int(config["num_heads"]), int(config["d_kv"]), int(config["d_model"])
     try:
@@ -113,6 +133,28 @@ def embeddings(state: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor, None]:
     return enc, dec, head if untied else dec, None
 
 
+def weights(state: dict[str, Tensor], fields: dict[str, Any], config: dict[str, Any]) -> Weights:
+    """The whole model's tensors under attnscope's names (config.json aside: the weights say how the output is tied)."""
+    return Weights(layers(state, fields), *embeddings(state))
+
+
+def tokens(folder: HFFolder, tok: Any, src_lang: str | None, tgt_lang: str | None) -> Tokens:
+    """T5's vocabulary, codec, languages (those of the task prefix picked) and token-level fields."""
+    plan = one_vocabulary(folder, tok)
+    codec = _codec(tok, plan)
+    start, forced = start_and_forced(folder, plan)
+    prefix, pair = task_prefix(folder.config, src_lang, tgt_lang)
+    langs = pair or (src_lang or "src", tgt_lang or "tgt")
+    return framed_tokens(folder, tok, plan, codec, langs, start, forced, prefix)
+
+
+def _codec(tok: Any, plan: VocabPlan) -> TextCodec:
+    """ByT5's bytes (ByT5Tokenizer has no vocabulary file, nor a tokenizer.json), else T5's tokenizer.json."""
+    if not hasattr(tok, "backend_tokenizer") and type(tok).__name__ == "ByT5Tokenizer":
+        return byte_codec(tok, plan)
+    return one_codec(tok, plan)
+
+
 def task_prefix(config: dict[str, Any], src_lang: str | None, tgt_lang: str | None) -> tuple[str, tuple[str, str] | None]:
     """The prefix a T5 trained on several tasks expects before a sentence to translate, and the language pair it
     names (None: no translation task was picked): task_specific_params' `translation_{src}_to_{tgt}` for the given
@@ -139,3 +181,7 @@ def task_prefix(config: dict[str, Any], src_lang: str | None, tgt_lang: str | No
                               f"of {listed} (source target) as --src-lang/--tgt-lang")
     (pair, prefix), = pairs.items()
     return prefix, pair
+
+
+T5 = Architecture("T5", SIZES, OPTIONAL, SETTINGS, architecture, weights, tokens)
+MT5 = dataclasses.replace(T5, name="mT5")  # the same code; scale_output tells them apart by model_type
