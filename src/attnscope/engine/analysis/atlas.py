@@ -1,0 +1,160 @@
+"""The head atlas: every head's queries and keys over a sample of sentences, each head's in one joint 2-D map
+(engine/analysis/projection.py), and the heads grouped by what their statistics measure (heads.head_stats).
+
+Sentences are decoded in batches (greedy, as `Translator.translate`), then each batch is teacher-forced once on its
+own outputs with the tracer's internals on: the queries and keys every attention call received (projected, split
+into heads) and the weights it made. Padding never leaks in: each sentence's rows and keys are cut out of the
+padded batch. `vectors_each` yields sentence by sentence (the page keeps them, so Stop keeps the finished ones);
+`atlas` projects them, one head at a time, so only one head's points are ever joined.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterator, Sequence
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from attnscope.engine.analysis.dataset import cut_records, forced_inputs, greedy_targets, head_stats_summary, sources_of
+from attnscope.engine.analysis.heads import head_stats
+from attnscope.engine.analysis.projection import Projection, project
+from attnscope.engine.decoding.translator import Translator, budget_batches
+from attnscope.engine.recording.trace import Keep
+from attnscope.engine.recording.tracer import tracing
+from attnscope.model.transformer import Transformer
+from attnscope.records.attention import KINDS, Kind
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+DEFAULT_SENTENCES, MAX_SENTENCES = 200, 1000
+BATCH = 32  # sentences decoded and traced together: a batch of opus-mt's shape keeps well under 1 GB
+SIDES: dict[Kind, tuple[str, str]] = {"encoder": ("source", "source"), "decoder": ("target", "target"),
+                                      "cross": ("target", "source")}  # whose tokens a kind's queries and keys are
+GROUPS = ("sink", "previous-token", "positional", "aligning", "mixed")
+THRESHOLD = 0.5  # a head is in a group when its measure (mean over the sample) reaches this
+GROUP_RULES = {
+    "sink": "bos_share + eos_share ≥ 0.5: most weight rests on <bos>/<eos>",
+    "previous-token": "previous_token ≥ 0.5: most weight on the key one position back (self-attention)",
+    "positional": "diagonal or next_token ≥ 0.5: most weight at a fixed offset (self-attention)",
+    "aligning": "max_weight ≥ 0.5 on content tokens: each step picks one source token (cross-attention)",
+    "mixed": "none of the above reaches 0.5",
+}
+
+
+@dataclass(frozen=True)
+class SentenceVectors:
+    """One sentence's queries and keys of every head, with its tokens and its heads' statistics."""
+
+    source: tuple[str, ...]  # source tokens
+    target: tuple[str, ...]  # the decoder's inputs (<bos> y1 .. y_{T-1})
+    queries: dict[Kind, np.ndarray]  # kind -> (L, H, Q, dh) float32
+    keys: dict[Kind, np.ndarray]  # kind -> (L, H, K, dh) float32
+    stats: pd.DataFrame  # heads.head_stats of its record
+
+
+def traced_qk(model: Transformer, src: Tensor, tgt_in: Tensor) -> tuple[dict[Kind, list[tuple[Tensor, Tensor]]],
+                                                                       dict[Kind, tuple[Tensor, ...]]]:
+    """One teacher-forced pass of a padded batch: the (queries, keys) each attention call received, each
+    (B, H, N, dh), by kind in layer order, and its weights (B, H, Q, K). The one place the atlas reaches q and k."""
+    with torch.no_grad(), tracing(model, Keep(weights=False, internals=True)) as calls:
+        source = model.encode(src, output_attentions=True)
+        calls.phase = "decoder"
+        target = model.decode(tgt_in, source, output_attentions=True)
+    names = model.attention_by_kind()
+    qk = {kind: [calls.of("encoder" if kind == "encoder" else "decoder", f"{name}.call")[0][:2] for name in names[kind]]
+          for kind in KINDS}
+    return qk, {"encoder": source.attentions, "decoder": target.self_attentions, "cross": target.cross_attentions}
+
+
+def _batch(translator: Translator, sources: list[list[int]], budget: int) -> list[SentenceVectors]:
+    targets = greedy_targets(translator, sources, budget)
+    src, tgt_in = forced_inputs(translator, sources, targets)
+    qk, weights = traced_qk(translator.model, src, tgt_in)
+    stacked = {kind: [torch.stack([p[i] for p in pairs], 1).float().cpu().numpy() for i in (0, 1)]  # (B, L, H, N, dh)
+               for kind, pairs in qk.items()}
+    out = []
+    for b, record in enumerate(cut_records(translator, sources, targets, weights)):
+        n = {"source": len(record.source_tokens), "target": len(record.target_tokens)}
+        q_side, k_side = zip(*(SIDES[k] for k in KINDS))
+        out.append(SentenceVectors(record.source_tokens, record.target_tokens,
+                                   {k: stacked[k][0][b, :, :, :n[s]].copy() for k, s in zip(KINDS, q_side)},
+                                   {k: stacked[k][1][b, :, :, :n[s]].copy() for k, s in zip(KINDS, k_side)},
+                                   head_stats(record)))
+    return out
+
+
+def vectors_each(translator: Translator, sentences: Sequence[str], batch_size: int = BATCH) -> Iterator[tuple[int, SentenceVectors]]:
+    """(index among `sentences`, its queries and keys) for every translatable sentence, in length-sorted batches."""
+    sources = sources_of(translator, sentences)
+    for idx, budget in budget_batches(translator.model, sources, batch_size, rules=translator.decoding_rules()):
+        with translator.inference():
+            vectors = _batch(translator, [sources[i] for i in idx], budget)
+        yield from zip(idx, vectors)
+
+
+@dataclass(frozen=True)
+class Atlas:
+    """Every head's joint map over a sample. Points of one side (source or target tokens) are listed once, sentence
+    by sentence, position by position; a kind's queries and keys are the points of its SIDES."""
+
+    sentences: tuple[int, ...]  # the sample's indices of the sentences mapped, in order
+    tokens: dict[str, list[tuple[int, int, str]]]  # side -> (sentence number in `sentences`, position, token) a point
+    maps: dict[Kind, np.ndarray]  # kind -> (L, H, Nq + Nk, 2) float32: queries first, then keys
+    explained: dict[Kind, np.ndarray]  # kind -> (L, H) share of the variance the two axes hold
+    scales: dict[Kind, np.ndarray]  # kind -> (L, H) the scale c (queries × c, keys ÷ c)
+    groups: pd.DataFrame  # kind, layer, head, group and the statistics it was read from
+
+
+def _points(vectors: Sequence[SentenceVectors], side: str) -> list[tuple[int, int, str]]:
+    return [(n, p, token) for n, v in enumerate(vectors) for p, token in enumerate(getattr(v, side))]
+
+
+def head_map(vectors: Sequence[SentenceVectors], kind: Kind, layer: int, head: int) -> Projection:
+    """One head's joint map over every sentence of `vectors`."""
+    return project(np.concatenate([v.queries[kind][layer, head] for v in vectors]),
+                   np.concatenate([v.keys[kind][layer, head] for v in vectors]))
+
+
+def atlas(results: Sequence[tuple[int, SentenceVectors]]) -> Atlas:
+    """The atlas of the sentences in `results` ((sample index, vectors), in sample order)."""
+    if not results:
+        raise ValueError("no sentences to map: every one was empty")
+    vectors = [v for _, v in results]
+    maps, explained, scales = {}, {}, {}
+    for kind in KINDS:
+        n_layers, n_heads = vectors[0].queries[kind].shape[:2]
+        n_points = sum(len(getattr(v, s)) for v in vectors for s in SIDES[kind])
+        maps[kind] = np.zeros((n_layers, n_heads, n_points, 2), np.float32)
+        explained[kind], scales[kind] = np.zeros((n_layers, n_heads)), np.zeros((n_layers, n_heads))
+        for layer in range(n_layers):
+            for head in range(n_heads):
+                p = head_map(vectors, kind, layer, head)
+                maps[kind][layer, head] = np.concatenate([p.queries, p.keys])
+                explained[kind][layer, head], scales[kind][layer, head] = p.explained, p.scale
+    return Atlas(tuple(i for i, _ in results), {side: _points(vectors, side) for side in ("source", "target")},
+                 maps, explained, scales, groups(head_stats_summary(v.stats for v in vectors)))
+
+
+def group_of(row: dict[str, float]) -> str:
+    """The group of one head from its mean statistics (GROUP_RULES, checked in the order of GROUPS)."""
+    sink = row["bos_share"] + row["eos_share"]
+    if sink >= THRESHOLD:
+        return "sink"
+    if row["kind"] != "cross":
+        if row["previous_token"] >= THRESHOLD:
+            return "previous-token"
+        if max(row["diagonal"], row["next_token"]) >= THRESHOLD:
+            return "positional"
+    elif row["max_weight"] >= THRESHOLD:
+        return "aligning"
+    return "mixed"
+
+
+def groups(stats: pd.DataFrame) -> pd.DataFrame:
+    """Each head's group beside the statistics it was read from (head_stats' columns, averaged over the sample)."""
+    frame = stats[["kind", "layer", "head", "bos_share", "eos_share", "previous_token", "diagonal", "next_token",
+                   "max_weight"]].copy()
+    frame.insert(3, "group", [group_of(row) for row in frame.to_dict("records")])
+    return frame.reset_index(drop=True)
