@@ -85,7 +85,8 @@ def _batch(translator: Translator, sources: list[list[int]], budget: int) -> lis
     return out
 
 
-def vectors_each(translator: Translator, sentences: Sequence[str], batch_size: int = BATCH) -> Iterator[tuple[int, SentenceVectors]]:
+def vectors_each(translator: Translator, sentences: Sequence[str],
+                 batch_size: int = BATCH) -> Iterator[tuple[int, SentenceVectors]]:
     """(index among `sentences`, its queries and keys) for every translatable sentence, in length-sorted batches."""
     sources = sources_of(translator, sentences)
     for idx, budget in budget_batches(translator.model, sources, batch_size, rules=translator.decoding_rules()):

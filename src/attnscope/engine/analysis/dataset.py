@@ -65,7 +65,8 @@ def _records(translator: Translator, sources: list[list[int]], max_len: int) -> 
                                                       "cross": target.cross_attentions})
 
 
-def forced_inputs(translator: Translator, sources: list[list[int]], targets: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+def forced_inputs(translator: Translator, sources: list[list[int]],
+                  targets: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
     """The padded sources and decoder inputs (<bos> y1 .. y_{T-1}) of one batch, on the model's device."""
     bos, pad_id = translator.model.config.bos_id, translator.model.config.pad_id
     return (pad(sources, pad_id).to(translator.device),

@@ -3,14 +3,16 @@
 What a head computes from a query q and a key k is q·k (scaled, plus any position bias, then softmaxed over the
 keys of that query). Two changes leave every weight as it is and make distance in the joint space say more:
 
-- shift: every key moved by t = mean(q) − mean(k). Each score of one query gains q·t, the same for all its keys,
-  and the softmax over those keys does not change. Queries and keys then share a centroid, so the two clouds
-  overlap instead of sitting apart along the direction that only adds a constant.
-- scale: queries multiplied by c and keys divided by c, c = √(mean|k'| / mean|q|): q·k is unchanged, and both
-  clouds have the same mean norm, so |q − k|² = |q|² + |k|² − 2 q·k tracks −q·k rather than the norms.
+- scale: queries multiplied by c and keys divided by c: every q·k is unchanged.
+- shift: every key moved by one vector t. Each score of one query gains q·t, the same for all its keys, and the
+  softmax over those keys does not change. (Queries cannot be moved: q·k would change by a different k·t per key.)
 
-Then one PCA of both clouds together (centred on their joint mean, float64): the two axes along which queries and
-keys vary most, the same axes for both, so a query lies near the keys it scores highest when the norms are alike.
+t makes the two clouds share a centre (t = c·mean(q) − mean(k)/c), and c gives them the same mean norm, so
+|q − k|² = |q|² + |k|² − 2 q·k tracks −q·k rather than the norms. AttentionViz (Yeh et al. 2023) shifts first and
+then scales, which leaves the centres apart by the factor c²; here c solves both at once (the mean key norm
+grows slower in c² than the mean query norm, so one bisection finds it). Then one PCA of both clouds together
+(centred on their shared centre, float64): the same two axes for queries and keys, so a query lies near the keys
+it scores highest where the norms are alike.
 """
 from __future__ import annotations
 
@@ -18,9 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-NORMALISATION = ("Keys shifted by mean(q) − mean(k) and queries × c, keys ÷ c with c = √(mean|k| / mean|q|) "
-                 "(AttentionViz): every q·k keeps its softmax weight, and the two clouds share a centre and a scale; "
-                 "then one PCA of queries and keys together.")
+NORMALISATION = ("Queries × c and keys ÷ c, then keys shifted so both clouds share a centre, c chosen so they share a "
+                 "mean norm (as AttentionViz): every q·k keeps its softmax weight. Then one PCA of queries and keys "
+                 "together.")
 
 
 @dataclass(frozen=True)
@@ -29,21 +31,40 @@ class Projection:
 
     queries: np.ndarray  # (Nq, 2) float32
     keys: np.ndarray  # (Nk, 2) float32
-    shift: np.ndarray  # (dh,) added to every key before scaling
+    shift: np.ndarray  # (dh,) added to every key after scaling
     scale: float  # c: queries × c, keys ÷ c
     axes: np.ndarray  # (2, dh) the principal axes, in the normalised space
     explained: float  # share of the joint variance the two axes hold (0..1)
 
 
+def _scale(queries: np.ndarray, keys: np.ndarray) -> float:
+    """c such that c·q and the keys k/c + t (t sharing the centres) have the same mean norm: with u = c², the root of
+    u·mean|q| = mean|k − mean(k) + u·mean(q)|, increasing in u (mean|q| ≥ |mean(q)|); 1 where there is none."""
+    centre, deviations = queries.mean(0), keys - keys.mean(0)
+    a, b, c2 = (deviations ** 2).sum(1), deviations @ centre, float(centre @ centre)
+    q_norm = float(np.linalg.norm(queries, axis=1).mean())
+
+    def gap(u: float) -> float:
+        return u * q_norm - float(np.sqrt(np.maximum(a + 2 * u * b + u * u * c2, 0.0)).mean())
+
+    low, high = 0.0, 1.0
+    while gap(high) < 0 and high < 1e12:
+        low, high = high, high * 2
+    if q_norm == 0 or gap(high) < 0 or gap(low) >= 0:
+        return 1.0
+    for _ in range(100):  # to float64's resolution of u
+        middle = (low + high) / 2
+        low, high = (middle, high) if gap(middle) < 0 else (low, middle)
+    return float(np.sqrt((low + high) / 2))
+
+
 def normalise(queries: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """Queries and keys moved and scaled so that each query's weights are unchanged (see the module's docstring):
-    (queries × c, (keys + shift) ÷ c, shift, c), in float64."""
+    """Queries and keys scaled and the keys moved so that each query's weights are unchanged (see the module's
+    docstring): (queries × c, keys ÷ c + shift, shift, c), in float64."""
     q, k = np.asarray(queries, np.float64), np.asarray(keys, np.float64)
-    shift = q.mean(0) - k.mean(0)
-    moved = k + shift
-    q_norm, k_norm = np.linalg.norm(q, axis=1).mean(), np.linalg.norm(moved, axis=1).mean()
-    scale = float(np.sqrt(k_norm / q_norm)) if q_norm > 0 and k_norm > 0 else 1.0
-    return q * scale, moved / scale, shift, scale
+    scale = _scale(q, k)
+    shift = scale * q.mean(0) - k.mean(0) / scale
+    return q * scale, k / scale + shift, shift, scale
 
 
 def _signed(axes: np.ndarray) -> np.ndarray:
