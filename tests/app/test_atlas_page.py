@@ -38,7 +38,8 @@ def test_the_atlas_maps_the_pasted_sentences_on_request(app: AppTest) -> None:
     header = atlas_sent(app)
     assert header["sentences"] == PASTED.splitlines()
     assert header["selection"] == {"kind": "encoder", "layer": 1, "head": 2, "step": 0}  # the session's view
-    assert {k: (v["n_layers"], v["heads"]) for k, v in header["kinds"].items()} == {k: (2, 4) for k in ("encoder", "decoder", "cross")}
+    shapes = {k: (v["n_layers"], v["heads"]) for k, v in header["kinds"].items()}
+    assert shapes == {k: (2, 4) for k in ("encoder", "decoder", "cross")}  # every head of the toy model
     assert any("Projection:" in shown(c) and "share a centre" in shown(c) for c in app.caption)
     groups = app.dataframe[0].value
     assert len(groups) == 3 * 2 * 4 and "group" in groups.columns

@@ -85,11 +85,12 @@ def _batch(translator: Translator, sources: list[list[int]], budget: int) -> lis
     return out
 
 
-def vectors_each(translator: Translator, sentences: Sequence[str],
-                 batch_size: int = BATCH) -> Iterator[tuple[int, SentenceVectors]]:
-    """(index among `sentences`, its queries and keys) for every translatable sentence, in length-sorted batches."""
+def vectors_each(translator: Translator, sentences: Sequence[str], batch_size: int = BATCH,
+                 max_len: int | None = None) -> Iterator[tuple[int, SentenceVectors]]:
+    """(index among `sentences`, its queries and keys) for every translatable sentence, in length-sorted batches;
+    outputs of at most `max_len` tokens (None: the budget `Translator.translate` gives each source)."""
     sources = sources_of(translator, sentences)
-    for idx, budget in budget_batches(translator.model, sources, batch_size, rules=translator.decoding_rules()):
+    for idx, budget in budget_batches(translator.model, sources, batch_size, max_len, translator.decoding_rules()):
         with translator.inference():
             vectors = _batch(translator, [sources[i] for i in idx], budget)
         yield from zip(idx, vectors)

@@ -113,7 +113,7 @@ Object.assign(Explorer.prototype, {
     this.tip = el("div", "tip");
     this.matrix.addEventListener("click", (e) => {
       const at = this.matrixAt(e);
-      if (at) { Object.assign(this.asel, { layer: at[0], head: at[1] }); this.view = null; this.renderAtlas(); }
+      if (at) { Object.assign(this.asel, { layer: at[0], head: at[1] }); this.view = null; this.renderAtlas("head"); }
     });
     this.bindHead();
     r.append(this.bar, this.legend, this.title, this.headWrap, this.matrixTitle, this.matrixScroll, this.tip);

@@ -65,13 +65,16 @@ Object.assign(Explorer.prototype, {
 
   drawHead() {
     const s = this.asel, c = this.headCanvas, dpr = window.devicePixelRatio || 1, { w, h } = this.headSize(), v = this.headView();
-    c.width = Math.ceil(w * dpr); c.height = Math.ceil(h * dpr);
-    c.style.width = `${w}px`; c.style.height = `${h}px`;
+    if (c.width !== Math.ceil(w * dpr) || c.height !== Math.ceil(h * dpr)) {  // a resize clears; a redraw need not
+      c.width = Math.ceil(w * dpr); c.height = Math.ceil(h * dpr);
+      c.style.width = `${w}px`; c.style.height = `${h}px`;
+    }
     Object.assign(c.dataset, { scale: v.scale, cx: v.cx, cy: v.cy });
     const ctx = c.getContext("2d"), image = ctx.createImageData(c.width, c.height);
     const place = (x, y) => this.toScreen(v, x, y).map((p) => p * dpr - dpr);
     plot(image, c.width, this.atlas, s.kind, s.layer, s.head, this.atlas.rgb(s.kind, s.colouring), place, Math.max(2, Math.round(3 * dpr)));
     ctx.putImageData(image, 0, 0);
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
     ctx.strokeStyle = "rgba(49, 51, 63, 0.25)";
     ctx.strokeRect(0.5, 0.5, c.width - 1, c.height - 1);
     if (this.hovered !== undefined && this.hovered !== null) this.ring(this.hovered);
