@@ -58,7 +58,8 @@ def test_the_atlas_answers_in_the_browser_and_a_click_opens_the_sentence(server:
             expect(tip).to_be_visible()
             point = int(tip.get_attribute("data-point"))
             query = point < len(mapped.tokens["target"])
-            sentence, position, token = mapped.tokens["target"][point if query else point - len(mapped.tokens["target"])]
+            n_queries = len(mapped.tokens["target"])
+            sentence, position, token = mapped.tokens["target"][point if query else point - n_queries]
             assert tip.get_attribute("data-token") == token and int(tip.get_attribute("data-sentence")) == sentence
             assert tip.get_attribute("data-query") == str(query).lower()
             if point == i:  # the point itself (not one drawn over it)

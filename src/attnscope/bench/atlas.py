@@ -76,7 +76,8 @@ def peak_memory() -> Iterator[dict[str, float]]:
         thread.join()
 
 
-def compute_row(what: str, tr: Translator, sentences: Sequence[str], max_len: int | None, target: float) -> dict[str, Any]:
+def compute_row(what: str, tr: Translator, sentences: Sequence[str], max_len: int | None,
+                target: float) -> dict[str, Any]:
     """Seconds and peak memory of the atlas of `sentences`: capture and projection."""
     load = os.getloadavg()[0]
     with peak_memory() as memory:
@@ -87,7 +88,8 @@ def compute_row(what: str, tr: Translator, sentences: Sequence[str], max_len: in
         total = time.perf_counter() - start
     heads = sum(m.shape[0] * m.shape[1] for m in mapped.maps.values())
     return {"what": what, "sentences": len(results), "heads": heads, "capture s": round(captured, 2),
-            "projection s": round(total - captured, 2), "total s": round(total, 2), "peak memory MB": round(memory["MB"]),
+            "projection s": round(total - captured, 2), "total s": round(total, 2),
+            "peak memory MB": round(memory["MB"]),
             "load before / after": [round(load, 1), round(os.getloadavg()[0], 1)],
             "met": total <= target and memory["MB"] <= TARGETS["memory MB"]}
 

@@ -8,6 +8,8 @@ that kind, layer and head selected (the session's view, which the URL follows).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import streamlit as st
 
 from attnscope.engine.analysis.atlas import (
@@ -29,10 +31,14 @@ from attnscope.ui.text import plain
 from attnscope.viz.atlas import atlas_payload
 from attnscope.viz.explorer import Selection
 
+if TYPE_CHECKING:  # pandas (~70 MB, ~0.5 s) is imported only when a table is asked for
+    import pandas as pd
+
 SPLITS = ("val", "test_2016_flickr", "test_2017_flickr")
 KEY = "explorer-atlas"
 OPEN_ON = {"Heads & layers": "pages/heads.py", "Translate": "pages/translate.py"}
-GROUP_COLUMNS = {**tables.HEAD_STATS, "group": tables.Column("group", " · ".join(f"{g}: {r}" for g, r in GROUP_RULES.items()))}
+GROUP_HELP = " · ".join(f"{group}: {rule}" for group, rule in GROUP_RULES.items())
+GROUP_COLUMNS = {**tables.HEAD_STATS, "group": tables.Column("group", GROUP_HELP)}
 
 
 def _sentences(tr: Translator, split: str, n: int, pasted: str) -> list[str] | None:
@@ -62,7 +68,8 @@ def _open(sentences: list[str]) -> None:
     state.store(state.ATLAS_OPENED, True)
 
 
-def _built(run: sample_runs.SampleRun, n: int, sentences: list[str], view: ViewState) -> tuple[bytes, list[str], object]:
+def _built(run: sample_runs.SampleRun, n: int, sentences: list[str],
+           view: ViewState) -> tuple[bytes, list[str], pd.DataFrame]:
     """(payload, the mapped sentences' texts, groups) of the first `n` sentences that finished, kept for the session
     (the same bytes on every rerun: Streamlit does not send them to the browser again)."""
     done = tuple(i for i in sorted(run.results) if i < n and run.results[i] is not None)
@@ -84,9 +91,11 @@ def atlas_view(tr: Translator, view: ViewState) -> None:
     """The sample's settings, the run (estimate, progress, Stop), then the atlas and the heads' groups."""
     cols = st.columns(3)
     split = cols[0].selectbox("Split", SPLITS, key="atlas_split")
-    n = int(cols[1].number_input(f"Sentences (max {MAX_SENTENCES})", 1, MAX_SENTENCES, DEFAULT_SENTENCES, key="atlas_n"))
+    n = int(cols[1].number_input(f"Sentences (max {MAX_SENTENCES})", 1, MAX_SENTENCES, DEFAULT_SENTENCES,
+                                 key="atlas_n"))
     target = cols[2].selectbox("A click on a point opens it on", list(OPEN_ON), key="atlas_open_on")
-    pasted = st.text_area("…or paste sentences, one per line (used instead of the split)", key="atlas_pasted", height=80)
+    pasted = st.text_area("…or paste sentences, one per line (used instead of the split)", key="atlas_pasted",
+                          height=80)
     sentences = _sentences(tr, split, n, pasted)
     if not sentences:
         return
@@ -101,8 +110,8 @@ def atlas_view(tr: Translator, view: ViewState) -> None:
     data, texts, groups = _built(run, len(sentences), sentences, view)
     of = f" of {len(sentences)}" if run.todo(len(sentences)) else ""
     st.caption(f"{len(texts)}{of} sentences. Projection: {NORMALISATION} Close points score high together when "
-               "their norms are alike. Drag to pan, wheel or +/− to zoom, hover for a point's token; click a point to "
-               "open its sentence with that head.")
+               "their norms are alike. Drag to pan, wheel or +/− to zoom, hover for a point's token; click a point "
+               "to open its sentence with that head.")
     atlas_explorer(data, KEY, on_open=lambda: _open(texts))
     if state.forget(state.ATLAS_OPENED):
         st.switch_page(OPEN_ON[target])

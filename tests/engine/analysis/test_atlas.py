@@ -63,7 +63,8 @@ def test_an_empty_sample_says_so() -> None:
         atlas([])
 
 
-ROW = dict(kind="encoder", bos_share=0.0, eos_share=0.1, previous_token=0.1, diagonal=0.1, next_token=0.1, max_weight=0.3)
+ROW = dict(kind="encoder", bos_share=0.0, eos_share=0.1, previous_token=0.1, diagonal=0.1, next_token=0.1,
+           max_weight=0.3)
 
 
 @pytest.mark.parametrize(("change", "group"), [

@@ -33,6 +33,11 @@ def test_a_head_on_a_known_plane_is_recovered_up_to_rotation_or_reflection(seed:
     assert p.scale == pytest.approx(1.0) and np.allclose(p.shift, 0.0)
 
 
+def softmax(scores: np.ndarray) -> np.ndarray:
+    e = np.exp(scores - scores.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+
+
 def test_normalising_keeps_each_querys_weights() -> None:
     """Keys shifted and both clouds scaled: each query's scores change by one constant, so its softmax does not."""
     rng = np.random.default_rng(3)
@@ -40,7 +45,6 @@ def test_normalising_keeps_each_querys_weights() -> None:
     q2, k2, shift, scale = normalise(q, k)
     change = q2 @ k2.T - q @ k.T
     np.testing.assert_allclose(change, change[:, :1].repeat(k.shape[0], 1), atol=1e-9)
-    softmax = lambda s: np.exp(s - s.max(1, keepdims=True)) / np.exp(s - s.max(1, keepdims=True)).sum(1, keepdims=True)  # noqa: E731
     np.testing.assert_allclose(softmax(q2 @ k2.T), softmax(q @ k.T), atol=1e-12)
     np.testing.assert_allclose(q2.mean(0), k2.mean(0), atol=1e-9)  # one centre
     np.testing.assert_allclose(np.linalg.norm(q2, axis=1).mean(), np.linalg.norm(k2, axis=1).mean(), rtol=1e-9)

@@ -76,7 +76,8 @@ def forced_inputs(translator: Translator, sources: list[list[int]],
 def cut_records(translator: Translator, sources: list[list[int]], targets: list[list[int]],
                 weights: dict[str, Sequence[torch.Tensor]]) -> list[AttentionRecord]:
     """Each sentence's record cut out of one padded batch's weights (per kind, one (B, H, Q, K) tensor a layer)."""
-    stacked = {kind: torch.stack(list(w), dim=1).float().cpu().numpy() for kind, w in weights.items()}  # (B, L, H, Q, K)
+    stacked = {kind: torch.stack(list(w), dim=1).float().cpu().numpy()  # (B, L, H, Q, K)
+               for kind, w in weights.items()}
     src_codec, tgt_codec, bos = translator.bundle.src_codec, translator.bundle.tgt_codec, translator.model.config.bos_id
     out = []
     for b, (s_ids, t_ids) in enumerate(zip(sources, targets)):

@@ -8,11 +8,12 @@ keys of that query). Two changes leave every weight as it is and make distance i
   softmax over those keys does not change. (Queries cannot be moved: q·k would change by a different k·t per key.)
 
 t makes the two clouds share a centre (t = c·mean(q) − mean(k)/c), and c gives them the same mean norm, so
-|q − k|² = |q|² + |k|² − 2 q·k tracks −q·k rather than the norms. AttentionViz (Yeh et al. 2023) shifts first and
-then scales, which leaves the centres apart by the factor c²; here c solves both at once (the mean key norm
-grows slower in c² than the mean query norm, so one bisection finds it). Then one PCA of both clouds together
-(centred on their shared centre, float64): the same two axes for queries and keys, so a query lies near the keys
-it scores highest where the norms are alike.
+|q − k|² = |q|² + |k|² − 2 q·k tracks −q·k rather than the norms. AttentionViz (Yeh et al. 2023) moves the keys
+to the queries' centroid and scales both to one mean norm, one after the other; here c and t are solved together,
+so both hold exactly (the mean key norm grows slower in c² than the mean query norm: one bisection finds c).
+
+Then one PCA of both clouds together (centred on their shared centre, float64): the same two axes for queries and
+keys, so a query lies near the keys it scores highest where the norms are alike.
 """
 from __future__ import annotations
 
@@ -20,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-NORMALISATION = ("Queries × c and keys ÷ c, then keys shifted so both clouds share a centre, c chosen so they share a "
-                 "mean norm (as AttentionViz): every q·k keeps its softmax weight. Then one PCA of queries and keys "
-                 "together.")
+NORMALISATION = ("Queries × c and keys ÷ c, then keys shifted so both clouds share a centre, c chosen so they "
+                 "share a mean norm (as AttentionViz): every q·k keeps its softmax weight. Then one PCA of queries "
+                 "and keys together.")
 
 
 @dataclass(frozen=True)

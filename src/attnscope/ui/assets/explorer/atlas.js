@@ -40,7 +40,8 @@ class AtlasData {
   box(kind, layer, head) {  // [minX, minY, maxX, maxY] of one head's map
     const key = `${kind}|${layer}|${head}`;
     if (this.bounds.has(key)) return this.bounds.get(key);
-    const b = this.base(kind, layer, head), n = this.count(kind), f = this.f, out = [Infinity, Infinity, -Infinity, -Infinity];
+    const b = this.base(kind, layer, head), n = this.count(kind), f = this.f;
+    const out = [Infinity, Infinity, -Infinity, -Infinity];
     for (let i = 0; i < n; i++) {
       const x = f[b + 2 * i], y = f[b + 2 * i + 1];
       if (x < out[0]) out[0] = x; if (y < out[1]) out[1] = y; if (x > out[2]) out[2] = x; if (y > out[3]) out[3] = y;
@@ -63,7 +64,8 @@ class AtlasData {
   }
 }
 
-function plot(image, width, data, kind, layer, head, colours, place, size) {  // points into ImageData, place(x, y) -> [px, py]
+// One head's points into ImageData: place(x, y) -> [px, py], each a size × size square of its colour.
+function plot(image, width, data, kind, layer, head, colours, place, size) {
   const b = data.base(kind, layer, head), n = data.count(kind), f = data.f, px = image.data, h = image.height;
   for (let i = 0; i < n; i++) {
     const [x, y] = place(f[b + 2 * i], f[b + 2 * i + 1]);
@@ -91,7 +93,8 @@ Object.assign(Explorer.prototype, {
     this.atlas = new AtlasData(header, floats);
     const s = header.selection, kinds = header.kinds, kind = KINDS.includes(s.kind) ? s.kind : "cross";
     const layer = Math.max(0, Math.min(s.layer | 0, kinds[kind].n_layers - 1));
-    this.asel = { kind, layer, head: Math.max(0, Math.min(s.head | 0, kinds[kind].heads - 1)), colouring: "qk", group: null };
+    const head = Math.max(0, Math.min(s.head | 0, kinds[kind].heads - 1));
+    this.asel = { kind, layer, head, colouring: "qk", group: null };
     this.buildAtlas();
     this.renderAtlas();
   },
@@ -123,7 +126,8 @@ Object.assign(Explorer.prototype, {
     const s = this.asel, h = this.w.h;
     Object.assign(this.root.dataset, { kind: s.kind, layer: s.layer, head: s.head, colouring: s.colouring });
     const share = h.kinds[s.kind].explained[s.layer][s.head];
-    this.title.textContent = `${KIND_LABELS[s.kind]} · layer ${s.layer} · head ${s.head} · ${h.kinds[s.kind].groups[s.layer][s.head]}` +
+    const group = h.kinds[s.kind].groups[s.layer][s.head];
+    this.title.textContent = `${KIND_LABELS[s.kind]} · layer ${s.layer} · head ${s.head} · ${group}` +
       ` · the two axes hold ${(100 * share).toFixed(0)}% of the variance`;
     this.drawHead();
     if (only === "head") return this.outlineMatrix();
@@ -132,7 +136,8 @@ Object.assign(Explorer.prototype, {
   },
 
   drawAtlasBar() {
-    const s = this.asel, h = this.w.h, again = (change) => { Object.assign(this.asel, change); this.view = null; this.renderAtlas(); };
+    const s = this.asel, h = this.w.h;
+    const again = (change) => { Object.assign(this.asel, change); this.view = null; this.renderAtlas(); };
     const kind = this.buttons("", KINDS.map((k) => [k, KIND_LABELS[k]]), s.kind, (k) => again({
       kind: k, layer: Math.min(s.layer, h.kinds[k].n_layers - 1), head: Math.min(s.head, h.kinds[k].heads - 1) }));
     const colour = this.buttons("Colour", COLOURINGS, s.colouring, (colouring) => again({ colouring }));
@@ -145,26 +150,31 @@ Object.assign(Explorer.prototype, {
       if (rgb) { b.style.borderColor = css(rgb); b.title = h.group_rules[b.dataset.value]; }
     }
     this.legend.replaceChildren(groups, el("span", "label", s.colouring === "qk" ? "queries green, keys pink"
-      : s.colouring === "position" ? "position in the sentence: start dark blue … end yellow" : "one colour per token"));
+      : s.colouring === "position" ? "position in the sentence: start dark blue … end yellow"
+      : "one colour per token"));
   },
 
   matrixLayout() {
     const h = this.w.h, info = h.kinds[this.asel.kind], H = info.heads;
     const size = Math.max(56, Math.min(140, Math.floor((this.room() - 40) / H) - 8)), gap = 8, left = 34, top = 18;
-    return { size, gap, left, top, H, L: info.n_layers, w: left + H * (size + gap), h: top + info.n_layers * (size + gap) };
+    const L = info.n_layers;
+    return { size, gap, left, top, H, L, w: left + H * (size + gap), h: top + L * (size + gap) };
   },
 
   drawMatrix() {
     const s = this.asel, m = this.matrixLayout(), dpr = window.devicePixelRatio || 1, c = this.matrix;
-    this.matrixTitle.textContent = `${KIND_LABELS[s.kind]}: every layer and head over ${this.w.h.sentences.length} sentences ` +
+    const n = this.w.h.sentences.length;
+    this.matrixTitle.textContent = `${KIND_LABELS[s.kind]}: every layer and head over ${n} sentences ` +
       "(click a map to open it; the border's colour is the head's group)";
     c.width = Math.ceil(m.w * dpr); c.height = Math.ceil(m.h * dpr);
     c.style.width = `${m.w}px`; c.style.height = `${m.h}px`;
     Object.assign(c.dataset, { left: m.left, top: m.top, size: m.size, gap: m.gap });
-    const ctx = c.getContext("2d"), image = ctx.createImageData(c.width, c.height), colours = this.atlas.rgb(s.kind, s.colouring);
+    const ctx = c.getContext("2d"), image = ctx.createImageData(c.width, c.height);
+    const colours = this.atlas.rgb(s.kind, s.colouring);
     for (let l = 0; l < m.L; l++) for (let hd = 0; hd < m.H; hd++) {
       const x = (m.left + hd * (m.size + m.gap)) * dpr, y = (m.top + l * (m.size + m.gap)) * dpr;
-      plot(image, c.width, this.atlas, s.kind, l, hd, colours, fitted(this.atlas.box(s.kind, l, hd), x, y, m.size * dpr), 1);
+      const place = fitted(this.atlas.box(s.kind, l, hd), x, y, m.size * dpr);
+      plot(image, c.width, this.atlas, s.kind, l, hd, colours, place, 1);
     }
     ctx.putImageData(image, 0, 0);
     this.matrixBase = ctx.getImageData(0, 0, c.width, c.height);
@@ -172,7 +182,8 @@ Object.assign(Explorer.prototype, {
   },
 
   outlineMatrix() {  // labels, each head's group border (dimmed outside the chosen group), the open head outlined
-    const s = this.asel, m = this.matrixLayout(), dpr = window.devicePixelRatio || 1, ctx = this.matrix.getContext("2d");
+    const s = this.asel, m = this.matrixLayout(), dpr = window.devicePixelRatio || 1;
+    const ctx = this.matrix.getContext("2d");
     if (!this.matrixBase) return;
     ctx.putImageData(this.matrixBase, 0, 0);
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
@@ -193,7 +204,8 @@ Object.assign(Explorer.prototype, {
     }
     ctx.strokeStyle = "#000";
     ctx.lineWidth = 3;
-    ctx.strokeRect(m.left + s.head * (m.size + m.gap) - 4, m.top + s.layer * (m.size + m.gap) - 4, m.size + 8, m.size + 8);
+    const step = m.size + m.gap;
+    ctx.strokeRect(m.left + s.head * step - 4, m.top + s.layer * step - 4, m.size + 8, m.size + 8);
   },
 
   matrixAt(e) {  // [layer, head] under the pointer, or null between maps

@@ -64,7 +64,8 @@ Object.assign(Explorer.prototype, {
   },
 
   drawHead() {
-    const s = this.asel, c = this.headCanvas, dpr = window.devicePixelRatio || 1, { w, h } = this.headSize(), v = this.headView();
+    const s = this.asel, c = this.headCanvas, dpr = window.devicePixelRatio || 1;
+    const { w, h } = this.headSize(), v = this.headView();
     if (c.width !== Math.ceil(w * dpr) || c.height !== Math.ceil(h * dpr)) {  // a resize clears; a redraw need not
       c.width = Math.ceil(w * dpr); c.height = Math.ceil(h * dpr);
       c.style.width = `${w}px`; c.style.height = `${h}px`;
@@ -72,7 +73,8 @@ Object.assign(Explorer.prototype, {
     Object.assign(c.dataset, { scale: v.scale, cx: v.cx, cy: v.cy });
     const ctx = c.getContext("2d"), image = ctx.createImageData(c.width, c.height);
     const place = (x, y) => this.toScreen(v, x, y).map((p) => p * dpr - dpr);
-    plot(image, c.width, this.atlas, s.kind, s.layer, s.head, this.atlas.rgb(s.kind, s.colouring), place, Math.max(2, Math.round(3 * dpr)));
+    const colours = this.atlas.rgb(s.kind, s.colouring);
+    plot(image, c.width, this.atlas, s.kind, s.layer, s.head, colours, place, Math.max(2, Math.round(3 * dpr)));
     ctx.putImageData(image, 0, 0);
     ctx.setTransform(1, 0, 0, 1, 0, 0);
     ctx.strokeStyle = "rgba(49, 51, 63, 0.25)";
@@ -82,8 +84,9 @@ Object.assign(Explorer.prototype, {
   },
 
   ring(i) {  // the hovered point circled
-    const s = this.asel, f = this.atlas.f, b = this.atlas.base(s.kind, s.layer, s.head), dpr = window.devicePixelRatio || 1;
-    const [x, y] = this.toScreen(this.headView(), f[b + 2 * i], f[b + 2 * i + 1]), ctx = this.headCanvas.getContext("2d");
+    const s = this.asel, f = this.atlas.f, b = this.atlas.base(s.kind, s.layer, s.head);
+    const [x, y] = this.toScreen(this.headView(), f[b + 2 * i], f[b + 2 * i + 1]);
+    const ctx = this.headCanvas.getContext("2d"), dpr = window.devicePixelRatio || 1;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.strokeStyle = "#000";
     ctx.lineWidth = 1.5;
@@ -111,8 +114,10 @@ Object.assign(Explorer.prototype, {
     if (i === null) { this.tip.style.display = "none"; return; }
     const p = this.atlas.point(this.asel.kind, i), text = this.w.h.sentences[p.sentence];
     this.tip.textContent = `${p.query ? "query" : "key"} "${p.token}" · ${p.side} position ${p.position}\n` +
-      `sentence ${p.sentence + 1}: ${text.length > 80 ? `${text.slice(0, 77)}…` : text}\nclick: open this sentence with this head`;
-    Object.assign(this.tip.dataset, { point: i, query: p.query, token: p.token, sentence: p.sentence, position: p.position });
+      `sentence ${p.sentence + 1}: ${text.length > 80 ? `${text.slice(0, 77)}…` : text}\n` +
+      "click: open this sentence with this head";
+    Object.assign(this.tip.dataset, { point: i, query: p.query, token: p.token, sentence: p.sentence,
+      position: p.position });
     const r = this.root.getBoundingClientRect();
     this.tip.style.left = `${e.clientX - r.left + 14}px`;
     this.tip.style.top = `${e.clientY - r.top + 14}px`;
@@ -128,15 +133,20 @@ Object.assign(Explorer.prototype, {
 
   pointAt(i) {  // where point i of the open head is on the page (client pixels), for tests
     const s = this.asel, f = this.atlas.f, b = this.atlas.base(s.kind, s.layer, s.head);
-    const [x, y] = this.toScreen(this.headView(), f[b + 2 * i], f[b + 2 * i + 1]), r = this.headCanvas.getBoundingClientRect();
+    const [x, y] = this.toScreen(this.headView(), f[b + 2 * i], f[b + 2 * i + 1]);
+    const r = this.headCanvas.getBoundingClientRect();
     return { x: r.left + x, y: r.top + y, inside: x >= 0 && y >= 0 && x <= r.width && y <= r.height };
   },
 
   keyAtlas(e) {
     const s = this.asel, info = this.w.h.kinds[s.kind];
-    const moves = { ArrowUp: { head: Math.max(0, s.head - 1) }, ArrowDown: { head: Math.min(info.heads - 1, s.head + 1) },
+    const moves = { ArrowUp: { head: Math.max(0, s.head - 1) },
+      ArrowDown: { head: Math.min(info.heads - 1, s.head + 1) },
       PageUp: { layer: Math.max(0, s.layer - 1) }, PageDown: { layer: Math.min(info.n_layers - 1, s.layer + 1) } };
-    if (e.key === "+" || e.key === "=" || e.key === "-") { e.preventDefault(); return this.zoomHead(e.key === "-" ? "out" : "in"); }
+    if (e.key === "+" || e.key === "=" || e.key === "-") {
+      e.preventDefault();
+      return this.zoomHead(e.key === "-" ? "out" : "in");
+    }
     if (!moves[e.key]) return;
     e.preventDefault();
     Object.assign(this.asel, moves[e.key]);

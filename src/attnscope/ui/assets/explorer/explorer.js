@@ -14,7 +14,8 @@ class Explorer {
   receive(bytes, send) {
     this.send = send;
     const { header, start } = readPayload(bytes);
-    if (header.mode === "atlas") return this.receiveAtlas(header, new Float32Array(bytes.slice(start).buffer));  // parts 7-8
+    const floats = () => new Float32Array(bytes.slice(start).buffer);
+    if (header.mode === "atlas") return this.receiveAtlas(header, floats());  // parts 7-8
     const same = this.w && header.id === this.w.h.id, moved = header.epoch !== this.epoch;
     this.epoch = header.epoch;  // a new epoch: the view was changed elsewhere (sidebar, URL, another page)
     if (same && header.complete && this.w.h.complete) {

@@ -1,4 +1,4 @@
-"""The atlas payload read back by its documented layout (independently of viz/atlas.py) gives the atlas's own
+"""viz/atlas.py: the atlas payload read back by its documented layout (independently of viz/atlas.py) gives the atlas's own
 float32 coordinates, tokens, sentences and groups."""
 from __future__ import annotations
 
