@@ -8,7 +8,8 @@ import struct
 import numpy as np
 import pytest
 
-from attnscope.engine.analysis.atlas import SIDES, atlas, vectors_each
+from attnscope.engine.analysis.atlas import atlas, vectors_each
+from attnscope.engine.analysis.atlas_types import SIDES
 from attnscope.records.attention import KINDS
 from attnscope.viz.atlas import atlas_payload
 from attnscope.viz.explorer import Selection

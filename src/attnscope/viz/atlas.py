@@ -18,8 +18,7 @@ from typing import Sequence
 
 import numpy as np
 
-from attnscope.engine.analysis.atlas import GROUP_RULES, GROUPS, SIDES, Atlas
-from attnscope.engine.analysis.projection import NORMALISATION
+from attnscope.engine.analysis.atlas_types import GROUP_RULES, GROUPS, SIDES, Atlas
 from attnscope.records.attention import KINDS
 from attnscope.viz.explorer import MAGIC, VERSION, Selection
 
@@ -59,7 +58,7 @@ def atlas_payload(atlas: Atlas, sentences: Sequence[str], *, view_id: str, selec
         offset += maps.size
     header = {"id": view_id, "epoch": epoch, "mode": "atlas", "title": title, "selection": selection.as_dict(),
               "sentences": list(sentences), "tokens": list(vocabulary), "sides": sides, "kinds": kinds,
-              "groups": list(GROUPS), "group_rules": GROUP_RULES, "normalisation": NORMALISATION}
+              "groups": list(GROUPS), "group_rules": GROUP_RULES}
     text = json.dumps(header, ensure_ascii=False, allow_nan=False).encode("utf-8")
     head = MAGIC + struct.pack("<II", VERSION, len(text)) + text
     head += b"\0" * (-len(head) % 4)

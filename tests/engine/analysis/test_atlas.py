@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnscope.engine.analysis.atlas import SIDES, atlas, group_of, head_map, vectors_each
+from attnscope.engine.analysis.atlas import atlas, head_map, vectors_each
+from attnscope.engine.analysis.atlas_types import SIDES, group_of
 from attnscope.engine.analysis.heads import head_stats
 from attnscope.engine.recording.trace import Keep, decoder_inputs
 from attnscope.engine.recording.tracer import trace
