@@ -40,11 +40,12 @@ def test_the_atlas_answers_in_the_browser_and_a_click_opens_the_sentence(server:
         expect(root).to_have_attribute("data-head", "2")
         head = root.locator("canvas.atlas-head")
         scale = float(head.get_attribute("data-scale"))
-        head.hover()
+        over = root.locator("canvas.atlas-over")  # above the points, it takes the pointer
+        over.hover()
         page.mouse.wheel(0, -200)  # zoom in around the pointer
         expect(head).not_to_have_attribute("data-scale", str(scale))
         cx = head.get_attribute("data-cx")
-        box_ = head.bounding_box()
+        box_ = over.bounding_box()
         page.mouse.move(box_["x"] + 100, box_["y"] + 100)
         page.mouse.down()
         page.mouse.move(box_["x"] + 160, box_["y"] + 130, steps=4)

@@ -27,7 +27,7 @@ from attnscope.engine.decoding.translator import Translator
 
 TARGETS = {"shipped seconds": 30, "opus-mt seconds": 180, "look p95 ms": 50, "memory MB": 1024}
 LOOKS_JS = """async ([look, n]) => {
-  const root = EXPLORER, head = root.querySelector('canvas.atlas-head');
+  const root = EXPLORER, head = root.querySelector('canvas.atlas-over');
   const matrix = root.querySelector('canvas.atlas-matrix');
   const frame = () => new Promise(r => requestAnimationFrame(() => r()));
   const box = head.getBoundingClientRect(), out = [];

@@ -53,7 +53,7 @@ def _scale(queries: np.ndarray, keys: np.ndarray) -> float:
         low, high = high, high * 2
     if q_norm == 0 or gap(high) < 0 or gap(low) >= 0:
         return 1.0
-    for _ in range(100):  # to float64's resolution of u
+    for _ in range(64):  # to float64's resolution of u, from any bracket the doubling found
         middle = (low + high) / 2
         low, high = (middle, high) if gap(middle) < 0 else (low, middle)
     return float(np.sqrt((low + high) / 2))

@@ -64,24 +64,26 @@ class AtlasData {
   }
 }
 
-// One head's points into ImageData: place(x, y) -> [px, py], each a size × size square of its colour.
-function plot(image, width, data, kind, layer, head, colours, place, size) {
-  const b = data.base(kind, layer, head), n = data.count(kind), f = data.f, px = image.data, h = image.height;
+// One head's points into ImageData, each a size × size square of its colour at pixel (ax·x + bx, ay·y + by).
+function plot(image, data, kind, layer, head, colours, [ax, bx, ay, by], size) {
+  const b = data.base(kind, layer, head), n = data.count(kind), f = data.f, px = image.data;
+  const width = image.width, height = image.height;
   for (let i = 0; i < n; i++) {
-    const [x, y] = place(f[b + 2 * i], f[b + 2 * i + 1]);
-    for (let dy = 0; dy < size; dy++) for (let dx = 0; dx < size; dx++) {
-      const cx = Math.round(x) + dx, cy = Math.round(y) + dy;
-      if (cx < 0 || cy < 0 || cx >= width || cy >= h) continue;
-      const o = 4 * (cy * width + cx);
-      px[o] = colours[3 * i]; px[o + 1] = colours[3 * i + 1]; px[o + 2] = colours[3 * i + 2]; px[o + 3] = 255;
+    const x0 = Math.round(ax * f[b + 2 * i] + bx), y0 = Math.round(ay * f[b + 2 * i + 1] + by);
+    const r = colours[3 * i], g = colours[3 * i + 1], bl = colours[3 * i + 2];
+    for (let cy = Math.max(0, y0); cy < Math.min(height, y0 + size); cy++) {
+      for (let cx = Math.max(0, x0); cx < Math.min(width, x0 + size); cx++) {
+        const o = 4 * (cy * width + cx);
+        px[o] = r; px[o + 1] = g; px[o + 2] = bl; px[o + 3] = 255;
+      }
     }
   }
 }
 
-function fitted(box, left, top, size) {  // data -> pixels of a square map, same scale on both axes, y up
+function fitted(box, left, top, size) {  // [ax, bx, ay, by]: data -> pixels of a square map, one scale, y up
   const span = Math.max(box[2] - box[0], box[3] - box[1]) || 1, s = (size - 4) / span;
   const cx = (box[0] + box[2]) / 2, cy = (box[1] + box[3]) / 2;
-  return (x, y) => [left + size / 2 + (x - cx) * s, top + size / 2 - (y - cy) * s];
+  return [s, left + size / 2 - cx * s, -s, top + size / 2 + cy * s];
 }
 
 Object.assign(Explorer.prototype, {
@@ -108,7 +110,8 @@ Object.assign(Explorer.prototype, {
     this.title = el("div", "title");
     this.headWrap = el("div", "atlas-head");
     this.headCanvas = el("canvas", "atlas-head");
-    this.headWrap.append(this.headCanvas);
+    this.headOver = el("canvas", "atlas-over");
+    this.headWrap.append(this.headCanvas, this.headOver);
     this.matrixTitle = el("div", "title");
     this.matrixScroll = el("div", "scroll grid");
     this.matrix = el("canvas", "atlas-matrix");
@@ -173,8 +176,7 @@ Object.assign(Explorer.prototype, {
     const colours = this.atlas.rgb(s.kind, s.colouring);
     for (let l = 0; l < m.L; l++) for (let hd = 0; hd < m.H; hd++) {
       const x = (m.left + hd * (m.size + m.gap)) * dpr, y = (m.top + l * (m.size + m.gap)) * dpr;
-      const place = fitted(this.atlas.box(s.kind, l, hd), x, y, m.size * dpr);
-      plot(image, c.width, this.atlas, s.kind, l, hd, colours, place, 1);
+      plot(image, this.atlas, s.kind, l, hd, colours, fitted(this.atlas.box(s.kind, l, hd), x, y, m.size * dpr), 1);
     }
     ctx.putImageData(image, 0, 0);
     this.matrixBase = ctx.getImageData(0, 0, c.width, c.height);

@@ -6,7 +6,7 @@ const HEAD_PX = 420;  // the large map's height
 
 Object.assign(Explorer.prototype, {
   bindHead() {
-    const c = this.headCanvas;
+    const c = this.headOver;  // above the points: it takes the pointer
     let drag = null;
     c.addEventListener("mousedown", (e) => { drag = { x: e.clientX, y: e.clientY, moved: 0 }; });
     c.addEventListener("mousemove", (e) => {
@@ -47,7 +47,7 @@ Object.assign(Explorer.prototype, {
   },
 
   local(e) {
-    const r = this.headCanvas.getBoundingClientRect();
+    const r = this.headOver.getBoundingClientRect();
     return [e.clientX - r.left, e.clientY - r.top];
   },
 
@@ -63,30 +63,38 @@ Object.assign(Explorer.prototype, {
     this.zoomAt(z === "in" ? 1.5 : 1 / 1.5);
   },
 
-  drawHead() {
+  drawHead() {  // the points on one canvas; the hovered point's ring on another above it (hover redraws only that)
     const s = this.asel, c = this.headCanvas, dpr = window.devicePixelRatio || 1;
     const { w, h } = this.headSize(), v = this.headView();
     if (c.width !== Math.ceil(w * dpr) || c.height !== Math.ceil(h * dpr)) {  // a resize clears; a redraw need not
-      c.width = Math.ceil(w * dpr); c.height = Math.ceil(h * dpr);
-      c.style.width = `${w}px`; c.style.height = `${h}px`;
+      for (const canvas of [c, this.headOver]) {
+        canvas.width = Math.ceil(w * dpr); canvas.height = Math.ceil(h * dpr);
+        canvas.style.width = `${w}px`; canvas.style.height = `${h}px`;
+      }
+      this.headWrap.style.height = `${h}px`;
+      this.headImage = c.getContext("2d").createImageData(c.width, c.height);
     }
     Object.assign(c.dataset, { scale: v.scale, cx: v.cx, cy: v.cy });
-    const ctx = c.getContext("2d"), image = ctx.createImageData(c.width, c.height);
-    const place = (x, y) => this.toScreen(v, x, y).map((p) => p * dpr - dpr);
-    const colours = this.atlas.rgb(s.kind, s.colouring);
-    plot(image, c.width, this.atlas, s.kind, s.layer, s.head, colours, place, Math.max(2, Math.round(3 * dpr)));
+    const image = this.headImage, size = Math.max(2, Math.round(3 * dpr));
+    image.data.fill(0);
+    const k = v.scale * dpr;  // data -> device pixels, the square centred on the point
+    plot(image, this.atlas, s.kind, s.layer, s.head, this.atlas.rgb(s.kind, s.colouring),
+      [k, (w / 2 - v.cx * v.scale) * dpr - size / 2, -k, (h / 2 + v.cy * v.scale) * dpr - size / 2], size);
+    const ctx = c.getContext("2d");
     ctx.putImageData(image, 0, 0);
-    ctx.setTransform(1, 0, 0, 1, 0, 0);
     ctx.strokeStyle = "rgba(49, 51, 63, 0.25)";
     ctx.strokeRect(0.5, 0.5, c.width - 1, c.height - 1);
-    if (this.hovered !== undefined && this.hovered !== null) this.ring(this.hovered);
+    this.ring(this.hovered);
     this.root.dataset.drawn = String((Number(this.root.dataset.drawn) || 0) + 1);  // tests wait for a redraw
   },
 
-  ring(i) {  // the hovered point circled
+  ring(i) {  // the hovered point circled (null: none)
+    const c = this.headOver, ctx = c.getContext("2d"), dpr = window.devicePixelRatio || 1;
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.clearRect(0, 0, c.width, c.height);
+    if (i === null || i === undefined) return;
     const s = this.asel, f = this.atlas.f, b = this.atlas.base(s.kind, s.layer, s.head);
     const [x, y] = this.toScreen(this.headView(), f[b + 2 * i], f[b + 2 * i + 1]);
-    const ctx = this.headCanvas.getContext("2d"), dpr = window.devicePixelRatio || 1;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.strokeStyle = "#000";
     ctx.lineWidth = 1.5;
@@ -110,7 +118,7 @@ Object.assign(Explorer.prototype, {
   hoverHead(e) {
     const i = this.nearest(e), changed = i !== this.hovered;
     this.hovered = i;
-    if (changed) this.drawHead();
+    if (changed) this.ring(i);
     if (i === null) { this.tip.style.display = "none"; return; }
     const p = this.atlas.point(this.asel.kind, i), text = this.w.h.sentences[p.sentence];
     this.tip.textContent = `${p.query ? "query" : "key"} "${p.token}" · ${p.side} position ${p.position}\n` +
