@@ -6,7 +6,8 @@ Computing: the sample's sentences decoded and traced in batches, then every head
 never end by themselves, cut at a typical 25 tokens). Looking: the page served by `streamlit run` in headless
 Chromium, 200 sentences of the shipped model mapped, then pan (a drag), zoom (the wheel), hover and a switch of
 head in the matrix, each timed inside the page from the event dispatched to the next animation frame (so the
-drawing is included, Playwright's round trip is not), p95 of 20. The machine's load is printed beside each row.
+drawing is included, Playwright's round trip is not), p95 of 20; the target (50 ms) is for pan, zoom and hover.
+The machine's load is printed beside each row.
 """
 from __future__ import annotations
 
@@ -109,7 +110,7 @@ def looks_row(shipped: Path, n: int, looks: int) -> dict[str, Any]:
         times = {look: p95(page.evaluate(LOOKS_JS, [look, looks])) for look in ("pan", "zoom", "hover", "head")}
     return {"what": f"the page, {n} sentences of {shipped.name}", **{f"{k} p95 ms": v for k, v in times.items()},
             "load before / after": [round(load, 1), round(os.getloadavg()[0], 1)],
-            "met": max(times.values()) <= TARGETS["look p95 ms"]}
+            "met": max(times["pan"], times["zoom"], times["hover"]) <= TARGETS["look p95 ms"]}
 
 
 def atlas_bench(tr: Translator, shipped: Path, sentences: Sequence[str], tiny: bool) -> list[dict[str, Any]]:

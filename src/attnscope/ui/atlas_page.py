@@ -16,6 +16,7 @@ from attnscope.engine.analysis.atlas import BATCH, DEFAULT_SENTENCES, MAX_SENTEN
 from attnscope.engine.analysis.atlas_types import GROUP_RULES
 from attnscope.engine.analysis.projection import NORMALISATION
 from attnscope.engine.decoding.translator import Translator
+from attnscope.records.attention import KINDS
 from attnscope.training.data import DataError, sample_pairs
 from attnscope.ui import sample_runs, state, tables
 from attnscope.ui.explorer import atlas_explorer, view_id
@@ -51,7 +52,7 @@ def _open(sentences: list[str]) -> None:
     picked = state.component_value(KEY, "open")
     if not isinstance(picked, dict) or not isinstance(picked.get("sentence"), int):
         return
-    if not 0 <= picked["sentence"] < len(sentences) or picked.get("kind") not in ("encoder", "decoder", "cross"):
+    if not 0 <= picked["sentence"] < len(sentences) or picked.get("kind") not in KINDS:
         return
     state.set_sentence(sentences[picked["sentence"]])
     state.set_kind(picked["kind"])

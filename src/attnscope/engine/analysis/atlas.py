@@ -101,16 +101,16 @@ def atlas(results: Sequence[tuple[int, SentenceVectors]]) -> Atlas:
     if not results:
         raise ValueError("no sentences to map: every one was empty")
     vectors = [v for _, v in results]
-    maps, explained, scales = {}, {}, {}
+    maps, explained = {}, {}
     for kind in KINDS:
         n_layers, n_heads = vectors[0].queries[kind].shape[:2]
         n_points = sum(len(getattr(v, s)) for v in vectors for s in SIDES[kind])
         maps[kind] = np.zeros((n_layers, n_heads, n_points, 2), np.float32)
-        explained[kind], scales[kind] = np.zeros((n_layers, n_heads)), np.zeros((n_layers, n_heads))
+        explained[kind] = np.zeros((n_layers, n_heads))
         for layer in range(n_layers):
             for head in range(n_heads):
                 p = head_map(vectors, kind, layer, head)
                 maps[kind][layer, head] = np.concatenate([p.queries, p.keys])
-                explained[kind][layer, head], scales[kind][layer, head] = p.explained, p.scale
+                explained[kind][layer, head] = p.explained
     return Atlas(tuple(i for i, _ in results), {side: _points(vectors, side) for side in ("source", "target")},
-                 maps, explained, scales, groups(head_stats_summary(v.stats for v in vectors)))
+                 maps, explained, groups(head_stats_summary(v.stats for v in vectors)))

@@ -34,7 +34,6 @@ class Atlas:
     tokens: dict[str, list[tuple[int, int, str]]]  # side -> (sentence number in `sentences`, position, token) a point
     maps: dict[Kind, np.ndarray]  # kind -> (L, H, Nq + Nk, 2) float32: queries first, then keys
     explained: dict[Kind, np.ndarray]  # kind -> (L, H) share of the variance the two axes hold
-    scales: dict[Kind, np.ndarray]  # kind -> (L, H) the scale c (queries × c, keys ÷ c)
     groups: pd.DataFrame  # kind, layer, head, group and the statistics it was read from
 
 

@@ -190,11 +190,11 @@ Object.assign(Explorer.prototype, {
     ctx.putImageData(this.matrixBase, 0, 0);
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.font = "11px sans-serif";
-    ctx.fillStyle = getComputedStyle(this.root).color || "#333";
-    const groups = this.w.h.kinds[s.kind].groups;
+    const text = getComputedStyle(this.root).color || "#333", groups = this.w.h.kinds[s.kind].groups;
+    ctx.fillStyle = text;
     for (let hd = 0; hd < m.H; hd++) ctx.fillText(`H${hd}`, m.left + hd * (m.size + m.gap) + m.size / 2 - 8, 12);
     for (let l = 0; l < m.L; l++) {
-      ctx.fillStyle = getComputedStyle(this.root).color || "#333";
+      ctx.fillStyle = text;
       ctx.fillText(`L${l}`, 4, m.top + l * (m.size + m.gap) + m.size / 2 + 4);
       for (let hd = 0; hd < m.H; hd++) {
         const x = m.left + hd * (m.size + m.gap), y = m.top + l * (m.size + m.gap), g = groups[l][hd];
