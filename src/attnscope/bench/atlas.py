@@ -113,8 +113,9 @@ def looks_row(shipped: Path, n: int, looks: int) -> dict[str, Any]:
             "met": max(times["pan"], times["zoom"], times["hover"]) <= TARGETS["look p95 ms"]}
 
 
-def atlas_bench(tr: Translator, shipped: Path, sentences: Sequence[str], tiny: bool) -> list[dict[str, Any]]:
-    """The section's rows: the model at `shipped` (`tr`) and the opus-mt shape computed, then the page's looks."""
+def atlas_bench(tr: Translator, shipped: Path, sentences: Sequence[str], tiny: bool, app: bool) -> list[dict[str, Any]]:
+    """The section's rows: the model at `shipped` (`tr`) and the opus-mt shape computed, then, with `app`, the
+    page's looks."""
     rows = [compute_row(f"{len(sentences)} sentences, {shipped.name}", tr, sentences, None, TARGETS["shipped seconds"])]
     words = sorted({w for s in sentences for w in s.split()})
     with tempfile.TemporaryDirectory(prefix="attnscope-atlas-") as tmp:
@@ -122,5 +123,4 @@ def atlas_bench(tr: Translator, shipped: Path, sentences: Sequence[str], tiny: b
         shaped = Translator(*checkpoint.load(path))
         rows.append(compute_row(f"{len(sentences)} sentences, {path.stem} shape (outputs cut at {TYPICAL} tokens)",
                                 shaped, sentences, TYPICAL, TARGETS["opus-mt seconds"]))
-    rows.append(looks_row(shipped, len(sentences), 5 if tiny else 20))
-    return rows
+    return rows + ([looks_row(shipped, len(sentences), 5 if tiny else 20)] if app else [])

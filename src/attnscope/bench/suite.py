@@ -103,7 +103,7 @@ def run(out: Path, tiny: bool = False, checkpoint_path: Path | None = None, thre
          lambda: methods_tab_of_shape("tiny-marian" if tiny else "opus-mt-en-de", 1 if tiny else 5)),
         ("explorer", "20. The attention explorer (issue 42)", lambda: explorer_latency(default_checkpoint(), tiny)),
         ("atlas", "21. The head atlas (issue 46)",
-         lambda: atlas_bench(tr, path, _sample(tr, 20 if tiny else 200), tiny)),
+         lambda: atlas_bench(tr, path, _sample(tr, 20 if tiny else 200), tiny, app="app" not in skip)),
     ]
     for key, title, measure in sections:
         if key in skip or (only and key not in only):
