@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from attnscope.engine.analysis.atlas import BATCH, DEFAULT_SENTENCES, MAX_SENTENCES, SentenceVectors, atlas, vectors_each
+from attnscope.engine.analysis.atlas import (
+    BATCH,
+    DEFAULT_SENTENCES,
+    MAX_SENTENCES,
+    SentenceVectors,
+    atlas,
+    vectors_each,
+)
 from attnscope.engine.analysis.atlas_types import GROUP_RULES
 from attnscope.engine.analysis.projection import NORMALISATION
 from attnscope.engine.decoding.translator import Translator

@@ -30,10 +30,9 @@ def _side_points(atlas: Atlas, side: str, vocabulary: dict[str, int]) -> np.ndar
     return np.asarray(rows, np.float32).reshape(-1, 3)
 
 
-def atlas_payload(atlas: Atlas, sentences: Sequence[str], *, view_id: str, selection: Selection, epoch: int = 0,
-                  title: str = "") -> bytes:
+def atlas_payload(atlas: Atlas, sentences: Sequence[str], *, view_id: str, selection: Selection) -> bytes:
     """The bytes the explorer draws in its "atlas" mode: `atlas` of `sentences` (the texts of atlas.sentences, in
-    its order), opened on `selection`'s kind, layer and head."""
+    its order), opened on `selection`'s kind, layer and head; the browser keeps its own view while `view_id` stays."""
     if len(sentences) != len(atlas.sentences):
         raise ValueError(f"{len(sentences)} sentences for an atlas of {len(atlas.sentences)}")
     vocabulary: dict[str, int] = {}
@@ -56,7 +55,7 @@ def atlas_payload(atlas: Atlas, sentences: Sequence[str], *, view_id: str, selec
                                   for layer in range(maps.shape[0])]}
         blocks.append(maps.reshape(-1))
         offset += maps.size
-    header = {"id": view_id, "epoch": epoch, "mode": "atlas", "title": title, "selection": selection.as_dict(),
+    header = {"id": view_id, "mode": "atlas", "selection": selection.as_dict(),
               "sentences": list(sentences), "tokens": list(vocabulary), "sides": sides, "kinds": kinds,
               "groups": list(GROUPS), "group_rules": GROUP_RULES}
     text = json.dumps(header, ensure_ascii=False, allow_nan=False).encode("utf-8")

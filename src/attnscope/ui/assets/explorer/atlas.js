@@ -88,9 +88,7 @@ function fitted(box, left, top, size) {  // [ax, bx, ay, by]: data -> pixels of 
 
 Object.assign(Explorer.prototype, {
   receiveAtlas(header, floats) {
-    const same = this.w && this.w.h.id === header.id && header.epoch === this.epoch;
-    this.epoch = header.epoch;
-    if (same) return;  // a rerun: the browser's own view stands
+    if (this.w && this.w.h.id === header.id) return;  // a rerun: the browser's own view stands
     this.w = { h: header };
     this.atlas = new AtlasData(header, floats);
     const s = header.selection, kinds = header.kinds, kind = KINDS.includes(s.kind) ? s.kind : "cross";
