@@ -42,7 +42,8 @@ FORBIDDEN = {
 # Modules of plain data (no torch) that figure builders may draw from.
 ENGINE_DATA_TYPES = {"attnscope.records", "attnscope.records.attention", "attnscope.records.forward",
                      "attnscope.engine.decoding.beam_result", "attnscope.engine.analysis.alignment",
-                     "attnscope.engine.inside.head_view", "attnscope.engine.inside.offsets"}
+                     "attnscope.engine.inside.head_view", "attnscope.engine.inside.offsets",
+                     "attnscope.engine.analysis.atlas_types"}
 # What those may import in turn (torch-free too): the attention vocabulary, token conventions, the config, the
 # parser of JSON from files (a nesting limit on json.loads), and a record file's size limits with the memory budget
 # they are checked against.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from importlib.resources import files
-from typing import Hashable, Sequence
+from typing import Callable, Hashable, Sequence
 
 import streamlit as st
 
@@ -25,7 +25,8 @@ from attnscope.viz.explorer import Compared, Selection, payload
 from attnscope.viz.labels import WEIGHT
 
 _ASSETS = files("attnscope.ui") / "assets" / "explorer"
-JS_PARTS = ("base.js", "cells.js", "explorer.js", "heatmap.js", "step.js", "compare.js")  # one module, in this order
+JS_PARTS = ("base.js", "cells.js", "explorer.js", "heatmap.js", "step.js", "compare.js",  # one module, in this order
+            "atlas.js", "atlas_head.js")
 _explorer = st.components.v2.component(
     "attnscope_explorer", html="", css=(_ASSETS / "explorer.css").read_text("utf-8"),
     js="\n".join((_ASSETS / part).read_text("utf-8") for part in JS_PARTS))
@@ -91,3 +92,9 @@ def explorer(record: AttentionRecord, view: ViewState, name: Hashable, key: str,
     if caption:
         st.caption(f"Every look is answered in your browser. Keyboard (click the explorer first): {KEYBOARD}. Hover "
                    "shows the value the model recorded (float32, 7 significant digits).")
+
+
+def atlas_explorer(data: bytes, key: str, on_open: Callable[[], None]) -> None:
+    """Mount the explorer on a head atlas's payload (viz/atlas.py); `on_open` runs when a point is clicked (its
+    sentence, kind, layer, head and step are the component's "open" value)."""
+    _explorer(key=key, data=data, on_view_change=lambda: None, on_open_change=on_open)

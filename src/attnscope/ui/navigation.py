@@ -34,6 +34,7 @@ SECTIONS: dict[str, tuple[PageSpec, ...]] = {
     "Look": (PageSpec("pages/translate.py", "Translate", ":material/translate:"),
              PageSpec("pages/step.py", "Step through decoding", ":material/step:"),
              PageSpec("pages/heads.py", "Heads & layers", ":material/grid_view:"),
+             PageSpec("pages/atlas.py", "Head atlas", ":material/scatter_plot:"),
              PageSpec("pages/inside.py", "Inside one head", ":material/neurology:")),
     "Explain": (PageSpec("pages/attribution.py", "Attribution", ":material/insights:"),
                 PageSpec("pages/positional.py", "Positional encoding", ":material/waves:"),

@@ -41,6 +41,7 @@ MANAGE_ACTIVE_WAS, CONFIRM_DELETE = "_manage_active_was", "confirm_delete"
 SPLIT_STATS, ABLATE_BLEU = "split_stats", "ablate_bleu"  # the Heads page's last sample statistics and BLEU change
 IG_DONE = "_attr_ig"  # (query key, (tolerance, points)) of the last attribution with integrated gradients
 SPLIT_RUN, LAYERS_RUN, STATS_RUN = "_attr_split_run", "_attr_layers_run", "_attr_stats_run"  # ui/sample_runs.py
+ATLAS_RUN, ATLAS_MAP, ATLAS_OPENED = "_atlas_run", "_atlas_map", "_atlas_opened"  # ui/atlas_page.py
 INSIDE_QUERY_STEP = "_inside_query_step"  # the step whose query token the Inside page last opened
 TRAIN_JOB, TRAIN_TARGET, TRAIN_NAME = "train_job", "train_tgt", "train_name"
 TRAIN_SUGGESTED, TRAIN_SOURCE_WAS, TRAIN_PROFILE_WAS = "_train_suggested", "_train_source_was", "_train_profile_was"

@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # pandas (~70 MB, ~0.5 s) is imported only when a table is as
 Progress = Callable[[int, int], None]
 
 
-def _sources(translator: Translator, sentences: Sequence[str]) -> dict[int, list[int]]:
+def sources_of(translator: Translator, sentences: Sequence[str]) -> dict[int, list[int]]:
     """Source ids of every sentence that can be translated (blank ones are left out)."""
     out = {}
     for i, text in enumerate(sentences):
@@ -45,7 +45,7 @@ def _sources(translator: Translator, sentences: Sequence[str]) -> dict[int, list
     return out
 
 
-def _targets(translator: Translator, sources: list[list[int]], max_len: int) -> list[list[int]]:
+def greedy_targets(translator: Translator, sources: list[list[int]], max_len: int) -> list[list[int]]:
     """Greedy outputs of one batch of sources, each with its <eos> when it stopped within `max_len`."""
     src = pad(sources, translator.model.config.pad_id).to(translator.device)
     eos = translator.model.config.eos_id
@@ -55,18 +55,30 @@ def _targets(translator: Translator, sources: list[list[int]], max_len: int) -> 
 
 def _records(translator: Translator, sources: list[list[int]], max_len: int) -> list[AttentionRecord]:
     """Greedy-decode one batch, then record every head in one teacher-forced pass over its outputs."""
-    model, device = translator.model, translator.device
-    bos, pad_id = model.config.bos_id, model.config.pad_id
-    src = pad(sources, pad_id).to(device)
-    targets = _targets(translator, sources, max_len)
-    tgt_in = pad([decoder_inputs(t, bos) for t in targets], pad_id).to(device)
+    model = translator.model
+    targets = greedy_targets(translator, sources, max_len)
+    src, tgt_in = forced_inputs(translator, sources, targets)
     with torch.no_grad():
         source = model.encode(src, output_attentions=True)
         target = model.decode(tgt_in, source, output_attentions=True)
-    stacked = {kind: torch.stack(weights, dim=1).float().cpu().numpy()  # (B, L, H, Q, K)
-               for kind, weights in (("encoder", source.attentions), ("decoder", target.self_attentions),
-                                     ("cross", target.cross_attentions))}
-    src_codec, tgt_codec = translator.bundle.src_codec, translator.bundle.tgt_codec
+    return cut_records(translator, sources, targets, {"encoder": source.attentions, "decoder": target.self_attentions,
+                                                      "cross": target.cross_attentions})
+
+
+def forced_inputs(translator: Translator, sources: list[list[int]],
+                  targets: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The padded sources and decoder inputs (<bos> y1 .. y_{T-1}) of one batch, on the model's device."""
+    bos, pad_id = translator.model.config.bos_id, translator.model.config.pad_id
+    return (pad(sources, pad_id).to(translator.device),
+            pad([decoder_inputs(t, bos) for t in targets], pad_id).to(translator.device))
+
+
+def cut_records(translator: Translator, sources: list[list[int]], targets: list[list[int]],
+                weights: dict[str, Sequence[torch.Tensor]]) -> list[AttentionRecord]:
+    """Each sentence's record cut out of one padded batch's weights (per kind, one (B, H, Q, K) tensor a layer)."""
+    stacked = {kind: torch.stack(list(w), dim=1).float().cpu().numpy()  # (B, L, H, Q, K)
+               for kind, w in weights.items()}
+    src_codec, tgt_codec, bos = translator.bundle.src_codec, translator.bundle.tgt_codec, translator.model.config.bos_id
     out = []
     for b, (s_ids, t_ids) in enumerate(zip(sources, targets)):
         s, t = len(s_ids), len(t_ids)
@@ -79,7 +91,7 @@ def _records(translator: Translator, sources: list[list[int]], max_len: int) -> 
 def batched_records(translator: Translator, sentences: Sequence[str], batch_size: int = 64,
                     progress: Progress | None = None) -> Iterator[tuple[int, AttentionRecord]]:
     """(sentence index, record) for every translatable sentence, decoded in length-sorted batches."""
-    sources = _sources(translator, sentences)
+    sources = sources_of(translator, sentences)
     done = 0
     for idx, budget in budget_batches(translator.model, sources, batch_size, rules=translator.decoding_rules()):
         with translator.inference():  # per batch: the lock is never held while the caller has the records
@@ -117,11 +129,11 @@ def greedy_pairs(translator: Translator, sentences: Sequence[str], batch_size: i
                  progress: Progress | None = None) -> Iterator[tuple[int, list[int], list[int]]]:
     """(sentence index, source ids, greedy output ids) for every translatable sentence, decoded in
     length-sorted batches (the outputs `Translator.translate` gives, a tested parity)."""
-    sources = _sources(translator, sentences)
+    sources = sources_of(translator, sentences)
     done = 0
     for idx, budget in budget_batches(translator.model, sources, batch_size, rules=translator.decoding_rules()):
         with translator.inference():
-            targets = _targets(translator, [sources[i] for i in idx], budget)
+            targets = greedy_targets(translator, [sources[i] for i in idx], budget)
         yield from ((i, sources[i], t) for i, t in zip(idx, targets))
         done += len(idx)
         if progress:

@@ -14,6 +14,8 @@ class Explorer {
   receive(bytes, send) {
     this.send = send;
     const { header, start } = readPayload(bytes);
+    const floats = () => new Float32Array(bytes.slice(start).buffer);
+    if (header.mode === "atlas") return this.receiveAtlas(header, floats());  // parts 7-8
     const same = this.w && header.id === this.w.h.id, moved = header.epoch !== this.epoch;
     this.epoch = header.epoch;  // a new epoch: the view was changed elsewhere (sidebar, URL, another page)
     if (same && header.complete && this.w.h.complete) {
@@ -150,6 +152,7 @@ class Explorer {
   }
 
   key(e) {
+    if (this.w.h.mode === "atlas") return this.keyAtlas(e);
     const s = this.sel, H = this.w.h.kinds[s.kind].heads, kind = this.w.h.mode === "step" ? "cross" : s.kind;
     const heads = [null, ...Array(H).keys()], at = heads.indexOf(s.head);
     const moves = {
@@ -180,6 +183,7 @@ export default function (component) {
     parentElement.append(root);
     root.explorer = new Explorer(root);
   }
+  root.explorer.trigger = component.setTriggerValue;  // the atlas's "open" (a click on a point)
   if (data) root.explorer.receive(data instanceof Uint8Array ? data : new Uint8Array(data), setStateValue);
   root.explorer.arm();
   return () => root.explorer.disarm();
