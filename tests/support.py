@@ -1,5 +1,5 @@
-"""Helpers shared by the tests: the committed toy checkpoint, threads that report their errors,
-waiting for an event with a generous ceiling, and reading app output.
+"""Helpers shared by the tests: the app's pages (from its one list), the committed toy checkpoint, threads that
+report their errors, waiting for an event with a generous ceiling, and reading app output.
 
 The toy checkpoint (tests/fixtures/toy-reverse.safetensors) is a tiny model trained to reverse
 letter strings. The app and browser tests serve it instead of training one in every session.
@@ -32,6 +32,22 @@ TOY_CHECKPOINT = ROOT / "tests" / "fixtures" / "toy-reverse.safetensors"
 TOY_TRAINING = dict(task="reverse", preset="toy", toy_size=2000, max_tokens=600, lr=3e-3, warmup=100, epochs=24,
                     threads=1, src_lang="en", tgt_lang="en", name="toy-reverse", half=True, device="cpu", precision="fp32")
 CEILING = 600.0  # seconds: far longer than any wait takes even on a loaded machine; only a hang reaches it
+
+
+def page_script(title: str) -> str:
+    """The script of the app's page titled `title`, read from the app's one page list (ui/navigation.py)."""
+    from attnscope.ui.navigation import script
+
+    return script(title)
+
+
+def page_scripts(leave_out: Sequence[str] = ()) -> tuple[str, ...]:
+    """Every page's script in the menu's order (ui/navigation.py), but those titled in `leave_out`."""
+    from attnscope.ui.navigation import specs
+
+    unknown = set(leave_out) - {spec.title for spec in specs()}
+    assert not unknown, f"no such pages: {unknown}"
+    return tuple(spec.script for spec in specs() if spec.title not in leave_out)
 
 
 def train_toy_checkpoint(target: Path = TOY_CHECKPOINT) -> Path:

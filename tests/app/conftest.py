@@ -9,7 +9,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from tests.support import CEILING, ROOT, copy_toy_checkpoint
+from tests.support import CEILING, ROOT, copy_toy_checkpoint, page_script
 
 APP = str(ROOT / "app.py")
 
@@ -50,7 +50,7 @@ def checkpoints_page(app: AppTest, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("ATTNSCOPE_USER_MODELS", str(tmp_path / "user_models"))
     app.session_state["sentence"] = "a b c"
     app.run()
-    return app.switch_page("pages/checkpoints.py").run()
+    return app.switch_page(page_script("Checkpoints")).run()
 
 
 class _Keep(logging.Handler):

@@ -7,7 +7,7 @@ import struct
 
 from streamlit.testing.v1 import AppTest
 
-from tests.support import shown
+from tests.support import page_script, shown
 
 PASTED = "a b c d\ne f g\nh i j k l\nb c\nd d e f"
 
@@ -28,7 +28,7 @@ def test_the_atlas_maps_the_pasted_sentences_on_request(app: AppTest) -> None:
     app.session_state["sentence"] = "a b c d"
     app.session_state["layer"], app.session_state["head"], app.session_state["kind"] = 1, 2, "encoder"
     app.run()
-    app.switch_page("pages/atlas.py").run()
+    app.switch_page(page_script("Head atlas")).run()
     assert not app.exception
     app.text_area(key="atlas_pasted").input(PASTED).run()
     go = next(b for b in app.button if b.label.startswith("Map every head"))

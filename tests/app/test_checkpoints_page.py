@@ -10,6 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.support import (
+from tests.support import page_script
     distinct_toy_checkpoint,
     explorers,
     log_problems,
@@ -54,7 +55,7 @@ def test_upload_a_valid_bundle_makes_it_active_everywhere(checkpoints_page: AppT
     assert checkpoints_page.session_state["checkpoint"] == "My-Model"
     assert list(checkpoints_page.dataframe[0].value["name"]) == ["toy-reverse", "My-Model"]
     assert checkpoints_page.selectbox(key="manage_name").value == "My-Model"  # Manage shows the active model
-    checkpoints_page.switch_page("pages/translate.py").run()
+    checkpoints_page.switch_page(page_script("Translate")).run()
     assert not checkpoints_page.exception
     assert translation_shown(checkpoints_page).text == "c b a"
 
@@ -72,7 +73,7 @@ def test_bad_uploads_are_rejected_and_the_app_keeps_working(checkpoints_page: Ap
     assert any(message in shown(e) for e in checkpoints_page.error), [shown(e) for e in checkpoints_page.error]
     assert not any("unpickl" in shown(e) or "deserializing" in shown(e) for e in checkpoints_page.error)
     assert checkpoints_page.session_state["checkpoint"] == "toy-reverse"
-    checkpoints_page.switch_page("pages/translate.py").run()
+    checkpoints_page.switch_page(page_script("Translate")).run()
     assert translation_shown(checkpoints_page).text == "c b a"
 
 
@@ -151,7 +152,7 @@ def test_import_an_nn_transformer_state_dict_and_inspect_it(checkpoints_page: Ap
     assert steps.loc["toy-reverse"] == 638 and steps.isna().loc["tutorial-model"]  # no steps: empty
     assert any("Not checked" in shown(w) and "n_heads=4" in shown(w) for w in checkpoints_page.warning)
     checkpoints_page.session_state["sentence"] = "Zwei Hunde ."
-    checkpoints_page.switch_page("pages/translate.py").run()
+    checkpoints_page.switch_page(page_script("Translate")).run()
     assert not checkpoints_page.exception
     (sent,) = explorers(checkpoints_page)  # every kind, in the browser
     assert sent.header["source"][1:3] == ["Zwei", "Hunde"]
@@ -241,7 +242,7 @@ def test_hostile_files_are_rejected_in_one_sentence_and_the_active_model_stays(
     assert "\n" not in errors[0] and "Traceback" not in errors[0]
     assert checkpoints_page.session_state["checkpoint"] == "toy-reverse"
     assert list(checkpoints_page.dataframe[0].value["name"]) == ["toy-reverse"]  # nothing was stored
-    checkpoints_page.switch_page("pages/translate.py").run()
+    checkpoints_page.switch_page(page_script("Translate")).run()
     assert translation_shown(checkpoints_page).text == "c b a"
 
 

@@ -12,7 +12,7 @@ from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.importers.huggingface import import_hf
 from tests.app.conftest import app_on
 from tests.checkpoints import hf_fixtures
-from tests.support import shown
+from tests.support import page_script, shown
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,7 @@ def marian_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def translate_page(folder: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
-    return app_on(folder, monkeypatch, "A man rides a red bike.").switch_page("pages/translate.py").run()
+    return app_on(folder, monkeypatch, "A man rides a red bike.").switch_page(page_script("Translate")).run()
 
 
 def rules_said(app: AppTest) -> list[str]:
@@ -52,7 +52,7 @@ def test_an_imported_model_decodes_by_its_rules_and_offers_attnscopes(marian_dir
 def test_a_model_trained_here_names_attnscopes_rules_without_a_choice(app: AppTest) -> None:
     app.session_state["sentence"] = "a b c"
     app.run()
-    app.switch_page("pages/translate.py").run()
+    app.switch_page(page_script("Translate")).run()
     assert not [r for r in app.radio if r.label == "Decoding rules"]
     assert rules_said(app) == ["Decoding follows attnscope: at most 2 x the source + 10 tokens; beams ranked by "
                                "log-prob / length^1; the search ends once beam-size hypotheses have ended in </s>."]

@@ -10,14 +10,14 @@ from hypothesis import strategies as hst
 from streamlit.testing.v1 import AppTest
 
 from tests.app.conftest import APP
-from tests.support import CEILING
+from tests.support import CEILING, page_script
 
 TEXTS = hst.one_of(hst.text(max_size=200), hst.sampled_from(
     ["", "   ", "\x00\x01", "<script>alert('x')</script>", "**bold** [link](javascript:alert(1))", "😀" * 30,
      "مرحبا", "a" * 5000, "a b c", "\u202eabc"]))
 
 
-@pytest.mark.parametrize("page", ["pages/translate.py", "pages/step.py"])
+@pytest.mark.parametrize("page", [page_script("Translate"), page_script("Step through decoding")])
 def test_pages_survive_any_text(toy_checkpoint_dir, monkeypatch: pytest.MonkeyPatch, page: str) -> None:
     monkeypatch.setenv("ATTNSCOPE_CHECKPOINTS", str(toy_checkpoint_dir))
     st.cache_data.clear()

@@ -8,7 +8,9 @@ import numpy as np
 from streamlit.testing.v1 import AppTest
 
 from tests.app.conftest import APP
-from tests.support import CEILING, Explored, explorers, readable_tables, shown, tensors_and_meta
+from tests.support import CEILING, Explored, explorers, page_script, readable_tables, shown, tensors_and_meta
+
+HEADS = page_script("Heads & layers")
 
 
 def titles(app: AppTest) -> list[str]:
@@ -25,7 +27,7 @@ def open_page(app: AppTest, page: str, sentence: str = "a b c d", tab: str | Non
 
 
 def test_head_statistics_table_has_a_row_per_head(app: AppTest) -> None:
-    open_page(app, "pages/heads.py")
+    open_page(app, HEADS)
     assert any(shown(c).startswith("Encoder self-attention, decoder masked self-attention and cross-attention heads for "
                                    "this sentence.") for c in app.caption)  # capitals only where a sentence starts
     table = app.dataframe[0].value
@@ -42,7 +44,7 @@ def test_compare_starts_on_the_sidebars_choice(app: AppTest) -> None:
     """A is the sidebar's kind, layer and head; B and the difference are picked and drawn in the browser
     (tests/e2e/test_compare_journey.py)."""
     app.session_state["layer"], app.session_state["head"] = 1, 0
-    open_page(app, "pages/heads.py", tab="Compare")
+    open_page(app, HEADS, tab="Compare")
     assert not app.exception
     sent = compared(app)
     assert sent.selection["layer"] == 1 and sent.selection["head"] == 0 and sent.selection["kind"] == "cross"
@@ -51,7 +53,7 @@ def test_compare_starts_on_the_sidebars_choice(app: AppTest) -> None:
 
 def test_compare_follows_the_sidebar_when_it_changes(app: AppTest) -> None:
     app.session_state["layer"], app.session_state["head"] = 1, 0
-    open_page(app, "pages/heads.py", tab="Compare")
+    open_page(app, HEADS, tab="Compare")
     epoch = compared(app).header["epoch"]
     app.session_state["layer"], app.session_state["head"] = 0, 2  # the sidebar moves while on Heads
     app.run()
@@ -61,15 +63,15 @@ def test_compare_follows_the_sidebar_when_it_changes(app: AppTest) -> None:
 
 def test_the_grid_of_a_long_sentence_is_coloured_per_head_as_on_translate(app: AppTest) -> None:
     """A long sentence (every T5 sentence with its task prefix) is scaled per head on Translate: Heads follows."""
-    open_page(app, "pages/heads.py", " ".join("abcdefghij"[i % 10] for i in range(45)))
+    open_page(app, HEADS, " ".join("abcdefghij"[i % 10] for i in range(45)))
     (sent,) = explorers(app)
     assert sent.header["per_head_scale"] and any("scaled to its own maximum" in shown(c) for c in app.caption)
-    open_page(app, "pages/heads.py", "a b c d")
+    open_page(app, HEADS, "a b c d")
     assert not explorers(app)[0].header["per_head_scale"]
 
 
 def test_compare_starts_on_the_sidebars_mean_of_heads(app: AppTest) -> None:
-    open_page(app, "pages/heads.py", tab="Compare")
+    open_page(app, HEADS, tab="Compare")
     assert compared(app).selection["head"] is None and compared(app).selection["layer"] == 0
 
 
@@ -77,12 +79,12 @@ def test_the_tab_is_in_the_url(app: AppTest) -> None:
     fresh = AppTest.from_file(APP, default_timeout=CEILING)  # a fresh browser: nothing but the URL
     fresh.query_params.update({"sentence": "a b c d", "heads_tab": "Ablation"})
     fresh.run()
-    fresh.switch_page("pages/heads.py").run()
+    fresh.switch_page(HEADS).run()
     assert fresh.session_state["heads_tab"] == "Ablation"
 
 
 def test_compare_two_sentences_whose_tokens_differ(app: AppTest) -> None:
-    open_page(app, "pages/heads.py", tab="Compare")
+    open_page(app, HEADS, tab="Compare")
     app.radio(key="cmp_mode").set_value("two sentences").run()
     app.text_input(key="cmp_sentence").set_value("a b e d").run()
     assert not app.exception
@@ -102,7 +104,7 @@ def test_checkpoints_of_another_language_pair_are_not_compared(app: AppTest, toy
     save_file(tensors, str(folder / "toy-en-de.safetensors"), metadata=meta | {"tgt_lang": "de"})
     monkeypatch.setenv("ATTNSCOPE_CHECKPOINTS", str(folder))
     app.session_state["checkpoint"] = "toy-reverse"
-    open_page(app, "pages/heads.py", tab="Compare")
+    open_page(app, HEADS, tab="Compare")
     app.radio(key="cmp_mode").set_value("two checkpoints").run()
     assert not app.exception
     assert any("No other checkpoint translates en→en" in shown(i) for i in app.info)
@@ -110,7 +112,7 @@ def test_checkpoints_of_another_language_pair_are_not_compared(app: AppTest, toy
 
 def test_head_statistics_columns_are_readable_and_explained(app: AppTest) -> None:
     from attnscope.engine.analysis.heads import STAT_DEFINITIONS
-    open_page(app, "pages/heads.py")
+    open_page(app, HEADS)
     (stats,) = readable_tables(app)
     assert list(stats) == ["attention", "layer", "head", "entropy (nats)", "largest weight", "weight on itself",
                            "weight on previous token", "weight on next token", "share on <bos>", "share on <eos>",
@@ -121,7 +123,7 @@ def test_head_statistics_columns_are_readable_and_explained(app: AppTest) -> Non
 
 def test_ablation_tables_are_readable(app: AppTest, monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("ATTNSCOPE_DATA", str(tmp_path))
-    open_page(app, "pages/heads.py", tab="Ablation")
+    open_page(app, HEADS, tab="Ablation")
     app.multiselect(key="ablate_heads").set_value([("cross", 0, 0)]).run()
     app.number_input(key="ablate_n").set_value(2)
     app.button(key="ablate_go").click().run()
@@ -131,7 +133,7 @@ def test_ablation_tables_are_readable(app: AppTest, monkeypatch, tmp_path) -> No
 
 
 def test_ablating_every_cross_head_changes_the_translation(app: AppTest) -> None:
-    open_page(app, "pages/heads.py", tab="Ablation")
+    open_page(app, HEADS, tab="Ablation")
     heads = [("cross", layer, head) for layer in range(2) for head in range(4)]
     app.multiselect(key="ablate_heads").set_value(heads).run()
     assert not app.exception
@@ -142,7 +144,7 @@ def test_ablating_every_cross_head_changes_the_translation(app: AppTest) -> None
 
 
 def test_ablating_every_head_says_the_output_is_empty(app: AppTest) -> None:
-    open_page(app, "pages/heads.py", tab="Ablation")
+    open_page(app, HEADS, tab="Ablation")
     heads = [(kind, layer, head) for kind in ("encoder", "decoder", "cross") for layer in range(2) for head in range(4)]
     app.multiselect(key="ablate_heads").set_value(heads).run()
     text = next(shown(m) for m in app.markdown if shown(m).startswith("**With all heads:**"))
@@ -154,7 +156,7 @@ def test_an_ablation_bleu_is_never_shown_for_other_heads(app: AppTest, monkeypat
         with gzip.open(tmp_path / f"val.{lang}.gz", "wt") as f:
             f.write("\n".join(lines) + "\n")
     monkeypatch.setenv("ATTNSCOPE_DATA", str(tmp_path))
-    open_page(app, "pages/heads.py", tab="Ablation")
+    open_page(app, HEADS, tab="Ablation")
     app.multiselect(key="ablate_heads").set_value([("cross", 0, 0)]).run()
     app.number_input(key="ablate_n").set_value(2).run()
     app.button(key="ablate_go").click().run()
@@ -169,14 +171,14 @@ def test_an_ablation_bleu_is_never_shown_for_other_heads(app: AppTest, monkeypat
 
 
 def test_rollout_views_render(app: AppTest) -> None:
-    open_page(app, "pages/heads.py", tab="Rollout")
+    open_page(app, HEADS, tab="Rollout")
     assert any(t.startswith("Encoder rollout") for t in titles(app))
     assert any(t.startswith("Decoder source alignment") for t in titles(app))
 
 
 def test_split_statistics_work_offline_from_the_embedded_sample(app: AppTest, monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("ATTNSCOPE_DATA", str(tmp_path))
-    open_page(app, "pages/heads.py")
+    open_page(app, HEADS)
     tables = len(app.dataframe)
     app.number_input(key="stats_n").set_value(3)
     app.button(key="stats_go").click().run()
@@ -189,7 +191,7 @@ def test_split_statistics_work_offline_from_the_embedded_sample(app: AppTest, mo
 
 def test_a_split_outside_the_sample_says_what_is_missing_in_plain_words(app: AppTest, monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("ATTNSCOPE_DATA", str(tmp_path))
-    open_page(app, "pages/heads.py")
+    open_page(app, HEADS)
     app.selectbox(key="stats_split").set_value("test_2017_flickr")
     app.button(key="stats_go").click().run()
     assert not app.exception
@@ -199,7 +201,7 @@ def test_a_split_outside_the_sample_says_what_is_missing_in_plain_words(app: App
 
 def test_ablation_bleu_change_works_offline(app: AppTest, monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("ATTNSCOPE_DATA", str(tmp_path))
-    open_page(app, "pages/heads.py", tab="Ablation")
+    open_page(app, HEADS, tab="Ablation")
     app.multiselect(key="ablate_heads").set_value([("cross", 0, 0)]).run()
     app.number_input(key="ablate_n").set_value(3)
     app.button(key="ablate_go").click().run()
@@ -208,7 +210,7 @@ def test_ablation_bleu_change_works_offline(app: AppTest, monkeypatch, tmp_path)
 
 
 def test_positional_page_shows_sinusoids_and_the_models_own(app: AppTest) -> None:
-    open_page(app, "pages/positional.py")
+    open_page(app, page_script("Positional encoding"))
     assert any(t.startswith("Sinusoidal encoding") for t in titles(app))
     assert any("Identical to the table above" in c.value for c in app.caption)
     assert "Norms of token embeddings × √d_model vs positional encodings" in titles(app)
@@ -220,7 +222,7 @@ def test_the_norms_title_of_an_unscaled_model_is_plural_on_its_noun() -> None:
 
 
 def test_anatomy_counts_every_parameter(app: AppTest) -> None:
-    open_page(app, "pages/anatomy.py")
+    open_page(app, page_script("Model anatomy"))
     assert app.table and not any(column.table for column in app.columns)  # the config's meanings get the full width
     shapes = app.dataframe[1].value
     assert "cross-attn: weights" in list(shapes["stage"])
@@ -234,7 +236,7 @@ def test_compare_two_checkpoints(app: AppTest, toy_checkpoint_dir, tmp_path, mon
     for name in ("toy-reverse", "toy-reverse-copy"):
         shutil.copy(toy_checkpoint_dir / "toy-reverse.safetensors", folder / f"{name}.safetensors")
     monkeypatch.setenv("ATTNSCOPE_CHECKPOINTS", str(folder))
-    open_page(app, "pages/heads.py", tab="Compare")
+    open_page(app, HEADS, tab="Compare")
     app.radio(key="cmp_mode").set_value("two checkpoints").run()
     assert not app.exception
     assert any(shown(m).startswith("**toy-reverse-copy:**") for m in app.markdown)

@@ -11,7 +11,7 @@ from typing import Callable
 from streamlit.testing.v1 import AppTest
 
 from tests.checkpoints import hf_fixtures
-from tests.support import shown
+from tests.support import page_script, shown
 
 
 def _zip(folder: Path) -> bytes:
@@ -33,7 +33,7 @@ def test_a_zipped_hugging_face_folder_becomes_the_active_model(checkpoints_page:
     assert any("Hugging Face MarianMT" in shown(i) for i in checkpoints_page.info)
     assert checkpoints_page.session_state["checkpoint"] == "opus-mt-en-de"
     checkpoints_page.session_state["sentence"] = "A man rides a bike."
-    page = checkpoints_page.switch_page("pages/translate.py").run()
+    page = checkpoints_page.switch_page(page_script("Translate")).run()
     assert not page.exception
 
 

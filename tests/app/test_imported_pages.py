@@ -11,9 +11,9 @@ from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.importers.huggingface import import_hf
 from tests.app.conftest import app_on
 from tests.checkpoints import hf_fixtures
+from tests.support import page_scripts
 
-PAGES = ("pages/translate.py", "pages/step.py", "pages/heads.py", "pages/inside.py", "pages/attribution.py",
-         "pages/positional.py", "pages/anatomy.py")
+PAGES = page_scripts(leave_out=("Head atlas", "Train", "Checkpoints"))
 
 
 @pytest.fixture(scope="module", params=["marian", "bart", "nllb"])

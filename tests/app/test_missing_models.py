@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
-from tests.support import shown
+from tests.support import page_script, shown
 
 
 def test_a_deleted_model_is_reported_with_the_fallback(app: AppTest) -> None:
@@ -23,5 +23,5 @@ def test_a_shared_link_to_an_upload_says_it_is_gone(app: AppTest) -> None:
 
 def test_the_upload_box_says_uploads_last_one_session(app: AppTest) -> None:
     app.run()
-    app.switch_page("pages/checkpoints.py").run()
+    app.switch_page(page_script("Checkpoints")).run()
     assert any("reloading the page" in shown(c) for c in app.caption)

@@ -20,10 +20,9 @@ from attnscope.checkpoints.importers.state_dict import import_module
 from attnscope.model.config import ModelConfig
 from tests.byom_models import WORDS, Seq2SeqTransformer, m1_vocab
 from tests.checkpoints import hf_fixtures
-from tests.support import CEILING, ROOT, shown
+from tests.support import CEILING, ROOT, page_script, page_scripts, shown
 
-PAGES = ("pages/translate.py", "pages/step.py", "pages/heads.py", "pages/inside.py", "pages/attribution.py",
-         "pages/positional.py", "pages/anatomy.py")
+PAGES = page_scripts(leave_out=("Head atlas", "Train", "Checkpoints"))
 SENTENCES = {"marian": "A man rides a red bike.", "bart": "A man rides a red bike.", "nllb": "A man rides a red bike.",
              "torch": "Zwei Hunde laufen ."}
 
@@ -114,7 +113,7 @@ def test_every_page_says_only_what_is_true_of_the_model(imported: tuple[str, Pat
         app.switch_page(page).run()
         assert not app.exception, (page, [e.value for e in app.exception])
         text = page_text(app) + "\n" + "\n".join(shown(c) for c in app.sidebar.caption)
-        if page == "pages/inside.py":
+        if page == page_script("Inside one head"):
             app.session_state["inside_tab"] = "6 · Positional encodings (section 3.5)"
             text += "\n" + page_text(app.run())
             app.session_state["inside_tab"] = "1–5 · The head, step by step"

@@ -12,7 +12,7 @@ from attnscope.engine.analysis.heads import head_stats
 from attnscope.engine.recording.capture import record_attention
 from attnscope.engine.recording.record_files import read_record
 from tests.byom_models import M3Seq2Seq, m3_greedy
-from tests.support import explorers, readable_tables, shown, translation_shown
+from tests.support import explorers, page_script, readable_tables, shown, translation_shown
 
 
 def m3_record():  # noqa: ANN201
@@ -31,7 +31,7 @@ def test_a_saved_record_is_shown_on_translate_until_closed(checkpoints_page: App
     assert read_record(data, "r").source_tokens == record.source_tokens
     checkpoints_page.file_uploader(key="open_record_file").upload("m3.json" if as_json else "m3.npz", data).run()
     assert any("Opened m3" in shown(s) for s in checkpoints_page.success)
-    checkpoints_page.switch_page("pages/translate.py").run()
+    checkpoints_page.switch_page(page_script("Translate")).run()
     assert not checkpoints_page.exception
     assert any("Showing the saved record" in shown(i) for i in checkpoints_page.info)
     (sent,) = explorers(checkpoints_page)  # every kind in the browser, none drawn twice
@@ -40,9 +40,9 @@ def test_a_saved_record_is_shown_on_translate_until_closed(checkpoints_page: App
     assert all(np.allclose(sent.arrays[k], record.array(k), rtol=0, atol=1e-6)  # JSON keeps 6 decimals
                for k in ("encoder", "decoder", "cross"))
     assert translation_shown(checkpoints_page).text == " ".join(record.target_tokens)  # no text: its tokens, headlined
-    checkpoints_page.switch_page("pages/positional.py").run()  # a view that needs a model says so
+    checkpoints_page.switch_page(page_script("Positional encoding")).run()  # a view that needs a model says so
     assert not checkpoints_page.exception and any("runs the active checkpoint" in shown(c) for c in checkpoints_page.caption)
-    checkpoints_page.switch_page("pages/translate.py").run()
+    checkpoints_page.switch_page(page_script("Translate")).run()
     checkpoints_page.button(key="close_record").click().run()
     assert not any("Showing the saved record" in shown(i) for i in checkpoints_page.info)
 
@@ -52,7 +52,7 @@ def test_a_saved_record_follows_the_sidebars_kind_and_headlines_its_translation(
     data = record.to_npz({"sentence": "Zwei Hunde laufen", "translation": "two dogs run", "tgt_lang": "en"})
     checkpoints_page.file_uploader(key="open_record_file").upload("m3.npz", data).run()
     checkpoints_page.session_state["kind"] = "cross"  # the sidebar says cross-attention
-    page = checkpoints_page.switch_page("pages/translate.py").run()
+    page = checkpoints_page.switch_page(page_script("Translate")).run()
     shown_now = translation_shown(page)
     assert shown_now.text == "two dogs run" and ">Translation (en)<" in shown_now.markup
     assert explorers(page)[0].selection["kind"] == "cross"  # cross-attention, not the encoder's
@@ -71,7 +71,7 @@ def test_a_file_that_is_not_a_record_is_refused_in_one_sentence(checkpoints_page
 def test_an_opened_record_is_stepped_through_and_its_heads_read_without_a_model(checkpoints_page: AppTest) -> None:
     record = m3_record()
     checkpoints_page.file_uploader(key="open_record_file").upload("m3.npz", record.to_npz()).run()
-    app = checkpoints_page.switch_page("pages/step.py").run()
+    app = checkpoints_page.switch_page(page_script("Step through decoding")).run()
     assert not app.exception
     assert any("Showing the saved record m3.npz (step by step, read-only)" in shown(i) and "need a live model" in shown(i)
                for i in app.info)
@@ -81,7 +81,7 @@ def test_an_opened_record_is_stepped_through_and_its_heads_read_without_a_model(
         assert np.array_equal(sent.arrays[kind], record.array(kind))
     assert not app.get("plotly_chart")  # no probabilities, no forcing, no beam tree: those need a model
 
-    app.switch_page("pages/heads.py").run()
+    app.switch_page(page_script("Heads & layers")).run()
     assert not app.exception
     assert any("(heads and layers, read-only)" in shown(i) for i in app.info)
     assert len(explorers(app)) == 1 and explorers(app)[0].header["mode"] == "heatmap"
@@ -124,7 +124,7 @@ def test_an_opened_translation_labels_cross_rows_by_the_token_each_step_produced
         data, name = record.to_npz({"translation": "t", "output_tokens": produced}), "m3.npz"
     checkpoints_page.file_uploader(key="open_record_file").upload(name, data).run()
     checkpoints_page.session_state["kind"] = "cross"
-    page = checkpoints_page.switch_page("pages/translate.py").run()
+    page = checkpoints_page.switch_page(page_script("Translate")).run()
     (sent,) = explorers(page)
     assert sent.header["output"] == produced  # the explorer labels cross-attention rows by them
     assert not any("output_tokens" in shown(c) for c in page.caption)

@@ -18,10 +18,9 @@ from attnscope.model.tokenization import TextCodec, train_word_level
 from attnscope.model.transformer import Transformer
 from tests.app.conftest import app_on
 from tests.app.test_attribution_page import figures, values
-from tests.support import html_views
+from tests.support import html_views, page_script, page_scripts
 
-PAGES = ("pages/translate.py", "pages/step.py", "pages/heads.py", "pages/positional.py", "pages/anatomy.py", "pages/inside.py",
-         "pages/attribution.py")
+PAGES = page_scripts(leave_out=("Head atlas", "Train", "Checkpoints"))
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +51,7 @@ def test_every_page_shows_this_model(t5_dir: Path, page: str, monkeypatch: pytes
 
 
 def test_the_positional_page_draws_each_stacks_bias_and_buckets(t5_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    app = opened(t5_dir, "pages/positional.py", monkeypatch)
+    app = opened(t5_dir, page_script("Positional encoding"), monkeypatch)
     text = " ".join(m.value for m in app.markdown)
     assert "adds nothing to its token embeddings" in text and "vector per position" not in text
     assert "not draw" not in text and "Encoder self-attention (bidirectional" in text and "Decoder masked" in text
@@ -65,7 +64,7 @@ def test_the_positional_page_draws_each_stacks_bias_and_buckets(t5_dir: Path, mo
 
 
 def test_the_anatomy_page_shows_rms_norms_and_the_gated_feed_forward(t5_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    app = opened(t5_dir, "pages/anatomy.py", monkeypatch)
+    app = opened(t5_dir, page_script("Model anatomy"), monkeypatch)
     parts = {row["part"].split(",")[0]: row for row in app.table[-1].value.to_dict("records")}
     assert parts["norm"]["computes"].startswith("RMSNorm") and parts["norm"]["learns"] == "g [D]"
     assert parts["feed-forward"]["computes"].startswith("gated") and "no biases" in parts["feed-forward"]["learns"]
@@ -80,7 +79,7 @@ def test_inside_one_head_shows_the_bias_added_to_unscaled_scores(t5_dir: Path, k
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Each kind of attention as T5 computes it: q·k without 1/√d_k, plus the position bias in self-attention, the
     softmax recomputed from the terms shown equal to the model's weights; RMSNorm and no b^O in the block."""
-    app = opened(t5_dir, "pages/inside.py", monkeypatch)
+    app = opened(t5_dir, page_script("Inside one head"), monkeypatch)
     app.selectbox(key="inside_kind").set_value(kind).run()
     assert not app.exception, [e.value for e in app.exception]
     views = html_views(app)
@@ -96,7 +95,7 @@ def test_inside_one_head_shows_the_bias_added_to_unscaled_scores(t5_dir: Path, k
 
 
 def test_inside_one_heads_positions_tab_draws_the_bias(t5_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    app = opened(t5_dir, "pages/inside.py", monkeypatch)
+    app = opened(t5_dir, page_script("Inside one head"), monkeypatch)
     app.session_state["inside_tab"] = "6 · Positional encodings (section 3.5)"
     app.run()
     assert not app.exception, [e.value for e in app.exception]
@@ -106,7 +105,7 @@ def test_inside_one_heads_positions_tab_draws_the_bias(t5_dir: Path, monkeypatch
 
 def test_the_attribution_page_shows_every_measure(t5_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every measure (proved on T5's variants in tests/engine/attribution), the split of each token summing to one."""
-    app = opened(t5_dir, "pages/attribution.py", monkeypatch)
+    app = opened(t5_dir, page_script("Attribution"), monkeypatch)
     split = next(spec for title, spec in figures(app).items() if title.startswith("Where each generated token came from"))
     source, prefix = (values(trace["y"]) for trace in split["data"][:2])
     np.testing.assert_allclose(source + prefix, 1.0, atol=1e-9)
@@ -119,7 +118,7 @@ def test_the_attribution_page_shows_every_measure(t5_dir: Path, monkeypatch: pyt
 
 
 def test_the_step_pages_attribution_shows_this_model(t5_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    app = opened(t5_dir, "pages/step.py", monkeypatch)
+    app = opened(t5_dir, page_script("Step through decoding"), monkeypatch)
     app.toggle(key="step_attr").set_value(True).run()
     assert not app.exception, [e.value for e in app.exception]
     assert not any("does not cover" in i.value for i in app.info)

@@ -14,7 +14,7 @@ from attnscope.model.config import ModelConfig
 from attnscope.model.tokenization import TextCodec, train_word_level
 from attnscope.model.transformer import Transformer
 from tests.app.conftest import app_on
-from tests.support import explorers
+from tests.support import explorers, page_script
 
 PREFIX = "translate English to German : "
 BOX = "Task prefix, added before the sentence"
@@ -47,7 +47,7 @@ def test_the_prefix_is_shown_read_and_changeable(prefixed_dir: Path, monkeypatch
     from attnscope.ui import models
 
     app = app_on(prefixed_dir, monkeypatch, "A man rides a red bike .", max_len=4)
-    app.switch_page("pages/translate.py").run()
+    app.switch_page(page_script("Translate")).run()
     assert not app.exception, [e.value for e in app.exception]
     assert shown_prefix(app) == [PREFIX]
     assert {"translate", "English", "German", "man"} <= axis_labels(app)
@@ -56,7 +56,7 @@ def test_the_prefix_is_shown_read_and_changeable(prefixed_dir: Path, monkeypatch
     assert not app.exception, [e.value for e in app.exception]
     assert shown_prefix(app) == ["summarize : "]
     assert "summarize" in axis_labels(app) and not {"translate", "English"} & axis_labels(app)
-    app.switch_page("pages/step.py").run()  # kept across pages
+    app.switch_page(page_script("Step through decoding")).run()  # kept across pages
     assert shown_prefix(app) == ["summarize : "]
     tr = models.translator("prefixed")
     assert tr.translate("A man", max_len=2).source_tokens[:5] == ("translate", "English", "to", "German", ":")
@@ -64,5 +64,5 @@ def test_the_prefix_is_shown_read_and_changeable(prefixed_dir: Path, monkeypatch
 
 def test_models_without_a_prefix_show_no_box(toy_checkpoint_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     app = app_on(toy_checkpoint_dir, monkeypatch, "1 2 3")
-    app.switch_page("pages/translate.py").run()
+    app.switch_page(page_script("Translate")).run()
     assert not app.exception and shown_prefix(app) == []

@@ -11,14 +11,14 @@ from streamlit.testing.v1 import AppTest
 
 from attnscope.training.jobs import TrainJob
 from attnscope.ui.train import runs
-from tests.support import CEILING, explorers, shown, unexplained_columns, wait_for
+from tests.support import CEILING, explorers, page_script, shown, unexplained_columns, wait_for
 
 
 @pytest.fixture
 def train_page(app: AppTest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     monkeypatch.setenv("ATTNSCOPE_USER_MODELS", str(tmp_path / "user_models"))
     app.run()
-    return app.switch_page("pages/train.py").run()
+    return app.switch_page(page_script("Train")).run()
 
 
 def widget(app: AppTest, kind: str, key: str):
@@ -72,11 +72,11 @@ def test_train_a_toy_task_to_completion_and_use_it(train_page: AppTest, capfd: p
     assert "<bos>" not in job.snapshots[-1].generated
     app.select_slider(key=f"snapshot-{job.id}").set_value(0).run()
     assert app.select_slider(key=f"snapshot-{job.id}").value == 0  # the user's choice stays
-    app.switch_page("pages/checkpoints.py").run()
+    app.switch_page(page_script("Checkpoints")).run()
     assert "my-copy-model" in list(app.dataframe[0].value["name"])
     app.session_state["checkpoint"] = "my-copy-model"
     app.session_state["sentence"] = "a b c"
-    app.switch_page("pages/translate.py").run()
+    app.switch_page(page_script("Translate")).run()
     assert not app.exception
     assert len(explorers(app)) == 1  # the trained model's attention, in the browser
 
@@ -138,8 +138,8 @@ def test_the_form_keeps_its_values_when_you_leave_and_come_back(train_page: AppT
     widget(app, "selectbox", "train_task").set_value("sort")
     widget(app, "number_input", "train_epochs").set_value(7)
     widget(app, "number_input", "train_lr").set_value(0.004).run()
-    app.switch_page("pages/translate.py").run()
-    app.switch_page("pages/train.py").run()
+    app.switch_page(page_script("Translate")).run()
+    app.switch_page(page_script("Train")).run()
     assert widget(app, "selectbox", "train_task").value == "sort"
     assert widget(app, "number_input", "train_epochs").value == 7
     assert widget(app, "number_input", "train_lr").value == pytest.approx(0.004)

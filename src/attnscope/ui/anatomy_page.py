@@ -8,7 +8,29 @@ import streamlit as st
 from attnscope.engine.decoding.translator import Translator
 from attnscope.engine.inside.anatomy import layer_parts, parameter_table, shape_walkthrough
 from attnscope.model.config import ModelConfig
-from attnscope.ui import tables
+from attnscope.ui import results, state, tables, widgets
+from attnscope.ui.checkpoints.manage import training_facts
+from attnscope.ui.query import Query
+
+
+def show(tr: Translator) -> None:
+    """The page: the config, the parameters, what each layer computes, and the shapes for the current sentence."""
+    c = tr.model.config
+    st.subheader("Config")
+    config(c)  # full width: in half a column its meanings were cut to a few letters
+    st.subheader("Parameters")
+    parameters(tr)
+    st.caption(" · ".join(training_facts(tr.bundle.summary)))
+    st.subheader("What each layer computes")
+    layers(c)
+    st.subheader("Tensor shapes for the current sentence")
+    widgets.sentence_box(tr)
+    result = results.translate(tr, Query.from_view(tr, state.read()))
+    if result is not None:
+        s, t = len(result.source_tokens), len(result.target_tokens)
+        st.markdown(f"S = {s} source tokens, T = {t} decoder positions, D = {c.d_model}, H = {c.n_heads}, d_head = "
+                    f"{c.head_dim}{' = D / H' if c.d_head is None else ' (its own width)'}, V = {c.tgt_vocab_size}.")
+        shapes(tr, s, t)
 
 
 def config_rows(c: ModelConfig) -> list[dict[str, str]]:

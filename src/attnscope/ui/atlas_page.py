@@ -25,7 +25,7 @@ from attnscope.engine.analysis.projection import NORMALISATION
 from attnscope.engine.decoding.translator import Translator
 from attnscope.records.attention import KINDS
 from attnscope.training.data import DataError, sample_pairs
-from attnscope.ui import sample_runs, state, tables
+from attnscope.ui import navigation, sample_runs, state, tables
 from attnscope.ui.explorer import atlas_explorer, view_id
 from attnscope.ui.state import ViewState
 from attnscope.ui.text import plain
@@ -37,7 +37,9 @@ if TYPE_CHECKING:  # pandas (~70 MB, ~0.5 s) is imported only when a table is as
 
 SPLITS = ("val", "test_2016_flickr", "test_2017_flickr")
 KEY = "explorer-atlas"
-OPEN_ON = {"Heads & layers": "pages/heads.py", "Translate": "pages/translate.py"}
+# The sample run under way, the last map drawn (its name and data), and whether a click just opened a point.
+RUN, MAP, OPENED = state.Key("_atlas_run"), state.Key("_atlas_map"), state.Key("_atlas_opened")
+OPEN_ON = ("Heads & layers", "Translate")  # the pages a clicked point can open on, by their menu titles
 GROUP_HELP = " · ".join(f"{group}: {rule}" for group, rule in GROUP_RULES.items())
 GROUP_COLUMNS = {**tables.HEAD_STATS, "group": tables.Column("group", GROUP_HELP)}
 
@@ -66,7 +68,7 @@ def _open(sentences: list[str]) -> None:
     for name, setter in (("layer", state.set_layer), ("head", state.set_head), ("step", state.set_step)):
         if isinstance(picked.get(name), int):
             setter(picked[name])
-    state.store(state.ATLAS_OPENED, True)
+    state.store(OPENED, True)
 
 
 def _built(run: sample_runs.SampleRun, n: int, sentences: list[str],
@@ -75,7 +77,7 @@ def _built(run: sample_runs.SampleRun, n: int, sentences: list[str],
     (the same bytes on every rerun: Streamlit does not send them to the browser again)."""
     done = tuple(i for i in sorted(run.results) if i < n and run.results[i] is not None)
     name = (run.key, done)
-    kept = state.stored(state.ATLAS_MAP)
+    kept = state.stored(MAP)
     if kept is not None and kept[0] == name:
         return kept[1]
     vectors: list[tuple[int, SentenceVectors]] = [(i, run.results[i]) for i in done]
@@ -84,7 +86,7 @@ def _built(run: sample_runs.SampleRun, n: int, sentences: list[str],
     texts = [sentences[i] for i in done]
     selection = Selection(view.kind, view.layer, view.head or 0)
     data = atlas_payload(mapped, texts, view_id=view_id(name), selection=selection)
-    state.store(state.ATLAS_MAP, (name, (data, texts, mapped.groups)))
+    state.store(MAP, (name, (data, texts, mapped.groups)))
     return data, texts, mapped.groups
 
 
@@ -101,7 +103,7 @@ def atlas_view(tr: Translator, view: ViewState) -> None:
     if not sentences:
         return
     sample = tuple(line for line in pasted.splitlines() if line.strip()) or split
-    run = sample_runs.sample_run(state.ATLAS_RUN, (tr.cache_key, view.rules, sample), BATCH)
+    run = sample_runs.sample_run(RUN, (tr.cache_key, view.rules, sample), BATCH)
     sample_runs.controls(run, sentences, lambda chunk: vectors_each(tr, chunk, len(chunk)), "Map every head",
                          "atlas_go", timed=8)
     if not run.started or not run.finished(len(sentences)):
@@ -114,7 +116,7 @@ def atlas_view(tr: Translator, view: ViewState) -> None:
                "their norms are alike. Drag to pan, wheel or +/− to zoom, hover for a point's token; click a point "
                "to open its sentence with that head.")
     atlas_explorer(data, KEY, on_open=lambda: _open(texts))
-    if state.forget(state.ATLAS_OPENED):
-        st.switch_page(OPEN_ON[target])
+    if state.forget(OPENED):
+        st.switch_page(navigation.script(target))
     with st.expander("Groups of heads (what their statistics measure, averaged over the sample)"):
         tables.table(groups.round(3), GROUP_COLUMNS)

@@ -1,12 +1,10 @@
-"""Widgets of the Heads & layers page: the grid of heads, statistics, comparisons, ablation, rollout."""
+"""The Heads & layers page: the grid of heads, and tabs of statistics, comparisons, ablation and rollout."""
 from __future__ import annotations
 
 import streamlit as st
 
 from attnscope.engine.analysis.dataset import head_stats_batched
-from attnscope.engine.analysis.head_gate import HeadKey
 from attnscope.engine.analysis.heads import (
-    AblationResult,
     ablate_sentence,
     ablation_bleu,
     head_stats,
@@ -19,15 +17,48 @@ from attnscope.records.attention import KINDS
 from attnscope.training.data import DataError, sample_pairs
 from attnscope.ui import figures, models, results, state, tables, widgets
 from attnscope.ui.attribution.sentence import MAX_STATS_SAMPLE
+from attnscope.ui.cache import cached
 from attnscope.ui.explorer import explorer
 from attnscope.ui.query import Query
+from attnscope.ui.selection import KIND_LABELS
 from attnscope.ui.state import ViewState
 from attnscope.ui.text import plain
+from attnscope.ui.translation_view import show_translation
+from attnscope.ui.url import tabs_in_url
 from attnscope.viz.explorer import Compared
 from attnscope.viz.heatmap import attention_heatmap
 
 MAX_SAMPLE = 200  # sentences for the ablation BLEU: translated twice, keeps a CPU-only run under a minute or two
 SPLITS = ("val", "test_2016_flickr", "test_2017_flickr")
+# The session keys of this page: its open tab (in the URL), the last sample statistics and the last BLEU change.
+TAB, SPLIT_STATS, ABLATE_BLEU = state.Key("heads_tab"), state.Key("split_stats"), state.Key("ablate_bleu")
+
+TABS = ("Head statistics", "Compare", "Ablation", "Rollout")
+
+
+def show(tr: Translator) -> None:
+    """The page: the sentence's translation, every head in the explorer, then the open tab (only it is computed and
+    drawn, so a rerun after a pick in the explorer stays light in the browser too)."""
+    view = state.read()
+    query, result = widgets.translated_sentence(tr, view)
+    show_translation(query.sentence, result.text, tr.bundle.tgt_lang)
+    all_heads(view, query, result)
+    stats, compare, ablate, roll = tabs_in_url(list(TABS), TAB, on_change="rerun")
+    if stats.open:
+        with stats:
+            st.caption(f"{KIND_LABELS['encoder']}, {KIND_LABELS['decoder'].lower()} and cross-attention heads for this "
+                       "sentence. Click a column header to sort; hover over a header for what the column measures.")
+            statistics(result)
+            split_statistics(tr)
+    if compare.open:
+        with compare:
+            comparison(tr, view, query, result)
+    if ablate.open:
+        with ablate:
+            ablation(tr, query, result)
+    if roll.open:
+        with roll:
+            rollout_view(result)
 
 
 def all_heads(view: ViewState, query: Query, result: Translation) -> None:
@@ -61,8 +92,8 @@ def split_statistics(tr: Translator) -> None:
             bar = st.progress(0.0, text="Translating in batches…")
             frame = head_stats_batched(tr, [s for s, _ in pairs],
                                        progress=lambda i, total: bar.progress(i / total, text=f"{i}/{total} sentences"))
-            state.store(state.SPLIT_STATS, (tr.cache_key, split, len(pairs), frame))
-    saved = state.stored(state.SPLIT_STATS)
+            state.store(SPLIT_STATS, (tr.cache_key, split, len(pairs), frame))
+    saved = state.stored(SPLIT_STATS)
     if saved and saved[0] == tr.cache_key:
         st.caption(f"{saved[2]} sentences of {saved[1]}")
         tables.table(saved[3].round(3), tables.HEAD_STATS)
@@ -119,24 +150,14 @@ def comparison(tr: Translator, view: ViewState, query: Query, result: Translatio
              caption=False)
 
 
-@st.cache_data(max_entries=32, show_spinner="Translating without those heads…")
-def _ablate_sentence(_translator: Translator, checkpoint_key: str, text: str, heads: tuple[HeadKey, ...]) -> AblationResult:
-    return ablate_sentence(_translator, text, heads)
-
-
-@st.cache_data(max_entries=32, show_spinner="Translating with and without the heads…")
-def _ablation_bleu(_translator: Translator, checkpoint_key: str, pairs: tuple[tuple[str, str], ...],
-                   heads: tuple[HeadKey, ...]) -> dict[str, float]:
-    return ablation_bleu(_translator, pairs, heads)
-
-
 def said(text: str) -> str:
     """`text` as markdown shown literally, or a note that the output is empty (else the label stands alone)."""
     return plain(text) if text.strip() else "*(empty: the output has no words)*"
 
 
-def ablation(tr: Translator, text: str, result: Translation) -> None:
-    """Switch heads off and see the translation, token probabilities and BLEU change."""
+def ablation(tr: Translator, query: Query, result: Translation) -> None:
+    """Switch heads off and see the translation, token probabilities and BLEU change (each kept in the results' cache
+    under the query, the heads and, for BLEU, the sample)."""
     c = tr.model.config
     options = [(k, layer, h) for k in KINDS for layer in range(c.n_encoder_layers if k == "encoder" else c.n_decoder_layers)
                for h in range(c.n_heads)]
@@ -146,7 +167,8 @@ def ablation(tr: Translator, text: str, result: Translation) -> None:
         st.caption("Pick one or more heads; their outputs are set to zero.")
         return
     heads = tuple(sorted(tuple(h) for h in chosen))
-    outcome = _ablate_sentence(tr, tr.cache_key, text, heads)
+    outcome = cached("ablate", query, lambda: ablate_sentence(tr, query.sentence, heads), heads,
+                     spinner="Translating without those heads…")
     st.markdown(f"**With all heads:** {said(outcome.baseline.text)}  \n**Without them:** {said(outcome.ablated.text)}")
     tables.table(outcome.token_changes.round(4), tables.ABLATION_TOKENS)
     cols = st.columns(3)
@@ -156,8 +178,10 @@ def ablation(tr: Translator, text: str, result: Translation) -> None:
     if cols[2].button("Measure BLEU change", key="ablate_go"):
         pairs = _pairs(tr, split, int(n))
         if pairs:
-            state.store(state.ABLATE_BLEU, (measured_for, _ablation_bleu(tr, tr.cache_key, tuple(pairs), heads)))
-    saved = state.stored(state.ABLATE_BLEU)
+            bleu = cached("ablation_bleu", query, lambda: ablation_bleu(tr, pairs, heads), split, len(pairs), heads,
+                          spinner="Translating with and without the heads…")
+            state.store(ABLATE_BLEU, (measured_for, bleu))
+    saved = state.stored(ABLATE_BLEU)
     if saved and saved[0] == measured_for:
         import pandas as pd
 

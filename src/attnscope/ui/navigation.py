@@ -44,6 +44,19 @@ SECTIONS: dict[str, tuple[PageSpec, ...]] = {
 }
 
 
+def specs() -> tuple[PageSpec, ...]:
+    """Every page in the menu's order: the one list the app, its pages and the tests read."""
+    return tuple(spec for section in SECTIONS.values() for spec in section)
+
+
+def script(title: str) -> str:
+    """The script of the page titled `title` in the menu (for `st.switch_page`)."""
+    found = [spec.script for spec in specs() if spec.title == title]
+    if not found:
+        raise ValueError(f"no page titled {title!r} in the menu")
+    return found[0]
+
+
 DEFAULT_PATH = "start"  # reserved by the default page, which Streamlit serves at / (its file's name goes to an alias)
 
 

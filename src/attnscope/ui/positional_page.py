@@ -33,6 +33,22 @@ LAYOUTS = {
 }
 
 
+def show(tr: Translator) -> None:
+    """The page: a relative model's own positions first and the paper's sinusoids after (nothing is added to its
+    embeddings); any other model's the other way round, its own encodings compared with the paper's."""
+    c = tr.model.config
+    st.markdown(introduction(c))
+    if c.positional == "relative":
+        st.subheader("This model's own positions (relative: a bias on the scores)")
+        relative_biases(tr)
+        st.subheader("The paper's sinusoids, for comparison")
+        paper_sinusoids(c)
+    else:
+        n_pos, sinusoid = paper_sinusoids(c)
+        st.subheader(f"This model's own encodings ({c.positional})")
+        model_encodings(tr, n_pos, sinusoid)
+
+
 def introduction(c: ModelConfig) -> str:
     """What this model adds to each token embedding, as its config says (scaled or not, LayerNorm, offset)."""
     scaled = (f"scaled by √{c.d_model}" if c.embed_scale else

@@ -17,6 +17,8 @@ from attnscope.ui.explorer import explorer
 from attnscope.ui.text import plain
 from attnscope.ui.translation_view import show_translation
 
+OPENED = state.Key("opened_record")  # (file name, AttentionRecord, meta) of the record opened on the Checkpoints page
+
 
 def open_record() -> None:
     """Uploader on the Checkpoints page: an .npz/.json record becomes what Translate shows."""
@@ -29,7 +31,7 @@ def open_record() -> None:
         return
     try:
         data = file.getvalue()
-        state.store(state.OPENED_RECORD, (file.name, read_record(data, file.name), record_meta(data)))
+        state.store(OPENED, (file.name, read_record(data, file.name), record_meta(data)))
     except RecordError as err:
         st.error(f"Record rejected: {plain(err)}")
         return
@@ -38,13 +40,13 @@ def open_record() -> None:
 
 def close() -> None:
     """Forget the opened record (the pages go back to the active checkpoint)."""
-    state.forget(state.OPENED_RECORD)
+    state.forget(OPENED)
     widgets.forget_upload("open_record_file")
 
 
 def show_opened() -> bool:
     """Draw the opened record the way Translate draws a translation; False when none is open."""
-    opened = state.stored(state.OPENED_RECORD)
+    opened = state.stored(OPENED)
     if opened is None:
         return False
     name, record, meta = opened
@@ -78,7 +80,7 @@ def headline(record: AttentionRecord, meta: dict) -> tuple[str, str, str, str]:
 
 def note_needs_model() -> None:
     """On views that run the model: say that an opened record is not what they show."""
-    opened = state.stored(state.OPENED_RECORD)
+    opened = state.stored(OPENED)
     if opened is not None:
         st.caption(plain(f"This view runs the active checkpoint; the opened record {opened[0]} has attention only "
                          "(no model), so it is shown on Translate, Step and Heads."))
@@ -86,7 +88,7 @@ def note_needs_model() -> None:
 
 def _opened(page: str, needs_model: str, key: str) -> tuple[str, AttentionRecord] | None:
     """The opened record and its name, after the note of what this page shows of it; None when none is open."""
-    opened = state.stored(state.OPENED_RECORD)
+    opened = state.stored(OPENED)
     if opened is None:
         return None
     name, record, _ = opened
@@ -103,7 +105,7 @@ def show_on_steps() -> bool:
     if opened is None:
         return False
     name, record = opened
-    _show(name, record, state.stored(state.OPENED_RECORD)[2], "explorer-record-step", mode="step")
+    _show(name, record, state.stored(OPENED)[2], "explorer-record-step", mode="step")
     return True
 
 
@@ -114,7 +116,7 @@ def show_on_heads() -> bool:
     if opened is None:
         return False
     name, record = opened
-    _show(name, record, state.stored(state.OPENED_RECORD)[2], "explorer-record-heads")
+    _show(name, record, state.stored(OPENED)[2], "explorer-record-heads")
     st.subheader("Head statistics of this sentence")
     tables.table(head_stats(record).round(3), tables.HEAD_STATS)
     return True

@@ -35,12 +35,13 @@ FRAMEWORK_HELP = ("A Hugging Face MarianMT (opus-mt), BART, mBART, M2M100/NLLB, 
                   "dict.SRC.txt and dict.TGT.txt, or an OpenNMT-py v3 checkpoint. Weights are read without running "
                   "code; the model computes exactly what it computes in its own library. From the command line: "
                   "`python -m attnscope import Helsinki-NLP/opus-mt-en-de --out opus-mt-en-de.safetensors`.")
+REPORT = state.Key("_import_report")  # the last import's report, shown on the run after its rerun
 FRAMINGS = {"<bos> sentence <eos> (PyTorch tutorial, Annotated Transformer)": "bos-eos", "sentence <eos>": "eos"}
 
 
 def _report() -> None:
     """The last import's report, kept across the rerun that made the model active."""
-    lines = state.forget(state.IMPORT_REPORT)
+    lines = state.forget(REPORT)
     if lines:
         show = st.warning if any(line.startswith("Not checked") for line in lines) else st.info
         show(plain(" ".join(lines)))
@@ -173,6 +174,6 @@ def _import_and_keep(run: Callable[[], Imported], name: str | None = None) -> No
         tmp.unlink(missing_ok=True)
         st.error(f"Import rejected: {plain(err)}")
         return
-    state.store(state.IMPORT_REPORT, imported.report.lines())
+    state.store(REPORT, imported.report.lines())
     filename = imported.bundle.summary.get("name", "imported") if name is None else name
     keep_for_session(tmp, f"{filename}.safetensors")

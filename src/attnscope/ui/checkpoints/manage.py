@@ -17,6 +17,9 @@ from attnscope.ui.text import plain
 from attnscope.ui.widgets import new_upload
 
 # The table's number columns and their types (nullable: a file may not record the fact).
+# The checkpoint picked to manage, the active one it followed, the one asked to be deleted, a message for the next run.
+NAME, ACTIVE_WAS = state.Key("manage_name"), state.Key("_manage_active_was")
+CONFIRM_DELETE, FLASH = state.Key("confirm_delete"), state.Key("_flash")
 NUMBERS = {"steps": "Int64", "val BLEU": "Float64", "test BLEU": "Float64"}
 
 
@@ -73,10 +76,10 @@ def manage(view: ViewState, entries: dict[str, registry.Entry]) -> None:
     st.subheader("Manage")
     names = list(entries)
     current = view.checkpoint
-    if state.stored(state.MANAGE_ACTIVE_WAS) != current or state.stored(state.MANAGE_NAME) not in names:
-        state.store(state.MANAGE_ACTIVE_WAS, current)
-        state.store(state.MANAGE_NAME, current if current in names else names[0])
-    name = st.selectbox("Checkpoint", names, key=state.MANAGE_NAME)
+    if state.stored(ACTIVE_WAS) != current or state.stored(NAME) not in names:
+        state.store(ACTIVE_WAS, current)
+        state.store(NAME, current if current in names else names[0])
+    name = st.selectbox("Checkpoint", names, key=NAME)
     chosen = entries[name]
     cols = st.columns(3)
     cols[0].button("Set active", on_click=state.set_checkpoint, args=(name,), key="activate", disabled=name == current)
@@ -85,12 +88,12 @@ def manage(view: ViewState, entries: dict[str, registry.Entry]) -> None:
     if chosen.origin == "shipped":
         cols[2].caption("Shipped checkpoints are read-only.")
     elif cols[2].button("Delete", key="delete", type="secondary"):
-        state.store(state.CONFIRM_DELETE, name)
-    if state.stored(state.CONFIRM_DELETE) == name and chosen.origin != "shipped":
+        state.store(CONFIRM_DELETE, name)
+    if state.stored(CONFIRM_DELETE) == name and chosen.origin != "shipped":
         st.warning(f"Delete {name} for good?")
         if st.button("Yes, delete it", key="confirm"):
             registry.delete(chosen.path)
-            state.forget(state.CONFIRM_DELETE)
+            state.forget(CONFIRM_DELETE)
             if current == name:
                 state.forget(state.CHECKPOINT)
             st.rerun()
@@ -128,7 +131,7 @@ def upload() -> None:
     same = registry.identical(file.getvalue(), models.entries().values())
     if same is not None:
         state.set_checkpoint(same.name)
-        state.store(state.FLASH, f"{file.name} is identical to {same.name} (the same SHA-256), which is already "
+        state.store(FLASH, f"{file.name} is identical to {same.name} (the same SHA-256), which is already "
                                  f"installed: {same.name} is now the active checkpoint on every page.")
         st.rerun()
     try:
@@ -167,13 +170,13 @@ def keep_for_session(tmp: Path, filename: str) -> None:
     finally:
         tmp.unlink(missing_ok=True)
     state.set_checkpoint(path.stem)
-    state.store(state.FLASH, f"Loaded {path.stem}; it is now the active checkpoint on every page.")
+    state.store(FLASH, f"Loaded {path.stem}; it is now the active checkpoint on every page.")
     st.rerun()
 
 
 def flash() -> None:
     """Show a message left by the previous run (e.g. before a rerun refreshed the list)."""
-    message = state.forget(state.FLASH)
+    message = state.forget(FLASH)
     if message:
         st.success(plain(message))
 

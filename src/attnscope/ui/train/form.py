@@ -14,14 +14,25 @@ from attnscope.training.data import LANGUAGES, TOY_TASKS, DataError, corpus_file
 from attnscope.training.toy import TOY_MODEL, TOY_SCHEDULE
 from attnscope.ui import state
 from attnscope.ui.persist import keep
+from attnscope.ui.state import Key as K
 from attnscope.ui.text import plain
 from attnscope.ui.train.runs import runs_dir
 
 MAX_EPOCHS = 200
 TOY, MULTI30K = "Toy task", "Multi30k"
 MULTI30K_SCHEDULE: dict[str, Any] = dict(epochs=20, max_tokens=4000, lr=1e-3, warmup=1000, eval_every=0)
+# The form's fields, kept across pages (ui/persist.py): the session key of each by what it sets.
+FIELD = {"data": K("train_data"), "task": K("train_task"), "src_lang": K("train_src"), "preset": K("train_preset"),
+         "sample": K("train_sample"), "positional": K("train_pos"), "d_model": K("train_d_model"),
+         "n_heads": K("train_heads"), "n_encoder_layers": K("train_enc"), "n_decoder_layers": K("train_dec"),
+         "d_ff": K("train_ff"), "dropout": K("train_dropout"), "norm": K("train_norm"), "epochs": K("train_epochs"),
+         "max_tokens": K("train_tokens"), "lr": K("train_lr"), "warmup": K("train_warmup"),
+         "eval_every": K("train_eval_every"), "patience": K("train_patience")}
+# The target language and run name the user picked; the name last suggested; the source, profile and sample source
+# the defaults were last set for (a change resets the fields that follow them).
+TARGET, NAME, SUGGESTED = K("train_tgt"), K("train_name"), K("_train_suggested")
+SOURCE_WAS, PROFILE_WAS, SAMPLE_SOURCE = K("_train_source_was"), K("_train_profile_was"), K("_train_sample_source")
 # Form fields whose defaults depend on the data source and model size: reset when those change.
-FIELD = state.TRAIN_FIELDS  # the session key of each field
 MODEL_KEYS = {FIELD[f]: f for f in ("d_model", "n_heads", "n_encoder_layers", "n_decoder_layers", "d_ff", "dropout", "norm")}
 SCHEDULE_KEYS = {FIELD[f]: f for f in ("epochs", "max_tokens", "lr", "warmup", "eval_every")}
 
@@ -82,15 +93,15 @@ def run_form() -> tuple[TrainConfig | None, str]:
         task = "multi30k"
         src = cols[1].selectbox("Source language", LANGUAGES, **keep(FIELD["src_lang"], "en"))
         targets = [lang for lang in LANGUAGES if lang != src]
-        if state.stored(state.TRAIN_TARGET) not in targets:
-            state.store(state.TRAIN_TARGET, targets[0])
-        tgt = cols[2].selectbox("Target language", targets, **keep(state.TRAIN_TARGET, targets[0]))
+        if state.stored(TARGET) not in targets:
+            state.store(TARGET, targets[0])
+        tgt = cols[2].selectbox("Target language", targets, **keep(TARGET, targets[0]))
         suggested = f"my-{src}-{tgt}"
         missing = multi30k_available(src, tgt)
-    _reset_when_changed(state.TRAIN_SOURCE_WAS, source, {FIELD["preset"]: "toy" if source == TOY else "small"})
+    _reset_when_changed(SOURCE_WAS, source, {FIELD["preset"]: "toy" if source == TOY else "small"})
     preset = st.selectbox("Model size", list(PRESETS), **keep(FIELD["preset"], "toy"))
     defaults = form_defaults(source, preset)
-    _reset_when_changed(state.TRAIN_PROFILE_WAS, (source, preset), defaults)
+    _reset_when_changed(PROFILE_WAS, (source, preset), defaults)
     overrides: dict[str, Any] = dict(TOY_MODEL) if source == TOY and preset == "toy" else {}  # the form's fields on top
     with st.expander("Expert settings (ModelConfig fields)"):
         c = st.columns(4)
@@ -111,12 +122,12 @@ def run_form() -> tuple[TrainConfig | None, str]:
     eval_every = _number(c[4], "Validate every (steps; 0 = each epoch)", 0, 100_000, FIELD["eval_every"], defaults)
     patience = _number(c[5], "Stop early after (validations without better BLEU; 0 = never)", 0, 1000,
                        FIELD["patience"], defaults)
-    if state.stored(state.TRAIN_NAME) in (None, state.stored(state.TRAIN_SUGGESTED)):
-        state.store(state.TRAIN_NAME, suggested)  # the name follows the task until the user types their own
-    state.store(state.TRAIN_SUGGESTED, suggested)
-    name = st.text_input("Run name", max_chars=60, **keep(state.TRAIN_NAME, suggested))
+    if state.stored(NAME) in (None, state.stored(SUGGESTED)):
+        state.store(NAME, suggested)  # the name follows the task until the user types their own
+    state.store(SUGGESTED, suggested)
+    name = st.text_input("Run name", max_chars=60, **keep(NAME, suggested))
     sample_default = "a b c d e f" if source == TOY else "Two dogs are running through the snow."
-    _reset_when_changed(state.TRAIN_SAMPLE_SOURCE, source, {FIELD["sample"]: sample_default})
+    _reset_when_changed(SAMPLE_SOURCE, source, {FIELD["sample"]: sample_default})
     sample = st.text_input("Sample sentence to watch", max_chars=300, **keep(FIELD["sample"], sample_default))
     if missing:
         st.warning(plain(missing))

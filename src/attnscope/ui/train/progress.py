@@ -11,6 +11,7 @@ from attnscope.training.jobs import Ending, TrainJob
 from attnscope.ui import state, tables, widgets
 from attnscope.ui.explorer import explorer
 from attnscope.ui.text import plain
+from attnscope.ui.train import runs
 from attnscope.viz.training import learning_curves
 
 
@@ -94,9 +95,32 @@ def progress(job: TrainJob) -> None:
         tables.rows_table(rows, tables.VALIDATIONS)
 
 
+def live_view() -> None:
+    """The current job's progress, redrawn every 2 s while it runs; when it ends the whole page reruns, so that the
+    controls follow."""
+    job = runs.current_job()
+    running = job is not None and not job.done
+
+    @st.fragment(run_every=2.0 if running else None)
+    def live() -> None:
+        current = runs.current_job()
+        if current is None:
+            return
+        if running and current.done:
+            st.rerun()
+        progress(current)
+
+    live()
+
+
+def snapshot_keys(job_id: str) -> tuple[state.Key, state.Key]:
+    """The snapshot slider of one job, and whether it follows the latest snapshot."""
+    return state.Key(f"snapshot-{job_id}"), state.Key(f"snapshot-follow-{job_id}")
+
+
 def snapshot_view(job: TrainJob) -> None:
     """The sample's cross-attention at a validation: follows the latest unless the user picked an earlier one."""
-    key, follow = state.snapshot_keys(job.id)
+    key, follow = snapshot_keys(job.id)
     last = len(job.snapshots) - 1
     if state.stored(follow, True) or state.stored(key, last) > last:
         state.store(key, last)

@@ -23,6 +23,7 @@ def jobs() -> dict[str, TrainJob]:
 
 
 _JOBS_LOCK = threading.Lock()
+JOB = state.Key("train_job")  # the id of the job this session started last
 
 
 def runs_dir() -> Path:
@@ -31,7 +32,7 @@ def runs_dir() -> Path:
 
 def current_job() -> TrainJob | None:
     """This session's latest job, if any."""
-    return jobs().get(state.stored(state.TRAIN_JOB, ""))
+    return jobs().get(state.stored(JOB, ""))
 
 
 def controls(config: TrainConfig | None, sample: str) -> None:
@@ -68,7 +69,7 @@ def launch(config: TrainConfig, sample: str, resume: bool) -> None:
         return
     with _JOBS_LOCK:
         jobs()[job.id] = job
-    state.store(state.TRAIN_JOB, job.id)
+    state.store(JOB, job.id)
     st.rerun()
 
 
