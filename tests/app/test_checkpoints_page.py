@@ -10,10 +10,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.support import (
-from tests.support import page_script
     distinct_toy_checkpoint,
     explorers,
     log_problems,
+    page_script,
     shown,
     tensors_and_meta,
     translation_shown,
