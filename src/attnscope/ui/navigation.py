@@ -57,6 +57,8 @@ def script(title: str) -> str:
     return found[0]
 
 
+# This session ran through app.py's router; a lone page run asked the router to take over once.
+ROUTED, RETRIED = state.Key("_routed"), state.Key("_router_retried")
 DEFAULT_PATH = "start"  # reserved by the default page, which Streamlit serves at / (its file's name goes to an alias)
 
 
@@ -78,7 +80,7 @@ def aliases() -> list[StreamlitPage]:
 def route() -> tuple[StreamlitPage, dict[str, list[StreamlitPage]]]:
     """app.py's router: the page the URL asks for (run it last) and the pages to link to (aliases left out)."""
     sections = pages()
-    state.store(state.ROUTED, True)
+    state.store(ROUTED, True)
     return _navigation(sections), sections
 
 
@@ -102,9 +104,9 @@ def _through_router() -> None:
     legacy `pages/` mode the module docstring describes) and would ignore the URL. Calling
     `st.navigation` leaves that mode; the rerun then goes through app.py to the same page.
     """
-    if state.stored(state.ROUTED) or state.stored(state.ROUTER_RETRIED):
+    if state.stored(ROUTED) or state.stored(RETRIED):
         return
-    state.store(state.ROUTER_RETRIED, True)
+    state.store(RETRIED, True)
     _navigation(pages())
     st.rerun()
 

@@ -25,14 +25,13 @@ STEP, BEAM, MAX_LEN, FORCE = "step", "beam", "max_len", "force"
 VIEW_KEYS = (SENTENCE, CHECKPOINT, KIND, LAYER, HEAD, STEP, BEAM, MAX_LEN, FORCE)
 MEAN = "mean"  # the head selector's "mean of heads"
 
-# Widgets whose values other code reads (the sidebar's camera format, the sentence box's example).
-IMAGE_FORMAT, EXAMPLE = "image_format", "_example"
+# Widgets whose values other code reads (the sidebar's camera format).
+IMAGE_FORMAT = "image_format"
 TASK_PREFIX = "task_prefix-"  # + a checkpoint's name: the task prefix the user gave that model (ui.widgets.sentence_box)
 RULES = "rules"  # whose decoding rules decode an imported model: "model" (its framework's) or "attnscope"
 
 # What the app remembers between runs of one session.
-URL_RESTORED, URL_FORCE = "_url_restored", "_url_force"  # the URL was read; its forced token, not yet placed
-ROUTED, ROUTER_RETRIED = "_routed", "_router_retried"  # ui/navigation.py
+URL_FORCE = "_url_force"  # the URL's forced token, not yet placed in the Step page's boxes
 SESSION_MODELS_DIR = "session_models_dir"  # this session's uploaded checkpoints: a SessionFolder, removed with it
 
 # Not moved yet: the keys of Attribution and Inside one head, which a later pass declares in their own ui modules

@@ -13,13 +13,14 @@ from attnscope.records.attention import KINDS
 from attnscope.ui import state
 
 URL_KEYS = state.VIEW_KEYS  # each is the URL parameter of the same name
+RESTORED = state.Key("_url_restored")  # this session's URL was read
 
 
 def restore_from_url() -> None:
     """On a session's first run, copy shareable view state from the URL into the session's view."""
-    if state.stored(state.URL_RESTORED):
+    if state.stored(RESTORED):
         return
-    state.store(state.URL_RESTORED, True)
+    state.store(RESTORED, True)
     params = st.query_params
     if state.SENTENCE in params:
         state.set_sentence(params[state.SENTENCE][:2000])

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 NO_EXAMPLE = "—"
+EXAMPLE = state.Key("_example")  # the sentence box's examples picker
 MAX_PREFIX = 200  # characters of a task prefix (T5's are a few words)
 EXAMPLES = (
     state.DEFAULT_SENTENCE,
@@ -51,16 +52,16 @@ def forget_upload(key: str) -> None:
 
 def _use_example() -> None:
     """Copy the picked example into the sentence and reset the menu (so it never shows a stale pick)."""
-    example = state.stored(state.EXAMPLE, NO_EXAMPLE)
+    example = state.stored(EXAMPLE, NO_EXAMPLE)
     if example != NO_EXAMPLE:
         state.set_sentence(example)
-    state.store(state.EXAMPLE, NO_EXAMPLE)
+    state.store(EXAMPLE, NO_EXAMPLE)
 
 
 def sentence_box(tr: Translator) -> str:
     """The sentence being inspected, shared by every page, with example sentences."""
     cols = st.columns([4, 1])
-    cols[1].selectbox("Examples", [NO_EXAMPLE, *EXAMPLES], key=state.EXAMPLE, on_change=_use_example)
+    cols[1].selectbox("Examples", [NO_EXAMPLE, *EXAMPLES], key=EXAMPLE, on_change=_use_example)
     # The box commits its text on Ctrl+Enter or a click outside (the button is such a click), and a
     # committed text is translated: the button is where a newcomer looks for that.
     cols[1].button("Translate", key="translate_go", type="primary", icon=":material/translate:", width="stretch")
