@@ -10,9 +10,10 @@ attnscope.ui, which does the work behind their widgets. The app (app.py, pages/,
 public API: no private names (`st._x`, `from streamlit import _x`) and no runtime/server internals, so an
 upgrade cannot break it silently. Parameter names are spelled only in model/parameters.py, and every importer
 makes its model through the one assemble step (checkpoints/importers/assemble.py). The session's state
-(st.session_state) is read and written in ui/state.py only, where each key is spelled once. A Hugging Face model_type
-is spelled only in checkpoints/importers/hf_families/ (one module per architecture, and the registry that picks one).
-No module passes 300 lines.
+(st.session_state) is read and written in ui/state.py only; each key is declared once, a page's own in its ui
+module. A page script holds only calls; a query's result is cached through ui/cache.py's one helper. A Hugging Face
+model_type is spelled only in checkpoints/importers/hf_families/ (one module per architecture, and the registry that
+picks one). No module passes 300 lines.
 """
 from __future__ import annotations
 
