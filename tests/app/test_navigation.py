@@ -4,16 +4,22 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from attnscope.ui.navigation import SECTIONS
+from attnscope.ui.navigation import SECTIONS, script, specs
 from tests.support import ROOT, shown
 
-SPECS = [spec for specs in SECTIONS.values() for spec in specs]
+SPECS = list(specs())
 
 
 def test_every_page_file_is_in_exactly_one_section() -> None:
     scripts = [spec.script for spec in SPECS]
     assert sorted(scripts) == sorted(f"pages/{p.name}" for p in (ROOT / "pages").glob("*.py"))
-    assert len(set(scripts)) == len(scripts)
+    assert len(set(scripts)) == len(scripts) and len({spec.title for spec in SPECS}) == len(SPECS)
+
+
+def test_a_page_is_found_by_its_menu_title() -> None:
+    assert [script(spec.title) for spec in SPECS] == [spec.script for spec in SPECS]
+    with pytest.raises(ValueError, match="no page titled 'Heads'"):
+        script("Heads")
 
 
 def test_the_sidebar_lists_the_sections_and_their_pages_in_order(app: AppTest) -> None:
