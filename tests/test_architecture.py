@@ -511,7 +511,8 @@ def page_logic(source: str) -> list[str]:
         if isinstance(node, (ast.Import, ast.ImportFrom)) or (isinstance(node, ast.Expr) and isinstance(
                 node.value, ast.Constant) and isinstance(node.value.value, str)):
             continue
-        names = all(isinstance(n, (ast.Name, ast.Tuple, ast.Store)) for t in getattr(node, "targets", []) for n in ast.walk(t))
+        targets = [n for t in getattr(node, "targets", []) for n in ast.walk(t)]
+        names = all(isinstance(n, (ast.Name, ast.Tuple, ast.Store)) for n in targets)
         if isinstance(node, (ast.Expr, ast.Assign)) and isinstance(node.value, ast.Call) and names:
             found += [f"line {n.lineno}: {type(n).__name__} in a call's arguments" for n in ast.walk(node.value)
                       if not isinstance(n, CALL_PARTS)][:1]
@@ -542,8 +543,9 @@ def test_logic_in_a_page_is_reported(source: str) -> None:
 
 
 def test_a_page_of_calls_passes() -> None:
-    source = ('"""Heads & layers."""\nfrom attnscope.ui import heads_page, records\nfrom attnscope.ui.navigation import '
-              'open_page\n\ntr = open_page("Heads & layers", record_view=records.show_on_heads)\nheads_page.show(tr)\n'
+    source = ('"""Heads & layers."""\nfrom attnscope.ui import heads_page, records\n'
+              'from attnscope.ui.navigation import open_page\n\n'
+              'tr = open_page("Heads & layers", record_view=records.show_on_heads)\nheads_page.show(tr)\n'
               'config, sample = form.run_form()\nruns.controls(config, sample)')
     assert page_logic(source) == []
 
@@ -554,7 +556,7 @@ CACHES = {
     Path("src/attnscope/ui/cache.py"): "the one store of results itself (made once per server)",
     Path("src/attnscope/ui/models.py"): "loaded models and the checkpoint list: resources every page shares",
     Path("src/attnscope/ui/train/runs.py"): "the server's training jobs: a registry of running threads",
-    Path("src/attnscope/ui/widgets.py"): "the embedded sample's word lists per language pair: data, not a query's result",
+    Path("src/attnscope/ui/widgets.py"): "the embedded sample's word lists per language pair: data, not a query's",
     Path("src/attnscope/bench/floor_app.py"): "the bench's floor app, served alone to measure the app against",
 }
 # Pages a later pass moves to the one helper (their modules were being changed by other work when this rule came).
@@ -583,8 +585,8 @@ def test_results_are_cached_through_the_one_helper() -> None:
     assert set(CACHES) | LATER_CACHES <= set(sources)
     found = [f"{path}: {use}" for path, source in sources.items() if path not in CACHES and path not in LATER_CACHES
              for use in streamlit_caches(source)]
-    assert not found, "cache a query's result with ui/cache.py's cached (resources: name them in CACHES):\n" + "\n".join(
-        found)
+    rule = "cache a query's result with ui/cache.py's cached (a resource: name its module in CACHES)"
+    assert not found, rule + ":\n" + "\n".join(found)
     assert all(streamlit_caches(sources[path]) for path in LATER_CACHES), "no cache left: drop it from LATER_CACHES"
 
 
@@ -609,14 +611,15 @@ def test_the_one_helper_passes() -> None:
 # state.py itself or by two modules at least); a page's own keys are `state.Key(...)` declarations in its ui module,
 # which no other module reads; no key is declared twice. LATER_KEYS: the keys of the pages other work was changing
 # (Attribution, Inside one head) still in state.py, until a later pass moves them.
-LATER_KEYS = {"ATTRIBUTION_TAB", "INSIDE_TAB", "IG_TOLERANCE", "INSIDE_PE_POSITIONS", "INSIDE_PE_OFFSET", "INSIDE_PE_PAIR",
-              "INSIDE_KIND", "INSIDE_LAYER", "INSIDE_HEAD", "IG_DONE", "SPLIT_RUN", "LAYERS_RUN", "STATS_RUN",
-              "INSIDE_QUERY_STEP"}
+LATER_KEYS = {"ATTRIBUTION_TAB", "INSIDE_TAB", "IG_TOLERANCE", "INSIDE_PE_POSITIONS", "INSIDE_PE_OFFSET",
+              "INSIDE_PE_PAIR", "INSIDE_KIND", "INSIDE_LAYER", "INSIDE_HEAD", "IG_DONE", "SPLIT_RUN", "LAYERS_RUN",
+              "STATS_RUN", "INSIDE_QUERY_STEP"}
 STATE = "attnscope.ui.state"
 
 
 def module_name(path: Path) -> str:
-    """`path` (from the repository root) as a module name: src/attnscope/ui/x.py -> attnscope.ui.x, pages/x.py -> pages.x."""
+    """`path` (from the repository root) as a module name: src/attnscope/ui/x.py is attnscope.ui.x, pages/x.py
+    is pages.x."""
     parts = path.with_suffix("").parts
     return ".".join(parts[1:] if parts[0] == "src" else parts)
 
@@ -637,11 +640,14 @@ def key_declarations(module: str, source: str) -> dict[str, list[str]]:
     for node in tree.body:
         if not isinstance(node, ast.Assign):
             continue
-        targets = [n for t in node.targets for n in (t.elts if isinstance(t, ast.Tuple) else [t]) if isinstance(n, ast.Name)]
+        targets = [n for t in node.targets for n in (t.elts if isinstance(t, ast.Tuple) else [t])
+                   if isinstance(n, ast.Name)]
         values = node.value.elts if isinstance(node.value, ast.Tuple) and len(targets) > 1 else [node.value]
         for target, value in zip(targets, values):
-            keys = [c.args[0].value for c in ast.walk(value) if is_key(c) and c.args and isinstance(c.args[0], ast.Constant)]
-            if module == STATE and target.id.isupper() and isinstance(value, ast.Constant) and isinstance(value.value, str):
+            keys = [c.args[0].value for c in ast.walk(value)
+                    if is_key(c) and c.args and isinstance(c.args[0], ast.Constant)]
+            plain = isinstance(value, ast.Constant) and isinstance(value.value, str)
+            if module == STATE and target.id.isupper() and plain:
                 keys.append(value.value)
             if keys:
                 found[target.id] = keys
@@ -649,7 +655,7 @@ def key_declarations(module: str, source: str) -> dict[str, list[str]]:
 
 
 def readers(name: str, module: str, sources: dict[str, str]) -> set[str]:
-    """The modules besides `module` that read its top-level `name` (`module_alias.NAME` or `from module import NAME`)."""
+    """The modules besides `module` that read its top-level `name` (`alias.NAME` or `from module import NAME`)."""
     alias = module.rsplit(".", 1)[-1]
     found = set()
     for other, source in sources.items():
@@ -701,7 +707,8 @@ def test_a_pages_keys_are_declared_in_its_own_module() -> None:
       "attnscope.ui.train.runs": "from attnscope.ui.train.form import NAME"}, "a page's keys are its ui module's own"),
     ({STATE: "x = 1", "attnscope.ui.atlas_page": "RUN, MAP = state.Key('_atlas_run'), state.Key('_atlas_map')",
       "attnscope.ui.heads_page": "FIELDS = {'split': state.Key('_atlas_map')}"}, "again"),
-    ({STATE: "FLASH = '_flash'\nstate.store(FLASH, 1)", "attnscope.ui.checkpoints.manage": "FLASH = state.Key('_flash')"},
+    ({STATE: "FLASH = '_flash'\nstate.store(FLASH, 1)",
+      "attnscope.ui.checkpoints.manage": "FLASH = state.Key('_flash')"},
      "again"),
 ])
 def test_a_key_out_of_place_is_reported(sources: dict[str, str], rule: str) -> None:
@@ -709,7 +716,7 @@ def test_a_key_out_of_place_is_reported(sources: dict[str, str], rule: str) -> N
 
 
 def test_keys_in_their_places_pass() -> None:
-    sources = {STATE: "SENTENCE = 'sentence'\nTASK_PREFIX = 'task_prefix-'\ndef task_prefix(c):\n    return TASK_PREFIX + c",
+    sources = {STATE: "SENTENCE = 'sentence'\nPREFIX = 'task_prefix-'\ndef task_prefix(c):\n    return PREFIX + c",
                "attnscope.ui.widgets": "state.stored(state.SENTENCE)",
                "attnscope.ui.url": "state.store(state.SENTENCE, 'a')",
                "attnscope.ui.heads_page": "TAB, SPLIT = state.Key('heads_tab'), state.Key('split_stats')\n"
