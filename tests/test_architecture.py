@@ -18,6 +18,7 @@ picks one). No module passes 300 lines.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 from typing import Any
 
@@ -548,6 +549,35 @@ def test_a_page_of_calls_passes() -> None:
               'tr = open_page("Heads & layers", record_view=records.show_on_heads)\nheads_page.show(tr)\n'
               'config, sample = form.run_form()\nruns.controls(config, sample)')
     assert page_logic(source) == []
+
+
+# The tests read the page list where the app does (tests/support.py's page_script and page_scripts, from
+# ui/navigation.py); the tests of the pages other work was changing still type their paths, until a later pass.
+LATER_PAGE_TESTS = {Path("tests/app/test_inside_page.py"), Path("tests/app/test_step_page.py"),
+                    Path("tests/app/test_attribution_page.py")}
+PAGE_PATH = re.compile(r"pages/\w+\.py")
+
+
+def typed_page_paths(source: str) -> list[str]:
+    """Page scripts spelled out in `source` ("pages/heads.py") instead of read from the app's page list."""
+    return [f"{node.value!r} (line {node.lineno})" for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and PAGE_PATH.search(node.value)]
+
+
+def test_tests_read_the_page_list_from_navigation() -> None:
+    tests = {p.relative_to(ROOT): p.read_text() for p in sorted((ROOT / "tests").rglob("*.py"))}
+    assert LATER_PAGE_TESTS <= set(tests)
+    found = [f"{path}: {use}" for path, source in tests.items() if path.name != "test_architecture.py"
+             and path not in LATER_PAGE_TESTS for use in typed_page_paths(source)]
+    assert not found, "tests name a page by tests.support.page_script(title):\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("source", ['app.switch_page("pages/heads.py").run()',
+                                    'PAGES = ("pages/translate.py", "pages/step.py")'])
+def test_a_typed_page_path_is_reported(source: str) -> None:
+    assert typed_page_paths(source), source
+    assert not typed_page_paths(source.replace('"pages/heads.py"', 'page_script("Heads & layers")')
+                                .replace('("pages/translate.py", "pages/step.py")', "page_scripts()"))
 
 
 # Streamlit's caches, each place saying why: a result computed from a query goes through ui/cache.py's `cached` (one
