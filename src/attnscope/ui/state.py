@@ -2,9 +2,9 @@
 
 Pages read the view once at their top (`read`) and pass it on; what changes the view (the sidebar, the URL, the
 step buttons, a forced token, a new checkpoint) goes through the setters below. The keys spelled here are the
-shared ones (the view, the sidebar's, the router's, the session's); a page declares its own keys in its own ui
-module as `state.Key("...")` (e.g. ui/heads_page.py), and `tests/test_architecture.py` holds every key to one
-declaration and a page's keys to its module.
+shared ones (the view, the sidebar's, the session's), which several modules read; any other key, a page's above all,
+is declared as `state.Key("...")` by the one ui module that reads it (e.g. ui/heads_page.py), and
+`tests/test_architecture.py` holds every key to one declaration and each declared key to its module.
 """
 from __future__ import annotations
 
