@@ -7,6 +7,7 @@ import json
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
+from attnscope.engine.analysis.heads import ablate_sentence
 from tests.app.conftest import APP
 from tests.support import CEILING, Explored, explorers, page_script, readable_tables, shown, tensors_and_meta
 
@@ -141,6 +142,19 @@ def test_ablating_every_cross_head_changes_the_translation(app: AppTest) -> None
     before, after = text.split("  \n")
     assert before == "**With all heads:** d c b a"
     assert after != "**Without them:** d c b a"
+
+
+def test_an_ablation_is_computed_once_and_then_read_from_the_results_cache(app: AppTest, monkeypatch) -> None:
+    from attnscope.ui import heads_page
+
+    calls = []
+    monkeypatch.setattr(heads_page, "ablate_sentence", lambda *args: calls.append(args) or ablate_sentence(*args))
+    open_page(app, HEADS, "c a b d e", tab="Ablation")  # a sentence no other test ablates
+    app.multiselect(key="ablate_heads").set_value([("cross", 1, 2)]).run()
+    app.run()
+    assert not app.exception and len(calls) == 1
+    app.multiselect(key="ablate_heads").set_value([("cross", 1, 3)]).run()
+    assert len(calls) == 2  # other heads: another result
 
 
 def test_ablating_every_head_says_the_output_is_empty(app: AppTest) -> None:
