@@ -29,3 +29,23 @@ def over_budget(nbytes: int, what: str) -> str | None:
         return None
     return (f"{what} would take {nbytes / 2**30:,.1f} GB of memory, more than the {budget / 2**30:,.1f} GB this machine "
             "can spare now (half of what it has available)")
+
+
+HEADROOM = 1.25  # a model's float32 weights times this: its activations, the attention a page shows, the app itself
+GB = 2**30
+
+
+def model_bytes(elements: int) -> int:
+    """Memory a model of `elements` float32 numbers needs to run and show its attention (README, 'Big models')."""
+    return int(elements * 4 * HEADROOM)
+
+
+def model_refusal(elements: int, what: str) -> str | None:
+    """One sentence refusing `what`, a model of `elements` numbers, when it would not fit in the memory available
+    now (decided from its config or file header, before anything is allocated); None when it fits."""
+    need, have = model_bytes(elements), available_bytes()
+    if need <= have:
+        return None
+    return (f"{what} has {elements:,} weights, which need about {need / GB:,.1f} GB of memory as float32, more than "
+            f"the {have / GB:,.1f} GB this machine has available now: close other programs or models, or use a machine "
+            "with more memory (README, 'Big models', lists the sizes that fit)")

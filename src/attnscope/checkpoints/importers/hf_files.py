@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from safetensors import SafetensorError
-from safetensors.torch import load_file
+import torch
 from torch import Tensor
 
 from attnscope.checkpoints.checkpoint import CheckpointError
 from attnscope.checkpoints.importers.torch_files import read_state_dict
+from attnscope.checkpoints.tensor_stream import read_header, read_tensors
 from attnscope.model import untrusted
-from attnscope.model.budget import over_budget
+from attnscope.model.budget import model_refusal, over_budget
 
 HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 HUB_NAME_MAX = 96  # characters of a repository name on the hub
@@ -95,8 +95,10 @@ def read_weights(folder: Path) -> dict[str, Tensor]:
         if not path.is_file():
             continue
         files = _shards(path) if name.endswith(".index.json") else [path]
-        copies = 1 if name.startswith("model.safetensors") else 2  # a pickle is read, then unpickled
-        refused = over_budget(copies * sum(f.stat().st_size for f in files), f"reading {folder.name}'s {name}")
+        if name.startswith("model.safetensors"):  # decided from the headers, before a tensor is read
+            refused = model_refusal(sum(_elements(f) for f in files), folder.name)
+        else:  # a pickle is read, then unpickled
+            refused = over_budget(2 * sum(f.stat().st_size for f in files), f"reading {folder.name}'s {name}")
         if refused:
             raise CheckpointError(refused)
         state: dict[str, Tensor] = {}
@@ -121,10 +123,19 @@ def _shards(index: Path) -> list[Path]:
     return files
 
 
-def _safetensors(path: Path) -> dict[str, Tensor]:
+def _elements(path: Path) -> int:
+    """Numbers a safetensors file holds, read from its header."""
     try:
-        return load_file(str(path))
-    except (SafetensorError, OSError, ValueError) as err:
+        return sum(entry.elements for entry in read_header(path)[0].values())
+    except (OSError, ValueError) as err:
+        raise CheckpointError(f"{path.name} is not a readable safetensors file ({str(err)[:120]})") from None
+
+
+def _safetensors(path: Path) -> dict[str, Tensor]:
+    """Every tensor, floating point ones as float32 (the model's dtype) as each is read: no second copy."""
+    try:
+        return read_tensors(path, dtype=torch.float32)
+    except (OSError, ValueError, RuntimeError) as err:
         raise CheckpointError(f"{path.name} is not a readable safetensors file ({str(err)[:120]})") from None
 
 
