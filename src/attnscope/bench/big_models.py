@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -115,13 +114,17 @@ def _timed(fn: Callable[[], Any], repeats: int) -> tuple[list[float], float]:
 
 
 def _ours(out: Path, sentence: str, repeats: int) -> tuple[dict[str, Any], list[float], float]:
-    """Load seconds and parameters, then the captured sentence's seconds on one thread and the load."""
+    """Load seconds, peak RSS (a child process) and parameters, then the captured sentence's seconds on one thread
+    and the load."""
     from attnscope.engine.decoding.loading import load
 
+    code = "import attnscope; attnscope.load(%r)" % str(out)
+    load_s, peak = child_run([sys.executable, "-c", code])  # with the child's start, for its own peak memory
+    row = {"load average": _load(), "peak": round(peak, 2)}
     start = time.perf_counter()
     tr = load(out)
-    row = {"load s": round(time.perf_counter() - start, 2),
-           "parameters": f"{sum(p.numel() for p in tr.model.parameters()):,}"}
+    row |= {"load s": round(time.perf_counter() - start, 2),
+            "parameters": f"{sum(p.numel() for p in tr.model.parameters()):,}"}
     torch.set_num_threads(1)
     return row, *_timed(lambda: tr.translate(sentence, max_len=TOKENS, capture=True), repeats)
 
@@ -139,28 +142,31 @@ def _theirs(folder: Path, text: str, repeats: int) -> tuple[list[float], float]:
 
 
 def big_shape(name: str, kind: str, shape: dict[str, Any], repeats: int) -> dict[str, Any]:
-    """One shape's row: import (seconds, peak RSS against the file), load, and the sentence beside generate."""
+    """One shape's row: its folder built, then measured (`measured`)."""
+    with tempfile.TemporaryDirectory(prefix="attnscope-big-") as tmp:
+        return {"model": name} | measured(hf_folder(kind, shape, Path(tmp)), kind, repeats)
+
+
+def measured(folder: Path, kind: str, repeats: int) -> dict[str, Any]:
+    """A Hugging Face folder's import (seconds, peak RSS against its weights), load, and the sentence beside generate."""
     src_lang, tgt_lang = LANGS[kind]
     sentence = "A man in an orange hat starring at something."
-    with tempfile.TemporaryDirectory(prefix="attnscope-big-") as tmp:
-        folder = hf_folder(kind, shape, Path(tmp))
-        weights = sum(f.stat().st_size for f in folder.glob("*.safetensors"))
-        out = folder / "imported.safetensors"
-        load_before = _load()
-        import_s, peak = child_run([sys.executable, "-m", "attnscope", "import", str(folder), "--out", str(out),
-                                    "--src-lang", src_lang, "--tgt-lang", tgt_lang])
-        loaded, ours, ours_load = _ours(out, sentence, repeats)
-        theirs, theirs_load = _theirs(folder, (T5_PREFIX if kind == "t5" else "") + sentence, repeats)
+    weights = sum(f.stat().st_size for f in folder.glob("*.safetensors") if f.name.startswith("model"))
+    out = folder / "imported.safetensors"
+    load_before = _load()
+    import_s, peak = child_run([sys.executable, "-m", "attnscope", "import", str(folder), "--out", str(out),
+                                "--src-lang", src_lang, "--tgt-lang", tgt_lang])
+    loaded, ours, ours_load = _ours(out, sentence, repeats)
+    theirs, theirs_load = _theirs(folder, (T5_PREFIX if kind == "t5" else "") + sentence, repeats)
     fast, peer = min(ours), min(theirs)
-    return {"model": name, "parameters": loaded["parameters"], "model.safetensors GB": round(weights / 2**30, 2),
+    return {"parameters": loaded["parameters"], "model.safetensors GB": round(weights / 2**30, 2),
             "import s": round(import_s, 1), "import peak RSS GB": round(peak, 2),
             "peak / file": round(peak * 2**30 / weights, 2), "load average (import)": load_before,
-            "load s": loaded["load s"],
+            "load s": loaded["load s"], "load peak RSS GB": loaded["peak"], "load average (load)": loaded["load average"],
             "sentence + every head s (fastest / median)": [round(fast, 2), round(statistics.median(ours), 2)],
             "load average (ours)": ours_load,
             "HF generate(output_attentions) s (fastest / median)": [round(peer, 2), round(statistics.median(theirs), 2)],
-            "load average (HF)": theirs_load, "ours / HF (fastest)": round(fast / peer, 2), "threads": 1,
-            "process peak RSS GB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2)}
+            "load average (HF)": theirs_load, "ours / HF (fastest)": round(fast / peer, 2), "threads": 1}
 
 
 def big_models(tiny: bool, only: tuple[str, ...] = ()) -> list[dict[str, Any]]:

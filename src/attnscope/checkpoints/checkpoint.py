@@ -125,9 +125,11 @@ def half_overflow(state: dict[str, torch.Tensor]) -> str | None:
             f"{next(iter(bad))}): store the model in fp32 (leave out --half, or half=False)")
 
 
-def save(model: Transformer, bundle: Bundle, path: str | os.PathLike[str], *, half: bool = False) -> Path:
+def save(model: Transformer, bundle: Bundle, path: str | os.PathLike[str], *, half: bool = False,
+         known_finite: bool = False) -> Path:
     """Write the model and its bundle to one `.safetensors` file (fp16 storage if `half`), with whether every
-    stored weight is finite (checked here, where a checkpoint enters, so loading need not read them twice).
+    stored weight is finite (checked here, where a checkpoint enters, so loading need not read them twice; not
+    again when `known_finite`: an import has just checked every weight, and fp16 overflow is refused below).
     Weights fp16 would make infinite are refused before anything is written: load() would refuse the file.
     Tensors are converted and written one at a time (tensor_stream), so saving needs no second copy of the model."""
     path = Path(path)
@@ -136,7 +138,7 @@ def save(model: Transformer, bundle: Bundle, path: str | os.PathLike[str], *, ha
     if overflow:
         raise CheckpointError(overflow)
     cast = torch.float16 if half else None
-    finite = all(all_finite(stored(t, cast)) for t in state.values())
+    finite = known_finite or all(all_finite(stored(t, cast)) for t in state.values())
     metadata = bundle.metadata() | {FINITE_KEY: "true" if finite else "false"}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

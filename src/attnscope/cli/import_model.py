@@ -88,7 +88,7 @@ def main(argv: Sequence[str]) -> int:
                               tgt_lang=args.tgt_lang, name=args.name or args.out.stem,
                               specials=parse_specials(args.specials), max_len=args.max_len,
                               examples=read_examples(args.check) if args.check else (), **settings)
-        path = checkpoint.save(imported.model, imported.bundle, args.out, half=args.half)
+        path = checkpoint.save(imported.model, imported.bundle, args.out, half=args.half, known_finite=True)  # checked
     except CheckpointError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
