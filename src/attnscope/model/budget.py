@@ -35,17 +35,19 @@ HEADROOM = 1.25  # a model's float32 weights times this: its activations, the at
 GB = 2**30
 
 
-def model_bytes(elements: int) -> int:
-    """Memory a model of `elements` float32 numbers needs to run and show its attention (README, 'Big models')."""
-    return int(elements * 4 * HEADROOM)
+def model_bytes(elements: int, itemsize: int = 4) -> int:
+    """Memory a model of `elements` numbers of `itemsize` bytes needs to run and show its attention (README, 'Big
+    models')."""
+    return int(elements * itemsize * HEADROOM)
 
 
-def model_refusal(elements: int, what: str) -> str | None:
-    """One sentence refusing `what`, a model of `elements` numbers, when it would not fit in the memory available
-    now (decided from its config or file header, before anything is allocated); None when it fits."""
-    need, have = model_bytes(elements), available_bytes()
+def model_refusal(elements: int, what: str, itemsize: int = 4) -> str | None:
+    """One sentence refusing `what`, a model of `elements` numbers (float32, or float64 with `itemsize` 8), when it
+    would not fit in the memory available now (decided from its config or file header, before anything is
+    allocated); None when it fits."""
+    need, have = model_bytes(elements, itemsize), available_bytes()
     if need <= have:
         return None
-    return (f"{what} has {elements:,} weights, which need about {need / GB:,.1f} GB of memory as float32, more than "
-            f"the {have / GB:,.1f} GB this machine has available now: close other programs or models, or use a machine "
+    return (f"{what} has {elements:,} weights, which need about {need / GB:,.1f} GB of memory as float{8 * itemsize}, "
+            f"more than the {have / GB:,.1f} GB this machine has available now: close other programs or models, or use a machine "
             "with more memory (README, 'Big models', lists the sizes that fit)")
