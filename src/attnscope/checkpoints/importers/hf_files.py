@@ -89,27 +89,36 @@ def _json(path: Path) -> dict[str, Any]:
 
 
 def read_weights(folder: Path) -> dict[str, Tensor]:
-    """The folder's tensors: safetensors first (one file or shards), else pytorch_model.bin (weights_only)."""
+    """The folder's tensors: safetensors first (one file or shards; floating point read as float32), else
+    pytorch_model.bin (weights_only). Whether the model fits the available memory is decided from the sizes in the
+    files' headers (safetensors) or their memory-mapped tensors (torch.save's zip format) before a weight is read."""
     for name in WEIGHTS:
         path = folder / name
         if not path.is_file():
             continue
         files = _shards(path) if name.endswith(".index.json") else [path]
-        if name.startswith("model.safetensors"):  # decided from the headers, before a tensor is read
-            refused = model_refusal(sum(_elements(f) for f in files), folder.name)
-        else:  # a pickle is read, then unpickled
-            refused = over_budget(2 * sum(f.stat().st_size for f in files), f"reading {folder.name}'s {name}")
-        if refused:
-            raise CheckpointError(refused)
-        state: dict[str, Tensor] = {}
+        if name.startswith("model.safetensors"):
+            _refuse(sum(_elements(f) for f in files), folder.name)
+            state: dict[str, Tensor] = {}
+            for file in files:
+                state.update(_safetensors(file))
+            return state
+        state = {}
         for file in files:
-            state.update(_safetensors(file) if file.suffix == ".safetensors" else _pickle(file))
+            state.update(_pickle(file))
+        _refuse(sum(t.numel() for t in state.values()), folder.name)
         return state
     present = sorted(p.name for p in folder.iterdir())
     if any(name in present for name in FOREIGN):
         raise CheckpointError(f"{folder.name} has TensorFlow/Flax weights only: save PyTorch weights first with transformers "
                               "(AutoModelForSeq2SeqLM.from_pretrained(folder, from_tf=True).save_pretrained(folder))")
     raise CheckpointError(f"{folder.name} has no model.safetensors or pytorch_model.bin (it holds {', '.join(present[:8])})")
+
+
+def _refuse(elements: int, name: str) -> None:
+    refused = model_refusal(elements, name)
+    if refused:
+        raise CheckpointError(refused)
 
 
 def _shards(index: Path) -> list[Path]:
@@ -140,11 +149,19 @@ def _safetensors(path: Path) -> dict[str, Tensor]:
 
 
 def _pickle(path: Path) -> dict[str, Tensor]:
+    """A pytorch_model.bin's tensors; a legacy (non-zip) pickle is read whole, within the memory budget."""
     try:
-        data = path.read_bytes()
+        refused = None if _zipped(path) else over_budget(2 * path.stat().st_size, f"reading {path.name}")
+        if refused:  # its bytes, then its tensors
+            raise CheckpointError(refused)
+        return read_state_dict(path, path.name)
     except OSError as err:
         raise CheckpointError(f"cannot read {path}: {err.strerror or err}") from None
-    return read_state_dict(data, path.name)
+
+
+def _zipped(path: Path) -> bool:
+    with open(path, "rb") as f:
+        return zipfile.is_zipfile(f)
 
 
 @contextmanager
