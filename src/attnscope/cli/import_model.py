@@ -95,6 +95,6 @@ def main(argv: Sequence[str]) -> int:
     for line in imported.report.lines():
         print(line)
     if args.half:
-        print(half_report(imported.model, imported.bundle))
+        print(half_report(imported.model, imported.bundle, in_place=True))  # saved already: rounding it costs no copy
     print(f"wrote {path}")
     return 0
