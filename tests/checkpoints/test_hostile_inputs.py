@@ -134,8 +134,8 @@ def test_a_model_larger_than_the_available_memory_is_refused_from_its_header_bef
 
     monkeypatch.setattr(budget, "available_bytes", lambda: 2**12)
     monkeypatch.setattr(hf_files, "read_tensors", unread)
-    with pytest.raises(CheckpointError, match=r"^opus-mt-en-de\S* has [\d,]+ weights, which need about 0.0 GB of memory "
-                       r"as float32, more than the 0.0 GB this machine has available now: close other programs"):
+    with pytest.raises(CheckpointError, match=r"^opus-mt-en-de\S* has [\d,]+ weights, which need about 0.0 GB of "
+                       r"memory as float32, more than the 0.0 GB this machine has available now: close other programs"):
         attnscope.import_model(marian)
     monkeypatch.setattr(hf_files, "read_tensors", read)
     monkeypatch.setattr(hf_files, "model_refusal", lambda *_: None)  # the file is read; the model is not built

@@ -56,7 +56,8 @@ def _header(path: Path, header: object) -> Path:
     (lambda p: _header(p, {"t": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}}), "do not fit its shape"),
     (lambda p: _header(p, {"t": {"dtype": "F32", "shape": [8], "data_offsets": [0, 32]}}), "do not fit its shape"),
 ])
-def test_a_damaged_header_is_refused_in_one_sentence_before_anything_is_read(tmp_path: Path, damage, message: str) -> None:
+def test_a_damaged_header_is_refused_in_one_sentence_before_anything_is_read(tmp_path: Path, damage,
+                                                                            message: str) -> None:
     path = tmp_path / "bad.safetensors"
     damage(path)
     with pytest.raises(ValueError, match=message):
@@ -83,8 +84,8 @@ def test_reading_and_writing_hold_the_weights_once_and_one_tensor_more(tmp_path:
     tensors = {f"t{i}": torch.randn(1000, 1000).half() for i in range(24)} | {"small": torch.zeros(4).half()}
     source, out = tmp_path / "half.safetensors", tmp_path / "out.safetensors"
     write_tensors(source, tensors, {})
-    run = subprocess.run([sys.executable, "-c", PEAK, str(source), str(out)], capture_output=True, text=True, check=True,
-                         env={"PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src"), "PATH": ""})
+    run = subprocess.run([sys.executable, "-c", PEAK, str(source), str(out)], capture_output=True, text=True,
+                         check=True, env={"PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src"), "PATH": ""})
     read, written = map(int, run.stdout.split())
     weights, one = 24 * 4_000_000, 2_000_000
     assert read < weights + 2 * one + 8 * 2**20, read / 2**20

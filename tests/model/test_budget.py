@@ -37,7 +37,8 @@ def test_a_model_that_does_not_fit_is_refused_before_it_is_allocated(monkeypatch
         Transformer(CONFIG)  # nothing is allocated on the meta device: no decision to make
 
 
-def test_loading_refuses_from_the_header_before_a_weight_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_loading_refuses_from_the_header_before_a_weight_is_read(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     codec = TextCodec(train_word_level(["a b c d e f g"]))
     path = checkpoint.save(Transformer(CONFIG), Bundle(CONFIG, codec, codec, "en", "de"), tmp_path / "m.safetensors")
 
@@ -46,6 +47,6 @@ def test_loading_refuses_from_the_header_before_a_weight_is_read(tmp_path: Path,
 
     monkeypatch.setattr(checkpoint, "read_tensors", unread)
     monkeypatch.setattr(budget, "available_bytes", lambda: 2**10)
-    with pytest.raises(CheckpointError, match=r"^m.safetensors has [\d,]+ weights, which need about 0.0 GB of memory as "
-                       r"float32, more than the 0.0 GB this machine has available now: close other programs"):
+    with pytest.raises(CheckpointError, match=r"^m.safetensors has [\d,]+ weights, which need about 0.0 GB of "
+                       r"memory as float32, more than the 0.0 GB this machine has available now: close other programs"):
         checkpoint.load(path)

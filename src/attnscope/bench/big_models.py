@@ -1,6 +1,6 @@
 """Big models of real shapes, imported by the README's command (issue 44's bench section "big").
 
-For each shape (mBART-large-50's 611M, NLLB-200 1.3B's, Flan-T5-large's 783M and, when this process may take its
+For each shape (mBART-large-50's 611M, NLLB-200 1.3B's, Flan-T5-large's and, when this process may take its
 memory, NLLB-200 3.3B's) a random model is built with Hugging Face's own classes and saved with save_pretrained
 beside a SentencePiece tokenizer trained here on the embedded Multi30k sample (fewer tokens than the model's rows,
 which the import reports; nothing is downloaded). Then: `python -m attnscope import` in a child process (its wall
@@ -32,12 +32,13 @@ MBART = dict(d_model=1024, encoder_layers=12, decoder_layers=12, encoder_attenti
              dropout=0.0, attention_dropout=0.0, activation_dropout=0.0)
 SHAPES: dict[str, tuple[str, dict[str, Any]]] = {
     "mbart-large-50": ("mbart", MBART | dict(vocab_size=250054, activation_function="gelu")),
-    "nllb-200-1.3B": ("nllb", MBART | dict(vocab_size=256206, encoder_layers=24, decoder_layers=24, encoder_ffn_dim=8192,
-                                           decoder_ffn_dim=8192, activation_function="relu")),
-    "flan-t5-large": ("t5", dict(vocab_size=32128, d_model=1024, d_kv=64, d_ff=2816, num_layers=24, num_decoder_layers=24,
-                                 num_heads=16, relative_attention_num_buckets=32, relative_attention_max_distance=128,
-                                 dropout_rate=0.0, feed_forward_proj="gated-gelu", tie_word_embeddings=False,
-                                 layer_norm_epsilon=1e-6, pad_token_id=0, eos_token_id=1, decoder_start_token_id=0)),
+    "nllb-200-1.3B": ("nllb", MBART | dict(vocab_size=256206, encoder_layers=24, decoder_layers=24,
+                                           encoder_ffn_dim=8192, decoder_ffn_dim=8192, activation_function="relu")),
+    "flan-t5-large": ("t5", dict(vocab_size=32128, d_model=1024, d_kv=64, d_ff=2816, num_layers=24,
+                                 num_decoder_layers=24, num_heads=16, relative_attention_num_buckets=32,
+                                 relative_attention_max_distance=128, dropout_rate=0.0, feed_forward_proj="gated-gelu",
+                                 tie_word_embeddings=False, layer_norm_epsilon=1e-6, pad_token_id=0, eos_token_id=1,
+                                 decoder_start_token_id=0)),
     "nllb-200-3.3B": ("nllb", MBART | dict(vocab_size=256206, d_model=2048, encoder_layers=24, decoder_layers=24,
                                            encoder_ffn_dim=8192, decoder_ffn_dim=8192, activation_function="relu")),
 }
@@ -50,8 +51,8 @@ TOKENS = 25  # output tokens of a typical sentence's translation: random weights
 
 
 def hf_folder(kind: str, shape: dict[str, Any], folder: Path) -> Path:
-    """A save_pretrained folder of a random model of `shape` and its tokenizer; </s> is pushed down so that outputs
-    run to their length."""
+    """A save_pretrained folder of a random model of `shape` and its tokenizer; </s> is suppressed on both sides so
+    that outputs run to their length."""
     import transformers
 
     if kind == "t5":
@@ -74,12 +75,7 @@ def hf_folder(kind: str, shape: dict[str, Any], folder: Path) -> Path:
         cls = transformers.M2M100ForConditionalGeneration
     torch.manual_seed(0)
     model = cls(config).eval()
-    with torch.no_grad():
-        if hasattr(model, "final_logits_bias"):
-            model.final_logits_bias[0, config.eos_token_id] = -1e4
-        else:
-            model.get_output_embeddings().weight[config.eos_token_id].zero_()
-    model.generation_config.bad_words_ids = [[config.eos_token_id]]
+    model.generation_config.bad_words_ids = [[config.eos_token_id]]  # the import reads it as a suppressed token
     model.save_pretrained(str(folder))
     tok.save_pretrained(str(folder))
     return folder
@@ -119,7 +115,7 @@ def _ours(out: Path, sentence: str, repeats: int) -> tuple[dict[str, Any], list[
     from attnscope.engine.decoding.loading import load
 
     code = "import attnscope; attnscope.load(%r)" % str(out)
-    load_s, peak = child_run([sys.executable, "-c", code])  # with the child's start, for its own peak memory
+    _, peak = child_run([sys.executable, "-c", code])  # with the child's start, for its own peak memory
     row = {"load average": _load(), "peak": round(peak, 2)}
     start = time.perf_counter()
     tr = load(out)
@@ -148,7 +144,8 @@ def big_shape(name: str, kind: str, shape: dict[str, Any], repeats: int) -> dict
 
 
 def measured(folder: Path, kind: str, repeats: int) -> dict[str, Any]:
-    """A Hugging Face folder's import (seconds, peak RSS against its weights), load, and the sentence beside generate."""
+    """A Hugging Face folder's import (seconds, peak RSS against its weights), load, and the sentence beside
+    generate."""
     src_lang, tgt_lang = LANGS[kind]
     sentence = "A man in an orange hat starring at something."
     weights = sum(f.stat().st_size for f in folder.glob("*.safetensors") if f.name.startswith("model"))
@@ -162,20 +159,20 @@ def measured(folder: Path, kind: str, repeats: int) -> dict[str, Any]:
     return {"parameters": loaded["parameters"], "model.safetensors GB": round(weights / 2**30, 2),
             "import s": round(import_s, 1), "import peak RSS GB": round(peak, 2),
             "peak / file": round(peak * 2**30 / weights, 2), "load average (import)": load_before,
-            "load s": loaded["load s"], "load peak RSS GB": loaded["peak"], "load average (load)": loaded["load average"],
+            "load s": loaded["load s"], "load peak RSS GB": loaded["peak"],
+            "load average (load)": loaded["load average"],
             "sentence + every head s (fastest / median)": [round(fast, 2), round(statistics.median(ours), 2)],
             "load average (ours)": ours_load,
-            "HF generate(output_attentions) s (fastest / median)": [round(peer, 2), round(statistics.median(theirs), 2)],
+            "HF generate(output_attentions) s (fastest / median)": [round(peer, 2),
+                                                                    round(statistics.median(theirs), 2)],
             "load average (HF)": theirs_load, "ours / HF (fastest)": round(fast / peer, 2), "threads": 1}
 
 
-def big_models(tiny: bool, only: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-    """The section: each shape in turn (or `only` those), skipping one whose float32 weights would take more than a
-    third of the memory available now (this process holds them twice over in turn, beside the import's child)."""
+def big_models(tiny: bool) -> list[dict[str, Any]]:
+    """The section: each shape in turn, skipping one whose float32 weights would take more than a third of the memory
+    available now (the import's child, then this process, hold them, and Hugging Face's copy after ours)."""
     rows = []
     for name, (kind, shape) in (TINY if tiny else SHAPES).items():
-        if only and name not in only:
-            continue
         count = _parameters(kind, shape)
         if count * 4 * 3 > available_bytes():
             rows.append({"model": name, "parameters": f"{count:,}", "skipped": "its float32 weights need more than a "
@@ -187,7 +184,7 @@ def big_models(tiny: bool, only: tuple[str, ...] = ()) -> list[dict[str, Any]]:
 
 
 def _parameters(kind: str, shape: dict[str, Any]) -> int:
-    """Parameters of a shape, counted from its config (the model is not built)."""
+    """About the parameters of a shape, counted from its config (the model is not built)."""
     d, vocab = shape["d_model"], shape["vocab_size"]
     if kind == "t5":
         inner = shape["d_kv"] * shape["num_heads"]

@@ -35,7 +35,8 @@ def half_report(model: Transformer, bundle: Bundle, sentences: Sequence[str] = S
     so a big model is never held twice."""
     sources = [model.config.frame_source(bundle.src_codec.encode(text))[: model.config.max_len] for text in sentences]
     ours = [greedy_ids(model, source, steps) for source in sources]
-    inputs = [(torch.tensor([source]), torch.tensor([[model.config.bos_id, *out[:-1]]])) for source, out in zip(sources, ours)]
+    inputs = [(torch.tensor([source]), torch.tensor([[model.config.bos_id, *out[:-1]]]))
+              for source, out in zip(sources, ours)]
     before = [model(src, tgt) for src, tgt in inputs]
     rounded = model if in_place else copy.deepcopy(model)
     for tensor in unique_state(rounded).values():
