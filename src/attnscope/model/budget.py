@@ -49,5 +49,5 @@ def model_refusal(elements: int, what: str, itemsize: int = 4) -> str | None:
     if need <= have:
         return None
     return (f"{what} has {elements:,} weights, which need about {need / GB:,.1f} GB of memory as float{8 * itemsize}, "
-            f"more than the {have / GB:,.1f} GB this machine has available now: close other programs or models, or use a "
-            "machine with more memory (README, 'Big models', lists the sizes that fit)")
+            f"more than the {have / GB:,.1f} GB this machine has available now: close other programs or models, or use "
+            "a machine with more memory (README, 'Big models', lists the sizes that fit)")
