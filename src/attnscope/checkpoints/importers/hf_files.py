@@ -23,10 +23,10 @@ import torch
 from torch import Tensor
 
 from attnscope.checkpoints.checkpoint import CheckpointError
-from attnscope.checkpoints.importers.torch_files import read_state_dict
+from attnscope.checkpoints.importers.torch_files import read_torch_file
 from attnscope.checkpoints.tensor_stream import read_header, read_tensors
 from attnscope.model import untrusted
-from attnscope.model.budget import model_refusal, over_budget
+from attnscope.model.budget import model_refusal
 
 HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 HUB_NAME_MAX = 96  # characters of a repository name on the hub
@@ -105,7 +105,7 @@ def read_weights(folder: Path) -> dict[str, Tensor]:
             return state
         state = {}
         for file in files:
-            state.update(_pickle(file))
+            state.update(read_torch_file(file))
         _refuse(sum(t.numel() for t in state.values()), folder.name)
         return state
     present = sorted(p.name for p in folder.iterdir())
@@ -146,22 +146,6 @@ def _safetensors(path: Path) -> dict[str, Tensor]:
         return read_tensors(path, dtype=torch.float32)
     except (OSError, ValueError, RuntimeError) as err:
         raise CheckpointError(f"{path.name} is not a readable safetensors file ({str(err)[:120]})") from None
-
-
-def _pickle(path: Path) -> dict[str, Tensor]:
-    """A pytorch_model.bin's tensors; a legacy (non-zip) pickle is read whole, within the memory budget."""
-    try:
-        refused = None if _zipped(path) else over_budget(2 * path.stat().st_size, f"reading {path.name}")
-        if refused:  # its bytes, then its tensors
-            raise CheckpointError(refused)
-        return read_state_dict(path, path.name)
-    except OSError as err:
-        raise CheckpointError(f"cannot read {path}: {err.strerror or err}") from None
-
-
-def _zipped(path: Path) -> bool:
-    with open(path, "rb") as f:
-        return zipfile.is_zipfile(f)
 
 
 @contextmanager

@@ -6,12 +6,14 @@ from __future__ import annotations
 import io
 import pickle
 import re
+import zipfile
 from pathlib import Path
 
 import torch
 from torch import Tensor
 
 from attnscope.checkpoints.checkpoint import CheckpointError
+from attnscope.model.budget import over_budget
 
 PICKLED_MODULE = ("{name} holds a whole pickled model, which attnscope never unpickles because that would run its code: "
                   "save the weights with torch.save(model.state_dict(), '{stem}.pt') and import that, or pass the live "
@@ -76,6 +78,20 @@ def read_state_dict(data: bytes | Path, name: str) -> dict[str, Tensor]:
     if not isinstance(obj, dict) or not obj or not all(isinstance(v, Tensor) for v in obj.values()):
         raise CheckpointError(f"{name} does not hold a state_dict (a mapping of names to tensors)")
     return {str(k): v for k, v in obj.items()}
+
+
+def read_torch_file(path: Path) -> dict[str, Tensor]:
+    """A .pt/.pth/.bin state_dict from disk: memory-mapped when in torch.save's zip format (read_state_dict); a
+    legacy pickle is read whole, within the memory budget (its bytes, then its tensors)."""
+    try:
+        with open(path, "rb") as f:
+            zipped = zipfile.is_zipfile(f)
+        refused = None if zipped else over_budget(2 * path.stat().st_size, f"reading {path.name}")
+        if refused:
+            raise CheckpointError(refused)
+        return read_state_dict(path, path.name)
+    except OSError as err:
+        raise CheckpointError(f"cannot read {path}: {err.strerror or err}") from None
 
 
 def pickled_model(global_name: str) -> bool:
