@@ -34,3 +34,20 @@ def test_the_step_page_attribution_says_it_too(app: AppTest, no_room: None) -> N
     app.switch_page("pages/step.py").run()
     assert not app.exception, [e.value for e in app.exception]
     assert SENTENCE in [e.value for e in app.error]
+
+
+def test_the_checkpoints_page_reads_no_checkpoint_file_until_download_is_clicked(
+        app: AppTest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 1.3B model's checkpoint is 5 GB: reading it for the Download button on every run took 30 s and 5 GB."""
+    from pathlib import Path
+
+    read = Path.read_bytes
+
+    def guarded(path: Path) -> bytes:
+        assert path.suffix != ".safetensors", f"{path.name} was read by a page run"
+        return read(path)
+
+    monkeypatch.setattr(Path, "read_bytes", guarded)
+    app.run()
+    app.switch_page("pages/checkpoints.py").run()
+    assert not app.exception, [e.value for e in app.exception]
