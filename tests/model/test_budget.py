@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import torch
 
 from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.checkpoint import Bundle, CheckpointError
 from attnscope.model import budget
-from attnscope.model.config import ConfigError, ModelConfig
+from attnscope.model.config import ModelConfig
 from attnscope.model.tokenization import TextCodec, train_word_level
 from attnscope.model.transformer import Transformer
 
@@ -29,14 +28,6 @@ def test_the_decision_follows_the_available_memory(monkeypatch: pytest.MonkeyPat
                        n_encoder_layers=24, n_decoder_layers=24)  # no fixed limit on a config (3.3B parameters)
 
 
-def test_a_model_that_does_not_fit_is_refused_before_it_is_allocated(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(budget, "available_bytes", lambda: 2**10)
-    with pytest.raises(ConfigError, match=r"^this model has [\d,]+ weights, which need about 0.0 GB"):
-        Transformer(CONFIG)
-    with torch.device("meta"):
-        Transformer(CONFIG)  # nothing is allocated on the meta device: no decision to make
-
-
 def test_loading_refuses_from_the_header_before_a_weight_is_read(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     codec = TextCodec(train_word_level(["a b c d e f g"]))
@@ -50,3 +41,19 @@ def test_loading_refuses_from_the_header_before_a_weight_is_read(tmp_path: Path,
     with pytest.raises(CheckpointError, match=r"^m.safetensors has [\d,]+ weights, which need about 0.0 GB of "
                        r"memory as float32, more than the 0.0 GB this machine has available now: close other programs"):
         checkpoint.load(path)
+
+
+def test_a_model_to_train_that_does_not_fit_is_refused_before_it_is_built(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from attnscope.model.config import ConfigError
+    from attnscope.training.config import TrainConfig
+    from attnscope.training.loop import Trainer
+
+    def unbuilt(*_: object, **__: object) -> None:
+        raise AssertionError("a model was built that should have been refused")
+
+    monkeypatch.setattr(budget, "available_bytes", lambda: 2**10)
+    monkeypatch.setattr(Transformer, "__init__", unbuilt)
+    with pytest.raises(ConfigError, match=r"^the model to train has [\d,]+ weights, which need about 0.0 GB"):
+        Trainer(TrainConfig(out_dir=str(tmp_path), epochs=1, task="reverse", preset="toy", toy_size=50,
+                            threads=1)).setup()

@@ -23,8 +23,7 @@ from torch import Tensor, nn
 
 from attnscope.model.attention import MultiHeadAttention
 from attnscope.model.blocks import Dropout, Generator, Residual, feed_forward, layer_norm
-from attnscope.model.budget import model_refusal
-from attnscope.model.config import ConfigError, ModelConfig
+from attnscope.model.config import ModelConfig
 from attnscope.model.kinds import KINDS, Kind
 from attnscope.model.positions import LearnedPositions, NoPositions, RelativePositionBias, SinusoidalPositions
 
@@ -182,10 +181,6 @@ class Transformer(nn.Module):
         """`initialise` False leaves torch's default initialisation alone, for a caller that assigns every weight
         (loading a checkpoint): the model's own initialisation would be computed only to be thrown away."""
         super().__init__()
-        if torch.get_default_device().type != "meta":  # on the meta device nothing is allocated (checkpoint.assemble)
-            refused = model_refusal(config.element_count(), "this model")
-            if refused:
-                raise ConfigError(refused)
         c = self.config = config
         # <pad>'s row learns nothing (padding_idx), unless the decoder starts on <pad> (T5, Marian) and so reads it
         pad_row = None if (c.bos_id if c.decoder_start is None else c.decoder_start) == c.pad_id else c.pad_id
