@@ -27,6 +27,16 @@ def test_the_attribution_page_says_the_copy_does_not_fit(app: AppTest, no_room: 
     assert not app.exception and not app.error
 
 
+@pytest.mark.parametrize("tab", ["Source tokens by method", "Alignment", "Dataset"])
+def test_every_attribution_tab_that_needs_the_copy_says_so(app: AppTest, no_room: None, tab: str) -> None:
+    app.session_state["sentence"] = "a b c d"
+    app.session_state["attr_tab"] = tab
+    app.run()
+    app.switch_page("pages/attribution.py").run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert SENTENCE in [e.value for e in app.error]
+
+
 def test_the_step_page_attribution_says_it_too(app: AppTest, no_room: None) -> None:
     app.session_state["sentence"] = "a b c d"
     app.session_state["step_attr"] = True
