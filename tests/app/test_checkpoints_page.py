@@ -229,7 +229,7 @@ HUGE_TENSOR = len(HUGE_TENSOR).to_bytes(8, "little") + HUGE_TENSOR  # 40 GB decl
     ("config field of the wrong type",
      lambda src: _damaged(src, meta=lambda m: {"config": '{"src_vocab_size": "many", "tgt_vocab_size": 1}'}), "must be int"),
     ("summary of the wrong type", lambda src: _damaged(src, meta=lambda m: {"summary": "[1, 2]"}), "must be a JSON object"),
-    ("absurd sizes", lambda src: _damaged(src, meta=_absurd_config), "parameters"),
+    ("absurd sizes", lambda src: _damaged(src, meta=_absurd_config), "weights, which need about"),
     ("tokenizer that does not parse", lambda src: _damaged(src, meta=lambda m: {"tgt_tokenizer": "{\"model\": "}),
      "does not parse"),
 ])

@@ -123,15 +123,18 @@ def test_a_position_count_beyond_the_limit_is_refused_before_its_table_is_built(
         ModelConfig(src_vocab_size=8, tgt_vocab_size=8, d_model=32, n_heads=4, d_ff=8, max_len=2 * 10**8)
 
 
-def test_weights_or_a_model_larger_than_the_memory_the_machine_can_spare_are_refused(
+def test_a_model_larger_than_the_available_memory_is_refused_from_its_header_before_a_weight_is_read(
         marian: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import attnscope.checkpoints.importers.hf_files as hf_files
     from attnscope.model import budget
+
+    def unread(*_: object, **__: object) -> None:
+        raise AssertionError("a weight was read for a model that should have been refused")
+
     monkeypatch.setattr(budget, "available_bytes", lambda: 2**12)
-    with pytest.raises(CheckpointError, match=r"reading opus-mt-en-de\S*'s model.safetensors would take 0.0 GB of memory"):
-        attnscope.import_model(marian)
-    monkeypatch.setattr(hf_files, "over_budget", lambda *_: None)  # the file is read; the model is not built
-    with pytest.raises(CheckpointError, match=r"float32 numbers would take 0.0 GB of memory, more than the 0.0 GB"):
+    monkeypatch.setattr(hf_files, "read_tensors", unread)
+    with pytest.raises(CheckpointError, match=r"^opus-mt-en-de\S* has [\d,]+ weights, which need about 0.0 GB of "
+                       r"memory as float32, more than the 0.0 GB this machine has available now: close other programs"):
         attnscope.import_model(marian)
 
 

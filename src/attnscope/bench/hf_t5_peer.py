@@ -70,6 +70,7 @@ def t5_small_folder(folder: Path, shape: dict[str, Any] = T5_SMALL, seed: int = 
     tokenizer = transformers.T5Tokenizer.from_pretrained(str(folder), extra_ids=EXTRA_IDS)
     torch.manual_seed(seed)
     config = transformers.T5Config(**shape, task_specific_params=PREFIXES)
+    config.tie_word_embeddings = shape.get("tie_word_embeddings", True)  # transformers 5 keeps it only set so
     model = transformers.T5ForConditionalGeneration(config).eval()
     model.generation_config.bad_words_ids = [[shape["eos_token_id"]], [shape["pad_token_id"]]]  # run to their length
     model.save_pretrained(str(folder))

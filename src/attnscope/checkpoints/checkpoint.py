@@ -16,9 +16,10 @@ from typing import Any
 
 import torch
 from safetensors import SafetensorError, safe_open
-from safetensors.torch import save_file
 
+from attnscope.checkpoints.tensor_stream import read_tensors, stored, write_tensors
 from attnscope.model import untrusted
+from attnscope.model.budget import model_refusal
 from attnscope.model.config import ConfigError, ModelConfig
 from attnscope.model.parameters import expected_shapes
 from attnscope.model.tokenization import TextCodec, TokenizerError
@@ -97,9 +98,18 @@ def atomic_write(path: Path, write: Any) -> None:
 FINITE_KEY = "weights_finite"  # metadata: "true" when save() found every stored weight finite, so load() need not scan
 
 
+def all_finite(tensor: torch.Tensor) -> bool:
+    """Whether a tensor holds no NaN and no infinity: its smallest and largest values (NaN propagates to both), one
+    pass without a mask as large as the tensor."""
+    if not tensor.is_floating_point() or not tensor.numel():
+        return True
+    low, high = torch.aminmax(tensor.detach())
+    return bool(torch.isfinite(low) & torch.isfinite(high))
+
+
 def first_not_finite(tensors: dict[str, torch.Tensor]) -> str | None:
     """The name of the first floating-point tensor holding NaN or an infinity, or None."""
-    return next((k for k, t in tensors.items() if t.is_floating_point() and not bool(torch.isfinite(t).all())), None)
+    return next((k for k, t in tensors.items() if not all_finite(t)), None)
 
 
 FP16_MAX = torch.finfo(torch.float16).max  # 65,504: larger weights become infinite in fp16
@@ -115,20 +125,24 @@ def half_overflow(state: dict[str, torch.Tensor]) -> str | None:
             f"{next(iter(bad))}): store the model in fp32 (leave out --half, or half=False)")
 
 
-def save(model: Transformer, bundle: Bundle, path: str | os.PathLike[str], *, half: bool = False) -> Path:
+def save(model: Transformer, bundle: Bundle, path: str | os.PathLike[str], *, half: bool = False,
+         known_finite: bool = False) -> Path:
     """Write the model and its bundle to one `.safetensors` file (fp16 storage if `half`), with whether every
-    stored weight is finite (checked here, where a checkpoint enters, so loading need not read them twice).
-    Weights fp16 would make infinite are refused before anything is written: load() would refuse the file."""
+    stored weight is finite (checked here, where a checkpoint enters, so loading need not read them twice; not
+    again when `known_finite`: an import has just checked every weight, and fp16 overflow is refused below).
+    Weights fp16 would make infinite are refused before anything is written: load() would refuse the file.
+    Tensors are converted and written one at a time (tensor_stream), so saving needs no second copy of the model."""
     path = Path(path)
-    overflow = half_overflow(unique_state(model)) if half else None
+    state = unique_state(model)
+    overflow = half_overflow(state) if half else None
     if overflow:
         raise CheckpointError(overflow)
-    tensors = {k: (v.half() if half and v.is_floating_point() else v).contiguous().cpu()
-               for k, v in unique_state(model).items()}
-    metadata = bundle.metadata() | {FINITE_KEY: "false" if first_not_finite(tensors) else "true"}
+    cast = torch.float16 if half else None
+    finite = known_finite or all(all_finite(stored(t, cast)) for t in state.values())
+    metadata = bundle.metadata() | {FINITE_KEY: "true" if finite else "false"}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata=metadata))
+        atomic_write(path, lambda tmp: write_tensors(tmp, state, metadata, cast))
     except OSError as err:
         raise CheckpointError(f"could not save checkpoint to {path}: {err.strerror or err}") from None
     return path
@@ -221,7 +235,8 @@ def check_shapes(found: dict[str, tuple[int, ...]], expected: dict[str, tuple[in
 
 def load(path: str | os.PathLike[str], device: str | torch.device = "cpu", *,
          check_finite: bool | None = None) -> tuple[Transformer, Bundle]:
-    """Rebuild the model (fp32, eval mode) and its bundle from a checkpoint file.
+    """Rebuild the model (fp32, eval mode) and its bundle from a checkpoint file; a model the machine's available
+    memory cannot hold is refused from the header, before anything is read.
 
     The file's tensors are assigned to the model (`assemble`), not copied into a randomly initialised one.
     Weights are scanned for NaN/infinity only when the file does not record save()'s check, or when
@@ -230,14 +245,16 @@ def load(path: str | os.PathLike[str], device: str | torch.device = "cpu", *,
     """
     path = Path(path)
     bundle, shapes, meta = _read_header(path)
+    refused = model_refusal(bundle.config.element_count(), path.name)
+    if refused:
+        raise CheckpointError(refused)
     check_shapes(shapes, expected_shapes(bundle.config), path.name)
     recorded = meta.get(FINITE_KEY)
     if recorded == "false" and not check_finite:
         raise CheckpointError(f"{path.name}: its weights contain NaN or infinite values (recorded when it was saved)")
-    try:
-        with safe_open(str(path), framework="pt") as f:  # memory-mapped: each tensor is read once, into its float32 copy
-            tensors = {key: f.get_tensor(key).to(torch.float32) for key in shapes}
-    except (SafetensorError, OSError, ValueError, RuntimeError) as err:
+    try:  # each tensor read into its float32 place, one at a time: no second copy of the model, mapped or not
+        tensors = read_tensors(path, shapes, torch.float32)
+    except (OSError, ValueError, RuntimeError) as err:
         raise CheckpointError(f"{path.name}: its weights cannot be read ({str(err)[:120]})") from None
     if check_finite or recorded != "true":
         bad = first_not_finite(tensors)

@@ -88,13 +88,13 @@ def main(argv: Sequence[str]) -> int:
                               tgt_lang=args.tgt_lang, name=args.name or args.out.stem,
                               specials=parse_specials(args.specials), max_len=args.max_len,
                               examples=read_examples(args.check) if args.check else (), **settings)
-        path = checkpoint.save(imported.model, imported.bundle, args.out, half=args.half)
+        path = checkpoint.save(imported.model, imported.bundle, args.out, half=args.half, known_finite=True)  # checked
     except CheckpointError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     for line in imported.report.lines():
         print(line)
     if args.half:
-        print(half_report(imported.model, imported.bundle))
+        print(half_report(imported.model, imported.bundle, in_place=True))  # saved already: rounding it costs no copy
     print(f"wrote {path}")
     return 0

@@ -16,11 +16,9 @@ FeedForwardKind = Literal["dense", "gated"]
 Framing = Literal["eos", "bos-eos", "none"]
 Sinusoid = Literal["interleaved", "halves", "fairseq"]
 
-# Refuse configs whose parameter count would exhaust memory before anything is allocated
-# (NLLB-200-distilled-600M, the largest model family attnscope imports, has 615M).
-MAX_PARAMETERS = 1_000_000_000
-MAX_LEN = 65_536  # positions a table may cover (the longest any imported family uses is 4,096); with the parameter
-#   limit this bounds the fixed sinusoid table, a buffer the parameter count leaves out, to 4 GB
+# No fixed limit on the parameters: whether a model fits is decided from the machine's available memory before it
+# is allocated (model/budget.model_refusal, by its element_count(), which counts the sinusoid table too).
+MAX_LEN = 65_536  # positions a table may cover (the longest any imported family uses is 4,096)
 # Ids of the special tokens attnscope's own tokenizers reserve, in this order: the defaults of the config's ids.
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
 SPECIAL_IDS = ("pad_id", "bos_id", "eos_id", "unk_id")  # config fields naming the special tokens, in that order
@@ -134,9 +132,6 @@ class ModelConfig:
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ConfigError("share_embeddings needs one joint vocabulary, but the sizes are "
                               f"{self.src_vocab_size} and {self.tgt_vocab_size}")
-        if self.parameter_count() > MAX_PARAMETERS:
-            raise ConfigError(f"this config would have {self.parameter_count():,} parameters, "
-                              f"more than the limit of {MAX_PARAMETERS:,}")
 
     def _check_positions_and_ids(self) -> None:
         if not 0 <= self.position_offset <= 4096:

@@ -25,7 +25,8 @@ from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.checkpoint import Bundle
 from attnscope.engine.analysis.bleu import scores
 from attnscope.engine.decoding.translator import Translator
-from attnscope.model.config import PRESETS, ModelConfig
+from attnscope.model.budget import model_refusal
+from attnscope.model.config import PRESETS, ConfigError, ModelConfig
 from attnscope.model.device import autocast, autocast_dtype, pick_device
 from attnscope.model.transformer import Transformer
 from attnscope.training.config import TrainConfig
@@ -106,7 +107,11 @@ class Trainer:
         max_len = model.config.max_len if model is not None else base.get("max_len", 256)
         self.corpus = build_corpus(self.cfg, None if bundle is None else (bundle.src_codec, bundle.tgt_codec), max_len)
         if model is None:
-            model = Transformer(self._fresh_config(base))
+            fresh = self._fresh_config(base)
+            refused = model_refusal(fresh.element_count(), "the model to train")  # decided before it is allocated
+            if refused:
+                raise ConfigError(refused)
+            model = Transformer(fresh)
         self.config = model.config
         self.model = model.to(self.device).train()
         self.net = torch.nn.parallel.DistributedDataParallel(self.model) if self.world > 1 else self.model

@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from safetensors import SafetensorError
-from safetensors.torch import load_file
+import torch
 from torch import Tensor
 
 from attnscope.checkpoints.checkpoint import CheckpointError
-from attnscope.checkpoints.importers.torch_files import read_state_dict
+from attnscope.checkpoints.importers.torch_files import read_torch_file
+from attnscope.checkpoints.tensor_stream import read_header, read_tensors
 from attnscope.model import untrusted
-from attnscope.model.budget import over_budget
+from attnscope.model.budget import model_refusal
 
 HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 HUB_NAME_MAX = 96  # characters of a repository name on the hub
@@ -89,25 +89,36 @@ def _json(path: Path) -> dict[str, Any]:
 
 
 def read_weights(folder: Path) -> dict[str, Tensor]:
-    """The folder's tensors: safetensors first (one file or shards), else pytorch_model.bin (weights_only)."""
+    """The folder's tensors: safetensors first (one file or shards; floating point read as float32), else
+    pytorch_model.bin (weights_only). Whether the model fits the available memory is decided from the sizes in the
+    files' headers (safetensors) or their memory-mapped tensors (torch.save's zip format) before a weight is read."""
     for name in WEIGHTS:
         path = folder / name
         if not path.is_file():
             continue
         files = _shards(path) if name.endswith(".index.json") else [path]
-        copies = 1 if name.startswith("model.safetensors") else 2  # a pickle is read, then unpickled
-        refused = over_budget(copies * sum(f.stat().st_size for f in files), f"reading {folder.name}'s {name}")
-        if refused:
-            raise CheckpointError(refused)
-        state: dict[str, Tensor] = {}
+        if name.startswith("model.safetensors"):
+            _refuse(sum(_elements(f) for f in files), folder.name)
+            state: dict[str, Tensor] = {}
+            for file in files:
+                state.update(_safetensors(file))
+            return state
+        state = {}
         for file in files:
-            state.update(_safetensors(file) if file.suffix == ".safetensors" else _pickle(file))
+            state.update(read_torch_file(file))
+        _refuse(sum(t.numel() for t in state.values()), folder.name)
         return state
     present = sorted(p.name for p in folder.iterdir())
     if any(name in present for name in FOREIGN):
         raise CheckpointError(f"{folder.name} has TensorFlow/Flax weights only: save PyTorch weights first with transformers "
                               "(AutoModelForSeq2SeqLM.from_pretrained(folder, from_tf=True).save_pretrained(folder))")
     raise CheckpointError(f"{folder.name} has no model.safetensors or pytorch_model.bin (it holds {', '.join(present[:8])})")
+
+
+def _refuse(elements: int, name: str) -> None:
+    refused = model_refusal(elements, name)
+    if refused:
+        raise CheckpointError(refused)
 
 
 def _shards(index: Path) -> list[Path]:
@@ -121,19 +132,20 @@ def _shards(index: Path) -> list[Path]:
     return files
 
 
-def _safetensors(path: Path) -> dict[str, Tensor]:
+def _elements(path: Path) -> int:
+    """Numbers a safetensors file holds, read from its header."""
     try:
-        return load_file(str(path))
-    except (SafetensorError, OSError, ValueError) as err:
+        return sum(entry.elements for entry in read_header(path)[0].values())
+    except (OSError, ValueError) as err:
         raise CheckpointError(f"{path.name} is not a readable safetensors file ({str(err)[:120]})") from None
 
 
-def _pickle(path: Path) -> dict[str, Tensor]:
+def _safetensors(path: Path) -> dict[str, Tensor]:
+    """Every tensor, floating point ones as float32 (the model's dtype) as each is read: no second copy."""
     try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise CheckpointError(f"cannot read {path}: {err.strerror or err}") from None
-    return read_state_dict(data, path.name)
+        return read_tensors(path, dtype=torch.float32)
+    except (OSError, ValueError, RuntimeError) as err:
+        raise CheckpointError(f"{path.name} is not a readable safetensors file ({str(err)[:120]})") from None
 
 
 @contextmanager

@@ -8,9 +8,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from attnscope.checkpoints.checkpoint import Bundle, CheckpointError, check_shapes
+from attnscope.checkpoints.checkpoint import Bundle, CheckpointError, all_finite, assemble, check_shapes
 from attnscope.checkpoints.importers.vocab_plan import VocabPlan
-from attnscope.model.budget import over_budget
 from attnscope.model.config import ModelConfig
 from attnscope.model.parameters import OUTPUT, OUTPUT_BIAS, SRC_EMBED, TGT_EMBED, expected_shapes
 from attnscope.model.transformer import Transformer
@@ -78,8 +77,8 @@ def checked(tensors: dict[str, Tensor]) -> dict[str, Tensor]:
     `load` would refuse, so the import stops here instead of writing one)."""
     out = {k: floating(v, k) for k, v in tensors.items()}
     for key, tensor in out.items():
-        bad = int(tensor.numel() - torch.isfinite(tensor).sum())
-        if bad:
+        if not all_finite(tensor):
+            bad = int(tensor.numel() - torch.isfinite(tensor).sum())
             raise CheckpointError(f"the weights {key} hold {bad:,} NaN or infinite values: the model diverged or the "
                                   "file is damaged; import a checkpoint from before that happened")
     return out
@@ -88,17 +87,12 @@ def checked(tensors: dict[str, Tensor]) -> dict[str, Tensor]:
 def build(config: ModelConfig, tensors: dict[str, Tensor]) -> Transformer:
     """The model of `config` around `tensors` (shared, not copied: trying other settings costs one construction).
 
-    Built on the CPU, not the meta device: the meta device's first use imports torch._dynamo (seconds).
+    The model's own initialisation is skipped and a large one is built on the meta device (checkpoint.assemble), so
+    the model never exists twice: the tensors read from the file are its weights.
     """
-    refused = over_budget(config.element_count() * 4, f"a model of {config.element_count():,} float32 numbers")
-    if refused:
-        raise CheckpointError(refused)
     wanted = expected_shapes(config)
     check_shapes({k: tuple(v.shape) for k, v in tensors.items() if k in wanted}, wanted, "the imported weights")
-    model = Transformer(config)
-    model.load_state_dict({k: tensors[k] for k in model.state_dict()}, assign=True)
-    if config.tie_embeddings:
-        model.generator.weight = model.tgt_embed.weight
+    model = assemble(config, {k: v for k, v in tensors.items() if k in wanted})
     if config.share_embeddings:
         model.src_embed = model.tgt_embed
     return model.eval()

@@ -28,19 +28,24 @@ def greedy_ids(model: Transformer, source: list[int], steps: int) -> list[int]:
 
 
 @torch.no_grad()
-def half_report(model: Transformer, bundle: Bundle, sentences: Sequence[str] = SENTENCES, steps: int = 24) -> str:
-    """One sentence: does fp16 storage keep the greedy outputs, and the largest logit change it makes."""
-    rounded = copy.deepcopy(model)
+def half_report(model: Transformer, bundle: Bundle, sentences: Sequence[str] = SENTENCES, steps: int = 24, *,
+                in_place: bool = False) -> str:
+    """One sentence: does fp16 storage keep the greedy outputs, and the largest logit change it makes. `in_place`
+    rounds `model`'s own weights (a caller done with the float32 ones: the CLI after saving) instead of a copy's,
+    so a big model is never held twice."""
+    sources = [model.config.frame_source(bundle.src_codec.encode(text))[: model.config.max_len] for text in sentences]
+    ours = [greedy_ids(model, source, steps) for source in sources]
+    inputs = [(torch.tensor([source]), torch.tensor([[model.config.bos_id, *out[:-1]]]))
+              for source, out in zip(sources, ours)]
+    before = [model(src, tgt) for src, tgt in inputs]
+    rounded = model if in_place else copy.deepcopy(model)
     for tensor in unique_state(rounded).values():
         if tensor.is_floating_point():
             tensor.copy_(tensor.half().float())
     kept, moved = 0, 0.0
-    for text in sentences:
-        source = model.config.frame_source(bundle.src_codec.encode(text))[: model.config.max_len]
-        ours = greedy_ids(model, source, steps)
-        kept += greedy_ids(rounded, source, steps) == ours
-        tgt = torch.tensor([[model.config.bos_id, *ours[:-1]]])
-        a, b = model(torch.tensor([source]), tgt), rounded(torch.tensor([source]), tgt)
+    for source, out, (src, tgt), a in zip(sources, ours, inputs, before):
+        kept += greedy_ids(rounded, source, steps) == out
+        b = rounded(src, tgt)
         finite = torch.isfinite(a)
         moved = max(moved, float((a[finite] - b[finite]).abs().nan_to_num(nan=float("inf")).max()))  # NaN: overflowed
     verdict = "keeps" if kept == len(sentences) else "changes"

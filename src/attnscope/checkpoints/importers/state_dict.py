@@ -27,9 +27,8 @@ from attnscope.checkpoints.importers.live_settings import read_settings
 from attnscope.checkpoints.importers.parts import Imported
 from attnscope.checkpoints.importers.state_dict_checks import HIDDEN, Example, example_ids, mismatch, reproduces
 from attnscope.checkpoints.importers.state_dict_layout import Layout, recognise
-from attnscope.checkpoints.importers.torch_files import read_state_dict
+from attnscope.checkpoints.importers.torch_files import read_torch_file
 from attnscope.checkpoints.importers.vocab_files import Specials, Vocabulary, load_vocabulary
-from attnscope.model.budget import over_budget
 from attnscope.model.config import ConfigError, ModelConfig
 from attnscope.model.parameters import OUTPUT, OUTPUT_BIAS, SRC_EMBED, TGT_EMBED, VOCABULARY
 from attnscope.model.transformer import Transformer
@@ -108,16 +107,8 @@ def import_weights(state: dict[str, Tensor], src_vocab: VocabSource, tgt_vocab: 
 
 
 def import_file(path: str | Path, src_vocab: VocabSource, tgt_vocab: VocabSource | None = None, **kw: Any) -> Imported:
-    """Import a .pt/.pth state_dict file (loaded without running code)."""
-    path = Path(path)
-    try:
-        refused = over_budget(2 * path.stat().st_size, f"reading {path.name}")  # its bytes, then its tensors
-        if refused:
-            raise CheckpointError(refused)
-        data = path.read_bytes()
-    except OSError as err:
-        raise CheckpointError(f"cannot read {path}: {err.strerror or err}") from None
-    return import_weights(read_state_dict(data, path.name), src_vocab, tgt_vocab, **kw)
+    """Import a .pt/.pth state_dict file (loaded without running code; memory-mapped in torch.save's zip format)."""
+    return import_weights(read_torch_file(Path(path)), src_vocab, tgt_vocab, **kw)
 
 
 def import_module(module: nn.Module, src_vocab: VocabSource, tgt_vocab: VocabSource | None = None, **kw: Any) -> Imported:

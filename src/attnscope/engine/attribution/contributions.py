@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from attnscope.engine.recording.sharing import model_lock
+from attnscope.model.budget import model_refusal
 from attnscope.model.transformer import Transformer
 
 
@@ -64,13 +65,22 @@ def rolled_out(method: str, encoder_layers: Sequence[np.ndarray], decoder_layers
     return Contributions(method, np.stack(encoder_layers), np.stack(decoder_layers), memory, rolled)
 
 
+def float64_refusal(model: Transformer) -> str | None:
+    """One sentence when the float64 copy of `model` (float64_model) would not fit in the memory available now."""
+    return model_refusal(model.config.element_count(), "the float64 copy that value zeroing and ALTI+ need", 8)
+
+
 def _float64_copy(model: Transformer) -> Transformer:
     """The same network in float64 on the CPU, built from the config and given the state dict's tensors (so no
     hook on the shared model, such as a head gate, comes along). The model's own initialisation is skipped and
     each tensor is converted once, straight into place (a tied one once for all its names): initialising,
-    copying and then converting took ~0.5 s more for opus-mt's shape. torch's default initialisation, thrown
-    away, leaves the global random state as it was."""
-    with torch.random.fork_rng(devices=[]):
+    copying and then converting took ~0.5 s more for opus-mt's shape; it is built on the meta device, so a big
+    model is never initialised only to be overwritten. A copy the available memory cannot hold is refused first
+    (MemoryError with a sentence)."""
+    refused = float64_refusal(model)
+    if refused:
+        raise MemoryError(refused)
+    with torch.random.fork_rng(devices=[]), torch.device("meta"):  # nothing allocated until each tensor is assigned
         exact = Transformer(model.config, initialise=False)
     converted: dict[int, torch.Tensor] = {}
     for t in model.state_dict(keep_vars=True).values():  # keep_vars: a tied parameter is one object under its names

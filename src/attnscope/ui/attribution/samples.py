@@ -15,6 +15,7 @@ from attnscope.engine.analysis.dataset import (
     shares_each,
 )
 from attnscope.engine.attribution.agreement import agreement_rows, best_layer, summarize_agreement
+from attnscope.engine.attribution.contributions import float64_refusal
 from attnscope.engine.attribution.quadrature import IGSettings
 from attnscope.engine.attribution.sentence import ALTI, INTEGRATED, VALUE_ZEROING
 from attnscope.engine.decoding.translator import Translator
@@ -80,7 +81,12 @@ def _stats_results(run: sample_runs.SampleRun, n: int) -> None:
 
 def dataset_comparison(tr: Translator) -> None:
     """Layer × method agreement (one sentence at a time) and head statistics (in batches) over a sample; each
-    says its cost before it starts, can be stopped, and keeps what finished."""
+    says its cost before it starts, can be stopped, and keeps what finished; a model whose exact methods' float64
+    copy does not fit in memory gets that sentence instead."""
+    refused = float64_refusal(tr.model)
+    if refused:
+        st.error(refused)
+        return
     cols = st.columns(3)  # the buttons go below, at full width: their labels carry the estimate
     split = cols[0].selectbox("Split", SPLITS, key="attr_split")
     n = cols[1].number_input(f"Sentences (layer comparison max {MAX_SAMPLE})", 1, MAX_STATS_SAMPLE, SAMPLE_DEFAULT,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 import numpy as np
 import streamlit as st
@@ -36,6 +36,7 @@ from attnscope.viz.attribution import alignment_figure
 if TYPE_CHECKING:  # pandas (~70 MB, ~0.5 s) is imported only when a table is asked for
     import pandas as pd
 
+T = TypeVar("T")
 TABS = ("Source vs prefix", "Source tokens by method", "Agreement", "Alignment", "Dataset")
 MAX_STATS_SAMPLE = 1000  # head statistics come from batched capture: 1,000 sentences take seconds
 STEP_TOP = 3  # source tokens listed per method for one step
@@ -108,7 +109,7 @@ def sentence_attribution(tr: Translator, query: Query, result: Translation, ig: 
     settings (tolerance, path points); remembered per session, so the Step page can show integrated
     gradients without computing them."""
     query.check(tr)
-    att = _attribute(tr, result, query.key, ig)
+    att = fitting(lambda: _attribute(tr, result, query.key, ig))
     state.store(state.IG_DONE, (query.key, ig))
     return att
 
@@ -203,7 +204,18 @@ def contributions(tr: Translator, query: Query, result: Translation) -> Exact:
     """ALTI+ and value zeroing of the translation, without gradients (a fraction of a second); cached per
     checkpoint and sentence."""
     query.check(tr)
-    return _contributions(tr, result, query.key)
+    return fitting(lambda: _contributions(tr, result, query.key))
+
+
+def fitting(compute: Callable[[], T]) -> T:
+    """`compute()`, or its one sentence and the page stopped there when the float64 copy of the model that the
+    exact methods need does not fit in the memory available (a big model: README, 'Big models')."""
+    try:
+        return compute()
+    except MemoryError as err:
+        st.error(str(err))
+        st.stop()
+        raise  # st.stop() ends the script run; unreachable there
 
 
 @st.cache_data(max_entries=32, show_spinner="Attributing this translation…")
@@ -249,7 +261,8 @@ def step_contributions(tr: Translator, view: ViewState, query: Query, result: Tr
     done = state.stored(state.IG_DONE)
     query.check(tr)
     ig = done[1] if done and done[0] == query.key else NO_IG
-    s, ig_points = _step_attributions(tr, result, query.key, ig, selection.layer(view, result.attention, "cross"))
+    s, ig_points = fitting(lambda: _step_attributions(tr, result, query.key, ig,
+                                                      selection.layer(view, result.attention, "cross")))
     st.markdown(_split_markdown(s, t))
     st.markdown(_methods_markdown(s, t, ig_points))
     st.caption("Scores over the source tokens (position, token, score): in the sidebar's layer, cross-attention weights "

@@ -83,8 +83,8 @@ def manage(view: ViewState, entries: dict[str, registry.Entry]) -> None:
     chosen = entries[name]
     cols = st.columns(3)
     cols[0].button("Set active", on_click=state.set_checkpoint, args=(name,), key="activate", disabled=name == current)
-    cols[1].download_button("Download", chosen.path.read_bytes(), f"{name}.safetensors",
-                            "application/octet-stream", key="download_ckpt")
+    cols[1].download_button("Download", chosen.path.read_bytes, f"{name}.safetensors",  # read on the click only:
+                            "application/octet-stream", key="download_ckpt")  # a 1.3B model's file is 5 GB
     if chosen.origin == "shipped":
         cols[2].caption("Shipped checkpoints are read-only.")
     elif cols[2].button("Delete", key="delete", type="secondary"):

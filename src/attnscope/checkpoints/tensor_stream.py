@@ -1,0 +1,135 @@
+"""Safetensors files read and written one tensor at a time, so a big model never exists twice in memory.
+
+Reading puts each tensor straight into its own buffer (converted to the model's dtype right away, so a float16
+file costs one tensor's float16 copy at a time), never mapping the whole file: mapped pages count as the
+process's memory until the mapping closes, and a mapping dies with a bus error when someone overwrites the file in
+place. Writing streams each tensor's bytes to the file after a header computed from the shapes, converting one
+tensor at a time (fp16 storage), where safetensors' save_file wants every converted tensor at once.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from typing import BinaryIO, Iterable, Mapping
+
+import torch
+from torch import Tensor
+
+CODES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "I64": torch.int64,
+         "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8, "BOOL": torch.bool}
+NAMES = {dtype: code for code, dtype in CODES.items()}
+HEADER_MAX = 100_000_000  # bytes of a header, as safetensors limits it
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One tensor of a file: its dtype, shape and byte range within the data that follows the header."""
+
+    dtype: torch.dtype
+    shape: tuple[int, ...]
+    start: int
+    end: int
+
+    @property
+    def elements(self) -> int:
+        return math.prod(self.shape)
+
+
+def read_header(path: str | os.PathLike[str]) -> tuple[dict[str, Entry], dict[str, str], int]:
+    """The tensors' entries, the metadata and where the data starts; ValueError names what is wrong."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        length = int.from_bytes(f.read(8), "little")
+        if not 0 < length <= min(HEADER_MAX, size - 8):
+            raise ValueError(f"its header length {length:,} does not fit the file's {size:,} bytes")
+        try:
+            header = json.loads(f.read(length))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise ValueError("its header is not JSON") from None
+    if not isinstance(header, dict):
+        raise ValueError("its header is not a JSON object")
+    meta = header.pop("__metadata__", None) or {}
+    start = 8 + length
+    entries = {}
+    for name, info in header.items():
+        entry = _entry(name, info)
+        if entry.end > size - start or entry.end - entry.start != entry.elements * _itemsize(entry.dtype):
+            raise ValueError(f"tensor {name}'s bytes {entry.start}-{entry.end} do not fit its shape or the file")
+        entries[name] = entry
+    return entries, meta, start
+
+
+def _entry(name: str, info: object) -> Entry:
+    try:
+        dtype = CODES[info["dtype"]]  # type: ignore[index]
+        shape = tuple(int(n) for n in info["shape"])  # type: ignore[index]
+        start, end = (int(n) for n in info["data_offsets"])  # type: ignore[index]
+    except (KeyError, TypeError, ValueError):
+        raise ValueError(f"tensor {name} has no dtype attnscope reads, shape or data_offsets") from None
+    if min((*shape, start, end - start)) < 0:
+        raise ValueError(f"tensor {name} has a negative size or offset")
+    return Entry(dtype, shape, start, end)
+
+
+def _itemsize(dtype: torch.dtype) -> int:
+    return torch.empty((), dtype=dtype).element_size()
+
+
+def read_tensors(path: str | os.PathLike[str], names: Iterable[str] | None = None,
+                 dtype: torch.dtype | None = None) -> dict[str, Tensor]:
+    """The file's tensors (or those `names`), each read into its own memory and, with `dtype`, every floating-point
+    one converted to it as soon as it is read."""
+    entries, _, start = read_header(path)
+    out = {}
+    with open(path, "rb", buffering=0) as f:
+        for name in entries if names is None else names:
+            entry = entries[name]
+            tensor = torch.empty(entry.shape, dtype=entry.dtype)
+            f.seek(start + entry.start)
+            _fill(f, tensor, name)
+            out[name] = tensor.to(dtype) if dtype is not None and tensor.is_floating_point() else tensor
+    return out
+
+
+def _bytes(tensor: Tensor) -> memoryview:
+    """A contiguous tensor's memory as bytes (no copy)."""
+    return memoryview(tensor.reshape(-1).view(torch.uint8).numpy())
+
+
+def _fill(f: BinaryIO, tensor: Tensor, name: str) -> None:
+    view = _bytes(tensor) if tensor.numel() else memoryview(b"")
+    while view.nbytes:
+        got = f.readinto(view)
+        if not got:
+            raise ValueError(f"the file ends inside tensor {name}")
+        view = view[got:]
+
+
+def stored(tensor: Tensor, cast: torch.dtype | None) -> Tensor:
+    """The tensor as written: on the CPU, contiguous, floating point converted to `cast` when given."""
+    tensor = tensor.detach()
+    if cast is not None and tensor.is_floating_point():
+        tensor = tensor.to(cast)
+    return tensor.cpu().contiguous()
+
+
+def write_tensors(path: str | os.PathLike[str], tensors: Mapping[str, Tensor], metadata: Mapping[str, str],
+                  cast: torch.dtype | None = None) -> None:
+    """Write a safetensors file of `tensors` (floating point ones as `cast`, when given), one tensor at a time."""
+    header: dict[str, object] = {"__metadata__": dict(metadata)}
+    offset = 0
+    for name, tensor in tensors.items():
+        dtype = cast if cast is not None and tensor.is_floating_point() else tensor.dtype
+        end = offset + tensor.numel() * _itemsize(dtype)
+        header[name] = {"dtype": NAMES[dtype], "shape": list(tensor.shape), "data_offsets": [offset, end]}
+        offset = end
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)  # the data starts 8-byte aligned, as safetensors writes it
+    with open(path, "wb") as f:
+        f.write(len(text).to_bytes(8, "little"))
+        f.write(text)
+        for tensor in tensors.values():
+            if tensor.numel():
+                f.write(_bytes(stored(tensor, cast)))
