@@ -15,16 +15,9 @@ from attnscope.engine.analysis.alignment import align, cross_map
 from attnscope.engine.attribution.agreement import attention_best_layer, best_layer
 from attnscope.engine.attribution.contributions import Contributions
 from attnscope.engine.attribution.quadrature import IGSettings
+from attnscope.engine.attribution.registry import explanations, method
 from attnscope.engine.attribution.saliency import Saliency
-from attnscope.engine.attribution.sentence import (
-    ATTENTION,
-    INTEGRATED,
-    NORM,
-    VALUE_ZEROING,
-    SentenceAttribution,
-    attribute,
-    exact_contributions,
-)
+from attnscope.engine.attribution.sentence import INTEGRATED, VALUE_ZEROING, SentenceAttribution, attribute, exact_contributions
 from attnscope.engine.attribution.step_attribution import StepAttributions, step_attributions
 from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.ui import selection, state, widgets
@@ -42,33 +35,7 @@ STEP_TOP = 3  # source tokens listed per method for one step
 IG_MAX_POINTS = 1024  # the most path points a user may allow one sentence
 NO_IG = (0.0, 0)  # (tolerance, points) of an attribution without integrated gradients
 
-EXPLANATIONS = """
-**Raw attention.** The softmax weights of cross-attention: how strongly a decoder query looks at each
-source token. A weight is where a head looks, not what it passes on (Vaswani et al., "Attention Is All You Need", 2017).
-
-**Norm-based attention** (Kobayashi et al., "Attention is Not Only a Weight: Analyzing Transformers with Vector
-Norms", EMNLP 2020). Each weight is multiplied by the norm of what the head actually adds for that token (its value
-vector through the head's slice of the output projection), so a 0.9 weight on a near-zero vector counts for little.
-
-**ALTI+** (Ferrando et al., "Towards Opening the Black Box of Neural Machine Translation: Source and Target
-Interpretations of the Transformer", EMNLP 2022). Each attention block's output is split exactly into one vector per
-input token, the token's own residual path included, and a token's share is how close its vector is to the output
-(Manhattan distance); the shares are composed over layers, the encoder's under the source tokens, so each generated
-token's source and prefix shares sum to one and give the split.
-
-**Value zeroing** (Mohebbi et al., "Quantifying Context Mixing in Transformers", EACL 2023). A token's value vectors
-are zeroed in one layer and the change of every output representation (cosine distance) is its share, checkable by
-re-running the model; composed over layers it ranks source tokens, but it never credits a token's own residual path,
-so its split puts nearly everything on the source.
-
-**Gradient × input.** The gradient of the generated token's log-probability with respect to each input token
-embedding, times that embedding: a first-order estimate of how much the token mattered (Shrikumar et al., 2017).
-
-**Integrated gradients** (Sundararajan et al., "Axiomatic Attribution for Deep Networks", ICML 2017). Gradients are
-averaged along the path from zero embeddings to the real ones, so the attributions add up to the log-probability's
-change along that path; the path integral is refined (adaptive Gauss-Legendre quadrature) until they do, within the
-tolerance you set.
-
+ALIGNMENT_EXPLANATION = """
 **Word alignment** (Garg et al., "Jointly Learning to Align and Translate with Transformer Models", EMNLP 2019).
 Each generated word is linked to the source word its cross-attention favours (subword pieces merged into words);
 words whose strongest pull is \\<eos\\> stay unlinked. Links download in Pharaoh "i-j" format (source word i, target word j).
@@ -79,6 +46,11 @@ WHY_ALTI = ("Why ALTI+ for the source/prefix split: it counts every path into a 
             "credits the prefix only through self-attention and the source at every layer, so on the shipped en→de "
             "model its split averages 99% source; ALTI+ gives 74% for the first token, falling to ~55% by the 15th, "
             "the published trend (README: which measure, and why).")
+
+
+def explained() -> str:
+    """What every measure is (the registry's paragraphs, in order), then word alignment."""
+    return f"{explanations()}\n\n{ALIGNMENT_EXPLANATION.strip()}"
 
 
 def ig_settings(ig: tuple[float, int]) -> IGSettings | None:
@@ -227,15 +199,16 @@ def _split_markdown(s: StepAttributions, t: int) -> str:
 
 def _methods_markdown(s: StepAttributions, t: int, ig_points: int | None) -> str:
     rows = [f"| method | top source tokens | Spearman with {s.reference} | same top token |", "|---|---|---|---|"]
-    named = {ATTENTION: f"{ATTENTION} (layer {s.layer})", NORM: f"{NORM} (layer {s.layer})",
-             INTEGRATED: f"{INTEGRATED} ({ig_points} path points)"}
-    for method, scores in s.maps.items():
-        name = named.get(method, method)
-        if method == s.reference:
+    for name, scores in s.maps.items():
+        if name == s.reference:
             agree = ("—", "—")
         else:
-            rho = float(s.spearman[method][t])
-            agree = ("—" if np.isnan(rho) else f"{rho:.2f}", "yes" if s.top1[method][t] else "no")
+            rho = float(s.spearman[name][t])
+            agree = ("—" if np.isnan(rho) else f"{rho:.2f}", "yes" if s.top1[name][t] else "no")
+        if method(name).per_layer:
+            name = f"{name} (layer {s.layer})"
+        elif name == INTEGRATED:
+            name = f"{name} ({ig_points} path points)"
         rows.append(f"| {name} | {_tokens(s.source_tokens, s.top(scores, t, STEP_TOP), '.3g')} | {agree[0]} | {agree[1]} |")
     return "\n".join(rows)
 
