@@ -428,3 +428,50 @@ def test_parameter_names_live_in_one_table_and_importers_assemble_in_one_step() 
 def test_a_spelled_name_or_an_importer_assembling_itself_is_reported(module: str, source: str, rule: str) -> None:
     assert any(rule in v for v in name_and_assembly_violations({module: source}))
     assert not name_and_assembly_violations({NAME_TABLE if "spells" in rule else ASSEMBLE: source})  # where it belongs
+
+
+# Attribution methods are listed by the registry alone (each method module declares its own): a new method is its module
+# and its test. No other module names two methods in one literal, by their names or by constants holding them.
+REGISTRY = "attnscope.engine.attribution.registry"
+
+
+def method_constants(sources: dict[str, str]) -> set[str]:
+    """Names bound to an attribution method's name (ALTI = "ALTI+"), or to such a name (ALTI = alti.METHOD)."""
+    from attnscope.engine.attribution.registry import names
+
+    spelled, found = set(names(None)), set()
+    assigns = [n for s in sources.values() for n in ast.walk(ast.parse(s)) if isinstance(n, ast.Assign)]
+    for _ in range(2):  # names, then names of names
+        for node in assigns:
+            v = node.value
+            if (isinstance(v, ast.Constant) and v.value in spelled) or getattr(v, "id", getattr(v, "attr", None)) in found:
+                found |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return found
+
+
+def method_literals(sources: dict[str, str]) -> list[str]:
+    from attnscope.engine.attribution.registry import names
+
+    spelled, constants = set(names(None)), method_constants({**package_sources(), **sources})
+
+    def is_method(e: ast.AST | None) -> bool:
+        return (isinstance(e, ast.Constant) and e.value in spelled) or getattr(e, "id", getattr(e, "attr", None)) in constants
+
+    found = []
+    for module, source in sources.items():
+        for node in ast.walk(ast.parse(source)):
+            items = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", [])
+            if module != REGISTRY and sum(map(is_method, items)) >= 2:
+                found.append(f"{module}:{node.lineno} lists attribution methods by hand: read engine/attribution/registry")
+    return found
+
+
+def test_attribution_methods_are_listed_by_the_registry_alone() -> None:
+    assert not method_literals(package_sources()), "\n".join(method_literals(package_sources()))
+
+
+@pytest.mark.parametrize("source", ["refs = (ALTI, VALUE_ZEROING, 'x')", "shown = ['attention', 'norm-based']",
+                                    "named = {sentence.INTEGRATED: 1, ATTENTION: 2}"])
+def test_a_hand_made_list_of_methods_is_reported(source: str) -> None:
+    assert method_literals({"attnscope.ui.attribution.samples": source})
+    assert not method_literals({"attnscope.ui.attribution.samples": "refs = references()\nbest = (ALTI, 1)"})

@@ -145,5 +145,5 @@ ATTRIBUTIONS = (
                        "token's share is how close its vector is to the output (Manhattan distance); the shares are "
                        "composed over layers, the encoder's under the source tokens, so each generated token's source "
                        "and prefix shares sum to one and give the split.",
-           compute=lambda inputs: inputs.exact[0], source_map=lambda c, _layer: c.source),
+           compute=lambda inputs: inputs.exact[0], source_map=lambda c, _layer: c.source, from_trace=from_trace),
 )

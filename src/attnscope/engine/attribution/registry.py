@@ -52,6 +52,8 @@ class Method:
     reference: bool = True  # an attribution that attention is compared against (agreement, the dataset comparison)
     explains: str = TOKEN  # TOKEN or CONTRAST
     per_layer: bool = False  # whether its map is of one decoder layer (the sidebar's)
+    from_trace: Callable[[Trace], Any] | None = None  # its rolled-out Contributions from a float64 traced pass, for
+    # the methods that split each token between source and prefix (the split by position over a sample)
 
 
 def methods(explains: str | None = TOKEN) -> tuple[Method, ...]:
@@ -73,6 +75,11 @@ def method(name: str) -> Method:
 
 def names(explains: str | None = TOKEN) -> tuple[str, ...]:
     return tuple(m.name for m in methods(explains))
+
+
+def splitting() -> tuple[Method, ...]:
+    """The methods that split each generated token between the source and the prefix (their `from_trace`)."""
+    return tuple(m for m in methods() if m.from_trace is not None)
 
 
 def references() -> tuple[str, ...]:

@@ -106,5 +106,5 @@ ATTRIBUTIONS = (
                        "(cosine distance) is its share, checkable by re-running the model; composed over layers it ranks "
                        "source tokens, but it never credits a token's own residual path, so its split puts nearly "
                        "everything on the source.",
-           compute=lambda inputs: inputs.exact[1], source_map=lambda c, _layer: c.source),
+           compute=lambda inputs: inputs.exact[1], source_map=lambda c, _layer: c.source, from_trace=from_trace),
 )
