@@ -12,7 +12,7 @@ asked. Results are `Saliency` objects of one row (the step), which every complet
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -120,6 +120,19 @@ def translation_contrast(translator: Translator, translation: Translation, contr
     """Contrastive saliency of one step of a translation (teacher-forced on its own ids)."""
     with translator.inference():
         return contrastive_saliency(translator.model, translation.source_ids, translation.target_ids, contrast, ig)
+
+
+def as_rows(results: Mapping[str, Saliency], source_tokens: Sequence[str], prefix_tokens: Sequence[str], token: str,
+            foil: str, step: int) -> dict[str, object]:
+    """The contrastive attributions of one step as plain data (the download): per method, each source token's and each
+    prefix token's signed score, f(x), f(baseline), their sum, and for integrated gradients the gap and path points."""
+    def one(s: Saliency) -> dict[str, object]:
+        out = {"method": s.method, "source": [[t, float(v)] for t, v in zip(source_tokens, s.source[0])],
+               "prefix": [[t, float(v)] for t, v in zip(prefix_tokens, s.prefix[0])], "difference": float(s.score[0]),
+               "baseline_difference": float(s.baseline_score[0]), "total": float(s.total[0])}
+        return out if s.settings is None else {**out, "gap": float(s.gap[0]), "path_points": s.points}
+    return {"step": step, "token": token, "foil": foil, "explains": "log p(token) - log p(foil), natural log",
+            "methods": {name: one(s) for name, s in results.items()}}
 
 
 def _of(inputs: Inputs, ig: IGSettings | None) -> Saliency | None:

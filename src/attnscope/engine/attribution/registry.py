@@ -32,8 +32,8 @@ class Inputs:
     translation: Translation
     ig: IGSettings | None  # integrated gradients' completeness (None: skip them)
     progress: Progress | None  # hears what runs and how far it got
-    exact: tuple[Contributions, Contributions]  # ALTI+ and value zeroing, from one float64 pass
-    traced: Trace  # one traced float32 pass (what the norms read)
+    exact: tuple[Contributions, Contributions] | None  # ALTI+ and value zeroing, from one float64 pass
+    traced: Trace | None  # one traced float32 pass (what the norms read); both None when only a contrast is asked
     contrast: Contrast | None = None  # the step and foil a contrastive method explains
 
 

@@ -107,3 +107,13 @@ def attribute(translator: Translator, translation: Translation, ig: IGSettings |
         results = {m.name: m.compute(inputs) for m in methods(None)}
     return SentenceAttribution(translation.source_tokens, translation.output_tokens, translation.attention,
                                norm_record(traced, translation.attention), results, contrast)
+
+
+def contrast_attribute(translator: Translator, translation: Translation, contrast: Contrast, ig: IGSettings | None = None,
+                       progress: Progress | None = None) -> dict[str, Saliency]:
+    """The contrastive methods alone (what the Step page shows for a forced rival): each one's one-row Saliency at
+    `contrast.step`; `ig` None skips contrastive integrated gradients."""
+    with translator.inference():
+        inputs = Inputs(translator, translation, ig, progress, None, None, contrast)
+        results = {m.name: m.compute(inputs) for m in methods(CONTRAST)}
+    return {name: r for name, r in results.items() if r is not None}

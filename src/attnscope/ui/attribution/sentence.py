@@ -109,8 +109,9 @@ def every_attribution(tr: Translator, view: ViewState, query: Query, result: Tra
     return att, selection.fit_layer(view, n_layers)
 
 
-def completeness_report(ig: Saliency | None) -> None:
-    """Say plainly how complete integrated gradients are: met for every token, or how many missed and by how much."""
+def completeness_report(ig: Saliency | None, change: str = "each token's change in log-probability") -> None:
+    """Say plainly how complete integrated gradients are: met for every token, or how many missed and by how much
+    (`change`: what the attributions add up to; a contrast's is the change of its log-probability difference)."""
     if ig is None or ig.settings is None:
         return
     settings, complete = ig.settings, ig.complete
@@ -122,8 +123,8 @@ def completeness_report(ig: Saliency | None) -> None:
     if small.any():
         parts.append(f"within {float(ig.gap[small].max()):.3f} nats for the {int(small.sum())} whose log-probability "
                      f"changes by less than {settings.floor:g} nat")
-    said = (f"Integrated gradients used {ig.points} path points: the attributions add up to each token's change in "
-            f"log-probability {'; '.join(parts)}.")
+    said = (f"Integrated gradients used {ig.points} path points: the attributions add up to {change} "
+            f"{'; '.join(parts)}.")
     tolerance = f"{settings.tolerance:.1%} of the change, or {settings.tolerance * settings.floor:.2g} nats"
     if complete.all():
         st.caption(f"{said} Every token met the tolerance ({tolerance}).")
