@@ -80,3 +80,18 @@ def test_attribute_with_a_contrast_carries_both_methods_beside_the_token_s() -> 
     np.testing.assert_allclose(att.contrastive()[CONTRASTIVE_GRADIENT].source, alone.source, rtol=1e-6, atol=1e-7)
     assert att.contrastive()[CONTRASTIVE_INTEGRATED].complete.all()
     assert attribute(tr, result).contrastive() == {}
+
+
+def test_the_package_api_takes_a_typed_word_as_the_foil() -> None:
+    import attnscope
+
+    tr = tiny_translator(0, eos_bias=2.0)
+    result = tr.translate("a b c d")
+    word = next(w for w in "abcdefgh" if tr.bundle.tgt_codec.encode(w)[0] != result.target_ids[1])
+    contrast = attnscope.Contrast.word(tr, 1, word)
+    assert contrast == Contrast(1, tr.bundle.tgt_codec.encode(word)[0])
+    att = attnscope.attribute(tr, result, contrast=contrast)
+    np.testing.assert_allclose(att.contrastive()[CONTRASTIVE_GRADIENT].source,
+                               translation_contrast(tr, result, contrast).source, rtol=1e-6, atol=1e-7)
+    with pytest.raises(ValueError, match="not in the target vocabulary"):
+        attnscope.Contrast.word(tr, 1, "zzzq")

@@ -37,6 +37,15 @@ class Contrast:
     step: int
     foil: int
 
+    @classmethod
+    def word(cls, translator: Translator, step: int, word: str) -> Contrast:
+        """The contrast with a typed word at `step`: its first target piece (the choice that step makes between them)."""
+        codec = translator.bundle.tgt_codec
+        ids = codec.encode(word.strip())
+        if not ids or translator.model.config.unk_id in ids:
+            raise ValueError(f"“{word.strip()}” is not in the target vocabulary: type another word or give a token id")
+        return cls(step, ids[0])
+
 
 @dataclass(frozen=True)
 class _Step:
