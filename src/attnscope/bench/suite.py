@@ -16,6 +16,7 @@ import torch
 from attnscope.bench.app_latency import app_latency
 from attnscope.bench.app_memory import app_memory
 from attnscope.bench.attribution import ig_completeness, methods_tab_of_shape, split_by_position
+from attnscope.bench.contrastive import contrast_bench
 from attnscope.bench.explorer_latency import explorer_latency
 from attnscope.bench.hf_peer import peer
 from attnscope.bench.hf_t5_peer import peer_t5
@@ -101,6 +102,8 @@ def run(out: Path, tiny: bool = False, checkpoint_path: Path | None = None, thre
         ("methods", "19. Attribution's methods tab on opus-mt-en-de's shape (random weights, IG at the defaults), with the load",
          lambda: methods_tab_of_shape("tiny-marian" if tiny else "opus-mt-en-de", 1 if tiny else 5)),
         ("explorer", "20. The attention explorer (issue 42)", lambda: explorer_latency(default_checkpoint(), tiny)),
+        ("contrast", "21. One step's contrastive attributions (Step page), every method, with the load (issue 46)",
+         lambda: contrast_bench(tr, "tiny-marian" if tiny else "opus-mt-en-de", 1 if tiny else 5)),
     ]
     for key, title, measure in sections:
         if key in skip or (only and key not in only):
