@@ -16,7 +16,7 @@ import torch
 from attnscope.bench.app_latency import app_latency
 from attnscope.bench.app_memory import app_memory
 from attnscope.bench.attribution import ig_completeness, methods_tab_of_shape, split_by_position
-from attnscope.bench.contrastive import contrast_bench
+from attnscope.bench.contrast import contrast_bench
 from attnscope.bench.explorer_latency import explorer_latency
 from attnscope.bench.hf_peer import peer
 from attnscope.bench.hf_t5_peer import peer_t5

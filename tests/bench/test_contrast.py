@@ -1,7 +1,7 @@
 """The contrast bench row: every contrastive method timed on one step, with the load beside each figure."""
 from __future__ import annotations
 
-from attnscope.bench.contrastive import contrast_step
+from attnscope.bench.contrast import contrast_step
 from tests.engine_fixtures import tiny_translator
 
 
