@@ -36,6 +36,8 @@ def test_a_forced_rival_compares_the_branches_and_explains_the_contrast(app: App
     assert "Step 1: “c” rather than" in chart_titles(app)[-1]
     assert [b.proto.label for b in app.get("download_button")] == ["Contrastive attributions (JSON)"]
     assert not any("Integrated gradients used" in shown(c) for c in app.caption)
+    table = next(m.value for m in app.markdown if m.value.startswith("| method | what it computes | exact | cost |"))
+    assert f"| {CONTRASTIVE_GRADIENT} | gradient × input of log p(token) − log p(foil) at one step | no" in table
 
 
 def test_integrated_gradients_join_on_request_and_report_their_completeness(app: AppTest) -> None:

@@ -15,7 +15,7 @@ from attnscope.engine.attribution.saliency import Saliency
 from attnscope.engine.attribution.sentence import contrast_attribute
 from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.ui import widgets
-from attnscope.ui.attribution.sentence import NO_IG, completeness_report, ig_controls, ig_settings
+from attnscope.ui.attribution.sentence import NO_IG, completeness_report, ig_controls, ig_settings, method_table
 from attnscope.ui.explorer import explorer
 from attnscope.ui.query import Query, QueryKey
 from attnscope.ui.state import ViewState
@@ -57,7 +57,7 @@ def contrast_view(tr: Translator, query: Query, result: Translation, t: int, foi
     st.markdown(f"**Why “{plain(token)}” and not “{plain(rival)}” at step {t}?** Attributions of log p(“{plain(token)}”)"
                 f" − log p(“{plain(rival)}”), both read on the same prefix (Yin & Neubig, EMNLP 2022).")
     with st.expander("What these measures are"):
-        st.markdown(explanations(CONTRAST))
+        st.markdown(f"{method_table(CONTRAST)}\n\n{explanations(CONTRAST)}")
     ig = ig_controls() if st.toggle("Add contrastive integrated gradients", key="contrast_ig") else NO_IG
     try:
         results = _contrast(tr, result, query.key, t, foil, ig)

@@ -15,7 +15,7 @@ from attnscope.engine.analysis.alignment import align, cross_map
 from attnscope.engine.attribution.agreement import attention_best_layer, best_layer
 from attnscope.engine.attribution.contributions import Contributions
 from attnscope.engine.attribution.quadrature import IGSettings
-from attnscope.engine.attribution.registry import explanations, method
+from attnscope.engine.attribution.registry import TOKEN, explanations, method, methods
 from attnscope.engine.attribution.saliency import Saliency
 from attnscope.engine.attribution.sentence import INTEGRATED, VALUE_ZEROING, SentenceAttribution, attribute, exact_contributions
 from attnscope.engine.attribution.step_attribution import StepAttributions, step_attributions
@@ -48,9 +48,18 @@ WHY_ALTI = ("Why ALTI+ for the source/prefix split: it counts every path into a 
             "the published trend (README: which measure, and why).")
 
 
+def method_table(explains: str = TOKEN) -> str:
+    """The registry's methods as a markdown table: what each computes, whether it is exact, what it costs."""
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")
+    rows = [f"| {cell(m.name)} | {cell(m.computes)} | {'yes' if m.exact else 'no: an estimate'} | {cell(m.cost)} |"
+            for m in methods(explains)]
+    return "\n".join(["| method | what it computes | exact | cost |", "|---|---|---|---|", *rows])
+
+
 def explained() -> str:
-    """What every measure is (the registry's paragraphs, in order), then word alignment."""
-    return f"{explanations()}\n\n{ALIGNMENT_EXPLANATION.strip()}"
+    """What every measure is (the registry's table and paragraphs, in order), then word alignment."""
+    return f"{method_table()}\n\n{explanations()}\n\n{ALIGNMENT_EXPLANATION.strip()}"
 
 
 def ig_settings(ig: tuple[float, int]) -> IGSettings | None:
