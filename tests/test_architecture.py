@@ -435,6 +435,11 @@ def test_a_spelled_name_or_an_importer_assembling_itself_is_reported(module: str
 REGISTRY = "attnscope.engine.attribution.registry"
 
 
+def _name(node: ast.AST | None) -> str | None:
+    """The name a Name or an Attribute ends with."""
+    return getattr(node, "id", getattr(node, "attr", None))
+
+
 def method_constants(sources: dict[str, str]) -> set[str]:
     """Names bound to an attribution method's name (ALTI = "ALTI+"), or to such a name (ALTI = alti.METHOD)."""
     from attnscope.engine.attribution.registry import names
@@ -444,7 +449,7 @@ def method_constants(sources: dict[str, str]) -> set[str]:
     for _ in range(2):  # names, then names of names
         for node in assigns:
             v = node.value
-            if (isinstance(v, ast.Constant) and v.value in spelled) or getattr(v, "id", getattr(v, "attr", None)) in found:
+            if (isinstance(v, ast.Constant) and v.value in spelled) or _name(v) in found:
                 found |= {t.id for t in node.targets if isinstance(t, ast.Name)}
     return found
 
@@ -455,14 +460,15 @@ def method_literals(sources: dict[str, str]) -> list[str]:
     spelled, constants = set(names(None)), method_constants({**package_sources(), **sources})
 
     def is_method(e: ast.AST | None) -> bool:
-        return (isinstance(e, ast.Constant) and e.value in spelled) or getattr(e, "id", getattr(e, "attr", None)) in constants
+        return (isinstance(e, ast.Constant) and e.value in spelled) or _name(e) in constants
 
     found = []
     for module, source in sources.items():
         for node in ast.walk(ast.parse(source)):
             items = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", [])
             if module != REGISTRY and sum(map(is_method, items)) >= 2:
-                found.append(f"{module}:{node.lineno} lists attribution methods by hand: read engine/attribution/registry")
+                found.append(f"{module}:{node.lineno} lists attribution methods by hand: read them from "
+                             "engine/attribution/registry.py")
     return found
 
 

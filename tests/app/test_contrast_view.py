@@ -28,7 +28,8 @@ def test_a_forced_rival_compares_the_branches_and_explains_the_contrast(app: App
     app, rival = forced_at_one(app)
     step, branches = explorers(app)
     assert step.header["mode"] == "step" and branches.header["mode"] == "compare"
-    assert branches.header["compare"]["what"] == "branches" and branches.header["compare"]["b"]["label"] == "forced branch"
+    compared = branches.header["compare"]
+    assert compared["what"] == "branches" and compared["b"]["label"] == "forced branch"
     texts = [shown(m) for m in app.markdown]
     assert any(t.startswith(f"**Why “c” and not “{rival}” at step 1?**") for t in texts)
     said = next(t for t in texts if t.startswith(f"*{CONTRASTIVE_GRADIENT}*"))

@@ -54,8 +54,9 @@ def contrast_view(tr: Translator, query: Query, result: Translation, t: int, foi
     query.check(tr)
     codec = tr.bundle.tgt_codec
     token, rival = codec.piece(result.target_ids[t]), codec.piece(foil)
-    st.markdown(f"**Why “{plain(token)}” and not “{plain(rival)}” at step {t}?** Attributions of log p(“{plain(token)}”)"
-                f" − log p(“{plain(rival)}”), both read on the same prefix (Yin & Neubig, EMNLP 2022).")
+    st.markdown(f"**Why “{plain(token)}” and not “{plain(rival)}” at step {t}?** Attributions of "
+                f"log p(“{plain(token)}”) − log p(“{plain(rival)}”), both read on the same prefix (Yin & Neubig, "
+                "EMNLP 2022).")
     with st.expander("What these measures are"):
         st.markdown(f"{method_table(CONTRAST)}\n\n{explanations(CONTRAST)}")
     ig = ig_controls() if st.toggle("Add contrastive integrated gradients", key="contrast_ig") else NO_IG

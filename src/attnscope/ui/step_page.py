@@ -97,8 +97,9 @@ def force_branch(tr: Translator, view: ViewState, query: Query, result: Translat
     branches_compared(view, query, result, branch, t, tuple(forced_ids))
     st.caption(whole_output_caption(result, branch))
     if len(forced_ids) > 1:
-        st.caption(f"The contrast below is with the word's first piece, “{plain(tr.bundle.tgt_codec.piece(forced_ids[0]))}”"
-                   f": the choice step {t} made between them.")
+        first = plain(tr.bundle.tgt_codec.piece(forced_ids[0]))
+        st.caption(f"The contrast below is with the word's first piece, “{first}”: the choice step {t} made "
+                   "between them.")
     contrast_view(tr, query, result, t, forced_ids[0])
 
 

@@ -150,7 +150,8 @@ def contrast_bars(rows: Mapping[str, tuple[np.ndarray, np.ndarray]], source_toke
                   prefix_tokens: Sequence[str], title: str = "") -> go.Figure:
     """Signed contrastive attributions, one bar group per method over the source tokens then the prefix tokens:
     above zero an input pushed towards the chosen token, below zero towards the foil."""
-    labels = [f"src {i}: {t}" for i, t in enumerate(source_tokens)] + [f"tgt {i}: {t}" for i, t in enumerate(prefix_tokens)]
+    labels = [*(f"src {i}: {t}" for i, t in enumerate(source_tokens)),
+              *(f"tgt {i}: {t}" for i, t in enumerate(prefix_tokens))]
     fig = go.Figure()
     for name, (source, prefix) in rows.items():
         values = np.concatenate([np.asarray(source, dtype=np.float64), np.asarray(prefix, dtype=np.float64)])
@@ -163,4 +164,5 @@ def contrast_bars(rows: Mapping[str, tuple[np.ndarray, np.ndarray]], source_toke
                      title="source tokens | target prefix")
     fig.update_yaxes(title="toward the token (+) or the foil (−)", zeroline=True)
     return fig.update_layout(title=title_layout(wrap(title)), barmode="group", height=380,
-                             margin=dict(l=10, r=10, t=70, b=10), legend=dict(orientation="h", y=1.02, yanchor="bottom"))
+                             margin=dict(l=10, r=10, t=70, b=10),
+                             legend=dict(orientation="h", y=1.02, yanchor="bottom"))

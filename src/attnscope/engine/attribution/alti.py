@@ -137,13 +137,15 @@ def alti_plus(translator: Translator, translation: Translation) -> Contributions
 
 
 ATTRIBUTIONS = (
-    Method(METHOD, "each source and prefix token's share in each generated token, every block split exactly and "
-                   "rolled out, residual paths included", exact=True, cost="one traced forward pass in float64", order=2,
-           explanation="**ALTI+** (Ferrando et al., \"Towards Opening the Black Box of Neural Machine Translation: Source "
-                       "and Target Interpretations of the Transformer\", EMNLP 2022). Each attention block's output is "
-                       "split exactly into one vector per input token, the token's own residual path included, and a "
-                       "token's share is how close its vector is to the output (Manhattan distance); the shares are "
-                       "composed over layers, the encoder's under the source tokens, so each generated token's source "
-                       "and prefix shares sum to one and give the split.",
-           compute=lambda inputs: inputs.exact[0], source_map=lambda c, _layer: c.source, from_trace=from_trace),
+    Method(METHOD, "each source and prefix token's share in each generated token, every block split exactly "
+                   "and rolled out, residual paths included", exact=True,
+           cost="one traced forward pass in float64", order=2,
+           explanation="**ALTI+** (Ferrando et al., \"Towards Opening the Black Box of Neural Machine Translation: "
+                       "Source and Target Interpretations of the Transformer\", EMNLP 2022). Each attention block's "
+                       "output is split exactly into one vector per input token, the token's own residual path "
+                       "included, and a token's share is how close its vector is to the output (Manhattan distance); "
+                       "the shares are composed over layers, the encoder's under the source tokens, so each generated "
+                       "token's source and prefix shares sum to one and give the split.",
+           compute=lambda inputs: inputs.exact[0], source_map=lambda c, _layer: c.source,
+           from_trace=from_trace),
 )

@@ -39,7 +39,7 @@ class Contrast:
 
     @classmethod
     def word(cls, translator: Translator, step: int, word: str) -> Contrast:
-        """The contrast with a typed word at `step`: its first target piece (the choice that step makes between them)."""
+        """The contrast with a typed word at `step`: its first target piece (the choice that step makes)."""
         codec = translator.bundle.tgt_codec
         ids = codec.encode(word.strip())
         if not ids or translator.model.config.unk_id in ids:
@@ -61,7 +61,8 @@ class _Step:
         """f at each path point (A,), and the scaled embeddings (source, target) then the unscaled ones."""
         model, n = self.model, len(alphas)
         with scaled_embeddings(model, alphas.view(-1, 1, 1).to(model.generator.weight)) as seen:
-            logits = model.decode(self.tgt_in.expand(n, -1), model.encode(self.src.expand(n, -1)), last_only=True).logits
+            memory = model.encode(self.src.expand(n, -1))
+            logits = model.decode(self.tgt_in.expand(n, -1), memory, last_only=True).logits
         log_probs = logits[:, -1].log_softmax(-1)
         return log_probs[:, self.token] - log_probs[:, self.foil], [s for _, s in seen] + [x for x, _ in seen]
 
@@ -92,7 +93,8 @@ def check(contrast: Contrast, target_ids: Sequence[int], model: Transformer) -> 
     if not 0 <= contrast.step < n:
         raise ValueError(f"step {contrast.step} is not a step of this translation: pick one from 0 to {n - 1}")
     if not 0 <= contrast.foil < vocab:
-        raise ValueError(f"the foil id {contrast.foil} is outside the target vocabulary (0 to {vocab - 1}): pick another")
+        raise ValueError(f"the foil id {contrast.foil} is outside the target vocabulary (0 to {vocab - 1}): "
+                         "pick another")
     if contrast.foil == target_ids[contrast.step]:
         raise ValueError("the foil is the token the step chose: pick a rival or type another word")
     if contrast.step == 0 and model.config.forced_first is not None:
@@ -148,23 +150,24 @@ def _of(inputs: Inputs, ig: IGSettings | None) -> Saliency | None:
     if inputs.contrast is None:
         return None
     t = inputs.translation
-    return contrastive_saliency(inputs.translator.model, t.source_ids, t.target_ids, inputs.contrast, ig, inputs.progress)
+    model = inputs.translator.model
+    return contrastive_saliency(model, t.source_ids, t.target_ids, inputs.contrast, ig, inputs.progress)
 
 
 ATTRIBUTIONS = (
     Method(CONTRASTIVE_GRADIENT, "gradient × input of log p(token) − log p(foil) at one step", exact=False,
            cost="one forward and one backward pass", order=6, explains=CONTRAST,
-           explanation="**Contrastive gradient × input** (Yin & Neubig, \"Interpreting Language Models with Contrastive "
-                       "Explanations\", EMNLP 2022). The gradient of the difference between the chosen token's and a "
-                       "foil's log-probability at one step, times each input embedding: which inputs made the model "
-                       "prefer its token to the foil (positive) or pulled towards the foil (negative).",
+           explanation="**Contrastive gradient × input** (Yin & Neubig, \"Interpreting Language Models with "
+                       "Contrastive Explanations\", EMNLP 2022). The gradient of the difference between the chosen "
+                       "token's and a foil's log-probability at one step, times each input embedding: which inputs "
+                       "made the model prefer its token to the foil (positive) or pulled towards the foil (negative).",
            compute=lambda inputs: _of(inputs, None), source_map=lambda s, _layer: np.abs(s.source)),
     Method(CONTRASTIVE_INTEGRATED, "integrated gradients of log p(token) − log p(foil) at one step: adds up to the "
                                    "difference's change from zero embeddings", exact=False,
            cost="one forward and one backward pass per path point (8 to 1,024, adaptive)", order=7, explains=CONTRAST,
-           explanation="**Contrastive integrated gradients.** The same difference, its gradients averaged along the path "
-                       "from zero embeddings to the real ones, so the attributions add up to how much the difference "
-                       "changes along that path (refined until they do, within the tolerance you set).",
+           explanation="**Contrastive integrated gradients.** The same difference, its gradients averaged along "
+                       "the path from zero embeddings to the real ones, so the attributions add up to how much the "
+                       "difference changes along that path (refined until they do, within the tolerance you set).",
            compute=lambda inputs: None if inputs.ig is None else _of(inputs, inputs.ig),
            source_map=lambda s, _layer: np.abs(s.source)),
 )

@@ -97,8 +97,8 @@ ATTRIBUTIONS = (
     Method(NORM, "||sum_h a^h_ij f_h(x_j)||: what one decoder layer's cross-attention moves from each source token",
            exact=True, cost="one traced forward pass", order=1, reference=False, per_layer=True,
            explanation="**Norm-based attention** (Kobayashi et al., \"Attention is Not Only a Weight: Analyzing "
-                       "Transformers with Vector Norms\", EMNLP 2020). Each weight is multiplied by the norm of what the "
-                       "head actually adds for that token (its value vector through the head's slice of the output "
+                       "Transformers with Vector Norms\", EMNLP 2020). Each weight is multiplied by the norm of what "
+                       "the head actually adds for that token (its value vector through the head's slice of the output "
                        "projection), so a 0.9 weight on a near-zero vector counts for little.",
            compute=_cross_norms, source_map=lambda norms, layer: norms[layer].astype(np.float64)),
 )

@@ -109,8 +109,8 @@ def attribute(translator: Translator, translation: Translation, ig: IGSettings |
                                norm_record(traced, translation.attention), results, contrast)
 
 
-def contrast_attribute(translator: Translator, translation: Translation, contrast: Contrast, ig: IGSettings | None = None,
-                       progress: Progress | None = None) -> dict[str, Saliency]:
+def contrast_attribute(translator: Translator, translation: Translation, contrast: Contrast,
+                       ig: IGSettings | None = None, progress: Progress | None = None) -> dict[str, Saliency]:
     """The contrastive methods alone (what the Step page shows for a forced rival): each one's one-row Saliency at
     `contrast.step`; `ig` None skips contrastive integrated gradients."""
     with translator.inference():

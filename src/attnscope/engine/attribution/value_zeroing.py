@@ -100,11 +100,13 @@ def value_zeroing(translator: Translator, translation: Translation) -> Contribut
 
 ATTRIBUTIONS = (
     Method(METHOD, "how far each output representation moves when one token's values are zeroed, rolled out",
-           exact=True, cost="one traced forward pass in float64, then each token's variants through each layer", order=3,
-           explanation="**Value zeroing** (Mohebbi et al., \"Quantifying Context Mixing in Transformers\", EACL 2023). "
-                       "A token's value vectors are zeroed in one layer and the change of every output representation "
-                       "(cosine distance) is its share, checkable by re-running the model; composed over layers it ranks "
-                       "source tokens, but it never credits a token's own residual path, so its split puts nearly "
-                       "everything on the source.",
-           compute=lambda inputs: inputs.exact[1], source_map=lambda c, _layer: c.source, from_trace=from_trace),
+           exact=True, cost="one traced forward pass in float64, then each token's variants through each layer",
+           order=3,
+           explanation="**Value zeroing** (Mohebbi et al., \"Quantifying Context Mixing in Transformers\", EACL "
+                       "2023). A token's value vectors are zeroed in one layer and the change of every output "
+                       "representation (cosine distance) is its share, checkable by re-running the model; composed "
+                       "over layers it ranks source tokens, but it never credits a token's own residual path, so its "
+                       "split puts nearly everything on the source.",
+           compute=lambda inputs: inputs.exact[1], source_map=lambda c, _layer: c.source,
+           from_trace=from_trace),
 )

@@ -17,7 +17,13 @@ from attnscope.engine.attribution.contributions import Contributions
 from attnscope.engine.attribution.quadrature import IGSettings
 from attnscope.engine.attribution.registry import TOKEN, explanations, method, methods
 from attnscope.engine.attribution.saliency import Saliency
-from attnscope.engine.attribution.sentence import INTEGRATED, VALUE_ZEROING, SentenceAttribution, attribute, exact_contributions
+from attnscope.engine.attribution.sentence import (
+    INTEGRATED,
+    VALUE_ZEROING,
+    SentenceAttribution,
+    attribute,
+    exact_contributions,
+)
 from attnscope.engine.attribution.step_attribution import StepAttributions, step_attributions
 from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.ui import selection, state, widgets
