@@ -14,7 +14,7 @@ view = state.read()
 query, result = widgets.translated_sentence(tr, view)
 show_translation(query.sentence, result.text, tr.bundle.tgt_lang)  # the headline, as on Translate and Heads
 with st.expander("What these measures are"):
-    st.markdown(tools.EXPLANATIONS)
+    st.markdown(tools.explained())
     st.caption(tools.WHY_ALTI)
 
 # Only the open tab is computed: the split needs ALTI+ alone (a fraction of a second); integrated gradients,

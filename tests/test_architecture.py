@@ -753,3 +753,56 @@ def test_keys_in_their_places_pass() -> None:
                                           "state.stored(SPLIT)\nst.tabs(['a'], key=TAB)",
                "pages.heads": "from attnscope.ui import heads_page\nheads_page.show(tr)"}
     assert key_violations(sources) == []
+
+
+# Attribution methods are listed by the registry alone (each method module declares its own): a new method is its module
+# and its test. No other module names two methods in one literal, by their names or by constants holding them.
+REGISTRY = "attnscope.engine.attribution.registry"
+
+
+def _name(node: ast.AST | None) -> str | None:
+    """The name a Name or an Attribute ends with."""
+    return getattr(node, "id", getattr(node, "attr", None))
+
+
+def method_constants(sources: dict[str, str]) -> set[str]:
+    """Names bound to an attribution method's name (ALTI = "ALTI+"), or to such a name (ALTI = alti.METHOD)."""
+    from attnscope.engine.attribution.registry import names
+
+    spelled, found = set(names(None)), set()
+    assigns = [n for s in sources.values() for n in ast.walk(ast.parse(s)) if isinstance(n, ast.Assign)]
+    for _ in range(2):  # names, then names of names
+        for node in assigns:
+            v = node.value
+            if (isinstance(v, ast.Constant) and v.value in spelled) or _name(v) in found:
+                found |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return found
+
+
+def method_literals(sources: dict[str, str]) -> list[str]:
+    from attnscope.engine.attribution.registry import names
+
+    spelled, constants = set(names(None)), method_constants({**package_sources(), **sources})
+
+    def is_method(e: ast.AST | None) -> bool:
+        return (isinstance(e, ast.Constant) and e.value in spelled) or _name(e) in constants
+
+    found = []
+    for module, source in sources.items():
+        for node in ast.walk(ast.parse(source)):
+            items = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", [])
+            if module != REGISTRY and sum(map(is_method, items)) >= 2:
+                found.append(f"{module}:{node.lineno} lists attribution methods by hand: read them from "
+                             "engine/attribution/registry.py")
+    return found
+
+
+def test_attribution_methods_are_listed_by_the_registry_alone() -> None:
+    assert not method_literals(package_sources()), "\n".join(method_literals(package_sources()))
+
+
+@pytest.mark.parametrize("source", ["refs = (ALTI, VALUE_ZEROING, 'x')", "shown = ['attention', 'norm-based']",
+                                    "named = {sentence.INTEGRATED: 1, ATTENTION: 2}"])
+def test_a_hand_made_list_of_methods_is_reported(source: str) -> None:
+    assert method_literals({"attnscope.ui.attribution.samples": source})
+    assert not method_literals({"attnscope.ui.attribution.samples": "refs = references()\nbest = (ALTI, 1)"})

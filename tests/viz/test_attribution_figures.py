@@ -86,3 +86,13 @@ def test_shares_by_position_draw_each_measure_where_enough_tokens_back_it() -> N
     assert "Voita et al., ACL 2021" in cited and "Ferrando et al., EMNLP 2022" in cited and "falls" in cited
     with pytest.raises(ValueError, match="one mean per position"):
         shares_by_position_figure(counts, {"ALTI+": np.ones(3)}, sentences=50)
+
+
+def test_contrast_bars_keep_the_signs_source_then_prefix() -> None:
+    from attnscope.viz.attribution import contrast_bars
+
+    fig = contrast_bars({"m": (np.array([0.5, -1.0]), np.array([0.25]))}, ["a", "b"], ["<bos>"], "why")
+    (bars,) = fig.data
+    assert list(bars.y) == [0.5, -1.0, 0.25] and list(bars.customdata) == ["src 0: a", "src 1: b", "tgt 0: <bos>"]
+    with pytest.raises(ValueError, match="m: 2 scores for 3 source and prefix tokens"):
+        contrast_bars({"m": (np.array([0.5]), np.array([0.25]))}, ["a", "b"], ["<bos>"])

@@ -18,6 +18,7 @@ from attnscope.bench.app_memory import app_memory
 from attnscope.bench.atlas import atlas_bench
 from attnscope.bench.attribution import ig_completeness, methods_tab_of_shape, split_by_position
 from attnscope.bench.big_models import big_models
+from attnscope.bench.contrast import contrast_bench
 from attnscope.bench.explorer_latency import explorer_latency
 from attnscope.bench.hf_peer import peer
 from attnscope.bench.hf_t5_peer import peer_t5
@@ -107,6 +108,8 @@ def run(out: Path, tiny: bool = False, checkpoint_path: Path | None = None, thre
          lambda: atlas_bench(tr, path, _sample(tr, 20 if tiny else 200), tiny, app="app" not in skip)),
         ("big", "22. Big models of real shapes (issue 44): import, peak memory, load, a sentence beside HF",
          lambda: big_models(tiny)),
+        ("contrast", "23. One step's contrastive attributions (Step page), every method, with the load (issue 46)",
+         lambda: contrast_bench(tr, "tiny-marian" if tiny else "opus-mt-en-de", 1 if tiny else 5)),
     ]
     for key, title, measure in sections:
         if key in skip or (only and key not in only):

@@ -13,6 +13,7 @@ from attnscope.engine.decoding.beam_result import BeamResult
 from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.ui import results, selection, state, widgets
 from attnscope.ui.attribution.sentence import step_contributions
+from attnscope.ui.contrast_view import branches_compared, contrast_view
 from attnscope.ui.explorer import explorer
 from attnscope.ui.query import Query
 from attnscope.ui.state import ViewState
@@ -90,16 +91,16 @@ def force_branch(tr: Translator, view: ViewState, query: Query, result: Translat
     branch = results.force(tr, query, tuple(result.target_ids[:t]) + tuple(forced_ids))
     if branch is None:
         return
-    left, right = st.columns(2)
-    with left:
-        st.markdown(f"**Model's choice:** {plain(result.text)}")
-        explorer(result.attention, view, ("translate", query.key), "explorer-branch-original", steps=result.steps,
-                 mode="map", kind="cross", title="Model's choice", caption=False)
-    with right:
-        st.markdown(f"**Forced branch:** {plain(branch.text)}")
-        explorer(branch.attention, view, ("force", query.key, tuple(forced_ids), t), "explorer-branch-forced",
-                 steps=branch.steps, mode="map", kind="cross", title="Forced branch", caption=False)
+    cols = st.columns(2)
+    cols[0].markdown(f"**Model's choice:** {plain(result.text)}")
+    cols[1].markdown(f"**Forced branch:** {plain(branch.text)}")
+    branches_compared(view, query, result, branch, t, tuple(forced_ids))
     st.caption(whole_output_caption(result, branch))
+    if len(forced_ids) > 1:
+        first = plain(tr.bundle.tgt_codec.piece(forced_ids[0]))
+        st.caption(f"The contrast below is with the word's first piece, “{first}”: the choice step {t} made "
+                   "between them.")
+    contrast_view(tr, query, result, t, forced_ids[0])
 
 
 def whole_output_caption(result: Translation, branch: Translation) -> str:

@@ -144,3 +144,25 @@ def alignment_figure(alignment: WordAlignment) -> go.Figure:
     fig.update_yaxes(visible=False, range=[-0.4, 1.4])
     return fig.update_layout(height=260, margin=dict(l=10, r=10, t=30, b=10), plot_bgcolor="white",
                              title=f"{len(alignment.links)} links")
+
+
+def contrast_bars(rows: Mapping[str, tuple[np.ndarray, np.ndarray]], source_tokens: Sequence[str],
+                  prefix_tokens: Sequence[str], title: str = "") -> go.Figure:
+    """Signed contrastive attributions, one bar group per method over the source tokens then the prefix tokens:
+    above zero an input pushed towards the chosen token, below zero towards the foil."""
+    labels = [*(f"src {i}: {t}" for i, t in enumerate(source_tokens)),
+              *(f"tgt {i}: {t}" for i, t in enumerate(prefix_tokens))]
+    fig = go.Figure()
+    for name, (source, prefix) in rows.items():
+        values = np.concatenate([np.asarray(source, dtype=np.float64), np.asarray(prefix, dtype=np.float64)])
+        if values.shape != (len(labels),):
+            raise ValueError(f"{name}: {values.shape[0]} scores for {len(labels)} source and prefix tokens")
+        fig.add_trace(go.Bar(x=list(range(len(labels))), y=values, name=name, customdata=labels,
+                             hovertemplate=f"{name}<br>" + "%{customdata}: %{y:.4g}<extra></extra>"))
+    fig.add_vline(x=len(source_tokens) - 0.5, line_dash="dot", line_color="grey")
+    fig.update_xaxes(tickvals=list(range(len(labels))), ticktext=[*source_tokens, *prefix_tokens], tickangle=-60,
+                     title="source tokens | target prefix")
+    fig.update_yaxes(title="toward the token (+) or the foil (−)", zeroline=True)
+    return fig.update_layout(title=title_layout(wrap(title)), barmode="group", height=380,
+                             margin=dict(l=10, r=10, t=70, b=10),
+                             legend=dict(orientation="h", y=1.02, yanchor="bottom"))

@@ -16,7 +16,8 @@ from attnscope.engine.attribution.agreement import (
     top1_rows,
 )
 from attnscope.engine.attribution.quadrature import IGSettings
-from attnscope.engine.attribution.sentence import ALTI, ATTENTION, INTEGRATED, METHODS, NORM, VALUE_ZEROING, attribute
+from attnscope.engine.attribution.registry import names
+from attnscope.engine.attribution.sentence import ALTI, ATTENTION, INTEGRATED, NORM, VALUE_ZEROING, attribute
 from tests.engine_fixtures import tiny_translator
 
 
@@ -60,7 +61,8 @@ def attributions():
 def test_source_maps_have_every_method_on_the_same_axes(attributions) -> None:
     att = attributions[0]
     maps = att.source_maps(1)
-    assert tuple(maps) == METHODS
+    assert tuple(maps) == names() == ("attention", "norm-based", "ALTI+", "value zeroing", "gradient × input",
+                                      "integrated gradients")
     shape = (len(att.output_tokens), len(att.source_tokens))
     assert all(m.shape == shape and np.all(m >= 0) for m in maps.values())
     np.testing.assert_allclose(maps[ATTENTION].sum(-1), 1.0, atol=1e-5)

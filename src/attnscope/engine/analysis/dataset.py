@@ -15,10 +15,10 @@ import numpy as np
 import torch
 
 from attnscope.engine.analysis.heads import STAT_COLUMNS, head_stats
-from attnscope.engine.attribution import alti, value_zeroing
 from attnscope.engine.attribution.agreement import layer_agreement
 from attnscope.engine.attribution.contributions import float64_model
 from attnscope.engine.attribution.quadrature import IGSettings
+from attnscope.engine.attribution.registry import splitting
 from attnscope.engine.attribution.sentence import SentenceAttribution, attribute
 from attnscope.engine.decoding.decode import greedy_batch
 from attnscope.engine.decoding.translator import InputError, Translator, budget_batches
@@ -168,11 +168,10 @@ class SharesByPosition:
 
 
 def source_shares(exact: Transformer, src: list[int], tgt: list[int]) -> dict[str, np.ndarray]:
-    """[T] source share of each output token of one pair, ALTI+ and value zeroing, from one traced pass of
-    `exact` (a float64 copy: `contributions.float64_model`)."""
+    """[T] source share of each output token of one pair by every method that splits (ALTI+ and value zeroing), from
+    one traced pass of `exact` (a float64 copy: `contributions.float64_model`)."""
     traced = trace(exact, src, decoder_inputs(tgt, exact.config.bos_id))
-    return {alti.METHOD: alti.from_trace(traced).source_share,
-            value_zeroing.METHOD: value_zeroing.from_trace(traced).source_share}
+    return {m.name: m.from_trace(traced).source_share for m in splitting()}
 
 
 def shares_each(translator: Translator, sentences: Sequence[str], batch_size: int = 64,

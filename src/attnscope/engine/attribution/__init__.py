@@ -2,7 +2,9 @@
 from attnscope.engine.lazy import exports
 
 __all__, __getattr__, __dir__ = exports(__name__, {
-    "sentence": ["attribute", "SentenceAttribution"],
+    "sentence": ["attribute", "contrast_attribute", "SentenceAttribution"],
+    "contrastive": ["Contrast", "contrastive_saliency"],
+    "registry": ["methods", "method"],
     "alti": ["alti_plus"],
     "value_zeroing": ["value_zeroing"],
     "norms": ["weighted_value_norms"],

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from attnscope.engine.attribution.sentence import ATTENTION, NORM, REFERENCES, SentenceAttribution
+from attnscope.engine.attribution.registry import methods, references
+from attnscope.engine.attribution.sentence import ATTENTION, SentenceAttribution
 from attnscope.records.attention import AttentionRecord
 
 if TYPE_CHECKING:  # pandas (~70 MB, ~0.5 s) is imported only when a table is asked for
@@ -71,14 +72,16 @@ def agreement_matrix(frame: pd.DataFrame, value: str = "spearman") -> pd.DataFra
 
 def agreement_rows(att: SentenceAttribution) -> pd.DataFrame:
     """One sentence's agreement, one row per (decoder layer, measure, reference, generated token): Spearman
-    and top-1 between the measure (raw attention or norm-based) and the reference attribution."""
+    and top-1 between the measure (a method that is no reference: raw attention, norm-based) and the reference
+    attribution."""
     import pandas as pd
 
-    rows = []
+    rows, refs = [], references()
+    measures = [m.name for m in methods() if not m.reference]
     for layer in range(att.weights.n_layers("cross")):
         maps = att.source_maps(layer)
-        for measure in (ATTENTION, NORM):
-            for ref in (r for r in REFERENCES if r in maps):
+        for measure in (m for m in measures if m in maps):
+            for ref in (r for r in refs if r in maps):
                 rho, top = spearman_rows(maps[measure], maps[ref]), top1_rows(maps[measure], maps[ref])
                 rows += [{"layer": layer, "measure": measure, "reference": ref, "spearman": r, "top1": k}
                          for r, k in zip(rho, top)]

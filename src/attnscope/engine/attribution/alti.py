@@ -28,6 +28,7 @@ from torch import Tensor
 
 from attnscope.engine.attribution.contributions import Contributions, float64_model, rolled_out
 from attnscope.engine.attribution.norms import mixed_vectors
+from attnscope.engine.attribution.registry import Method
 from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.engine.recording.trace import EVERYTHING, Layer, Sublayer, Trace, decoder_inputs, kept
 from attnscope.engine.recording.tracer import trace
@@ -133,3 +134,18 @@ def alti_plus(translator: Translator, translation: Translation) -> Contributions
     """ALTI+ contributions of a translation's output (teacher-forced on its own ids), computed in float64."""
     with float64_model(translator.model) as exact:
         return from_trace(trace(exact, translation.source_ids, decoder_inputs(translation.target_ids, exact.config.bos_id)))
+
+
+ATTRIBUTIONS = (
+    Method(METHOD, "each source and prefix token's share in each generated token, every block split exactly "
+                   "and rolled out, residual paths included", exact=True,
+           cost="one traced forward pass in float64", order=2,
+           explanation="**ALTI+** (Ferrando et al., \"Towards Opening the Black Box of Neural Machine Translation: "
+                       "Source and Target Interpretations of the Transformer\", EMNLP 2022). Each attention block's "
+                       "output is split exactly into one vector per input token, the token's own residual path "
+                       "included, and a token's share is how close its vector is to the output (Manhattan distance); "
+                       "the shares are composed over layers, the encoder's under the source tokens, so each generated "
+                       "token's source and prefix shares sum to one and give the split.",
+           compute=lambda inputs: inputs.exact[0], source_map=lambda c, _layer: c.source,
+           from_trace=from_trace),
+)

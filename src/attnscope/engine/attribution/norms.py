@@ -11,6 +11,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from attnscope.engine.attribution.registry import Inputs, Method
 from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.engine.recording.trace import Keep, Sublayer, Trace, decoder_inputs, kept
 from attnscope.engine.recording.tracer import trace
@@ -18,6 +19,8 @@ from attnscope.records.attention import AttentionRecord, Kind
 
 # What the norms read: the weights and each call's values (W_O comes from the module itself).
 NEEDS = Keep(weights=True, internals=True)
+ATTENTION = "attention"
+NORM = "norm-based"
 
 
 def head_vectors(call: Sublayer) -> Tensor:
@@ -77,3 +80,25 @@ def weighted_value_norms(translator: Translator, translation: Translation) -> At
         model = translator.model
         t = trace(model, translation.source_ids, decoder_inputs(translation.target_ids, model.config.bos_id), keep=NEEDS)
         return norm_record(t, translation.attention)
+
+
+def _cross_norms(inputs: Inputs) -> np.ndarray:
+    return layer_norms(inputs.traced, "cross")
+
+
+ATTRIBUTIONS = (
+    Method(ATTENTION, "the cross-attention weights of one decoder layer, mean of heads", exact=True,
+           cost="none: recorded while translating", order=0, reference=False, per_layer=True,
+           explanation="**Raw attention.** The softmax weights of cross-attention: how strongly a decoder query looks "
+                       "at each source token. A weight is where a head looks, not what it passes on (Vaswani et al., "
+                       "\"Attention Is All You Need\", 2017).",
+           compute=lambda inputs: inputs.translation.attention,
+           source_map=lambda record, layer: record.mean_over_heads("cross", layer).astype(np.float64)),
+    Method(NORM, "||sum_h a^h_ij f_h(x_j)||: what one decoder layer's cross-attention moves from each source token",
+           exact=True, cost="one traced forward pass", order=1, reference=False, per_layer=True,
+           explanation="**Norm-based attention** (Kobayashi et al., \"Attention is Not Only a Weight: Analyzing "
+                       "Transformers with Vector Norms\", EMNLP 2020). Each weight is multiplied by the norm of what "
+                       "the head actually adds for that token (its value vector through the head's slice of the output "
+                       "projection), so a 0.9 weight on a near-zero vector counts for little.",
+           compute=_cross_norms, source_map=lambda norms, layer: norms[layer].astype(np.float64)),
+)

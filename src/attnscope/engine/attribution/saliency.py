@@ -26,6 +26,7 @@ import torch
 from torch import Tensor
 
 from attnscope.engine.attribution.quadrature import IGSettings, integrate
+from attnscope.engine.attribution.registry import Inputs, Method
 from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.engine.recording.sharing import eval_mode
 from attnscope.engine.recording.trace import decoder_inputs
@@ -216,3 +217,27 @@ def translation_saliency(translator: Translator, translation: Translation, ig: I
     """Saliency of a translation's own output tokens (teacher-forced on its ids)."""
     with translator.inference():
         return saliency(translator.model, translation.source_ids, translation.target_ids, ig)
+
+
+def _of(inputs: Inputs, ig: IGSettings | None) -> Saliency:
+    t = inputs.translation
+    return saliency(inputs.translator.model, t.source_ids, t.target_ids, ig, inputs.progress)
+
+
+ATTRIBUTIONS = (
+    Method(GRADIENT_X_INPUT, "sum_d x_jd ∂f_t/∂x_jd of the generated token's log-probability f_t: a first-order "
+                             "estimate", exact=False, cost="one backward pass per generated token (batched)", order=4,
+           explanation="**Gradient × input.** The gradient of the generated token's log-probability with respect to "
+                       "each input token embedding, times that embedding: a first-order estimate of how much the token "
+                       "mattered (Shrikumar et al., 2017).",
+           compute=lambda inputs: _of(inputs, None), source_map=lambda s, _layer: np.abs(s.source)),
+    Method(INTEGRATED, "gradient × input averaged from zero embeddings to the real ones: adds up to f_t's change",
+           exact=False, cost="one backward per generated token at each path point (8 to 1,024, adaptive)", order=5,
+           explanation="**Integrated gradients** (Sundararajan et al., \"Axiomatic Attribution for Deep "
+                       "Networks\", ICML 2017). Gradients are averaged along the path from zero embeddings to the real "
+                       "ones, so the attributions add up to the log-probability's change along that path; the path "
+                       "integral is refined (adaptive Gauss-Legendre quadrature) until they do, within the tolerance "
+                       "you set.",
+           compute=lambda inputs: None if inputs.ig is None else _of(inputs, inputs.ig),
+           source_map=lambda s, _layer: np.abs(s.source)),
+)

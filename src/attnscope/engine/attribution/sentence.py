@@ -1,26 +1,32 @@
-"""Every attribution of one translation in one place: raw cross-attention, norm-based attention,
-ALTI+, value zeroing and gradient saliency, each as a [generated token, source token] map, and the
-source/prefix split of every generated token (ALTI+, the one that accounts for the residual path)."""
+"""Every attribution of one translation in one place: each registered method's result (engine/attribution/registry.py:
+raw cross-attention, norm-based attention, ALTI+, value zeroing, gradient saliency, and the contrastive methods when a
+foil is given), their [generated token, source token] maps, and the source/prefix split of every generated token
+(ALTI+, the one that accounts for the residual path)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 import numpy as np
 
-from attnscope.engine.attribution import alti, value_zeroing
+from attnscope.engine.attribution import alti, norms, saliency, value_zeroing
+from attnscope.engine.attribution.contrastive import Contrast
 from attnscope.engine.attribution.contributions import Contributions, float64_model
-from attnscope.engine.attribution.norms import layer_norms, norm_record
+from attnscope.engine.attribution.norms import norm_record
 from attnscope.engine.attribution.quadrature import IGSettings
-from attnscope.engine.attribution.saliency import Progress, Saliency, saliency
+from attnscope.engine.attribution.registry import CONTRAST, TOKEN, Inputs, methods
+from attnscope.engine.attribution.saliency import Progress, Saliency
 from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.engine.recording.trace import decoder_inputs
 from attnscope.engine.recording.tracer import trace
 from attnscope.records.attention import AttentionRecord
 
-ATTENTION, NORM, ALTI, VALUE_ZEROING, GRAD_X_INPUT, INTEGRATED = (
-    "attention", "norm-based", alti.METHOD, value_zeroing.METHOD, "gradient × input", "integrated gradients")
-METHODS = (ATTENTION, NORM, ALTI, VALUE_ZEROING, GRAD_X_INPUT, INTEGRATED)
-REFERENCES = (ALTI, VALUE_ZEROING, GRAD_X_INPUT, INTEGRATED)  # what attention is compared against
+ATTENTION = norms.ATTENTION
+NORM = norms.NORM
+ALTI = alti.METHOD
+VALUE_ZEROING = value_zeroing.METHOD
+GRAD_X_INPUT = saliency.GRADIENT_X_INPUT
+INTEGRATED = saliency.INTEGRATED
 
 
 @dataclass(frozen=True)
@@ -31,11 +37,29 @@ class SentenceAttribution:
     output_tokens: tuple[str, ...]  # what each step produced
     weights: AttentionRecord  # raw attention, [L, H, Q, K] per kind
     norms: AttentionRecord  # norm-based attention, same shapes
-    cross_layer_norms: np.ndarray  # [L, T, S] ||sum_h a^h f_h(x_j)|| per decoder layer
-    alti_plus: Contributions  # ALTI+: the source/prefix split
-    value_zeroing: Contributions
-    gradient_x_input: Saliency
-    integrated_gradients: Saliency | None
+    results: Mapping[str, Any]  # each registered method's result by name; None where it did not run
+    contrast: Contrast | None = None  # the step and foil of the contrastive methods' results
+
+    @property
+    def cross_layer_norms(self) -> np.ndarray:
+        """[L, T, S] ||sum_h a^h f_h(x_j)|| per decoder layer."""
+        return self.results[NORM]
+
+    @property
+    def alti_plus(self) -> Contributions:
+        return self.results[ALTI]
+
+    @property
+    def value_zeroing(self) -> Contributions:
+        return self.results[VALUE_ZEROING]
+
+    @property
+    def gradient_x_input(self) -> Saliency:
+        return self.results[GRAD_X_INPUT]
+
+    @property
+    def integrated_gradients(self) -> Saliency | None:
+        return self.results.get(INTEGRATED)
 
     @property
     def split(self) -> Contributions:
@@ -43,17 +67,15 @@ class SentenceAttribution:
         residual path out and puts nearly everything on the source; see docs/attribution.md)."""
         return self.alti_plus
 
+    def contrastive(self) -> dict[str, Saliency]:
+        """The contrastive methods' results (one row: the contrast's step), by method; empty without a contrast."""
+        return {m.name: self.results[m.name] for m in methods(CONTRAST) if self.results.get(m.name) is not None}
+
     def source_maps(self, layer: int) -> dict[str, np.ndarray]:
-        """Nonnegative [T, S] scores per method; attention and norms from decoder layer `layer`
+        """Nonnegative [T, S] scores of every method that ran; attention and norms from decoder layer `layer`
         (mean of heads; the layer-level norm of the summed heads), saliency as magnitudes."""
-        maps = {ATTENTION: self.weights.mean_over_heads("cross", layer).astype(np.float64),
-                NORM: self.cross_layer_norms[layer].astype(np.float64),
-                ALTI: self.alti_plus.source,
-                VALUE_ZEROING: self.value_zeroing.source,
-                GRAD_X_INPUT: np.abs(self.gradient_x_input.source)}
-        if self.integrated_gradients is not None:
-            maps[INTEGRATED] = np.abs(self.integrated_gradients.source)
-        return maps
+        return {m.name: m.source_map(self.results[m.name], layer) for m in methods(TOKEN)
+                if self.results.get(m.name) is not None}
 
 
 def exact_contributions(translator: Translator, translation: Translation) -> tuple[Contributions, Contributions]:
@@ -65,12 +87,12 @@ def exact_contributions(translator: Translator, translation: Translation) -> tup
 
 
 def attribute(translator: Translator, translation: Translation, ig: IGSettings | None = None,
-              progress: Progress | None = None, exact: tuple[Contributions, Contributions] | None = None
-              ) -> SentenceAttribution:
+              progress: Progress | None = None, exact: tuple[Contributions, Contributions] | None = None,
+              contrast: Contrast | None = None) -> SentenceAttribution:
     """All attributions of a translation, teacher-forced on its own output ids: one traced pass for the
     norms, one on a float64 copy for ALTI+ and value zeroing (unless `exact` holds them, from
-    exact_contributions), gradients for saliency; `ig` None skips integrated gradients. `progress` hears what
-    runs and how far it got (gradients: by target token)."""
+    exact_contributions), gradients for saliency; `ig` None skips integrated gradients; `contrast` (a step and a
+    foil) adds the contrastive methods. `progress` hears what runs and how far it got (gradients: by target token)."""
     if translation.attention is None or not translation.steps:
         raise ValueError("the translation carries no attention; translate with capture=True")
     model, src, tgt = translator.model, translation.source_ids, translation.target_ids
@@ -78,12 +100,20 @@ def attribute(translator: Translator, translation: Translation, ig: IGSettings |
     if exact is None:
         tell(f"{ALTI} and {VALUE_ZEROING}", 0.0)
         exact = exact_contributions(translator, translation)
-    split, vz = exact
     with translator.inference():
         tell(f"{NORM} attention", 0.0)
         traced = trace(model, src, decoder_inputs(tgt, model.config.bos_id))
-        gxi = saliency(model, src, tgt, progress=progress)
-        integrated = saliency(model, src, tgt, ig, progress) if ig is not None else None
+        inputs = Inputs(translator, translation, ig, progress, exact, traced, contrast)
+        results = {m.name: m.compute(inputs) for m in methods(None)}
     return SentenceAttribution(translation.source_tokens, translation.output_tokens, translation.attention,
-                               norm_record(traced, translation.attention), layer_norms(traced, "cross"),
-                               split, vz, gxi, integrated)
+                               norm_record(traced, translation.attention), results, contrast)
+
+
+def contrast_attribute(translator: Translator, translation: Translation, contrast: Contrast,
+                       ig: IGSettings | None = None, progress: Progress | None = None) -> dict[str, Saliency]:
+    """The contrastive methods alone (what the Step page shows for a forced rival): each one's one-row Saliency at
+    `contrast.step`; `ig` None skips contrastive integrated gradients."""
+    with translator.inference():
+        inputs = Inputs(translator, translation, ig, progress, None, None, contrast)
+        results = {m.name: m.compute(inputs) for m in methods(CONTRAST)}
+    return {name: r for name, r in results.items() if r is not None}

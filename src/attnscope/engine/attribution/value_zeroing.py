@@ -27,6 +27,7 @@ from torch import Tensor
 
 from attnscope.engine.attribution.contributions import Contributions, float64_model, rolled_out
 from attnscope.engine.attribution.norms import mixed_vectors
+from attnscope.engine.attribution.registry import Method
 from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.engine.recording.trace import EVERYTHING, Layer, Trace, decoder_inputs, kept
 from attnscope.engine.recording.tracer import trace
@@ -95,3 +96,17 @@ def value_zeroing(translator: Translator, translation: Translation) -> Contribut
     """Value-zeroing contributions of a translation's output (teacher-forced on its own ids), in float64."""
     with float64_model(translator.model) as exact:
         return from_trace(trace(exact, translation.source_ids, decoder_inputs(translation.target_ids, exact.config.bos_id)))
+
+
+ATTRIBUTIONS = (
+    Method(METHOD, "how far each output representation moves when one token's values are zeroed, rolled out",
+           exact=True, cost="one traced forward pass in float64, then each token's variants through each layer",
+           order=3,
+           explanation="**Value zeroing** (Mohebbi et al., \"Quantifying Context Mixing in Transformers\", EACL "
+                       "2023). A token's value vectors are zeroed in one layer and the change of every output "
+                       "representation (cosine distance) is its share, checkable by re-running the model; composed "
+                       "over layers it ranks source tokens, but it never credits a token's own residual path, so its "
+                       "split puts nearly everything on the source.",
+           compute=lambda inputs: inputs.exact[1], source_map=lambda c, _layer: c.source,
+           from_trace=from_trace),
+)

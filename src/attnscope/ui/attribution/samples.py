@@ -17,7 +17,8 @@ from attnscope.engine.analysis.dataset import (
 from attnscope.engine.attribution.agreement import agreement_rows, best_layer, summarize_agreement
 from attnscope.engine.attribution.contributions import float64_refusal
 from attnscope.engine.attribution.quadrature import IGSettings
-from attnscope.engine.attribution.sentence import ALTI, INTEGRATED, VALUE_ZEROING
+from attnscope.engine.attribution.registry import references
+from attnscope.engine.attribution.sentence import ALTI, VALUE_ZEROING
 from attnscope.engine.decoding.translator import Translator
 from attnscope.training.data import DataError, sample_pairs
 from attnscope.ui import sample_runs, state, tables, widgets
@@ -63,7 +64,7 @@ def _layer_results(tr: Translator, run: sample_runs.SampleRun, n: int) -> None:
     if saved:
         count, summary = saved
         widgets.chart(layer_agreement_figure(summary), "attr-layers")
-        refs = [r for r in (ALTI, VALUE_ZEROING, INTEGRATED, "gradient × input") if r in set(summary["reference"])]
+        refs = [r for r in references() if r in set(summary["reference"])]
         of = f" of {n}" if run.todo(n) else ""
         st.markdown(f"Over {count}{of} sentences, the cross-attention layer that best matches " +
                     "; ".join(f"{r}: **layer {best_layer(summary, r)}**" for r in refs) + ".")

@@ -15,11 +15,10 @@ from attnscope.engine.analysis.alignment import align, cross_map
 from attnscope.engine.attribution.agreement import attention_best_layer, best_layer
 from attnscope.engine.attribution.contributions import Contributions
 from attnscope.engine.attribution.quadrature import IGSettings
+from attnscope.engine.attribution.registry import TOKEN, explanations, method, methods
 from attnscope.engine.attribution.saliency import Saliency
 from attnscope.engine.attribution.sentence import (
-    ATTENTION,
     INTEGRATED,
-    NORM,
     VALUE_ZEROING,
     SentenceAttribution,
     attribute,
@@ -43,33 +42,7 @@ STEP_TOP = 3  # source tokens listed per method for one step
 IG_MAX_POINTS = 1024  # the most path points a user may allow one sentence
 NO_IG = (0.0, 0)  # (tolerance, points) of an attribution without integrated gradients
 
-EXPLANATIONS = """
-**Raw attention.** The softmax weights of cross-attention: how strongly a decoder query looks at each
-source token. A weight is where a head looks, not what it passes on (Vaswani et al., "Attention Is All You Need", 2017).
-
-**Norm-based attention** (Kobayashi et al., "Attention is Not Only a Weight: Analyzing Transformers with Vector
-Norms", EMNLP 2020). Each weight is multiplied by the norm of what the head actually adds for that token (its value
-vector through the head's slice of the output projection), so a 0.9 weight on a near-zero vector counts for little.
-
-**ALTI+** (Ferrando et al., "Towards Opening the Black Box of Neural Machine Translation: Source and Target
-Interpretations of the Transformer", EMNLP 2022). Each attention block's output is split exactly into one vector per
-input token, the token's own residual path included, and a token's share is how close its vector is to the output
-(Manhattan distance); the shares are composed over layers, the encoder's under the source tokens, so each generated
-token's source and prefix shares sum to one and give the split.
-
-**Value zeroing** (Mohebbi et al., "Quantifying Context Mixing in Transformers", EACL 2023). A token's value vectors
-are zeroed in one layer and the change of every output representation (cosine distance) is its share, checkable by
-re-running the model; composed over layers it ranks source tokens, but it never credits a token's own residual path,
-so its split puts nearly everything on the source.
-
-**Gradient × input.** The gradient of the generated token's log-probability with respect to each input token
-embedding, times that embedding: a first-order estimate of how much the token mattered (Shrikumar et al., 2017).
-
-**Integrated gradients** (Sundararajan et al., "Axiomatic Attribution for Deep Networks", ICML 2017). Gradients are
-averaged along the path from zero embeddings to the real ones, so the attributions add up to the log-probability's
-change along that path; the path integral is refined (adaptive Gauss-Legendre quadrature) until they do, within the
-tolerance you set.
-
+ALIGNMENT_EXPLANATION = """
 **Word alignment** (Garg et al., "Jointly Learning to Align and Translate with Transformer Models", EMNLP 2019).
 Each generated word is linked to the source word its cross-attention favours (subword pieces merged into words);
 words whose strongest pull is \\<eos\\> stay unlinked. Links download in Pharaoh "i-j" format (source word i, target word j).
@@ -80,6 +53,20 @@ WHY_ALTI = ("Why ALTI+ for the source/prefix split: it counts every path into a 
             "credits the prefix only through self-attention and the source at every layer, so on the shipped en→de "
             "model its split averages 99% source; ALTI+ gives 74% for the first token, falling to ~55% by the 15th, "
             "the published trend (docs/attribution.md: which measure, and why).")
+
+
+def method_table(explains: str = TOKEN) -> str:
+    """The registry's methods as a markdown table: what each computes, whether it is exact, what it costs."""
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")
+    rows = [f"| {cell(m.name)} | {cell(m.computes)} | {'yes' if m.exact else 'no: an estimate'} | {cell(m.cost)} |"
+            for m in methods(explains)]
+    return "\n".join(["| method | what it computes | exact | cost |", "|---|---|---|---|", *rows])
+
+
+def explained() -> str:
+    """What every measure is (the registry's table and paragraphs, in order), then word alignment."""
+    return f"{method_table()}\n\n{explanations()}\n\n{ALIGNMENT_EXPLANATION.strip()}"
 
 
 def ig_settings(ig: tuple[float, int]) -> IGSettings | None:
@@ -138,8 +125,9 @@ def every_attribution(tr: Translator, view: ViewState, query: Query, result: Tra
     return att, selection.fit_layer(view, n_layers)
 
 
-def completeness_report(ig: Saliency | None) -> None:
-    """Say plainly how complete integrated gradients are: met for every token, or how many missed and by how much."""
+def completeness_report(ig: Saliency | None, change: str = "each token's change in log-probability") -> None:
+    """Say plainly how complete integrated gradients are: met for every token, or how many missed and by how much
+    (`change`: what the attributions add up to; a contrast's is the change of its log-probability difference)."""
     if ig is None or ig.settings is None:
         return
     settings, complete = ig.settings, ig.complete
@@ -151,8 +139,8 @@ def completeness_report(ig: Saliency | None) -> None:
     if small.any():
         parts.append(f"within {float(ig.gap[small].max()):.3f} nats for the {int(small.sum())} whose log-probability "
                      f"changes by less than {settings.floor:g} nat")
-    said = (f"Integrated gradients used {ig.points} path points: the attributions add up to each token's change in "
-            f"log-probability {'; '.join(parts)}.")
+    said = (f"Integrated gradients used {ig.points} path points: the attributions add up to {change} "
+            f"{'; '.join(parts)}.")
     tolerance = f"{settings.tolerance:.1%} of the change, or {settings.tolerance * settings.floor:.2g} nats"
     if complete.all():
         st.caption(f"{said} Every token met the tolerance ({tolerance}).")
@@ -239,15 +227,16 @@ def _split_markdown(s: StepAttributions, t: int) -> str:
 
 def _methods_markdown(s: StepAttributions, t: int, ig_points: int | None) -> str:
     rows = [f"| method | top source tokens | Spearman with {s.reference} | same top token |", "|---|---|---|---|"]
-    named = {ATTENTION: f"{ATTENTION} (layer {s.layer})", NORM: f"{NORM} (layer {s.layer})",
-             INTEGRATED: f"{INTEGRATED} ({ig_points} path points)"}
-    for method, scores in s.maps.items():
-        name = named.get(method, method)
-        if method == s.reference:
+    for name, scores in s.maps.items():
+        if name == s.reference:
             agree = ("—", "—")
         else:
-            rho = float(s.spearman[method][t])
-            agree = ("—" if np.isnan(rho) else f"{rho:.2f}", "yes" if s.top1[method][t] else "no")
+            rho = float(s.spearman[name][t])
+            agree = ("—" if np.isnan(rho) else f"{rho:.2f}", "yes" if s.top1[name][t] else "no")
+        if method(name).per_layer:
+            name = f"{name} (layer {s.layer})"
+        elif name == INTEGRATED:
+            name = f"{name} ({ig_points} path points)"
         rows.append(f"| {name} | {_tokens(s.source_tokens, s.top(scores, t, STEP_TOP), '.3g')} | {agree[0]} | {agree[1]} |")
     return "\n".join(rows)
 

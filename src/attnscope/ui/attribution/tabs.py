@@ -7,7 +7,8 @@ import streamlit as st
 
 from attnscope.engine.attribution.agreement import agreement_matrix, token_agreement
 from attnscope.engine.attribution.contributions import Contributions
-from attnscope.engine.attribution.sentence import ATTENTION, VALUE_ZEROING, SentenceAttribution
+from attnscope.engine.attribution.registry import methods
+from attnscope.engine.attribution.sentence import VALUE_ZEROING, SentenceAttribution
 from attnscope.ui import widgets
 from attnscope.viz.attribution import agreement_matrix_figure, methods_side_by_side, source_prefix_split, token_agreement_figure
 
@@ -38,4 +39,5 @@ def agreement_view(maps: dict[str, np.ndarray], outputs: tuple[str, ...], layer:
                       "attr-top1")
     against = st.selectbox("Per token, against", list(maps), index=list(maps).index(VALUE_ZEROING), key="attr_against")
     widgets.chart(token_agreement_figure(frame, outputs, against), "attr-tokens")
-    st.caption(f"Spearman rank correlation over the source tokens; {ATTENTION} and norm-based use layer {layer}.")
+    per_layer = " and ".join(m.name for m in methods() if m.per_layer)
+    st.caption(f"Spearman rank correlation over the source tokens; {per_layer} use layer {layer}.")
