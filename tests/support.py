@@ -303,11 +303,14 @@ class Explored:
 
 
 def read_explorer(data: bytes) -> Explored:
-    """viz/explorer.py's payload decoded by its documented layout."""
+    """viz/explorer.py's (or viz/inside.py's) payload decoded by its documented layout."""
     assert data[:4] == b"ATSX"
     _, length = struct.unpack("<II", data[4:12])
     header = json.loads(data[12:12 + length].decode("utf-8"))
     floats = np.frombuffer(data[(12 + length + 3) // 4 * 4:], dtype="<f4")
+    if header["mode"] == "inside":  # viz/inside.py's: every array by name, [offset, shape]
+        return Explored(header, {name: floats[at:at + int(np.prod(shape))].reshape(shape)
+                                 for name, (at, shape) in header["arrays"].items()})
     arrays = {}
     for kind, info in header["kinds"].items():
         n, h, q, k = len(info["layers"]), info["heads"], info["queries"], info["keys"]

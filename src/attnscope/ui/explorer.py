@@ -25,13 +25,23 @@ from attnscope.viz.explorer import Compared, Selection, payload
 from attnscope.viz.labels import WEIGHT
 
 _ASSETS = files("attnscope.ui") / "assets" / "explorer"
-JS_PARTS = ("base.js", "cells.js", "explorer.js", "heatmap.js", "step.js", "compare.js")  # one module, in this order
+JS_PARTS = (  # one module, in this order
+    "base.js",
+    "cells.js",
+    "explorer.js",
+    "heatmap.js",
+    "step.js",
+    "compare.js",
+    "inside.js",
+    "strips.js",
+    "sections.js",
+)
 _explorer = st.components.v2.component(
     "attnscope_explorer", html="", css=(_ASSETS / "explorer.css").read_text("utf-8"),
     js="\n".join((_ASSETS / part).read_text("utf-8") for part in JS_PARTS))
 UNBOUNDED = 1 << 30  # steps: a reported view is kept as it is (a payload clamps it to its sentence)
 KEYBOARD = ("←/→ step · ↑/↓ head (mean first) · PgUp/PgDn layer · e/d/c encoder, decoder or cross-attention · "
-            "space play/pause (Step page) · +/− zoom")
+            "space play/pause (Step page) · +/− zoom · [ / ] query token (Inside one head)")
 
 
 def selection_of(view: ViewState, n_steps: int) -> Selection:
@@ -57,6 +67,8 @@ def _follow(key: str) -> None:
     head = picked.get("head")
     if head is None or isinstance(head, int):
         state.set_head(head)
+    if isinstance(picked.get("query"), int):  # Inside one head's query token, kept per kind
+        state.store(state.inside_query(state.read().kind), picked["query"])
     state.store(state.explorer_reported(key), selection_of(state.read(), UNBOUNDED))  # the view as it now is
 
 
@@ -87,6 +99,12 @@ def explorer(record: AttentionRecord, view: ViewState, name: Hashable, key: str,
     data = payload(record, view_id=identity, selection=opened, epoch=epoch, steps=steps, output_tokens=output_tokens,
                    mode=mode, value=value, per_head_scale=per_head_scale, layer=current.layer, kind=kind, title=title,
                    other=other)
+    mount(key, data, caption)
+
+
+def mount(key: str, data: bytes, caption: bool = True) -> None:
+    """The component on `data` (a payload of viz/explorer.py or viz/inside.py); what the user picks in it becomes
+    the session's view (_follow). `caption` says what it answers and its keys."""
     _explorer(key=key, data=data, on_view_change=lambda: _follow(key))
     if caption:
         st.caption(f"Every look is answered in your browser. Keyboard (click the explorer first): {KEYBOARD}. Hover "

@@ -29,7 +29,6 @@ IG_TOLERANCE, MANAGE_NAME = "ig_tolerance", "manage_name"
 TASK_PREFIX = "task_prefix-"  # + a checkpoint's name: the task prefix the user gave that model (ui.widgets.sentence_box)
 RULES = "rules"  # whose decoding rules decode an imported model: "model" (its framework's) or "attnscope"
 INSIDE_PE_POSITIONS, INSIDE_PE_OFFSET, INSIDE_PE_PAIR = "inside_pe_positions", "inside_pe_offset", "inside_pe_pair"
-INSIDE_KIND, INSIDE_LAYER, INSIDE_HEAD = "inside_kind", "inside_layer", "inside_head"  # the sidebar's three, again
 
 # What the app remembers between runs of one session.
 URL_RESTORED, URL_FORCE = "_url_restored", "_url_force"  # the URL was read; its forced token, not yet placed
@@ -41,7 +40,6 @@ MANAGE_ACTIVE_WAS, CONFIRM_DELETE = "_manage_active_was", "confirm_delete"
 SPLIT_STATS, ABLATE_BLEU = "split_stats", "ablate_bleu"  # the Heads page's last sample statistics and BLEU change
 IG_DONE = "_attr_ig"  # (query key, (tolerance, points)) of the last attribution with integrated gradients
 SPLIT_RUN, LAYERS_RUN, STATS_RUN = "_attr_split_run", "_attr_layers_run", "_attr_stats_run"  # ui/sample_runs.py
-INSIDE_QUERY_STEP = "_inside_query_step"  # the step whose query token the Inside page last opened
 TRAIN_JOB, TRAIN_TARGET, TRAIN_NAME = "train_job", "train_tgt", "train_name"
 TRAIN_SUGGESTED, TRAIN_SOURCE_WAS, TRAIN_PROFILE_WAS = "_train_suggested", "_train_source_was", "_train_profile_was"
 TRAIN_SAMPLE_SOURCE = "_train_sample_source"

@@ -14,6 +14,7 @@ class Explorer {
   receive(bytes, send) {
     this.send = send;
     const { header, start } = readPayload(bytes);
+    if (header.mode === "inside") return this.receiveInside(header, new Float32Array(bytes.slice(start).buffer));
     const same = this.w && header.id === this.w.h.id, moved = header.epoch !== this.epoch;
     this.epoch = header.epoch;  // a new epoch: the view was changed elsewhere (sidebar, URL, another page)
     if (same && header.complete && this.w.h.complete) {
@@ -38,7 +39,7 @@ class Explorer {
     const layer = Math.max(0, Math.min(s.layer | 0, kinds[kind].n_layers - 1));
     const head = s.head === null || s.head === undefined || s.head >= kinds[kind].heads ? null : Math.max(0, s.head | 0);
     const step = Math.max(0, Math.min(s.step | 0, h.target.length - 1));
-    return { kind, layer, head, step };
+    return h.mode === "inside" ? this.fitQuery({ kind, layer, head, step }, s) : { kind, layer, head, step };
   }
 
   set(change, quiet) {
@@ -48,8 +49,8 @@ class Explorer {
   }
 
   schedule(now) {  // the server hears of the selection when the user pauses (at once: when it must fetch a layer)
-    const { kind, layer, head, step } = this.sel;  // a map of one kind says only its layer and head
-    pending = this.w.h.mode === "map" ? { ...pending, layer, head } : { kind, layer, head, step };
+    const { kind, layer, head, step, query } = this.sel;  // a map of one kind says only its layer and head
+    pending = this.w.h.mode === "map" ? { ...pending, layer, head } : { kind, layer, head, step, ...(query === undefined ? {} : { query }) };
     clearTimeout(this.timer);
     this.timer = setTimeout(() => this.deliver(), now ? 0 : SEND_MS);
   }
@@ -144,14 +145,15 @@ class Explorer {
   render() {
     const s = this.sel;
     Object.assign(this.root.dataset, { kind: s.kind, layer: s.layer, head: s.head === null ? "mean" : s.head, step: s.step });
-    this.drawBar();
     const mode = this.w.h.mode;
+    if (mode === "inside") return this.renderInside();
+    this.drawBar();
     if (mode === "step") this.renderStep(); else if (mode === "compare") this.renderCompare(); else this.renderHeatmap();
   }
 
   key(e) {
     const s = this.sel, H = this.w.h.kinds[s.kind].heads, kind = this.w.h.mode === "step" ? "cross" : s.kind;
-    const heads = [null, ...Array(H).keys()], at = heads.indexOf(s.head);
+    const inside = this.w.h.mode === "inside", heads = [...(inside ? [] : [null]), ...Array(H).keys()], at = heads.indexOf(s.head);
     const moves = {
       ArrowLeft: () => this.set({ step: s.step - 1 }),
       ArrowRight: () => this.set({ step: s.step + 1 }),
@@ -163,8 +165,10 @@ class Explorer {
       "+": () => this.zoomBy(1.5),
       "=": () => this.zoomBy(1.5),
       "-": () => this.zoomBy(1 / 1.5),
+      "[": () => (inside ? this.set({ query: s.query - 1 }) : null),
+      "]": () => (inside ? this.set({ query: s.query + 1 }) : null),
     };
-    const action = moves[e.key] || (KIND_KEYS[e.key] && ["heatmap", "compare"].includes(this.w.h.mode) ? () => this.set({ kind: KIND_KEYS[e.key] }) : null);
+    const action = moves[e.key] || (KIND_KEYS[e.key] && ["heatmap", "compare", "inside"].includes(this.w.h.mode) ? () => this.set({ kind: KIND_KEYS[e.key] }) : null);
     if (!action) return;
     e.preventDefault();
     action();
