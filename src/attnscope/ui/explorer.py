@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import hashlib
 from importlib.resources import files
-from typing import Hashable, Sequence
+from typing import Callable, Hashable, Sequence
 
 import streamlit as st
 
 from attnscope.records.attention import KINDS, AttentionRecord, DecodeStep, Kind
 from attnscope.ui import selection, state
 from attnscope.ui.state import ViewState
-from attnscope.viz.explorer import Compared, Selection, payload
+from attnscope.viz.explorer import Compared, Selection, payload, present_layers
 from attnscope.viz.labels import WEIGHT
 
 _ASSETS = files("attnscope.ui") / "assets" / "explorer"
@@ -96,10 +96,25 @@ def explorer(record: AttentionRecord, view: ViewState, name: Hashable, key: str,
     per page is enough)."""
     current, identity = selection_of(view, record.n_steps), view_id(name)
     opened, epoch = opened_on(key, identity, current)
-    data = payload(record, view_id=identity, selection=opened, epoch=epoch, steps=steps, output_tokens=output_tokens,
-                   mode=mode, value=value, per_head_scale=per_head_scale, layer=current.layer, kind=kind, title=title,
-                   other=other)
-    mount(key, data, caption)
+
+    def build() -> bytes:
+        return payload(record, view_id=identity, selection=opened, epoch=epoch, steps=steps, output_tokens=output_tokens,
+                       mode=mode, value=value, per_head_scale=per_head_scale, layer=current.layer, kind=kind,
+                       title=title, other=other)
+
+    if other is not None:  # what B is, is not all in the name
+        return mount(key, build(), caption)
+    layers = tuple((k, tuple(v)) for k, v in present_layers(record, current.layer).items())
+    mount(key, _built(identity, tuple(opened.as_dict().items()), epoch, layers, (mode, value, per_head_scale, kind, title),
+                      build), caption)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _built(identity: str, selection: tuple, epoch: int, layers: tuple, options: tuple, _build: Callable[[], bytes]) -> bytes:
+    """A payload's bytes, built once for what they show (`identity` names the record, its steps and values): the
+    reruns that follow picks, and a long sentence's layer fetched again, lay out and encode nothing (a 400-token
+    output's layer: ~25 ms of weights and JSON each time)."""
+    return _build()
 
 
 def mount(key: str, data: bytes, caption: bool = True) -> None:
