@@ -9,12 +9,12 @@ from attnscope.engine.inside.lens import logit_lenses
 from attnscope.engine.inside.traced import sentence_trace
 from attnscope.engine.recording.trace import decoder_inputs
 from attnscope.viz.explorer import Selection
-from attnscope.viz.inside import Block, Traced, layer_arrays, n_floats, payload, present_layers, shared_arrays
+from attnscope.viz.inside import Block, TracedSentence, layer_arrays, n_floats, payload, present_layers, shared_arrays
 from tests.support import TOY_CHECKPOINT, read_explorer
 
 
 @pytest.fixture(scope="module")
-def traced() -> Traced:
+def traced() -> TracedSentence:
     tr = attnscope.load(TOY_CHECKPOINT)
     result = tr.translate("a b c d")
     with tr.inference():
@@ -22,17 +22,17 @@ def traced() -> Traced:
     chosen = [s.token_id for s in result.steps]
     lenses = logit_lenses(tr.model, whole, chosen, k=3)
     piece = tr.bundle.tgt_codec.piece
-    return Traced(whole, lenses, [[[piece(int(i)) for i in top] for top in x.top_ids] for x in lenses],
+    return TracedSentence(whole, lenses, [[[piece(int(i)) for i in top] for top in x.top_ids] for x in lenses],
                   [piece(i) for i in chosen], result.attention, result.steps, False)
 
 
-def sent(traced: Traced, layers: list[int], query: int | None = 2):
+def sent(traced: TracedSentence, layers: list[int], query: int | None = 2):
     blocks = [Block.of(layer_arrays(traced, layer)) for layer in layers]
     return read_explorer(payload(traced, Block.of(shared_arrays(traced)), blocks, view_id="x",
                                  selection=Selection("decoder", layers[0], 1, 3), query=query, epoch=4, present=layers))
 
 
-def test_every_array_is_the_traces_and_the_rows_are_the_recorded_ones(traced: Traced) -> None:
+def test_every_array_is_the_traces_and_the_rows_are_the_recorded_ones(traced: TracedSentence) -> None:
     got = sent(traced, present_layers(traced, 0))
     assert got.header["complete"] and got.header["selection"] == {"kind": "decoder", "layer": 0, "head": 1, "step": 3,
                                                                    "query": 2}
@@ -53,7 +53,7 @@ def test_every_array_is_the_traces_and_the_rows_are_the_recorded_ones(traced: Tr
     assert got.header["target"] == ["<bos>", "d", "c", "b", "a"] and got.header["output"][-1] == "<eos>"
 
 
-def test_a_long_sentence_carries_the_open_layer_alone(traced: Traced) -> None:
+def test_a_long_sentence_carries_the_open_layer_alone(traced: TracedSentence) -> None:
     assert present_layers(traced, 1, max_floats=n_floats(traced) - 1) == [1]
     assert present_layers(traced, 1, max_floats=n_floats(traced)) == [0, 1]
     got = sent(traced, [1])
@@ -63,7 +63,7 @@ def test_a_long_sentence_carries_the_open_layer_alone(traced: Traced) -> None:
     assert np.array_equal(got.arrays["memory"], traced.trace.memory)  # what every layer reads comes too
 
 
-def test_the_lens_of_every_step_and_its_tokens(traced: Traced) -> None:
+def test_the_lens_of_every_step_and_its_tokens(traced: TracedSentence) -> None:
     got = sent(traced, [0], query=None)
     assert got.header["selection"]["query"] is None  # the browser opens the kind's default token
     for step, lens in enumerate(traced.lenses):

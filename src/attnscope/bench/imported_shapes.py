@@ -113,18 +113,18 @@ def inside_latency(tr: Translator, repeats: int, max_len: int | None = None) -> 
     from attnscope.engine.inside.traced import sentence_trace
     from attnscope.engine.recording.trace import decoder_inputs
     from attnscope.viz.explorer import Selection
-    from attnscope.viz.inside import Block, Traced, layer_arrays, payload, present_layers, shared_arrays
+    from attnscope.viz.inside import Block, TracedSentence, layer_arrays, payload, present_layers, shared_arrays
 
     result = tr.translate(SENTENCES[2], max_len=max_len)
     piece = tr.bundle.tgt_codec.piece
     chosen = [s.token_id for s in result.steps]
 
-    def traced() -> Traced:
+    def traced() -> TracedSentence:
         with tr.inference():
             bos = tr.model.config.bos_id
             whole = sentence_trace(tr.model, result.source_ids, decoder_inputs(result.target_ids, bos))  # as the page
         lenses = logit_lenses(tr.model, whole, chosen)
-        return Traced(whole, lenses, [[[piece(int(i)) for i in top] for top in x.top_ids] for x in lenses],
+        return TracedSentence(whole, lenses, [[[piece(int(i)) for i in top] for top in x.top_ids] for x in lenses],
                       [piece(i) for i in chosen], result.attention, result.steps, tr.model.config.embed_norm)
 
     sentence = traced()

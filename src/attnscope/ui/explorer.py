@@ -9,6 +9,10 @@ and the URL follow, while the explorer never waits for them.
 The payload opens on a selection; it is changed only when the view was changed elsewhere (the sidebar, the URL,
 another page), never to echo what the explorer reported. So the bytes of a rerun that follows a click are the
 bytes already sent, which Streamlit does not send again (its message cache), and the browser keeps its own view.
+
+The component sits in a fragment of its own: a layer that a long sentence's payload lacks is asked for at once (the
+"fetch" state) and answered by rerunning the explorer alone, not the page around it; a reported pick reruns the
+whole app (the sidebar, the URL and the page follow), after the user pauses.
 """
 from __future__ import annotations
 
@@ -59,6 +63,7 @@ def _follow(key: str) -> None:
     picked = state.component_value(key, "view")
     if not isinstance(picked, dict):
         return
+    state.store(state.explorer_follow(key), True)
     if picked.get("kind") in KINDS:
         state.set_kind(picked["kind"])
     for name, setter in (("layer", state.set_layer), ("step", state.set_step)):
@@ -97,16 +102,21 @@ def explorer(record: AttentionRecord, view: ViewState, name: Hashable, key: str,
     current, identity = selection_of(view, record.n_steps), view_id(name)
     opened, epoch = opened_on(key, identity, current)
 
-    def build() -> bytes:
-        return payload(record, view_id=identity, selection=opened, epoch=epoch, steps=steps, output_tokens=output_tokens,
-                       mode=mode, value=value, per_head_scale=per_head_scale, layer=current.layer, kind=kind,
-                       title=title, other=other)
+    def data(fetched: int | None) -> bytes:
+        layer = current.layer if fetched is None else fetched
 
-    if other is not None:  # what B is, is not all in the name
-        return mount(key, build(), caption)
-    layers = tuple((k, tuple(v)) for k, v in present_layers(record, current.layer).items())
-    mount(key, _built(identity, tuple(opened.as_dict().items()), epoch, layers, (mode, value, per_head_scale, kind, title),
-                      build), caption)
+        def build() -> bytes:
+            return payload(record, view_id=identity, selection=opened, epoch=epoch, steps=steps,
+                           output_tokens=output_tokens, mode=mode, value=value, per_head_scale=per_head_scale,
+                           layer=layer, kind=kind, title=title, other=other)
+
+        if other is not None:  # what B is, is not all in the name
+            return build()
+        layers = tuple((k, tuple(v)) for k, v in present_layers(record, layer).items())
+        return _built(identity, tuple(opened.as_dict().items()), epoch, layers, (mode, value, per_head_scale, kind, title),
+                      build)
+
+    mount(key, data, caption)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -117,10 +127,19 @@ def _built(identity: str, selection: tuple, epoch: int, layers: tuple, options: 
     return _build()
 
 
-def mount(key: str, data: bytes, caption: bool = True) -> None:
-    """The component on `data` (a payload of viz/explorer.py or viz/inside.py); what the user picks in it becomes
-    the session's view (_follow). `caption` says what it answers and its keys."""
-    _explorer(key=key, data=data, on_view_change=lambda: _follow(key))
+@st.fragment
+def mount(key: str, data: Callable[[int | None], bytes], caption: bool = True) -> None:
+    """The component on `data(layer)` (a payload of viz/explorer.py or viz/inside.py; `layer` the one the browser
+    asked for, None: the view's). What the user picks becomes the session's view (_follow); a fragment, so a layer
+    asked for reruns it alone, and a reported pick reruns the whole app. `caption` says what it answers and its keys."""
+    if state.forget(state.explorer_follow(key)):  # a pick was reported: the sidebar, the URL and the page follow
+        st.rerun()
+    asked = state.component_value(key, "fetch")
+    fetched = None
+    if isinstance(asked, dict) and isinstance(asked.get("layer"), int) and asked != state.stored(state.explorer_fetched(key)):
+        state.store(state.explorer_fetched(key), asked)  # served once: later runs open the view's layer again
+        fetched = asked["layer"]
+    _explorer(key=key, data=data(fetched), on_view_change=lambda: _follow(key), on_fetch_change=lambda: None)
     if caption:
         st.caption(f"Every look is answered in your browser. Keyboard (click the explorer first): {KEYBOARD}. Hover "
                    "shows the value the model recorded (float32, 7 significant digits).")

@@ -15,7 +15,7 @@ from attnscope.engine.recording import trace
 from attnscope.model.positions import sinusoidal_table
 from attnscope.ui import explorer, positional_page, state, widgets
 from attnscope.ui.state import ViewState
-from attnscope.viz.inside import Block, Traced, layer_arrays, payload, present_layers, shared_arrays
+from attnscope.viz.inside import Block, TracedSentence, layer_arrays, payload, present_layers, shared_arrays
 from attnscope.viz.offsets import offset_fit_curves, rotation_circle, rotation_errors
 
 EXPLORER = "inside"  # the explorer's key on this page
@@ -30,30 +30,30 @@ def decoder_inputs(tr: Translator, result: Translation) -> tuple[int, ...]:
 # for an opus-mt-sized model. Nothing writes into them.
 @st.cache_resource(max_entries=8, show_spinner="Tracing the forward pass…")
 def _sentence(_tr: Translator, _result: Translation, checkpoint_key: str, source_ids: tuple[int, ...],
-              target_ids: tuple[int, ...]) -> Traced:
+              target_ids: tuple[int, ...]) -> TracedSentence:
     with _tr.inference():
         whole = traced.sentence_trace(_tr.model, source_ids, target_ids)
     chosen = [s.token_id for s in _result.steps]
     lenses = logit_lenses(_tr.model, whole, chosen)
     piece = _tr.bundle.tgt_codec.piece
-    return Traced(whole, lenses, [[[piece(int(i)) for i in top] for top in x.top_ids] for x in lenses],
+    return TracedSentence(whole, lenses, [[[piece(int(i)) for i in top] for top in x.top_ids] for x in lenses],
                   [piece(i) for i in chosen], _result.attention, _result.steps, _tr.model.config.embed_norm)
 
 
-def sentence(tr: Translator, result: Translation) -> Traced:
+def sentence(tr: Translator, result: Translation) -> TracedSentence:
     """Every intermediate of the whole translation (one teacher-forced pass) and the logit lens at every step
     (cached per sentence)."""
     return _sentence(tr, result, tr.cache_key, result.source_ids, decoder_inputs(tr, result))
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def _layer(_traced: Traced, checkpoint_key: str, source_ids: tuple[int, ...], target_ids: tuple[int, ...],
+def _layer(_traced: TracedSentence, checkpoint_key: str, source_ids: tuple[int, ...], target_ids: tuple[int, ...],
            layer: int) -> Block:
     return Block.of(layer_arrays(_traced, layer))
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def _shared(_traced: Traced, checkpoint_key: str, source_ids: tuple[int, ...], target_ids: tuple[int, ...]) -> Block:
+def _shared(_traced: TracedSentence, checkpoint_key: str, source_ids: tuple[int, ...], target_ids: tuple[int, ...]) -> Block:
     return Block.of(shared_arrays(_traced))
 
 
@@ -66,9 +66,13 @@ def head_explorer(tr: Translator, result: Translation, view: ViewState) -> None:
     current = explorer.selection_of(view, len(result.steps))
     name = explorer.view_id(("inside", *key))
     opened, epoch = explorer.opened_on(EXPLORER, name, current)
-    present = present_layers(whole, current.layer)
-    data = payload(whole, _shared(whole, *key), [_layer(whole, *key, layer) for layer in present], view_id=name,
-                   selection=opened, query=state.stored(state.inside_query(opened.kind)), epoch=epoch, present=present)
+    query = state.stored(state.inside_query(opened.kind))
+
+    def data(fetched: int | None) -> bytes:
+        present = present_layers(whole, current.layer if fetched is None else fetched)
+        return payload(whole, _shared(whole, *key), [_layer(whole, *key, layer) for layer in present], view_id=name,
+                       selection=opened, query=query, epoch=epoch, present=present)
+
     explorer.mount(EXPLORER, data)
 
 

@@ -81,6 +81,16 @@ def explorer_reported(key: str) -> str:
     return f"_explorer_reported-{key}"
 
 
+def explorer_fetched(key: str) -> str:
+    """Where the last layer request the explorer under `key` made, once served, is kept (ui/explorer.py)."""
+    return f"_explorer_fetched-{key}"
+
+
+def explorer_follow(key: str) -> str:
+    """Set when the explorer under `key` reported a pick: its next run reruns the whole app, which follows it."""
+    return f"_explorer_follow-{key}"
+
+
 def force_boxes(step: int) -> tuple[str, str]:
     """The Step page's two ways of forcing a token at `step`: the rival picker and the typed word."""
     return f"force_choice-{step}", f"force_typed-{step}"

@@ -35,7 +35,7 @@ ROWS = ("concat", "output", "residual", "norm_input", "norm_output", "block_outp
 
 
 @dataclass(frozen=True)
-class Traced:
+class TracedSentence:
     """A translated sentence as Inside one head opens it: the trace of its whole translation, the logit lens at
     every step (its tokens as the vocabulary spells them), the attention recorded while translating and the steps."""
 
@@ -64,7 +64,7 @@ def _sublayer(s: SublayerTrace, recorded: np.ndarray) -> dict[str, np.ndarray]:
     return out
 
 
-def layer_arrays(traced: Traced, layer: int) -> dict[str, np.ndarray]:
+def layer_arrays(traced: TracedSentence, layer: int) -> dict[str, np.ndarray]:
     """Every kind's sublayer at `layer` (clamped to each kind's layers), by payload name."""
     out = {}
     for kind in KINDS:
@@ -78,7 +78,7 @@ def _stream(name: str, e: StreamInputs) -> dict[str, np.ndarray]:
     return {f"{name}.token_embedding": e.token_embedding, f"{name}.position": e.position, f"{name}.total": e.total}
 
 
-def shared_arrays(traced: Traced) -> dict[str, np.ndarray]:
+def shared_arrays(traced: TracedSentence) -> dict[str, np.ndarray]:
     """What every layer's views read: the stacks' inputs, the encoder's output and the logit lens."""
     t, lenses = traced.trace, traced.lenses
     return {**_stream("source", t.source), **_stream("target", t.target), "memory": t.memory,
@@ -109,19 +109,19 @@ class Block:
         return Block(table, b"".join(parts))
 
 
-def n_floats(traced: Traced) -> int:
+def n_floats(traced: TracedSentence) -> int:
     """Floats of every sublayer of the sentence (what a payload of every layer carries besides the shared arrays)."""
     return sum(a.size for s in traced.trace.sublayers.values() for a in (s.q, s.k, s.v, s.scores, s.weights, s.w_o,
                *(getattr(s, name) for name in ROWS), *((s.bias,) if s.bias is not None else ())))
 
 
-def present_layers(traced: Traced, layer: int, max_floats: int = MAX_FLOATS) -> list[int]:
+def present_layers(traced: TracedSentence, layer: int, max_floats: int = MAX_FLOATS) -> list[int]:
     """Every layer, or, when that passes `max_floats`, `layer` alone."""
     every = max(traced.n_layers(kind) for kind in KINDS)
     return list(range(every)) if n_floats(traced) <= max_floats else [layer]
 
 
-def payload(traced: Traced, shared: Block, layers: Sequence[Block], *, view_id: str, selection: Selection, query: int,
+def payload(traced: TracedSentence, shared: Block, layers: Sequence[Block], *, view_id: str, selection: Selection, query: int,
             epoch: int, present: Sequence[int]) -> bytes:
     """The bytes of the explorer's "inside" mode: `shared` (shared_arrays) and the blocks of the `present` layers
     (layer_arrays), opened on `selection` and the `query` position of its kind. `view_id` and `epoch` work as in

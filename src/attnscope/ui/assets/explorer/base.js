@@ -1,5 +1,5 @@
-// attnscope's attention explorer, part 1 of 6 (ui/explorer.py joins them into one module, in order): the
-// constants, colours and token labels every view shares, the payload's reader (viz/explorer.py writes it) and
+// attnscope's attention explorer, part 1 (ui/explorer.py joins the parts into one module, in its JS_PARTS order):
+// the constants, colours and token labels every view shares, the payload's reader (viz/explorer.py writes it) and
 // the weights it holds.
 
 const BLUES = [[247, 251, 255], [222, 235, 247], [198, 219, 239], [158, 202, 225], [107, 174, 214],

@@ -1,4 +1,4 @@
-// Part 2 of 6: Cells, one canvas of coloured cells (every map and row view of the explorer is one).
+// Part 2: Cells, one canvas of coloured cells (every map and row view of the explorer is one).
 
 // A matrix of coloured cells with labelled rows and columns, the row and column under the pointer highlighted and
 // the exact value in a tooltip. `get(r, c)` gives a value (NaN: masked); `scale(r)` the maximum of row r's colours,

@@ -1,6 +1,6 @@
-// Part 3 of 6: the Explorer, what every mode shares: the payload received, the selection and what the server
+// Part 3: the Explorer, what every mode shares: the payload received, the selection and what the server
 // hears of it (setStateValue "view" once the user pauses), the toolbar, the keyboard; then the component's entry.
-// Parts 4-6 add each mode's views to it.
+// The parts after it add each mode's views to it (heatmap and map, step, compare, inside).
 
 class Explorer {
   constructor(root) {
@@ -13,6 +13,7 @@ class Explorer {
 
   receive(bytes, send) {
     this.send = send;
+    this.asked = null;  // a layer asked for and still missing is asked for again
     const { header, start } = readPayload(bytes);
     if (header.mode === "inside") return this.receiveInside(header, new Float32Array(bytes.slice(start).buffer));
     const same = this.w && header.id === this.w.h.id, moved = header.epoch !== this.epoch;
@@ -45,14 +46,20 @@ class Explorer {
   set(change, quiet) {
     this.sel = this.fit({ ...this.sel, ...change });
     if (!quiet) this.schedule();
-    this.render();  // after: a layer the payload lacks is asked for at once, not after the pause
+    this.render();
   }
 
-  schedule(now) {  // the server hears of the selection when the user pauses (at once: when it must fetch a layer)
+  schedule() {  // the server hears of the selection when the user pauses
     const { kind, layer, head, step, query } = this.sel;  // a map of one kind says only its layer and head
     pending = this.w.h.mode === "map" ? { ...pending, layer, head } : { kind, layer, head, step, ...(query === undefined ? {} : { query }) };
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.deliver(), now ? 0 : SEND_MS);
+    this.timer = setTimeout(() => this.deliver(), SEND_MS);
+  }
+
+  fetch(layer) {  // a layer the payload lacks, asked for at once (the explorer reruns alone); the view follows later
+    if (this.asked === layer) return;
+    this.asked = layer;
+    this.send("fetch", { layer, at: Date.now() });
   }
 
   deliver() {

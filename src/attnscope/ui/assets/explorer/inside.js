@@ -1,4 +1,4 @@
-// Part 7 of 9: Inside one head (the "inside" mode): one head's computation for the kind, layer, head, decoding step
+// Part 7: Inside one head (the "inside" mode): one head's computation for the kind, layer, head, decoding step
 // and query token picked here, from viz/inside.py's payload (the traced intermediates of the whole translation: the
 // decoder is causal, so step t's numbers are the first t+1 rows of it). Parts 8-9 draw the views.
 
@@ -65,7 +65,8 @@ function headView(w, s) {
       position: w.at(`${stream}.position`, query), total: w.at(`${stream}.total`, query) },
     layerInput: row("residual"), queryInput: row(h.norm === "pre" ? "norm_output" : "residual"), keyInputs,
     q, k, v, products, dots, bias, scores, weights, masked, recomputed,
-    maskMatrix: w.rows(name("scores"), 0, queryTokens.length, head).map((r) => Array.from(r.subarray(0, K), (x) => !Number.isFinite(x))),
+    maskMatrix: w.rows(name("scores"), 0, queryTokens.length, head)
+      .map((r) => Array.from(r.subarray(0, K), (x) => !Number.isFinite(x))),
     weighted: v.map((vj, j) => Float32Array.from(vj, (x) => Math.fround(weights[j] * x))),
     headOutput: concat.subarray(head * dh, (head + 1) * dh), concat, contributions, outBias: bo,
     attentionOutput: row("output"), residual: row("residual"), normInput: row("norm_input"), normOutput: row("norm_output"),
@@ -126,7 +127,8 @@ Object.assign(Explorer.prototype, {
   renderInside() {
     const h = this.w.h, s = this.sel, info = h.kinds[s.kind];
     const kinds = this.buttons("", KINDS.map((k) => [k, h.labels[k]]), s.kind, (kind) => this.set({ kind }));
-    const layers = this.buttons("Layer", [...Array(info.n_layers).keys()].map((l) => [l, String(l)]), s.layer, (layer) => this.set({ layer }));
+    const layers = this.buttons("Layer", [...Array(info.n_layers).keys()].map((l) => [l, String(l)]), s.layer,
+      (layer) => this.set({ layer }));
     const heads = this.buttons("Head", [...Array(info.heads).keys()].map((x) => [x, String(x)]), s.head === null ? 0 : s.head,
       (head) => this.set({ head }));
     this.bar.replaceChildren(kinds, layers, heads);
@@ -138,7 +140,7 @@ Object.assign(Explorer.prototype, {
     if (!this.w.has(s.kind, s.layer)) {
       this.missing.textContent = `Fetching layer ${s.layer} from the server…`;
       this.body.replaceChildren();
-      return this.schedule(true);
+      return this.fetch(s.layer);
     }
     this.missing.textContent = "";
     this.drawInside(headView(this.w, s));

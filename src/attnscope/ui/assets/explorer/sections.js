@@ -1,4 +1,4 @@
-// Part 9 of 9: Inside one head's page, sections 1-5 in order: the headline, the strips (part 8), Eq. 1's steps,
+// Part 9: Inside one head's page, sections 1-5 in order: the headline, the strips (part 8), Eq. 1's steps,
 // the mask, the softmax row, the heads' slices and the logit lens at the step.
 
 const INK = "#0b1f33";

@@ -1,4 +1,4 @@
-// Part 8 of 9: Inside one head's vectors as heat strips, one row per vector, blue below 0 and red above (white at 0).
+// Part 8: Inside one head's vectors as heat strips, one row per vector, blue below 0 and red above (white at 0).
 // A head's vectors (d_k values) have a cell per dimension, all rows on one colour scale; a longer vector (d_model) is
 // one band of stripes on its own scale, its ±range written after it, so a band of small values is as legible as one
 // of large values. Hover names the row, the dimension and the value the model computed (and a band's norm).
@@ -55,7 +55,8 @@ function strips(parent, tip, name, rows, labels, { title, sums, what = "value" }
     paint: (v, r) => signed(v / limits[r]), cellW: wide ? Math.max(1, Math.min(11, 640 / n)) : 11, cellH: 14,
     value: what, rowName: "", colName: "dim", noColLabels: true, labelMax: 380, tail: wide || sums ? tail : undefined,
     note: wide ? (r) => summary(rows[r]) : undefined });
-  box.append(wide ? bandLegend(`${what} (${n} dimensions)`) : legendLine(`${what} (${n} dimensions)`, RDBU, g3(-limits[0]), g3(limits[0])));
+  const key = `${what} (${n} dimensions)`;
+  box.append(wide ? bandLegend(key) : legendLine(key, RDBU, g3(-limits[0]), g3(limits[0])));
 }
 
 function formulaOf(v) { return `softmax(${v.scale !== 1 ? "QKᵀ / √d_k" : "QKᵀ"}${v.bias ? " + B" : ""})`; }
@@ -76,7 +77,8 @@ Object.assign(Explorer.prototype, {
 
   keyInputStrips(parent, v) {
     const where = v.kind === "cross" ? "the encoder's output (memory)" : `layer ${v.layer}'s input, every position`;
-    strips(parent, this.tip, "key-inputs", v.keyInputs, numberedAll(v.keyTokens), { title: `Keys and values are projected from ${where}` });
+    strips(parent, this.tip, "key-inputs", v.keyInputs, numberedAll(v.keyTokens),
+      { title: `Keys and values are projected from ${where}` });
   },
 
   qkStrips(parent, v) {  // q = x·W_Q, k_j = x_j·W_K (section 3.2.2)
@@ -92,7 +94,8 @@ Object.assign(Explorer.prototype, {
 
   valueStrips(parent, v) {  // the values, each scaled by its weight, and their sum: this head's output (Eq. 1's ·V)
     const keys = numberedAll(v.keyTokens);
-    const labels = [...keys.map((k) => `v  ${k}`), ...keys.map((k, j) => `${v.weights[j].toFixed(2)} × v  ${k}`), `Σ = head ${v.head}'s output`];
+    const labels = [...keys.map((k) => `v  ${k}`), ...keys.map((k, j) => `${v.weights[j].toFixed(2)} × v  ${k}`),
+      `Σ = head ${v.head}'s output`];
     strips(parent, this.tip, "values", [...v.v, ...v.weighted, v.headOutput], labels,
       { title: `Values, weighted values and their sum: ${formulaOf(v)}·V (Eq. 1)` });
   },
@@ -108,7 +111,8 @@ Object.assign(Explorer.prototype, {
 
   residualStrips(parent, v) {  // the block around the attention: post-LN (the paper's) or pre-LN, with its norm
     const norm = v.normKind, post = v.norm === "post";
-    const rows = post ? [v.residual, v.attentionOutput, v.normInput, v.blockOutput] : [v.residual, v.normOutput, v.attentionOutput, v.blockOutput];
+    const rows = post ? [v.residual, v.attentionOutput, v.normInput, v.blockOutput]
+      : [v.residual, v.normOutput, v.attentionOutput, v.blockOutput];
     const labels = post ? ["x (block input)", "Sublayer(x): attention output", "x + Sublayer(x)", `${norm}(x + Sublayer(x)): block output`]
       : ["x (block input)", `${norm}(x): what the attention reads`, `Sublayer(${norm}(x))`, `x + Sublayer(${norm}(x)): block output`];
     let title = post ? `Residual + ${norm} (section 3.1): ${norm}(x + Sublayer(x))`
