@@ -19,11 +19,8 @@ def traced() -> TracedSentence:
     result = tr.translate("a b c d")
     with tr.inference():
         whole = sentence_trace(tr.model, result.source_ids, decoder_inputs(result.target_ids, tr.model.config.bos_id))
-    chosen = [s.token_id for s in result.steps]
-    lenses = logit_lenses(tr.model, whole, chosen, k=3)
-    piece = tr.bundle.tgt_codec.piece
-    return TracedSentence(whole, lenses, [[[piece(int(i)) for i in top] for top in x.top_ids] for x in lenses],
-                  [piece(i) for i in chosen], result.attention, result.steps, False)
+    lenses = logit_lenses(tr.model, whole, [s.token_id for s in result.steps], k=3)
+    return TracedSentence.of(whole, lenses, tr.bundle.tgt_codec.piece, result.attention, result.steps, False)
 
 
 def sent(traced: TracedSentence, layers: list[int], query: int | None = 2):

@@ -124,8 +124,7 @@ def inside_latency(tr: Translator, repeats: int, max_len: int | None = None) -> 
             bos = tr.model.config.bos_id
             whole = sentence_trace(tr.model, result.source_ids, decoder_inputs(result.target_ids, bos))  # as the page
         lenses = logit_lenses(tr.model, whole, chosen)
-        return TracedSentence(whole, lenses, [[[piece(int(i)) for i in top] for top in x.top_ids] for x in lenses],
-                      [piece(i) for i in chosen], result.attention, result.steps, tr.model.config.embed_norm)
+        return TracedSentence.of(whole, lenses, piece, result.attention, result.steps, tr.model.config.embed_norm)
 
     sentence = traced()
     present = present_layers(sentence, 0)

@@ -33,11 +33,9 @@ def _sentence(_tr: Translator, _result: Translation, checkpoint_key: str, source
               target_ids: tuple[int, ...]) -> TracedSentence:
     with _tr.inference():
         whole = traced.sentence_trace(_tr.model, source_ids, target_ids)
-    chosen = [s.token_id for s in _result.steps]
-    lenses = logit_lenses(_tr.model, whole, chosen)
-    piece = _tr.bundle.tgt_codec.piece
-    return TracedSentence(whole, lenses, [[[piece(int(i)) for i in top] for top in x.top_ids] for x in lenses],
-                  [piece(i) for i in chosen], _result.attention, _result.steps, _tr.model.config.embed_norm)
+    lenses = logit_lenses(_tr.model, whole, [s.token_id for s in _result.steps])
+    return TracedSentence.of(whole, lenses, _tr.bundle.tgt_codec.piece, _result.attention, _result.steps,
+                             _tr.model.config.embed_norm)
 
 
 def sentence(tr: Translator, result: Translation) -> TracedSentence:

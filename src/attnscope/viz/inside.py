@@ -23,7 +23,7 @@ layers): the browser asks for another layer when it is picked, as the explorer's
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -49,6 +49,13 @@ class TracedSentence:
 
     def n_layers(self, kind: Kind) -> int:
         return sum(1 for k, _ in self.trace.sublayers if k == kind)
+
+    @staticmethod
+    def of(trace: ForwardTrace, lenses: Sequence[LogitLens], piece: Callable[[int], str], record: AttentionRecord,
+           steps: Sequence[DecodeStep], embed_norm: bool) -> TracedSentence:
+        """The sentence with its lens's tokens spelled by `piece` (the target vocabulary's)."""
+        tokens = [[[piece(int(i)) for i in top] for top in lens.top_ids] for lens in lenses]
+        return TracedSentence(trace, lenses, tokens, [piece(lens.chosen_id) for lens in lenses], record, steps, embed_norm)
 
 
 def _sublayer(s: SublayerTrace, recorded: np.ndarray) -> dict[str, np.ndarray]:
