@@ -67,7 +67,7 @@ class Cells {
     });
     ctx.textAlign = "left";
     tails.forEach((t, r) => ctx.fillText(t, this.left + cols.length * spec.cellW + 8, this.top + (r + 0.5) * spec.cellH));
-    if (spec.text) this.writeCells(ctx);
+    if (spec.text && spec.cellW >= 16) this.writeCells(ctx);  // numbers where they fit; hover tells the rest
     cols.forEach((label, c) => {
       if (spec.noColLabels || c % colEvery !== 0) return;
       ctx.save();

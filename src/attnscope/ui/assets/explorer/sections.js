@@ -82,9 +82,10 @@ Object.assign(Explorer.prototype, {
         "every key is weighed."));
       return;
     }
+    const cell = Math.max(3, Math.min(26, Math.floor(720 / m.length)));  // a long sentence's mask fits its column
     new Cells(box, this.tip, "mask").draw({
       title, rows: numberedAll(v.queryTokens), cols: numberedAll(v.keyTokens), get: (r, c) => (m[r][c] ? -Infinity : 0),
-      scale: () => 1, cellW: 26, cellH: 18, paint: (x) => (x === -Infinity ? [99, 99, 99] : [247, 251, 255]),
+      scale: () => 1, cellW: cell, cellH: Math.max(cell, 3), paint: (x) => (x === -Infinity ? [99, 99, 99] : [247, 251, 255]),
       text: (r, c) => (m[r][c] ? "−∞" : "0"), ink: (r, c) => (m[r][c] ? "#ffffff" : INK), outline: [v.query],
       format: (x) => (x === -Infinity ? "−∞ (masked)" : "0"), value: "mask", rowName: "query", colName: "key" });
   },
