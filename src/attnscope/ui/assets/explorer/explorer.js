@@ -13,7 +13,6 @@ class Explorer {
 
   receive(bytes, send) {
     this.send = send;
-    this.asked = null;  // a layer asked for and still missing is asked for again
     const { header, start } = readPayload(bytes);
     if (header.mode === "inside") return this.receiveInside(header, new Float32Array(bytes.slice(start).buffer));
     const same = this.w && header.id === this.w.h.id, moved = header.epoch !== this.epoch;
@@ -57,7 +56,7 @@ class Explorer {
   }
 
   fetch(layer) {  // a layer the payload lacks, asked for at once (the explorer reruns alone); the view follows later
-    if (this.asked === layer) return;
+    if (this.asked === layer) return;  // once: were the answer lost, the view's report after the pause brings it
     this.asked = layer;
     this.send("fetch", { layer, at: Date.now() });
   }
