@@ -11,7 +11,6 @@ tests/checkpoints/test_toy_checkpoint.py checks that the committed file still lo
 """
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import re
@@ -19,8 +18,7 @@ import struct
 import tempfile
 import threading
 import time
-import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -150,121 +148,6 @@ if __name__ == "__main__":
     print(train_toy_checkpoint())
 
 
-def png_pixels(data: bytes) -> list[str]:
-    """The pixels of an 8-bit RGB PNG one pixel high (viz/inside.py's bands), as #rrggbb: read here with the
-    standard library, independently of the code that wrote it."""
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    chunks, at = {}, 8
-    while at < len(data):
-        (size,), tag = struct.unpack(">I", data[at:at + 4]), data[at + 4:at + 8]
-        chunks[tag] = chunks.get(tag, b"") + data[at + 8:at + 8 + size]
-        at += 12 + size
-    width, height, depth, colour = struct.unpack(">IIBB", chunks[b"IHDR"][:10])
-    assert (height, depth, colour) == (1, 8, 2)
-    raw = zlib.decompress(chunks[b"IDAT"])
-    assert raw[0] == 0 and len(raw) == 1 + 3 * width  # one row, no filter
-    return ["#" + raw[1 + 3 * i:4 + 3 * i].hex() for i in range(width)]
-
-
-def painted(style: str) -> list[str]:
-    """The colours an inline style paints: its #rrggbb colours, or the pixels of its PNG data image."""
-    image = re.search(r"data:image/png;base64,([A-Za-z0-9+/=]+)", style)
-    return png_pixels(base64.b64decode(image[1])) if image else re.findall(r"#[0-9a-f]{6}", style)
-
-
-@dataclass
-class HtmlRow:
-    """One table row of an HTML view: its label (the row header), its cells' hover texts, visible
-    texts and inline styles, and any text after the cells (e.g. a row sum)."""
-
-    label: str = ""
-    hovers: list[str] = field(default_factory=list)
-    texts: list[str] = field(default_factory=list)
-    styles: list[str] = field(default_factory=list)
-    tail: str = ""
-
-    def painted(self) -> list[str]:
-        """The colours the row paints, cell by cell and stripe by stripe (a band's image, pixel by pixel)."""
-        return [colour for style in self.styles for colour in painted(style)]
-
-    def values(self) -> np.ndarray:
-        """The number each cell's hover ends with ("dim 3: -0.1234" -> -0.1234); -inf for "−∞"."""
-        return np.array([-np.inf if "−∞" in h else float(re.search(r"(-?[\d.]+(?:e[+-]?\d+)?)$", h)[1]) for h in self.hovers])
-
-
-class HtmlView:
-    """What one of viz/html.py's views shows, read back with the standard library's HTML parser:
-    its title, each hover text (`title` attributes, in order), the visible text, and its table rows."""
-
-    def __init__(self, markup: str) -> None:
-        from html.parser import HTMLParser
-
-        self.title, self.hovers, self.texts = "", [], []
-        self.rows: list[HtmlRow] = []
-        view = self
-
-        class Reader(HTMLParser):
-            in_title = False
-            where = ""  # "label", "cell" or "tail" while inside a row's th.r, td or th.x
-
-            def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-                found = dict(attrs)
-                self.in_title = found.get("class") == "t"
-                if "title" in found and tag != "div":
-                    view.hovers.append(found["title"] or "")
-                if tag == "tr":
-                    view.rows.append(HtmlRow())
-                elif tag == "th" and view.rows:
-                    self.where = {"r": "label", "x": "tail"}.get(found.get("class") or "", "")
-                elif tag == "td" and view.rows:
-                    self.where = "cell"
-                    row = view.rows[-1]
-                    row.hovers.append(found.get("title") or "")
-                    row.texts.append("")
-                    row.styles.append(found.get("style") or "")
-
-            def handle_data(self, data: str) -> None:
-                if self.in_title:
-                    view.title += data
-                view.texts.append(data)
-                if self.where == "label":
-                    view.rows[-1].label += data
-                elif self.where == "tail":
-                    view.rows[-1].tail += data
-                elif self.where == "cell":
-                    view.rows[-1].texts[-1] += data
-
-            def handle_endtag(self, tag: str) -> None:
-                self.in_title = False
-                if tag in ("td", "th"):
-                    self.where = ""
-
-        Reader().feed(markup)
-
-    def body_rows(self) -> list[HtmlRow]:
-        """The rows that have cells (not the column headers)."""
-        return [row for row in self.rows if row.hovers]
-
-    def matrix(self) -> np.ndarray:
-        """Every body row's cell values as one [rows, cells] array."""
-        return np.stack([row.values() for row in self.body_rows()])
-
-    def cells(self) -> dict[tuple[str, str], float | None]:
-        """(row, column) -> value of every table cell; None for masked cells."""
-        out: dict[tuple[str, str], float | None] = {}
-        for hover in self.hovers:
-            match = re.fullmatch(r"(.+) → (.+): (?:masked|\S+ (-?[\d.]+))", hover)
-            if match:
-                out[(match[1], match[2])] = None if match[3] is None else float(match[3])
-        return out
-
-
-def html_views(app: Any) -> dict[str, HtmlView]:
-    """An AppTest run's st.html views (viz/html.py's, not the translation headline or notes) by title."""
-    views = [HtmlView(element.value) for element in app.get("html") if 'class="attn-view"' in element.value]
-    return {view.title: view for view in views}
-
-
 @dataclass(frozen=True)
 class TranslationBlock:
     """The headline a page shows its translation in (ui/translation_view.py), read back from its HTML."""
@@ -319,11 +202,14 @@ class Explored:
 
 
 def read_explorer(data: bytes) -> Explored:
-    """viz/explorer.py's payload decoded by its documented layout."""
+    """viz/explorer.py's (or viz/inside.py's) payload decoded by its documented layout."""
     assert data[:4] == b"ATSX"
     _, length = struct.unpack("<II", data[4:12])
     header = json.loads(data[12:12 + length].decode("utf-8"))
     floats = np.frombuffer(data[(12 + length + 3) // 4 * 4:], dtype="<f4")
+    if header["mode"] == "inside":  # viz/inside.py's: every array by name, [offset, shape]
+        return Explored(header, {name: floats[at:at + int(np.prod(shape))].reshape(shape)
+                                 for name, (at, shape) in header["arrays"].items()})
     arrays = {}
     for kind, info in header["kinds"].items():
         n, h, q, k = len(info["layers"]), info["heads"], info["queries"], info["keys"]

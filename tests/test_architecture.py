@@ -587,6 +587,8 @@ CACHES = {
     Path("src/attnscope/ui/models.py"): "loaded models and the checkpoint list: resources every page shares",
     Path("src/attnscope/ui/train/runs.py"): "the server's training jobs: a registry of running threads",
     Path("src/attnscope/ui/widgets.py"): "the embedded sample's word lists per language pair: data, not a query's",
+    Path("src/attnscope/ui/explorer.py"): "a view's encoded payload bytes, so reruns after picks re-encode nothing: "
+                                          "drawing, not a query's result",
     Path("src/attnscope/bench/floor_app.py"): "the bench's floor app, served alone to measure the app against",
 }
 # Pages a later pass moves to the one helper (their modules were being changed by other work when this rule came).
@@ -642,8 +644,7 @@ def test_the_one_helper_passes() -> None:
 # which no other module reads; no key is declared twice. LATER_KEYS: the keys of the pages other work was changing
 # (Attribution, Inside one head) still in state.py, until a later pass moves them.
 LATER_KEYS = {"ATTRIBUTION_TAB", "INSIDE_TAB", "IG_TOLERANCE", "INSIDE_PE_POSITIONS", "INSIDE_PE_OFFSET",
-              "INSIDE_PE_PAIR", "INSIDE_KIND", "INSIDE_LAYER", "INSIDE_HEAD", "IG_DONE", "SPLIT_RUN", "LAYERS_RUN",
-              "STATS_RUN", "INSIDE_QUERY_STEP"}
+              "INSIDE_PE_PAIR", "IG_DONE", "SPLIT_RUN", "LAYERS_RUN", "STATS_RUN"}
 STATE = "attnscope.ui.state"
 
 

@@ -8,8 +8,12 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+import attnscope
+from attnscope.engine.inside.lens import logit_lens
+from attnscope.engine.inside.traced import sentence_trace
+from attnscope.engine.recording.trace import decoder_inputs
 from tests.app.conftest import APP
-from tests.support import CEILING, HtmlView, explorers, html_views, shown, shown_deltas
+from tests.support import CEILING, TOY_CHECKPOINT, Explored, explorers, shown
 
 PAGE = "pages/inside.py"
 
@@ -26,14 +30,6 @@ def open_positions(app: AppTest) -> AppTest:
     return app.run()
 
 
-def view(app: AppTest, title_start: str) -> HtmlView:
-    """The head's HTML view whose title starts with `title_start`."""
-    for title, found in html_views(app).items():
-        if title.startswith(title_start):
-            return found
-    raise AssertionError(f"no view titled {title_start!r}")
-
-
 def chart_titled(app: AppTest, title_start: str) -> dict:
     """The plotly chart (positional panels) whose title starts with `title_start`."""
     for chart in app.get("plotly_chart"):
@@ -43,52 +39,62 @@ def chart_titled(app: AppTest, title_start: str) -> dict:
     raise AssertionError(f"no chart titled {title_start!r}")
 
 
-def test_page_shows_every_panel_and_the_row_matches_the_recording(app: AppTest) -> None:
+def inside_explorer(app: AppTest) -> Explored:
+    """What the page sent its explorer (sections 1-5 are drawn in the browser from it)."""
+    (sent,) = explorers(app)
+    assert sent.header["mode"] == "inside"
+    return sent
+
+
+def test_page_ships_the_traced_sentence_once_and_the_arrays_are_the_models(app: AppTest) -> None:
     open_inside(app)
     assert not app.exception, [e.value for e in app.exception]
-    assert len(app.get("html")) == 13 and not app.get("plotly_chart")  # the note and the head's views only
-    delta = next(shown(c) for c in app.caption if "max |Δ|" in shown(c))
-    assert len(shown_deltas(delta)) == 2 and max(shown_deltas(delta)) <= 1e-6, delta  # recomputed and recorded rows
-    for start in ("Eq. 1", "MultiHead = Concat", "Concat·W^O", "Residual + LayerNorm", "Logit lens"):
-        view(app, start)
+    assert not app.get("plotly_chart")  # the head is drawn in the browser, from the one payload below
+    sent = inside_explorer(app)
+    assert sent.header["complete"] and sent.header["target"] == ["<bos>", "d", "c", "b", "a"]
+    assert sent.header["output"] == ["d", "c", "b", "a", "<eos>"] and sent.header["source"] == ["a", "b", "c", "d", "<eos>"]
+    tr = attnscope.load(TOY_CHECKPOINT)
+    result = tr.translate("a b c d")
+    with tr.inference():
+        whole = sentence_trace(tr.model, result.source_ids, decoder_inputs(result.target_ids, tr.model.config.bos_id))
+    for (kind, layer), s in whole.sublayers.items():  # every layer of every kind, as the model computed it
+        for name in ("q", "k", "v", "scores", "weights", "concat", "output", "w_o", "b_o", "residual", "block_output"):
+            assert np.array_equal(sent.arrays[f"{kind}.{layer}.{name}"], getattr(s, name)), (kind, layer, name)
+        assert sent.arrays[f"{kind}.{layer}.gap"].max() <= 1e-6  # the rows equal the recorded heatmaps'
+    assert np.array_equal(sent.arrays["memory"], whole.memory)
+    lens = logit_lens(tr.model, whole, 2, result.steps[2].token_id)
+    assert sent.header["lens"]["chosen"][2] == "b" and sent.header["lens"]["top"][2][-1][0] == "b"
+    assert np.abs(sent.arrays["lens.top_probs"][2] - lens.top_probs).max() <= 1e-6
+    assert any("[ / ] query token" in shown(c) for c in app.caption)  # the keys, listed
     open_positions(app)
-    assert not app.exception and len(app.get("plotly_chart")) == 3 and len(html_views(app)) == 0
+    assert not app.exception and len(app.get("plotly_chart")) == 3 and not explorers(app)
     chart_titled(app, "Section 3.5")
 
 
-def test_decoder_self_head_at_step_2_and_the_step_is_shared(app: AppTest) -> None:
+def test_a_query_picked_in_the_browser_is_kept_per_kind_and_the_step_is_shared(app: AppTest) -> None:
+    """The browser reports kind, layer, head, step and query token; the page opens on them again (another page, the
+    URL and the sidebar follow the step, kind, layer and head)."""
     open_inside(app)
-    app.selectbox(key="inside_kind").set_value("decoder").run()
-    app.slider(key="_w_step").set_value(2).run()
-    assert app.session_state["step"] == 2
-    assert app.selectbox(key="inside_query_decoder").value == 2  # the token the decoder reads at step 2
-    app.selectbox(key="inside_head").set_value(1).run()
-    assert not app.exception
-    text = " ".join(shown(m) for m in app.markdown)
-    assert "**Step 2:** the decoder has read <bos> d c and chose “b”" in text
-    assert "**Query:** “c” (position 2)" in text
-    scores = view(app, "Eq. 1").body_rows()
-    assert [len(row.texts) for row in scores] == [3] * 4  # keys <bos> d c
-    mask = view(app, "Mask M")
-    assert "causal" in mask.title
-    assert np.array_equal([[t == "−∞" for t in row.texts] for row in mask.body_rows()], np.triu(np.ones((3, 3)), 1))
-    assert "“b”" in view(app, "Logit lens at step 2").title
+    probe = AppTest.from_function(_report, default_timeout=CEILING).run()
+    assert not probe.exception and probe.markdown[0].value == "decoder 1 2 2 · query 1"
+    for key in ("kind", "layer", "head", "step", "inside_query_decoder"):
+        app.session_state[key] = probe.session_state[key]
+    app.run()
+    assert inside_explorer(app).selection == {"kind": "decoder", "layer": 1, "head": 2, "step": 2, "query": 1}
     app.switch_page("pages/step.py").run()
     assert app.session_state["step"] == 2
 
 
-@pytest.mark.parametrize("kind", ["encoder", "cross"])
-def test_encoder_and_cross_attention_open_without_a_mask(app: AppTest, kind: str) -> None:
-    open_inside(app)
-    app.selectbox(key="inside_kind").set_value(kind).run()
-    app.slider(key="_w_step").set_value(2).run()
-    app.selectbox(key="inside_query_" + kind).set_value(1).run()
-    assert not app.exception
-    assert "no mask" in view(app, "Mask M").title
-    query = "“b”" if kind == "encoder" else "“d”"  # source "a b c d" / decoder inputs "<bos> d c"
-    assert f"**Query:** {query} (position 1)" in " ".join(shown(m) for m in app.markdown)
-    keys = view(app, "Keys and values are projected from").title
-    assert ("encoder's output" in keys) == (kind == "cross")
+def _report() -> None:
+    import streamlit as st
+
+    from attnscope.ui import state
+    from attnscope.ui.explorer import _follow
+
+    st.session_state["inside"] = {"view": {"kind": "decoder", "layer": 1, "head": 2, "step": 2, "query": 1}}
+    _follow("inside")
+    view = state.read()
+    st.write(f"{view.kind} {view.layer} {view.head} {view.step} · query {state.stored(state.inside_query('decoder'))}")
 
 
 def sidebar(app: AppTest) -> tuple[str, int, object]:
@@ -105,11 +111,6 @@ def sidebar_for(app: AppTest) -> AppTest:
     return fresh.run()
 
 
-def page_pickers(app: AppTest) -> tuple[str, int, object]:
-    return (app.selectbox(key="inside_kind").value, app.selectbox(key="inside_layer").value,
-            app.selectbox(key="inside_head").value)
-
-
 def test_the_page_follows_the_sidebar(app: AppTest) -> None:
     app.session_state["sentence"] = "a b c d"
     app.run()
@@ -119,35 +120,27 @@ def test_the_page_follows_the_sidebar(app: AppTest) -> None:
     app.run()
     app.switch_page(PAGE).run()
     assert not app.exception
-    assert page_pickers(app) == ("encoder", 1, 3)
-    assert "**Encoder self-attention · layer 1 · head 3**" in " ".join(shown(m) for m in app.markdown)
-    assert view(app, "Query and keys of head 3") and view(app, "Keys and values are projected from layer 1's input")
+    selection = inside_explorer(app).selection
+    assert (selection["kind"], selection["layer"], selection["head"]) == ("encoder", 1, 3)
 
 
 def test_the_sidebar_follows_the_page(app: AppTest) -> None:
     open_inside(app)
-    app.selectbox(key="inside_kind").set_value("decoder").run()
-    app.selectbox(key="inside_layer").set_value(0).run()
-    app.selectbox(key="inside_head").set_value(2).run()
+    for key, value in (("kind", "decoder"), ("layer", 0), ("head", 2), ("step", 1)):  # what a browser pick stores
+        app.session_state[key] = value
+    app.run()
     assert not app.exception
-    assert "causal" in view(app, "Mask M").title and view(app, "Query and keys of head 2")
-    assert (app.session_state["kind"], app.session_state["layer"], app.session_state["head"]) == ("decoder", 0, 2)
     translate = sidebar_for(app)
     assert sidebar(translate) == ("decoder", 0, 2)
     (sent,) = explorers(translate)
     assert (sent.selection["kind"], sent.selection["layer"], sent.selection["head"]) == ("decoder", 0, 2)
 
 
-def test_a_mean_of_heads_opens_head_0_and_says_so(app: AppTest) -> None:
+def test_a_mean_of_heads_opens_with_the_mean_for_the_browser_to_say_so(app: AppTest) -> None:
+    """The browser shows head 0 in place of the mean and says so (tests/e2e); the session keeps the mean."""
     app.session_state["head"] = "mean"
     open_inside(app)
-    assert page_pickers(app)[2] == "mean"
-    assert any("shows head 0" in shown(i) for i in app.info)
-    assert view(app, "Query and keys of head 0")
-    assert "head 0** (in place of the mean of heads)" in " ".join(shown(m) for m in app.markdown)
-    app.selectbox(key="inside_head").set_value(1).run()
-    assert app.session_state["head"] == 1 and not any("shows head 0" in shown(i) for i in app.info)
-    assert sidebar(sidebar_for(app))[2] == 1
+    assert inside_explorer(app).selection["head"] is None and app.session_state["head"] == "mean"
 
 
 def test_rotation_check_on_the_models_own_table(app: AppTest) -> None:
@@ -172,7 +165,7 @@ def test_learned_positions_show_the_fitted_error(tmp_path, monkeypatch: pytest.M
     st.cache_resource.clear()
     app = open_inside(AppTest.from_file(APP, default_timeout=CEILING), "a b c")
     assert not app.exception, [e.value for e in app.exception]
-    assert "Pre-LN residual block" in view(app, "Pre-LN").title
+    assert inside_explorer(app).header["norm"] == "pre"  # the browser titles it "Pre-LN residual block"
     open_positions(app)
     caption = next(shown(c) for c in app.caption if "Learned encodings have no formula" in shown(c))
     assert float(re.search(r"Offset 3: relative error ([0-9.]+) here", caption).group(1)) > 0.01

@@ -3,7 +3,6 @@ biases), as `python -m attnscope train --set positional=relative ...` can make: 
 (the bias by offset and its buckets, the bias added to unscaled q·k, RMS norms, every attribution measure)."""
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +17,7 @@ from attnscope.model.tokenization import TextCodec, train_word_level
 from attnscope.model.transformer import Transformer
 from tests.app.conftest import app_on
 from tests.app.test_attribution_page import figures, values
-from tests.support import html_views, page_script, page_scripts
+from tests.support import explorers, page_script, page_scripts
 
 PAGES = page_scripts(leave_out=("Head atlas", "Train", "Checkpoints"))
 
@@ -74,24 +73,23 @@ def test_the_anatomy_page_shows_rms_norms_and_the_gated_feed_forward(t5_dir: Pat
     assert "d_head = 8 = D / H" in " ".join(m.value for m in app.markdown)
 
 
-@pytest.mark.parametrize("kind", ["encoder", "decoder", "cross"])
-def test_inside_one_head_shows_the_bias_added_to_unscaled_scores(t5_dir: Path, kind: str,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each kind of attention as T5 computes it: q·k without 1/√d_k, plus the position bias in self-attention, the
-    softmax recomputed from the terms shown equal to the model's weights; RMSNorm and no b^O in the block."""
+def test_inside_one_head_ships_the_bias_added_to_unscaled_scores(t5_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each kind of attention as T5 computes it, for the browser to draw: q·k without 1/√d_k, plus the position bias
+    in self-attention (scores = q·k + bias where not masked), the rows equal to the recorded ones; RMSNorm and no
+    b^O in the block."""
     app = opened(t5_dir, page_script("Inside one head"), monkeypatch)
-    app.selectbox(key="inside_kind").set_value(kind).run()
     assert not app.exception, [e.value for e in app.exception]
-    views = html_views(app)
-    (eq1,) = [title for title in views if title.startswith("Eq. 1")]
-    assert ("softmax(QKᵀ + B) V" if kind != "cross" else "softmax(QKᵀ) V") in eq1
-    labels = [row.label for row in views[eq1].body_rows()]
-    assert any("position bias" in label for label in labels) == (kind != "cross") and not any("√d_k" in x for x in labels)
-    captions = " ".join(c.value for c in app.caption)
-    gap = re.search(r"recomputed here, equals the weights the model computed \(max \|Δ\| = ([\d.e+-]+)\)", captions)
-    assert gap and float(gap[1]) <= 1e-6, captions
-    assert any("RMSNorm" in title and "no mean subtracted" in title for title in views)
-    assert any("W^O has no bias" in title for title in views)
+    (sent,) = explorers(app)
+    assert sent.header["norm_kind"] == "RMSNorm" and sent.header["relative"]
+    for kind in ("encoder", "decoder", "cross"):
+        assert sent.header["kinds"][kind]["scale"] == 1.0
+        name = f"{kind}.0"
+        assert (f"{name}.bias" in sent.arrays) == (kind != "cross") and f"{name}.b_o" not in sent.arrays
+        q, k, scores = sent.arrays[f"{name}.q"], sent.arrays[f"{name}.k"], sent.arrays[f"{name}.scores"]
+        terms = np.einsum("hqd,hkd->hqk", q, k) + sent.arrays.get(f"{name}.bias", 0)
+        live = np.isfinite(scores)
+        assert np.abs(terms[live] - scores[live]).max() <= 1e-4
+        assert sent.arrays[f"{name}.gap"].max() <= 1e-6
 
 
 def test_inside_one_heads_positions_tab_draws_the_bias(t5_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

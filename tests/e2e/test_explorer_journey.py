@@ -5,12 +5,16 @@ from __future__ import annotations
 import os
 import re
 import signal
+from pathlib import Path
+from typing import Iterator
 from urllib.parse import quote_plus
 
+import numpy as np
+import pytest
 from playwright.sync_api import Page, expect
 
 import attnscope
-from tests.e2e.conftest import Served, explorer_map, settled
+from tests.e2e.conftest import Served, explorer_map, settled, streamlit_server
 from tests.support import TOY_CHECKPOINT
 
 SENTENCE = "a b c d e"
@@ -81,3 +85,49 @@ def test_steps_play_and_move_in_the_browser_with_the_server_stopped(server: Serv
         os.kill(server.pid, signal.SIGCONT)
     expect(page).to_have_url(re.compile(r"step=4"))
     expect(page.get_by_text("What if step 4 chose something else?")).to_be_visible()  # the server caught up
+
+
+@pytest.fixture(scope="module")
+def long_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """A server on a tiny random model whose outputs never end (<eos> made unlikely): a 400-token output's attention
+    passes what one payload carries, so the browser holds one layer and asks for the others."""
+    from attnscope.checkpoints.checkpoint import save
+    from tests.engine_fixtures import tiny_translator
+
+    tr = tiny_translator(0, eos_bias=-20.0, max_len=512)
+    folder = tmp_path_factory.mktemp("long-checkpoints")
+    path = save(tr.model, tr.bundle, folder / "tiny-long.safetensors")
+    env = dict(os.environ, ATTNSCOPE_CHECKPOINTS=str(folder),
+               ATTNSCOPE_USER_MODELS=str(tmp_path_factory.mktemp("long-user-models")))
+    with streamlit_server(env, tmp_path_factory.mktemp("long-log")) as url:
+        yield url, path
+
+
+def test_a_long_outputs_missing_layer_is_fetched_and_shows_the_recorded_values(long_server, page: Page) -> None:
+    """Issue 42 item 4: the payload holds the open layer; another layer is asked for at once, drawn when it comes
+    (the explorer reruns alone), with the values recorded; Inside one head fetches its layers the same way."""
+    url, path = long_server
+    sentence = " ".join("abcdefghijkl"[i % 12] for i in range(150))
+    page.goto(f"{url}/step?sentence={quote_plus(sentence)}&max_len=400")
+    explorer = page.locator(".atsx")
+    expect(page.locator('.atsx .cells-wrap[data-name="self-rows"]')).to_be_visible(timeout=120_000)
+    settled(page)
+    assert not explorer.evaluate("root => root.explorer.w.h.complete")  # one layer: the others are asked for
+    explorer.focus()
+    page.keyboard.press("PageDown")
+    page.keyboard.press("PageDown")  # layer 2
+    expect(explorer).to_have_attribute("data-layer", "2")
+    expect(explorer.locator(".missing")).to_have_text("")
+    assert explorer.evaluate("root => root.explorer.w.has('cross', 2) && !root.explorer.w.has('cross', 0)")
+    record = attnscope.load(path).translate(sentence, max_len=400).attention
+    step = int(explorer.get_attribute("data-step"))
+    value = explorer.evaluate(f"root => root.explorer.w.value('cross', 2, 1, {step}, 7)")
+    assert abs(value - float(record.array("cross")[2, 1, step, 7])) <= 1e-6
+    page.goto(f"{url}/inside?sentence={quote_plus(sentence)}&max_len=400")
+    expect(page.locator(".atsx .inside .headline")).to_be_visible(timeout=120_000)
+    assert not explorer.evaluate("root => root.explorer.w.h.complete")
+    page.locator(".atsx .bar .group", has_text="Layer").locator('button[data-value="2"]').click()
+    expect(page.locator(".atsx .inside .headline")).to_contain_text("layer 2")
+    expect(page.locator('.atsx .inside .view[data-title^="Eq. 1"]')).to_be_visible()
+    weights = explorer.evaluate("root => Array.from(root.explorer.w.at('cross.2.weights', 0, 3).subarray(0, 5))")
+    assert np.abs(np.array(weights) - record.array("cross")[2, 0, 3, :5]).max() <= 1e-6

@@ -102,3 +102,18 @@ def test_a_dropped_result_is_computed_again_and_the_page_says_so(monkeypatch: py
     assert not app.exception
     (note,) = [c.value for c in app.caption]
     assert note.startswith("This result had been dropped to keep the server's results within their memory budget")
+
+
+def test_arrays_are_read_in_place_and_no_session_can_write_into_them() -> None:
+    """A result's arrays are kept out of band: every copy reads the same bytes, and writing into one raises."""
+    import numpy as np
+
+    store = ResultStore(budget=10_000_000)
+    store.put("r", {"weights": np.arange(100_000, dtype=np.float32), "text": "x"})
+    (_, first), (_, second) = store.get("r"), store.get("r")
+    assert first is not second and np.array_equal(first["weights"], np.arange(100_000, dtype=np.float32))
+    assert np.shares_memory(first["weights"], second["weights"]) and 400_000 <= store.size < 401_000
+    with pytest.raises(ValueError, match="read-only"):
+        first["weights"][0] = 1.0
+    first["text"] = "changed by one session"
+    assert store.get("r")[1]["text"] == "x"

@@ -105,43 +105,44 @@ def load_seconds(path: Path) -> float:
 
 
 def inside_latency(tr: Translator, repeats: int, max_len: int | None = None) -> dict[str, Any]:
-    """Server-side seconds of the Inside-one-head page's work. The page traces a sentence once (one teacher-forced
-    pass, kept in memory);
-    moving the step cuts that trace, slices a head, builds every panel and the logit lens (HTML);
-    switching head does the same without the lens."""
-    from attnscope.engine.inside.head_view import head_view
-    from attnscope.engine.inside.lens import logit_lens
+    """Server-side seconds of the Inside-one-head page's work. A new sentence is traced once (one teacher-forced pass)
+    with its logit lens at every step, and its payload laid out (the shared arrays and each layer's, kept); picking a
+    kind, layer, head, step or query costs the server nothing (the browser draws it), and a rerun only joins the
+    kept bytes under a new header."""
+    from attnscope.engine.inside.lens import logit_lenses
     from attnscope.engine.inside.traced import sentence_trace
     from attnscope.engine.recording.trace import decoder_inputs
-    from attnscope.viz.inside import PANELS
-    from attnscope.viz.lens import lens_table
+    from attnscope.viz.explorer import Selection
+    from attnscope.viz.inside import Block, TracedSentence, layer_arrays, payload, present_layers, shared_arrays
 
     result = tr.translate(SENTENCES[2], max_len=max_len)
     piece = tr.bundle.tgt_codec.piece
+    chosen = [s.token_id for s in result.steps]
 
-    def traced() -> Any:
+    def traced() -> TracedSentence:
         with tr.inference():
             bos = tr.model.config.bos_id
-            return sentence_trace(tr.model, result.source_ids, decoder_inputs(result.target_ids, bos))  # as the page
+            whole = sentence_trace(tr.model, result.source_ids, decoder_inputs(result.target_ids, bos))  # as the page
+        lenses = logit_lenses(tr.model, whole, chosen)
+        return TracedSentence.of(whole, lenses, piece, result.attention, result.steps, tr.model.config.embed_norm)
 
-    whole = traced()
-    state = {"step": 0}
+    sentence = traced()
+    present = present_layers(sentence, 0)
 
-    def draw(t: int, head: int, with_lens: bool) -> None:
-        view = head_view(whole.until(t), "decoder", 0, head, t, result.source_tokens, result.target_tokens[: t + 1])
-        views = [build(view) for build in PANELS]
-        if with_lens:
-            views.append(lens_table(logit_lens(tr.model, whole, t, result.steps[t].token_id), piece))
+    def blocks() -> tuple[Block, list[Block]]:
+        return Block.of(shared_arrays(sentence)), [Block.of(layer_arrays(sentence, layer)) for layer in present]
 
-    def move_step() -> None:
-        state["step"] = (state["step"] + 1) % len(result.steps)
-        draw(state["step"], 0, True)
+    kept = blocks()
 
-    timed = median_times({"trace": traced, "move": move_step, "head": lambda: draw(len(result.steps) - 1, 1, False)}, repeats)
+    def rerun() -> bytes:
+        return payload(sentence, *kept, view_id="bench", selection=Selection(), query=None, epoch=0, present=present)
+
+    timed = median_times({"trace": traced, "blocks": blocks, "rerun": rerun}, repeats)
     return {"tokens (source x target)": f"{len(result.source_ids)} x {len(result.steps)}",
-            "trace the sentence ms (once)": round(timed["trace"] * 1e3, 1),
-            "move the step ms": round(timed["move"] * 1e3, 1),
-            "switch head ms": round(timed["head"] * 1e3, 1), "panels": len(PANELS) + 1}
+            "trace the sentence and its lens ms (once)": round(timed["trace"] * 1e3, 1),
+            "lay out its payload ms (once)": round(timed["blocks"] * 1e3, 1),
+            "a rerun's payload ms": round(timed["rerun"] * 1e3, 1), "payload MB": round(len(rerun()) / 1e6, 2),
+            "layers in the payload": len(present)}
 
 
 def imported_shape(name: str, repeats: int, app: bool) -> dict[str, Any]:

@@ -83,7 +83,7 @@ def run(out: Path, tiny: bool = False, checkpoint_path: Path | None = None, thre
          lambda: dataset_scale(tr, _sentences(tr, 20 if tiny else 1000), *((3, 1) if tiny else (50, 10)))),
         ("toy", "10. Toy training: seconds to 95% exact reversals (Train page's toy preset)",
          lambda: toy_training(max_steps=20 if tiny else None)),
-        ("inside", "11. Inside one head: server-side work of opening a head and moving the step",
+        ("inside", "11. Inside one head: server-side work of a new sentence (picks are answered in the browser)",
          lambda: inside_latency(tr, reps)),
         ("ig", "12. Integrated gradients at the defaults (5%, at most 256 path points): completeness per token",
          lambda: ig_completeness(tr, _sample(tr, 3 if tiny else 100))),

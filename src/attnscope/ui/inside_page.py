@@ -1,8 +1,7 @@
-"""The Inside one head page: the cached trace of a sentence, the page's selectors (kind, layer, head, step, query
-token), one head's computation step by step (sections 1-5) and the positional panels (6)."""
+"""The Inside one head page: the traced sentence shipped to the browser once (sections 1-5, drawn by the explorer's
+"inside" mode, so picking a kind, layer, head, step or query token runs nothing on the server) and the positional
+panels (6)."""
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 import streamlit as st
@@ -10,31 +9,16 @@ import streamlit as st
 from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.engine.inside import traced
 from attnscope.engine.inside.anatomy import model_positions
-from attnscope.engine.inside.head_view import HeadView, head_view
-from attnscope.engine.inside.lens import logit_lens
+from attnscope.engine.inside.lens import logit_lenses
 from attnscope.engine.inside.offsets import RotationCheck, offset_errors, rotation_check
 from attnscope.engine.recording import trace
-from attnscope.model.kinds import KIND_LABELS, KINDS, Kind
 from attnscope.model.positions import sinusoidal_table
-from attnscope.records.forward import ForwardTrace, LogitLens
-from attnscope.ui import positional_page, selection, state, widgets
-from attnscope.ui.persist import keep
+from attnscope.ui import explorer, positional_page, state, widgets
 from attnscope.ui.state import ViewState
-from attnscope.ui.text import plain
-from attnscope.viz import inside
-from attnscope.viz.lens import lens_table
+from attnscope.viz.inside import Block, TracedSentence, layer_arrays, payload, present_layers, shared_arrays
 from attnscope.viz.offsets import offset_fit_curves, rotation_circle, rotation_errors
 
-
-@dataclass(frozen=True)
-class Choice:
-    """What the user opened: one head of one kind, one query position, at one decoding step."""
-
-    kind: Kind
-    layer: int
-    head: int
-    step: int
-    query: int
+EXPLORER = "inside"  # the explorer's key on this page
 
 
 def decoder_inputs(tr: Translator, result: Translation) -> tuple[int, ...]:
@@ -42,34 +26,52 @@ def decoder_inputs(tr: Translator, result: Translation) -> tuple[int, ...]:
     return tuple(trace.decoder_inputs(result.target_ids, tr.model.config.bos_id))
 
 
-# Kept as objects (cache_resource), never copied: switching head, query or step reads memory, where a pickled copy
-# (cache_data) took ~250 ms to unpickle on every rerun for an opus-mt-sized model. Nothing writes into a trace.
+# Kept as objects (cache_resource), never copied: a pickled copy (cache_data) took ~250 ms to unpickle on every rerun
+# for an opus-mt-sized model. Nothing writes into them.
 @st.cache_resource(max_entries=8, show_spinner="Tracing the forward pass…")
-def _trace(_tr: Translator, checkpoint_key: str, source_ids: tuple[int, ...], target_ids: tuple[int, ...]) -> ForwardTrace:
+def _sentence(_tr: Translator, _result: Translation, checkpoint_key: str, source_ids: tuple[int, ...],
+              target_ids: tuple[int, ...]) -> TracedSentence:
     with _tr.inference():
-        return traced.sentence_trace(_tr.model, source_ids, target_ids)
+        whole = traced.sentence_trace(_tr.model, source_ids, target_ids)
+    lenses = logit_lenses(_tr.model, whole, [s.token_id for s in _result.steps])
+    return TracedSentence.of(whole, lenses, _tr.bundle.tgt_codec.piece, _result.attention, _result.steps,
+                             _tr.model.config.embed_norm)
 
 
-def sentence_trace(tr: Translator, result: Translation) -> ForwardTrace:
-    """Every intermediate of the whole translation, from one teacher-forced pass (cached per sentence)."""
-    return _trace(tr, tr.cache_key, result.source_ids, decoder_inputs(tr, result))
+def sentence(tr: Translator, result: Translation) -> TracedSentence:
+    """Every intermediate of the whole translation (one teacher-forced pass) and the logit lens at every step
+    (cached per sentence)."""
+    return _sentence(tr, result, tr.cache_key, result.source_ids, decoder_inputs(tr, result))
 
 
-def computed_view(tr: Translator, result: Translation, choice: Choice) -> HeadView:
-    """One head and query at one step: the sentence's trace cut to that step (moving the step runs nothing)."""
-    return head_view(sentence_trace(tr, result).until(choice.step), choice.kind, choice.layer, choice.head, choice.query,
-                     result.source_tokens, result.target_tokens[: choice.step + 1])
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _layer(_traced: TracedSentence, checkpoint_key: str, source_ids: tuple[int, ...], target_ids: tuple[int, ...],
+           layer: int) -> Block:
+    return Block.of(layer_arrays(_traced, layer))
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def _lens(_tr: Translator, checkpoint_key: str, source_ids: tuple[int, ...], target_ids: tuple[int, ...],
-          step: int, chosen_id: int) -> LogitLens:
-    return logit_lens(_tr.model, _trace(_tr, checkpoint_key, source_ids, target_ids), step, chosen_id)
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _shared(_traced: TracedSentence, checkpoint_key: str, source_ids: tuple[int, ...], target_ids: tuple[int, ...]) -> Block:
+    return Block.of(shared_arrays(_traced))
 
 
-def lens(tr: Translator, result: Translation, step: int) -> LogitLens:
-    """Logit lens at `step`, ranking the token the model chose there (cached)."""
-    return _lens(tr, tr.cache_key, result.source_ids, decoder_inputs(tr, result), step, result.steps[step].token_id)
+def head_explorer(tr: Translator, result: Translation, view: ViewState) -> None:
+    """Sections 1-5 in the browser, opened on the session's kind, layer, head (head 0 for the mean of heads, as the
+    page says), step and that kind's query token: every layer at once, or, for a long sentence, the open layer's
+    bytes (each layer's laid out once and kept), the browser asking for another when it is picked."""
+    whole = sentence(tr, result)
+    key = (tr.cache_key, result.source_ids, decoder_inputs(tr, result))
+    current = explorer.selection_of(view, len(result.steps))
+    name = explorer.view_id(("inside", *key))
+    opened, epoch = explorer.opened_on(EXPLORER, name, current)
+    query = state.stored(state.inside_query(opened.kind))
+
+    def data(fetched: int | None) -> bytes:
+        present = present_layers(whole, current.layer if fetched is None else fetched)
+        return payload(whole, _shared(whole, *key), [_layer(whole, *key, layer) for layer in present], view_id=name,
+                       selection=opened, query=query, epoch=epoch, present=present)
+
+    explorer.mount(EXPLORER, data)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -99,110 +101,6 @@ def clamp(key: str, low: int, high: int, default: int) -> int:
     value = min(max(state.stored(key, default), low), high)
     state.store(key, value)
     return value
-
-
-def _select(label: str, options: list, key: str, default: object, **kwargs) -> object:
-    """A selectbox whose value survives option changes (falls back to `default` when gone)."""
-    if state.stored(key) not in options:
-        state.store(key, default if default in options else options[0])
-    return st.selectbox(label, options, key=key, **kwargs)
-
-
-@dataclass(frozen=True)
-class HeadChoice:
-    """The sidebar's attention kind, layer and head as this page opens them (one head: never a mean)."""
-
-    kind: Kind
-    layer: int
-    head: int
-    mean: bool  # the sidebar says "mean of heads": `head` is head 0, shown in its place
-
-
-def choose_head(tr: Translator, view: ViewState) -> HeadChoice:
-    """Attention kind, layer and head: the sidebar's own values, shown and set here too (each picker is
-    bound to the same session key as the sidebar's). Drawn outside the page's fragment, so a change
-    reruns the whole app and the sidebar shows it at once."""
-    c = tr.model.config
-    cols = st.columns([3, 1, 2])
-    with cols[0]:
-        st.selectbox("Attention", list(KINDS), format_func=KIND_LABELS.get, **keep(state.KIND, "cross", state.INSIDE_KIND))
-    selection.fit_to_model(view, c)
-    n_layers = selection.n_layers(c, view.kind)
-    with cols[1]:
-        st.selectbox("Layer", list(range(n_layers)), **keep(state.LAYER, 0, state.INSIDE_LAYER))
-    with cols[2]:
-        st.selectbox("Head", [state.MEAN, *range(c.n_heads)], **keep(state.HEAD, state.MEAN, state.INSIDE_HEAD),
-                     format_func=lambda h: "mean of heads (head 0 shown)" if h == state.MEAN else f"head {h}")
-    head = selection.head(view, c.n_heads)
-    if head is None:
-        st.info("The sidebar's head is the mean of heads, which has no single computation to open: this page "
-                "shows head 0. Pick a head here or in the sidebar to see another.", icon=":material/info:")
-    return HeadChoice(view.kind, selection.fit_layer(view, n_layers), 0 if head is None else head, head is None)
-
-
-def choose(view: ViewState, result: Translation, picked: HeadChoice) -> Choice:
-    """The decoding step (shared with the Step page) and the query token of the picked head."""
-    kind = picked.kind
-    cols = st.columns(2)
-    n_steps = len(result.steps)
-    step = selection.fit_step(view, n_steps)
-    state.set_step(step)
-    with cols[0]:
-        if n_steps > 1:
-            step = int(st.slider("Decoding step", 0, n_steps - 1, help="Shared with the Step page.", **keep(state.STEP, step)))
-    queries = result.source_tokens if kind == "encoder" else result.target_tokens[: step + 1]
-    if kind != "encoder" and state.stored(state.INSIDE_QUERY_STEP) != step:
-        state.store(state.inside_query(kind), step)  # a new step opens the token the decoder reads at it
-    state.store(state.INSIDE_QUERY_STEP, step)
-    with cols[1]:
-        query = _select("Query token", list(range(len(queries))), state.inside_query(kind),
-                        0 if kind == "encoder" else step, format_func=lambda i: f"{i}: {queries[i]}")
-    return Choice(kind, picked.layer, picked.head, step, int(query))
-
-
-def head_steps(tr: Translator, result: Translation, choice: Choice, picked: HeadChoice) -> None:
-    """Sections 1-5 for the chosen head, step and query token. Its views are HTML (viz/inside.py says why)."""
-    step = result.steps[choice.step]
-    v = computed_view(tr, result, choice)
-    read = " ".join(result.target_tokens[: choice.step + 1])
-    st.markdown(f"**{KIND_LABELS[choice.kind]} · layer {choice.layer} · head {choice.head}** "
-                f"{'(in place of the mean of heads)' if picked.mean else ''}  \n"
-                f"**Step {choice.step}:** the decoder has read {plain(read)} and chose “{plain(step.token)}”. "
-                f"**Query:** “{plain(v.query_tokens[v.query])}” (position {v.query}) · {len(v.key_tokens)} keys · "
-                f"{v.n_heads} heads × d_k {v.q.size} = {v.concat.size} (d_model {v.attention_output.size})")
-    st.subheader("1 · Where the vectors come from")
-    st.html(inside.input_strips(v, embed_norm=tr.model.config.embed_norm))
-    st.html(inside.key_input_strips(v))
-    st.subheader("2 · Query, keys and their dot products")
-    st.html(inside.qk_strips(v))
-    st.html(inside.product_strips(v))
-    steps = ["scale" if v.scale != 1.0 else "", "position bias" if v.bias is not None else "", "mask, softmax"]
-    st.subheader("3 · " + ", ".join(s for s in steps if s).capitalize())
-    st.html(inside.score_steps(v))
-    st.caption(f"{score_terms(v)}The softmax of these terms, recomputed here, equals the weights the model computed "
-               f"(max |Δ| = {np.abs(v.recomputed_weights - v.weights).max():.1e}), and those equal the row of the "
-               f"attention heatmap recorded while translating, to float32 rounding (this page recomputes the sentence "
-               f"in one teacher-forced pass): max |Δ| = {v.gap_to(result.attention):.1e}.")
-    left, right = st.columns(2)
-    with left:
-        st.html(inside.mask_matrix(v))
-    with right:
-        st.html(inside.weight_bars(v))
-    st.subheader("4 · What the head gives to the residual stream")
-    st.html(inside.value_strips(v))
-    st.html(inside.head_slices(v))
-    st.html(inside.contribution_strips(v))
-    st.html(inside.residual_strips(v))
-    st.subheader(f"5 · Logit lens at step {choice.step}")
-    st.html(lens_table(lens(tr, result, choice.step), tr.bundle.tgt_codec.piece))
-
-
-def score_terms(v: HeadView) -> str:
-    """What this model adds up before the softmax that the paper does not, in a sentence ("" for the paper's)."""
-    unscaled = "This model leaves out the 1/√d_k (T5 folds it into its initialisation). " if v.scale == 1.0 else ""
-    bias = ("The position bias is this head's learned number for the bucket of each key's offset from the query "
-            "(the Positional page draws them all). ") if v.bias is not None else ""
-    return unscaled + bias
 
 
 def positional_panels(tr: Translator) -> None:

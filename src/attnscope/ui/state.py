@@ -38,10 +38,8 @@ SESSION_MODELS_DIR = "session_models_dir"  # this session's uploaded checkpoints
 # (tests/test_architecture.py names them, LATER_KEYS, as the one exception to "a page's keys live in its module").
 ATTRIBUTION_TAB, INSIDE_TAB, IG_TOLERANCE = "attr_tab", "inside_tab", "ig_tolerance"  # the tabs are bound to the URL
 INSIDE_PE_POSITIONS, INSIDE_PE_OFFSET, INSIDE_PE_PAIR = "inside_pe_positions", "inside_pe_offset", "inside_pe_pair"
-INSIDE_KIND, INSIDE_LAYER, INSIDE_HEAD = "inside_kind", "inside_layer", "inside_head"  # the sidebar's three, again
 IG_DONE = "_attr_ig"  # (query key, (tolerance, points)) of the last attribution with integrated gradients
 SPLIT_RUN, LAYERS_RUN, STATS_RUN = "_attr_split_run", "_attr_layers_run", "_attr_stats_run"  # ui/sample_runs.py
-INSIDE_QUERY_STEP = "_inside_query_step"  # the step whose query token the Inside page last opened
 
 
 def shadow(key: str) -> str:
@@ -72,6 +70,16 @@ def explorer_sent(key: str) -> str:
 def explorer_reported(key: str) -> str:
     """Where the selection the explorer mounted under `key` last reported from the browser is kept."""
     return f"_explorer_reported-{key}"
+
+
+def explorer_fetched(key: str) -> str:
+    """Where the last layer request the explorer under `key` made, once served, is kept (ui/explorer.py)."""
+    return f"_explorer_fetched-{key}"
+
+
+def explorer_follow(key: str) -> str:
+    """Set when the explorer under `key` reported a pick: its next run reruns the whole app, which follows it."""
+    return f"_explorer_follow-{key}"
 
 
 def force_boxes(step: int) -> tuple[str, str]:

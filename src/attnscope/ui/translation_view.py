@@ -25,7 +25,7 @@ STYLE = (
     "padding:.4rem .75rem;border-radius:4px}"
     ".attn-sentence.is-stale .stale{display:block}"
     "body.attn-stale-page .attn-translation .txt,body.attn-stale-page [data-testid=stPlotlyChart],"
-    "body.attn-stale-page .attn-view{opacity:.35}"
+    "body.attn-stale-page .atsx .inside{opacity:.35}"
     "</style>")
 # Installed once per browser page; re-checks on every edit of the box and on every redraw.
 SCRIPT = (

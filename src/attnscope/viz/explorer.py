@@ -140,7 +140,11 @@ def payload(record: AttentionRecord, *, view_id: str, selection: Selection, step
               "selection": selection.as_dict(), "kinds": kinds,
               "compare": None if other is None else {"what": other.what, "a": other.label_a, "b": b},
               "complete": all(len(layers[k]) == record.n_layers(k) for k in kinds)}
+    return pack(header, np.concatenate(blocks).astype("<f4", copy=False).tobytes())
+
+
+def pack(header: dict, data: bytes) -> bytes:
+    """The payload's layout (module docstring): magic, version, the header as JSON, padding, little-endian float32s."""
     text = json.dumps(header, ensure_ascii=False, allow_nan=False).encode("utf-8")
     head = MAGIC + struct.pack("<II", VERSION, len(text)) + text
-    head += b"\0" * (-len(head) % 4)
-    return head + np.concatenate(blocks).astype("<f4", copy=False).tobytes()
+    return head + b"\0" * (-len(head) % 4) + data

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from attnscope.engine.inside.lens import layer_logits, logit_lens
+from attnscope.engine.inside import lens as lens_module
+from attnscope.engine.inside.lens import layer_logits, logit_lens, logit_lenses
 from tests.engine.inside.inside_fixtures import Case
 
 
@@ -36,3 +37,19 @@ def test_rank_counts_the_tokens_ahead(case: Case) -> None:
 def test_position_out_of_range(case: Case) -> None:
     with pytest.raises(ValueError, match="target prefix has positions"):
         layer_logits(case.model, case.cached, len(case.prefix))
+
+
+@pytest.mark.parametrize("chunk", [2, 64])
+def test_every_steps_lens_at_once_is_each_ones_alone(case: Case, chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """logit_lenses (chunks of positions, as the page computes them) gives logit_lens's numbers at every step."""
+    monkeypatch.setattr(lens_module, "CHUNK", chunk)
+    chosen = list(case.decoded.ids)
+    every = logit_lenses(case.model, case.cached, chosen, k=3)
+    assert [x.position for x in every] == list(range(len(chosen)))
+    for position, together in enumerate(every):
+        alone = logit_lens(case.model, case.cached, position, chosen[position], k=3)
+        assert np.array_equal(together.top_ids, alone.top_ids) and np.array_equal(together.chosen_rank, alone.chosen_rank)
+        assert np.abs(together.top_probs - alone.top_probs).max() <= 1e-6
+        assert np.abs(together.chosen_prob - alone.chosen_prob).max() <= 1e-6
+    with pytest.raises(ValueError, match="positions; asked for"):
+        logit_lenses(case.model, case.cached, chosen + [0] * len(case.prefix))

@@ -1,5 +1,5 @@
-// attnscope's attention explorer, part 1 of 6 (ui/explorer.py joins them into one module, in order): the
-// constants, colours and token labels every view shares, the payload's reader (viz/explorer.py writes it) and
+// attnscope's attention explorer, part 1 (ui/explorer.py joins the parts into one module, in its JS_PARTS order):
+// the constants, colours and token labels every view shares, the payload's reader (viz/explorer.py writes it) and
 // the weights it holds.
 
 const BLUES = [[247, 251, 255], [222, 235, 247], [198, 219, 239], [158, 202, 225], [107, 174, 214],
@@ -15,12 +15,20 @@ const SEND_MS = 400;  // the selection goes to the server once the user pauses t
 let pending = null;
 const LABEL_PX = 11;  // a label needs this many pixels of cell; fewer: every n-th label (zoom in for all)
 
-function colour(t) {
+// plotly's "RdBu_r": signed values (vector components) blue below 0, white at 0, red above, as on the server's charts
+const RDBU = [[5, 48, 97], [33, 102, 172], [67, 147, 195], [146, 197, 222], [209, 229, 240], [247, 247, 247],
+  [253, 219, 199], [244, 165, 130], [214, 96, 77], [178, 24, 43], [103, 0, 31]];
+
+function ramp(stops, t) {  // the colour at t in [0, 1] (clipped) between evenly spaced stops
   if (!(t >= 0)) t = 0;
   if (t > 1) t = 1;
-  const x = t * (BLUES.length - 1), i = Math.min(Math.floor(x), BLUES.length - 2), f = x - i;
-  return BLUES[i].map((a, j) => Math.round(a + (BLUES[i + 1][j] - a) * f));
+  const x = t * (stops.length - 1), i = Math.min(Math.floor(x), stops.length - 2), f = x - i;
+  return stops[i].map((a, j) => Math.round(a + (stops[i + 1][j] - a) * f));
 }
+
+function colour(t) { return ramp(BLUES, t); }
+
+function signed(t) { return ramp(RDBU, ((t || 0) + 1) / 2); }  // t in [-1, 1]
 
 function css([r, g, b]) { return `rgb(${r},${g},${b})`; }
 

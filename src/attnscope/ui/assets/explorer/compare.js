@@ -1,4 +1,4 @@
-// Part 6 of 6: compare mode: A (the selection), B (another head, or the same head of another record), A − B.
+// Part 6: compare mode: A (the selection), B (another head, or the same head of another record), A − B.
 Object.assign(Explorer.prototype, {
   buildCompare() {
     this.selB = null;

@@ -1,6 +1,6 @@
-// Part 3 of 6: the Explorer, what every mode shares: the payload received, the selection and what the server
+// Part 3: the Explorer, what every mode shares: the payload received, the selection and what the server
 // hears of it (setStateValue "view" once the user pauses), the toolbar, the keyboard; then the component's entry.
-// Parts 4-6 add each mode's views to it.
+// The parts after it add each mode's views to it (heatmap and map, step, compare, inside).
 
 class Explorer {
   constructor(root) {
@@ -16,6 +16,7 @@ class Explorer {
     const { header, start } = readPayload(bytes);
     const floats = () => new Float32Array(bytes.slice(start).buffer);
     if (header.mode === "atlas") return this.receiveAtlas(header, floats());  // parts 7-8
+    if (header.mode === "inside") return this.receiveInside(header, new Float32Array(bytes.slice(start).buffer));
     const same = this.w && header.id === this.w.h.id, moved = header.epoch !== this.epoch;
     this.epoch = header.epoch;  // a new epoch: the view was changed elsewhere (sidebar, URL, another page)
     if (same && header.complete && this.w.h.complete) {
@@ -40,20 +41,26 @@ class Explorer {
     const layer = Math.max(0, Math.min(s.layer | 0, kinds[kind].n_layers - 1));
     const head = s.head === null || s.head === undefined || s.head >= kinds[kind].heads ? null : Math.max(0, s.head | 0);
     const step = Math.max(0, Math.min(s.step | 0, h.target.length - 1));
-    return { kind, layer, head, step };
+    return h.mode === "inside" ? this.fitQuery({ kind, layer, head, step }, s) : { kind, layer, head, step };
   }
 
   set(change, quiet) {
     this.sel = this.fit({ ...this.sel, ...change });
     if (!quiet) this.schedule();
-    this.render();  // after: a layer the payload lacks is asked for at once, not after the pause
+    this.render();
   }
 
-  schedule(now) {  // the server hears of the selection when the user pauses (at once: when it must fetch a layer)
-    const { kind, layer, head, step } = this.sel;  // a map of one kind says only its layer and head
-    pending = this.w.h.mode === "map" ? { ...pending, layer, head } : { kind, layer, head, step };
+  schedule() {  // the server hears of the selection when the user pauses
+    const { kind, layer, head, step, query } = this.sel;  // a map of one kind says only its layer and head
+    pending = this.w.h.mode === "map" ? { ...pending, layer, head } : { kind, layer, head, step, ...(query === undefined ? {} : { query }) };
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.deliver(), now ? 0 : SEND_MS);
+    this.timer = setTimeout(() => this.deliver(), SEND_MS);
+  }
+
+  fetch(layer) {  // a layer the payload lacks, asked for at once (the explorer reruns alone); the view follows later
+    if (this.asked === layer) return;  // once: were the answer lost, the view's report after the pause brings it
+    this.asked = layer;
+    this.send("fetch", { layer, at: Date.now() });
   }
 
   deliver() {
@@ -146,15 +153,16 @@ class Explorer {
   render() {
     const s = this.sel;
     Object.assign(this.root.dataset, { kind: s.kind, layer: s.layer, head: s.head === null ? "mean" : s.head, step: s.step });
-    this.drawBar();
     const mode = this.w.h.mode;
+    if (mode === "inside") return this.renderInside();
+    this.drawBar();
     if (mode === "step") this.renderStep(); else if (mode === "compare") this.renderCompare(); else this.renderHeatmap();
   }
 
   key(e) {
     if (this.w.h.mode === "atlas") return this.keyAtlas(e);
     const s = this.sel, H = this.w.h.kinds[s.kind].heads, kind = this.w.h.mode === "step" ? "cross" : s.kind;
-    const heads = [null, ...Array(H).keys()], at = heads.indexOf(s.head);
+    const inside = this.w.h.mode === "inside", heads = [...(inside ? [] : [null]), ...Array(H).keys()], at = heads.indexOf(s.head);
     const moves = {
       ArrowLeft: () => this.set({ step: s.step - 1 }),
       ArrowRight: () => this.set({ step: s.step + 1 }),
@@ -166,8 +174,10 @@ class Explorer {
       "+": () => this.zoomBy(1.5),
       "=": () => this.zoomBy(1.5),
       "-": () => this.zoomBy(1 / 1.5),
+      "[": () => (inside ? this.set({ query: s.query - 1 }) : null),
+      "]": () => (inside ? this.set({ query: s.query + 1 }) : null),
     };
-    const action = moves[e.key] || (KIND_KEYS[e.key] && ["heatmap", "compare"].includes(this.w.h.mode) ? () => this.set({ kind: KIND_KEYS[e.key] }) : null);
+    const action = moves[e.key] || (KIND_KEYS[e.key] && ["heatmap", "compare", "inside"].includes(this.w.h.mode) ? () => this.set({ kind: KIND_KEYS[e.key] }) : null);
     if (!action) return;
     e.preventDefault();
     action();

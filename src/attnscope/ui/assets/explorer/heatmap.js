@@ -1,4 +1,4 @@
-// Part 4 of 6: heatmap mode (and a map of one kind): one head large, every layer × head below.
+// Part 4: heatmap mode (and a map of one kind): one head large, every layer × head below.
 Object.assign(Explorer.prototype, {
   buildHeatmap() {
     this.title = el("div", "title");
@@ -28,7 +28,7 @@ Object.assign(Explorer.prototype, {
     if (!this.w.has(kind, s.layer)) {
       this.missing.textContent = `Fetching layer ${s.layer} from the server…`;
       this.mainScroll.style.display = this.gridScroll.style.display = "none";
-      return this.schedule(true);
+      return this.fetch(s.layer);
     }
     this.missing.textContent = "";
     this.mainScroll.style.display = this.gridScroll.style.display = "";

@@ -1,4 +1,4 @@
-// Part 5 of 6: step mode: one decoding step at a time, Prev / Next / Play, the step's rows of every head.
+// Part 5: step mode: one decoding step at a time, Prev / Next / Play, the step's rows of every head.
 Object.assign(Explorer.prototype, {
   buildStep() {
     const controls = el("div", "controls");
@@ -88,7 +88,7 @@ Object.assign(Explorer.prototype, {
     }
     if (!this.w.has("cross", s.layer)) {
       this.missing.textContent = `Fetching layer ${s.layer} from the server…`;
-      return this.schedule(true);
+      return this.fetch(s.layer);
     }
     this.missing.textContent = "";
     const who = s.head === null ? "mean of heads" : `head ${s.head}`;
