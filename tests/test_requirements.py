@@ -98,10 +98,12 @@ def undeclared(files: list[Path], allowed: set[str]) -> list[str]:
 RUNTIME = declared(requirement_lines(ROOT / "requirements.txt")) | declared(extras())
 TEST = declared(requirement_lines(ROOT / "requirements-test.txt"))
 BENCH = ROOT / "src" / "attnscope" / "bench"
-# tests/fixtures/frameworks/regenerate.py runs in OpenNMT-py's and fairseq's own venvs, declared beside it; those
-# packages are not installed here, so the import names that differ from their distributions' are given.
-FRAMEWORKS = ROOT / "tests" / "fixtures" / "frameworks"
-FRAMEWORK_FILES = ("requirements-opennmt.txt", "requirements-fairseq.txt")
+# Fixture scripts that run in venvs of their own, each declared beside it: tests/fixtures/frameworks/regenerate.py
+# in OpenNMT-py's and fairseq's, tests/fixtures/contrastive/regenerate.py in Inseq's. Those packages are not installed
+# here, so the import names that differ from their distributions' are given; a script may also import the tests'
+# own helper modules (e.g. tests/checkpoints/hf_fixtures.py, put on its path).
+OWN_VENVS = {ROOT / "tests" / "fixtures" / "frameworks": ("requirements-opennmt.txt", "requirements-fairseq.txt"),
+             ROOT / "tests" / "fixtures" / "contrastive": ("requirements-inseq.txt",)}
 FRAMEWORK_IMPORTS = {"onmt": "OpenNMT-py", "fairseq_cli": "fairseq"}
 
 
@@ -110,7 +112,8 @@ def python_files(*parts: str) -> list[Path]:
 
 
 @pytest.mark.parametrize("name", ["requirements.txt", "requirements-test.txt",
-                                  *(f"tests/fixtures/frameworks/{f}" for f in FRAMEWORK_FILES)])
+                                  *(str((folder / f).relative_to(ROOT)) for folder, files in OWN_VENVS.items()
+                                    for f in files)])
 def test_every_requirement_is_pinned(name: str) -> None:
     loose = [line for line in requirement_lines(ROOT / name) if not PIN.match(line)]
     assert not loose, f"{name}: pin these with ==: {loose}"
@@ -126,16 +129,18 @@ def test_runtime_code_imports_only_declared_packages() -> None:
 
 
 def test_tests_and_benchmarks_import_only_declared_packages() -> None:
-    files = [p for p in python_files("tests") if FRAMEWORKS not in p.parents] + python_files("src/attnscope/bench")
+    files = [p for p in python_files("tests") if not set(OWN_VENVS) & set(p.parents)] + python_files("src/attnscope/bench")
     assert not undeclared(files, TEST), "declare in requirements-test.txt (pinned): " + "; ".join(undeclared(files, TEST))
 
 
-def test_the_framework_fixtures_script_imports_only_what_its_venvs_declare() -> None:
-    allowed = set().union(*(declared(requirement_lines(FRAMEWORKS / f)) for f in FRAMEWORK_FILES))
-    found = [f"{path.relative_to(ROOT)} imports {module}" for path in python_files("tests/fixtures/frameworks")
-             for module in sorted(imported_modules(path))
+@pytest.mark.parametrize("folder", sorted(OWN_VENVS))
+def test_a_fixture_script_in_its_own_venv_imports_only_what_that_venv_declares(folder: Path) -> None:
+    allowed = set().union(*(declared(requirement_lines(folder / f)) for f in OWN_VENVS[folder]))
+    helpers = {p.stem for p in python_files("tests")}
+    found = [f"{path.relative_to(ROOT)} imports {module}" for path in python_files(str(folder.relative_to(ROOT)))
+             for module in sorted(imported_modules(path)) if module not in helpers
              if not (distributions(module) | {normalize(FRAMEWORK_IMPORTS.get(module, module))}) & allowed]
-    assert not found, f"declare in tests/fixtures/frameworks/{'/'.join(FRAMEWORK_FILES)} (pinned): {found}"
+    assert not found, f"declare in {'/'.join(OWN_VENVS[folder])} beside the script (pinned): {found}"
 
 
 def test_the_scan_catches_an_undeclared_import(tmp_path: Path) -> None:
