@@ -34,13 +34,11 @@ RULES = "rules"  # whose decoding rules decode an imported model: "model" (its f
 URL_FORCE = "_url_force"  # the URL's forced token, not yet placed in the Step page's boxes
 SESSION_MODELS_DIR = "session_models_dir"  # this session's uploaded checkpoints: a SessionFolder, removed with it
 
-# Not moved yet: the keys of Attribution and Inside one head, which a later pass declares in their own ui modules
+# Not moved yet: the keys of Inside one head, which a later pass declares in its own ui module
 # (tests/test_architecture.py names them, LATER_KEYS, as the one exception to "a page's keys live in its module").
-ATTRIBUTION_TAB, INSIDE_TAB, IG_TOLERANCE = "attr_tab", "inside_tab", "ig_tolerance"  # the tabs are bound to the URL
+INSIDE_TAB = "inside_tab"  # the tab is bound to the URL
 INSIDE_PE_POSITIONS, INSIDE_PE_OFFSET, INSIDE_PE_PAIR = "inside_pe_positions", "inside_pe_offset", "inside_pe_pair"
 INSIDE_KIND, INSIDE_LAYER, INSIDE_HEAD = "inside_kind", "inside_layer", "inside_head"  # the sidebar's three, again
-IG_DONE = "_attr_ig"  # (query key, (tolerance, points)) of the last attribution with integrated gradients
-SPLIT_RUN, LAYERS_RUN, STATS_RUN = "_attr_split_run", "_attr_layers_run", "_attr_stats_run"  # ui/sample_runs.py
 INSIDE_QUERY_STEP = "_inside_query_step"  # the step whose query token the Inside page last opened
 
 
@@ -72,11 +70,6 @@ def explorer_sent(key: str) -> str:
 def explorer_reported(key: str) -> str:
     """Where the selection the explorer mounted under `key` last reported from the browser is kept."""
     return f"_explorer_reported-{key}"
-
-
-def force_boxes(step: int) -> tuple[str, str]:
-    """The Step page's two ways of forcing a token at `step`: the rival picker and the typed word."""
-    return f"force_choice-{step}", f"force_typed-{step}"
 
 
 @dataclass(frozen=True)
