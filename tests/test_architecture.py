@@ -499,9 +499,9 @@ def test_a_model_type_spelled_outside_the_families_is_reported(module: str, sour
 
 
 # A page is its script (pages/X.py: widgets wired to calls, no logic) plus one ui module that owns its widgets, its
-# session keys and its caching. The four pages other work was changing when this rule came (Translate, Step,
-# Attribution, Inside one head) are its one exception, named here until a later pass moves them.
-LATER_PAGES = {Path("pages/translate.py"), Path("pages/step.py"), Path("pages/attribution.py"), Path("pages/inside.py")}
+# session keys and its caching. The page other work was changing (Inside one head) is its one exception, named here
+# until a later pass moves it.
+LATER_PAGES = {Path("pages/inside.py")}
 CALL_PARTS = (ast.Call, ast.Name, ast.Attribute, ast.Constant, ast.keyword, ast.Load, ast.Store)
 
 
@@ -552,9 +552,8 @@ def test_a_page_of_calls_passes() -> None:
 
 
 # The tests read the page list where the app does (tests/support.py's page_script and page_scripts, from
-# ui/navigation.py); the tests of the pages other work was changing still type their paths, until a later pass.
-LATER_PAGE_TESTS = {Path("tests/app/test_inside_page.py"), Path("tests/app/test_step_page.py"),
-                    Path("tests/app/test_attribution_page.py")}
+# ui/navigation.py); the test of the page other work was changing still types its path, until a later pass.
+LATER_PAGE_TESTS = {Path("tests/app/test_inside_page.py")}
 PAGE_PATH = re.compile(r"pages/\w+\.py")
 
 
@@ -591,8 +590,8 @@ CACHES = {
                                           "drawing, not a query's result",
     Path("src/attnscope/bench/floor_app.py"): "the bench's floor app, served alone to measure the app against",
 }
-# Pages a later pass moves to the one helper (their modules were being changed by other work when this rule came).
-LATER_CACHES = {Path("src/attnscope/ui/inside_page.py"), Path("src/attnscope/ui/attribution/sentence.py")}
+# The page a later pass moves to the one helper (its module was being changed by other work when this rule came).
+LATER_CACHES = {Path("src/attnscope/ui/inside_page.py")}
 STREAMLIT_CACHES = {"cache_data", "cache_resource", "cache", "experimental_memo", "experimental_singleton"}
 
 
@@ -641,10 +640,9 @@ def test_the_one_helper_passes() -> None:
 
 # Session keys: ui/state.py spells the shared ones (the view, the sidebar's, the router's, the session's: each read by
 # state.py itself or by two modules at least); a page's own keys are `state.Key(...)` declarations in its ui module,
-# which no other module reads; no key is declared twice. LATER_KEYS: the keys of the pages other work was changing
-# (Attribution, Inside one head) still in state.py, until a later pass moves them.
-LATER_KEYS = {"ATTRIBUTION_TAB", "INSIDE_TAB", "IG_TOLERANCE", "INSIDE_PE_POSITIONS", "INSIDE_PE_OFFSET",
-              "INSIDE_PE_PAIR", "IG_DONE", "SPLIT_RUN", "LAYERS_RUN", "STATS_RUN"}
+# which no other module reads; no key is declared twice. LATER_KEYS: the keys of the page other work was changing
+# (Inside one head) still in state.py, until a later pass moves them.
+LATER_KEYS = {"INSIDE_TAB", "INSIDE_PE_POSITIONS", "INSIDE_PE_OFFSET", "INSIDE_PE_PAIR"}
 STATE = "attnscope.ui.state"
 
 

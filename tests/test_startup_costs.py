@@ -21,7 +21,8 @@ NO_PANDAS = ("attnscope", "attnscope.records.attention", "attnscope.engine.decod
              "attnscope.ui.models", "attnscope.ui.results", "attnscope.ui.persist", "attnscope.ui.url",
              "attnscope.ui.values_switch", "attnscope.ui.widgets", "attnscope.ui.state", "attnscope.ui.translate_page",
              "attnscope.ui.figures", "attnscope.ui.step_page", "attnscope.ui.attribution.sentence",
-             "attnscope.ui.attribution.samples", "attnscope.ui.sample_runs", "attnscope.ui.heads_page", "attnscope.ui.records",
+             "attnscope.ui.attribution.samples", "attnscope.ui.attribution.page", "attnscope.ui.sample_runs",
+             "attnscope.ui.heads_page", "attnscope.ui.records",
              "attnscope.ui.train.form", "attnscope.ui.train.runs", "attnscope.ui.train.progress", "attnscope.ui.navigation",
              "attnscope.ui.tables")
 

@@ -9,9 +9,9 @@ import re
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from tests.support import explorers, readable_tables, shown, translation_shown
+from tests.support import explorers, page_script, readable_tables, shown, translation_shown
 
-PAGE = "pages/attribution.py"
+PAGE = page_script("Attribution")
 
 
 def figures(app: AppTest) -> dict[str, dict]:
@@ -200,7 +200,7 @@ def test_translate_and_step_explorers_switch_to_weighted_value_norms(app: AppTes
     app.run()
     (weights,) = explorers(app)
     assert weights.header["value"] == "weight"
-    for page in ("pages/translate.py", "pages/step.py"):
+    for page in (page_script("Translate"), page_script("Step through decoding")):
         app.switch_page(page).run()
         app.segmented_control(key="attn_values").set_value("weighted value norms").run()
         assert not app.exception

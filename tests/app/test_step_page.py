@@ -7,13 +7,15 @@ import re
 from streamlit.testing.v1 import AppTest
 
 from tests.app.conftest import APP
-from tests.support import CEILING, explorers, shown
+from tests.support import CEILING, explorers, page_script, shown
+
+PAGE = page_script("Step through decoding")
 
 
 def open_step_page(app: AppTest, sentence: str = "a b c d") -> AppTest:
     app.session_state["sentence"] = sentence
     app.run()
-    return app.switch_page("pages/step.py").run()
+    return app.switch_page(PAGE).run()
 
 
 def step_sent(app: AppTest) -> str:
@@ -82,7 +84,7 @@ def test_url_step_is_restored(app: AppTest) -> None:
     app.query_params["sentence"] = "a b c d"
     app.query_params["step"] = "2"
     app.run()
-    app.switch_page("pages/step.py").run()
+    app.switch_page(PAGE).run()
     assert step_sent(app) == "step 2: b"
 
 
@@ -140,7 +142,7 @@ def test_a_shared_url_keeps_the_beam_the_length_and_the_forced_token(app: AppTes
     fresh = AppTest.from_file(APP, default_timeout=CEILING)  # a fresh browser: nothing but the URL
     fresh.query_params.update(shared)
     fresh.run()
-    fresh.switch_page("pages/step.py").run()
+    fresh.switch_page(PAGE).run()
     assert fresh.session_state["beam"] == 3 and fresh.session_state["max_len"] == 7
     assert hypothesis_box(fresh).options and any(t.startswith("Beam search tree") for t in chart_titles(fresh))
 
@@ -152,7 +154,7 @@ def test_a_shared_url_keeps_the_forced_token(app: AppTest) -> None:
     fresh = AppTest.from_file(APP, default_timeout=CEILING)
     fresh.query_params.update({"sentence": "a b c d", "step": "0", "force": "c"})
     fresh.run()
-    fresh.switch_page("pages/step.py").run()
+    fresh.switch_page(PAGE).run()
     assert fresh.selectbox(key="force_choice-0").value == "c"  # a rival at this step: the picker shows it
     assert any(shown(m).startswith("**Forced branch:** c") for m in fresh.markdown)
 

@@ -34,12 +34,10 @@ RULES = "rules"  # whose decoding rules decode an imported model: "model" (its f
 URL_FORCE = "_url_force"  # the URL's forced token, not yet placed in the Step page's boxes
 SESSION_MODELS_DIR = "session_models_dir"  # this session's uploaded checkpoints: a SessionFolder, removed with it
 
-# Not moved yet: the keys of Attribution and Inside one head, which a later pass declares in their own ui modules
+# Not moved yet: the keys of Inside one head, which a later pass declares in its own ui module
 # (tests/test_architecture.py names them, LATER_KEYS, as the one exception to "a page's keys live in its module").
-ATTRIBUTION_TAB, INSIDE_TAB, IG_TOLERANCE = "attr_tab", "inside_tab", "ig_tolerance"  # the tabs are bound to the URL
+INSIDE_TAB = "inside_tab"  # the tab is bound to the URL
 INSIDE_PE_POSITIONS, INSIDE_PE_OFFSET, INSIDE_PE_PAIR = "inside_pe_positions", "inside_pe_offset", "inside_pe_pair"
-IG_DONE = "_attr_ig"  # (query key, (tolerance, points)) of the last attribution with integrated gradients
-SPLIT_RUN, LAYERS_RUN, STATS_RUN = "_attr_split_run", "_attr_layers_run", "_attr_stats_run"  # ui/sample_runs.py
 
 
 def shadow(key: str) -> str:
@@ -80,11 +78,6 @@ def explorer_fetched(key: str) -> str:
 def explorer_follow(key: str) -> str:
     """Set when the explorer under `key` reported a pick: its next run reruns the whole app, which follows it."""
     return f"_explorer_follow-{key}"
-
-
-def force_boxes(step: int) -> tuple[str, str]:
-    """The Step page's two ways of forcing a token at `step`: the rival picker and the typed word."""
-    return f"force_choice-{step}", f"force_typed-{step}"
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,20 @@ from attnscope.ui.values_switch import value_labels, values_switch
 from attnscope.viz.beam_tree import beam_tree, hypothesis_nodes
 
 
+def show(tr: Translator) -> None:
+    """The page on the view's sentence: the steps, and the beam search when the view asks for one."""
+    view = state.read()
+    query, result = widgets.translated_sentence(tr, view)
+    step_view(tr, view, query, result)
+    if query.beam > 1:
+        beam_view(tr, view, query, result)
+
+
+def force_boxes(step: int) -> tuple[str, str]:
+    """The session keys of the two ways of forcing a token at `step`: the rival picker and the typed word."""
+    return f"force_choice-{step}", f"force_typed-{step}"
+
+
 def step_view(tr: Translator, view: ViewState, query: Query, result: Translation) -> None:
     """The decoding steps in the explorer (moving through them, playing and picking heads happen in the browser),
     then what the server computes for the step the view holds: what it relied on, and forcing another token."""
@@ -73,7 +87,7 @@ def force_branch(tr: Translator, view: ViewState, query: Query, result: Translat
     # <pad> and <bos> are never outputs; forcing them would decode to nothing visible
     never = (tr.model.config.pad_id, tr.model.config.bos_id)
     rivals = [(tok, i) for (tok, _), i in zip(step.top_k, step.top_ids) if tok != step.token and i not in never]
-    choice_key, typed_key = state.force_boxes(t)
+    choice_key, typed_key = force_boxes(t)
     shared = state.forget(state.URL_FORCE)
     if shared:
         state.store(choice_key if shared in dict(rivals) else typed_key, shared)

@@ -1,15 +1,39 @@
-"""The Translate page's own view: its translation beside a teacher-forced reference, and where they diverge."""
+"""The Translate page: the translation with every kind of attention in the explorer, its translation beside a
+teacher-forced reference and where they diverge, and the data behind the figures."""
 from __future__ import annotations
 
 from typing import Hashable
 
 import streamlit as st
 
-from attnscope.engine.decoding.translator import Translation
-from attnscope.ui import tables
+from attnscope.engine.decoding.translator import Translation, Translator
+from attnscope.ui import figures, results, state, tables, widgets
 from attnscope.ui.explorer import explorer
 from attnscope.ui.state import ViewState
 from attnscope.ui.text import plain
+from attnscope.ui.translation_view import show_translation
+from attnscope.ui.values_switch import value_labels, values_switch
+
+REFERENCE = state.Key("reference")  # the reference translation the user typed
+
+
+def show(tr: Translator) -> None:
+    """The page on the view's sentence: the explorer on its weights or weighted value norms, the comparison with a
+    reference (on request) and the downloads."""
+    view = state.read()
+    query, result = widgets.translated_sentence(tr, view)
+    show_translation(query.sentence, result.text, tr.bundle.tgt_lang)
+    shown, norms = values_switch(tr, query, result)  # weights, or weighted value norms
+    explorer(shown, view, ("translate", query.key, norms), "explorer-translate", steps=result.steps,
+             value=value_labels(norms)[0], per_head_scale=figures.scaled_per_head(shown))
+    with st.expander("Compare with a reference translation (teacher forcing)"):
+        reference = st.text_input(f"Reference ({tr.bundle.tgt_lang})", key=REFERENCE)
+        if reference.strip():
+            forced = results.score(tr, query, reference)
+            if forced is not None:
+                reference_comparison(view, ("reference", query.key, reference), result, forced)
+    with st.expander("Download the data behind these figures"):
+        widgets.data_downloads(result, widgets.settings(tr, query), "translate")
 
 
 def divergence(free: Translation, forced: Translation) -> int | None:

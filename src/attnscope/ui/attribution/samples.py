@@ -22,7 +22,7 @@ from attnscope.engine.attribution.sentence import ALTI, VALUE_ZEROING
 from attnscope.engine.decoding.translator import Translator
 from attnscope.training.data import DataError, sample_pairs
 from attnscope.ui import sample_runs, state, tables, widgets
-from attnscope.ui.attribution.sentence import IG_MAX_POINTS, MAX_STATS_SAMPLE, ig_settings
+from attnscope.ui.attribution.sentence import IG_MAX_POINTS, MAX_STATS_SAMPLE, ig_settings, ig_tolerance
 from attnscope.ui.text import plain
 from attnscope.viz.attribution import layer_agreement_figure, shares_by_position_figure
 
@@ -35,6 +35,9 @@ SAMPLE_DEFAULT = 10  # sentences a sample average starts with: seconds on the sh
 SPLIT_DEFAULT = 20  # the split by position needs no gradients: twice as many in the same time
 SPLITS = ("test_2016_flickr", "val", "test_2017_flickr")
 STATS_BATCH = 64  # sentences decoded and captured together for head statistics
+# The session keys of the sample runs (ui/sample_runs.py): the split by position, the layer comparison, head statistics.
+SPLIT_RUN, LAYERS_RUN = state.Key("_attr_split_run"), state.Key("_attr_layers_run")
+STATS_RUN = state.Key("_attr_stats_run")
 
 
 def _sample(tr: Translator, split: str, n: int, pasted: str) -> list[str] | None:
@@ -51,7 +54,7 @@ def _sample(tr: Translator, split: str, n: int, pasted: str) -> list[str] | None
 def layer_summary(tr: Translator, n: int | None = None) -> tuple[int, pd.DataFrame] | None:
     """(sentences, layer × method agreement) of this session's layer comparison for this model, if one ran:
     over its first `n` sentences that finished (None: every one that did)."""
-    run = state.stored(state.LAYERS_RUN)
+    run = state.stored(LAYERS_RUN)
     if not isinstance(run, sample_runs.SampleRun) or run.key[0] != tr.cache_key or not run.started:
         return None
     rows = run.finished(n)
@@ -96,14 +99,13 @@ def dataset_comparison(tr: Translator) -> None:
                                   help="Integrated gradients to the page's completeness tolerance, spending at most "
                                        f"this many path points (at least {IGSettings.panels * IGSettings.nodes}).")
     pasted = st.text_area("…or paste sentences, one per line (used instead of the split)", key="attr_pasted", height=80)
-    tolerance = state.stored(state.IG_TOLERANCE, 5.0) / 100
-    ig = ig_settings((tolerance, max(int(points), IGSettings.panels * IGSettings.nodes) if points else 0))
+    ig = ig_settings((ig_tolerance(), max(int(points), IGSettings.panels * IGSettings.nodes) if points else 0))
     texts = _sample(tr, split, int(n), pasted)
     if not texts:
         return
     sample = tuple(line for line in pasted.splitlines() if line.strip()) or split  # what the runs' sentences are
-    layers = sample_runs.sample_run(state.LAYERS_RUN, (tr.cache_key, sample, ig))
-    stats = sample_runs.sample_run(state.STATS_RUN, (tr.cache_key, sample), STATS_BATCH)
+    layers = sample_runs.sample_run(LAYERS_RUN, (tr.cache_key, sample, ig))
+    stats = sample_runs.sample_run(STATS_RUN, (tr.cache_key, sample), STATS_BATCH)
     sample_runs.controls(layers, texts[:MAX_SAMPLE], lambda chunk: ((i, agreement_rows(att))
                                                                     for i, att in attributions_each(tr, chunk, ig)),
                          "Compare layers", "attr_go")
@@ -126,7 +128,7 @@ def shares_by_position_view(tr: Translator, per_sentence: float) -> None:
     except DataError as err:
         st.warning(plain(err))
         return
-    run = sample_runs.sample_run(state.SPLIT_RUN, (tr.cache_key, split))
+    run = sample_runs.sample_run(SPLIT_RUN, (tr.cache_key, split))
     sample_runs.controls(run, texts, lambda chunk: shares_each(tr, chunk, len(chunk)), "Average over the sample",
                          "split_go", prior=per_sentence)
     rows = run.finished(len(texts))

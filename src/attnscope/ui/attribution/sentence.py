@@ -27,7 +27,8 @@ from attnscope.engine.attribution.sentence import (
 from attnscope.engine.attribution.step_attribution import StepAttributions, step_attributions
 from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.ui import selection, state, widgets
-from attnscope.ui.query import Query, QueryKey
+from attnscope.ui.cache import cached
+from attnscope.ui.query import Query
 from attnscope.ui.state import ViewState
 from attnscope.ui.text import plain
 from attnscope.viz.attribution import alignment_figure
@@ -41,6 +42,8 @@ MAX_STATS_SAMPLE = 1000  # head statistics come from batched capture: 1,000 sent
 STEP_TOP = 3  # source tokens listed per method for one step
 IG_MAX_POINTS = 1024  # the most path points a user may allow one sentence
 NO_IG = (0.0, 0)  # (tolerance, points) of an attribution without integrated gradients
+IG_TOLERANCE = state.Key("ig_tolerance")  # the completeness integrated gradients must reach, in percent
+IG_DONE = state.Key("_attr_ig")  # (query key, (tolerance, points)) of the last one with integrated gradients
 
 ALIGNMENT_EXPLANATION = """
 **Word alignment** (Garg et al., "Jointly Learning to Align and Translate with Transformer Models", EMNLP 2019).
@@ -75,20 +78,20 @@ def ig_settings(ig: tuple[float, int]) -> IGSettings | None:
     return IGSettings(tolerance=tolerance, max_points=points) if points else None
 
 
-@st.cache_data(max_entries=32, show_spinner=False)  # its progress bar says what runs
-def _attribute(_translator: Translator, _result: Translation, query_key: QueryKey, ig: tuple[float, int]) -> SentenceAttribution:
+def _attribute(tr: Translator, result: Translation, query: Query, ig: tuple[float, int]) -> SentenceAttribution:
     """Every attribution, ALTI+ and value zeroing from the split tab's cache, with a progress bar while the rest
-    run: made here, so that a cached result replays its updates and its removal, not a bar left over
-    (Streamlit replays what a cached function drew)."""
-    exact = _contributions(_translator, _result, query_key)
-    bar = st.progress(0.0, text="Computing attributions…")
+    run (a kept result draws none)."""
+    def compute() -> SentenceAttribution:
+        exact = contributions(tr, query, result)
+        bar = st.progress(0.0, text="Computing attributions…")
 
-    def show(what: str, done: float) -> None:
-        bar.progress(min(done, 1.0), text=f"{what[0].upper()}{what[1:]}…" + (f" {done:.0%}" if done else ""))
+        def show(what: str, done: float) -> None:
+            bar.progress(min(done, 1.0), text=f"{what[0].upper()}{what[1:]}…" + (f" {done:.0%}" if done else ""))
 
-    att = attribute(_translator, _result, ig_settings(ig), show, (exact.alti_plus, exact.value_zeroing))
-    bar.empty()
-    return att
+        att = attribute(tr, result, ig_settings(ig), show, (exact.alti_plus, exact.value_zeroing))
+        bar.empty()
+        return att
+    return cached("attribution", query, compute, ig)
 
 
 def sentence_attribution(tr: Translator, query: Query, result: Translation, ig: tuple[float, int]) -> SentenceAttribution:
@@ -96,16 +99,21 @@ def sentence_attribution(tr: Translator, query: Query, result: Translation, ig: 
     settings (tolerance, path points); remembered per session, so the Step page can show integrated
     gradients without computing them."""
     query.check(tr)
-    att = fitting(lambda: _attribute(tr, result, query.key, ig))
-    state.store(state.IG_DONE, (query.key, ig))
+    att = fitting(lambda: _attribute(tr, result, query, ig))
+    state.store(IG_DONE, (query.key, ig))
     return att
+
+
+def ig_tolerance() -> float:
+    """The completeness tolerance the user set for integrated gradients (a fraction; the Dataset tab's too)."""
+    return state.stored(IG_TOLERANCE, 5.0) / 100
 
 
 def ig_controls() -> tuple[float, int]:
     """The completeness integrated gradients must reach, and the path points they may spend: (fraction, points)."""
     cols = st.columns(2)
     percent = cols[0].number_input("Integrated gradients: completeness tolerance (%)", 0.5, 50.0, 5.0, 0.5,
-                                   key=state.IG_TOLERANCE, persist_state="session",
+                                   key=IG_TOLERANCE, persist_state="session",
                                    help="Path points are added where the attributions fail to add up, until every "
                                         "token's attributions sum to its change in log-probability within this many "
                                         "percent (or, for changes under 1 nat, this many hundredths of a nat).")
@@ -181,18 +189,16 @@ class Exact:
     seconds: float
 
 
-@st.cache_data(max_entries=32, show_spinner="Computing ALTI+ and value zeroing…")
-def _contributions(_translator: Translator, _result: Translation, query_key: QueryKey) -> Exact:
-    start = time.perf_counter()
-    split, vz = exact_contributions(_translator, _result)
-    return Exact(split, vz, time.perf_counter() - start)
-
-
 def contributions(tr: Translator, query: Query, result: Translation) -> Exact:
     """ALTI+ and value zeroing of the translation, without gradients (a fraction of a second); cached per
     checkpoint and sentence."""
     query.check(tr)
-    return fitting(lambda: _contributions(tr, result, query.key))
+
+    def compute() -> Exact:
+        start = time.perf_counter()
+        split, vz = exact_contributions(tr, result)
+        return Exact(split, vz, time.perf_counter() - start)
+    return fitting(lambda: cached("contributions", query, compute, spinner="Computing ALTI+ and value zeroing…"))
 
 
 def fitting(compute: Callable[[], T]) -> T:
@@ -206,12 +212,13 @@ def fitting(compute: Callable[[], T]) -> T:
         raise  # st.stop() ends the script run; unreachable there
 
 
-@st.cache_data(max_entries=32, show_spinner="Attributing this translation…")
-def _step_attributions(_translator: Translator, _result: Translation, query_key: QueryKey, ig: tuple[float, int],
+def _step_attributions(tr: Translator, result: Translation, query: Query, ig: tuple[float, int],
                        layer: int) -> tuple[StepAttributions, int | None]:
     """The step view of the sentence's attributions, and the path points integrated gradients spent (None: not run)."""
-    att = _attribute(_translator, _result, query_key, ig)
-    return step_attributions(att, layer), att.integrated_gradients.points if att.integrated_gradients else None
+    def compute() -> tuple[StepAttributions, int | None]:
+        att = _attribute(tr, result, query, ig)
+        return step_attributions(att, layer), att.integrated_gradients.points if att.integrated_gradients else None
+    return cached("step attributions", query, compute, ig, layer, spinner="Attributing this translation…")
 
 
 def _tokens(tokens: tuple[str, ...], top: list[tuple[int, float]], fmt: str) -> str:
@@ -247,10 +254,10 @@ def step_contributions(tr: Translator, view: ViewState, query: Query, result: Tr
     moving between steps only slices it. Integrated gradients join once computed on the Attribution page."""
     if not st.toggle("Show what this step relied on (attribution)", key="step_attr"):
         return
-    done = state.stored(state.IG_DONE)
+    done = state.stored(IG_DONE)
     query.check(tr)
     ig = done[1] if done and done[0] == query.key else NO_IG
-    s, ig_points = fitting(lambda: _step_attributions(tr, result, query.key, ig,
+    s, ig_points = fitting(lambda: _step_attributions(tr, result, query, ig,
                                                       selection.layer(view, result.attention, "cross")))
     st.markdown(_split_markdown(s, t))
     st.markdown(_methods_markdown(s, t, ig_points))
