@@ -53,6 +53,11 @@ def result_key(kind: str, query: Query, *extra: Hashable) -> ResultKey:
     return (kind, query.key, *extra)
 
 
+def forget(kind: str, query: Query, *extra: Hashable) -> None:
+    """Drop the `kind` result of `query` (e.g. a stopped translation the user wants decoded in full)."""
+    _store().drop(result_key(kind, query, *extra))
+
+
 def cached(kind: str, query: Query, compute: Callable[[], T], *extra: Hashable, spinner: str | None = None) -> T:
     """`compute()` once per (kind, query, extra); later calls, from any session, get a copy of that result while the
     memory budget keeps it.

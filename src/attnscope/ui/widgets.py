@@ -121,6 +121,9 @@ def translated_sentence(tr: Translator, view: ViewState) -> tuple[Query, Transla
                  *output_notes(config, result.source_ids, result.target_ids, result.budget, query.max_len is not None,
                                tr.decoding_rules(query.rules))):
         st.info(plain(note))
+    if result.stopped:
+        st.button("Decode the whole translation", key=state.DECODE_AGAIN, icon=":material/play_arrow:",
+                  on_click=results.decode_again, args=(query,), help="Decode this sentence again, to its end.")
     src, tgt = tr.bundle.src_lang, tr.bundle.tgt_lang
     wrong_language = target_language_note(query.sentence, src, tgt, *sample_words(src, tgt))
     if wrong_language:
@@ -172,7 +175,7 @@ def data_downloads(result: Translation, run_settings: dict[str, object], key: st
     record = result.attention
     if record is None:
         return
-    extra = {**run_settings, "translation": result.text}
+    extra = {**run_settings, "translation": result.text, **({"stopped": True} if result.stopped else {})}
     header = "".join(f"# {k}: {v}\n" for k, v in extra.items())
 
     def as_json() -> str:

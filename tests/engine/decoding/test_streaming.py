@@ -39,9 +39,7 @@ def test_greedy_steps_yields_each_step_and_greedy_is_their_end() -> None:
     model, src = tiny_model(0), random_source(0)
     seen = [(len(run.out.ids), run.finished) for run in greedy_steps(model, src, max_len=7)]
     assert seen == [(n, n == 7) for n in range(8)]  # once encoded, then after each of the 7 steps
-    run = None
-    for run in greedy_steps(model, src, max_len=7):
-        pass
+    *_, run = greedy_steps(model, src, max_len=7)
     whole = greedy(model, src, max_len=7)
     assert run.decoded().ids == whole.ids and np.array_equal(run.decoded().cross, whole.cross)
 

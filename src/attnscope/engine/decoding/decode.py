@@ -117,10 +117,8 @@ def greedy(model: Transformer, src_ids: Sequence[int], *, max_len: int | None = 
     len(prefix) tokens are forced (the "what if" branch). A step's probabilities are those of the tokens the rules
     leave (banned logits are -inf before the softmax; greedy's choice is the same either way). With `capture`,
     every head's weights come back from the very passes that chose the tokens."""
-    run = GreedyRun()
-    for run in greedy_steps(model, src_ids, max_len=max_len, use_cache=use_cache, capture=capture, prefix=prefix,
-                            top_k=top_k, rules=rules):
-        pass
+    *_, run = greedy_steps(model, src_ids, max_len=max_len, use_cache=use_cache, capture=capture, prefix=prefix,
+                           top_k=top_k, rules=rules)  # every yield is the one run, grown
     return run.decoded()
 
 

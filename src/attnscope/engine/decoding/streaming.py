@@ -50,7 +50,17 @@ class TranslationStream:
         self._run = GreedyRun()
         self._started: float | None = None
         self.seconds = 0.0  # spent decoding so far (the source's encoding included)
+        self.steps: list[StreamStep] = []  # every step yielded so far, in order
         self.stopped = False
+
+    @property
+    def source_tokens(self) -> list[str]:
+        return self.translator.bundle.src_codec.pieces(self.source_ids)
+
+    @property
+    def text(self) -> str:
+        """The translation decoded so far, as text."""
+        return self.translator.bundle.tgt_codec.decode(self._run.out.ids)
 
     @property
     def decoded(self) -> int:
@@ -78,7 +88,8 @@ class TranslationStream:
     def __iter__(self) -> Iterator[StreamStep]:
         while not (self.stopped or self._run.finished) and self._next():
             if self._run.out.steps:
-                yield self._step()
+                self.steps.append(self._step())
+                yield self.steps[-1]
 
     def _step(self) -> StreamStep:
         run, t = self._run, len(self._run.out.ids) - 1
