@@ -15,8 +15,8 @@ from attnscope.ui import state
 from attnscope.ui.cache import result_key
 from attnscope.ui.live_decode import TokenCosts
 from attnscope.ui.query import Query
-from tests.app.conftest import app_on
-from tests.support import explorers, shown, translation_shown
+from tests.app.conftest import APP, app_on
+from tests.support import CEILING, explorers, shown, translation_shown
 
 SENTENCE = "a b c d e f g h"  # the toy model reverses it: 9 tokens with <eos>
 
@@ -61,6 +61,9 @@ def test_stop_keeps_the_prefix_and_every_page_shows_it(toy_checkpoint_dir: Path,
     assert sent.header["output"] == ["h", "g", "f"]
     step = app.switch_page("pages/step.py").run()  # the stopped record is the translation on every page
     assert not step.exception and stopped_note(3, tr.translate(SENTENCE).budget) in [shown(i) for i in step.info]
+    other = AppTest.from_file(APP, default_timeout=CEILING)  # another user's session: its own, full decode
+    other.session_state["sentence"] = SENTENCE
+    assert translation_shown(other.run()).text == "h g f e d c b a"
     step.button(key=state.DECODE_AGAIN).click().run()  # decoded again, in full
     assert not step.exception and not any("stopped" in shown(i) for i in step.info)
     assert translation_shown(step.switch_page("pages/translate.py").run()).text == "h g f e d c b a"

@@ -53,16 +53,13 @@ def result_key(kind: str, query: Query, *extra: Hashable) -> ResultKey:
     return (kind, query.key, *extra)
 
 
-def forget(kind: str, query: Query, *extra: Hashable) -> None:
-    """Drop the `kind` result of `query` (e.g. a stopped translation the user wants decoded in full)."""
-    _store().drop(result_key(kind, query, *extra))
-
-
-def cached(kind: str, query: Query, compute: Callable[[], T], *extra: Hashable, spinner: str | None = None) -> T:
+def cached(kind: str, query: Query, compute: Callable[[], T], *extra: Hashable, spinner: str | None = None,
+           shared: Callable[[T], bool] = lambda _: True) -> T:
     """`compute()` once per (kind, query, extra); later calls, from any session, get a copy of that result while the
     memory budget keeps it.
 
-    `spinner` is shown while computing (not when the result is kept).
+    `spinner` is shown while computing (not when the result is kept); a result that is not `shared` (e.g. a decode
+    this session stopped) is returned without being kept.
     """
     key, store = result_key(kind, query, *extra), _store()
     kept, value = store.get(key)
@@ -75,6 +72,8 @@ def cached(kind: str, query: Query, compute: Callable[[], T], *extra: Hashable, 
         again = store.was_dropped(key)
         with st.spinner(spinner) if spinner else nullcontext():
             value = compute()
+        if not shared(value):
+            return value
         store.put(key, value)
     if again:
         st.caption(dropped_note(store.budget))

@@ -4,7 +4,8 @@ button that keeps what was decoded, and for a large budget, before it starts, th
 The decode is a `TranslationStream` kept in the session while it runs. A click on Stop (or any other widget)
 makes Streamlit rerun the page, which ends this run at its next redraw; the stream, which holds the model only for
 each step, waits in the session. The next run goes on with it where it was, or, when Stop asked for the rerun,
-takes what it decoded as the result: a complete record of those tokens, marked stopped, that every page shows.
+takes what it decoded as the result: a complete record of those tokens, marked stopped, that every page of this
+session shows (other sessions asking for the same translation decode it themselves) until the user decodes it again.
 """
 from __future__ import annotations
 
@@ -62,7 +63,20 @@ def decode_live(tr: Translator, query: Query, name: Hashable) -> Translation:
     result = stream.result()
     if stream.decoded:
         token_costs().add(tr.cache_key, stream.seconds / stream.decoded)
+    if result.stopped:
+        state.store(state.STOPPED_DECODE, (name, result))
     return result
+
+
+def stopped(name: Hashable) -> Translation | None:
+    """The translation named `name` as this session stopped it, or None."""
+    kept = state.stored(state.STOPPED_DECODE)
+    return kept[1] if kept is not None and kept[0] == name else None
+
+
+def decode_again() -> None:
+    """Forget this session's stopped translation: the next run decodes it in full."""
+    state.forget(state.STOPPED_DECODE)
 
 
 def _follow(tr: Translator, stream: TranslationStream, name: Hashable) -> None:

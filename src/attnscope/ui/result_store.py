@@ -60,11 +60,6 @@ class ResultStore:
                 self._dropped.popitem(last=False)
         return dropped
 
-    def drop(self, key: Hashable) -> None:
-        """Forget `key`'s result (as asked, not for the budget: it is not remembered as dropped)."""
-        with self._lock:
-            self._size -= len(self._items.pop(key, b""))
-
     def was_dropped(self, key: Hashable) -> bool:
         """Whether `key`'s result was kept once and dropped for the budget (and has not been kept since)."""
         with self._lock:

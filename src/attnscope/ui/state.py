@@ -42,6 +42,7 @@ SPLIT_STATS, ABLATE_BLEU = "split_stats", "ablate_bleu"  # the Heads page's last
 IG_DONE = "_attr_ig"  # (query key, (tolerance, points)) of the last attribution with integrated gradients
 SPLIT_RUN, LAYERS_RUN, STATS_RUN = "_attr_split_run", "_attr_layers_run", "_attr_stats_run"  # ui/sample_runs.py
 LIVE_DECODE, STOP_DECODE = "_live_decode", "_stop_decode"  # (name, TranslationStream) decoding; the name Stop ended
+STOPPED_DECODE = "_stopped_decode"  # (name, Translation): the translation this session stopped (ui/live_decode.py)
 STOP_BUTTON, DECODE_AGAIN = "stop_decoding", "decode_again"  # Stop (ui/live_decode.py); a stopped decode's restart
 INSIDE_QUERY_STEP = "_inside_query_step"  # the step whose query token the Inside page last opened
 TRAIN_JOB, TRAIN_TARGET, TRAIN_NAME = "train_job", "train_tgt", "train_name"

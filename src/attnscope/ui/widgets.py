@@ -13,6 +13,7 @@ from attnscope.engine.decoding.translator import MAX_BEAM, MAX_CHARS, Translatio
 from attnscope.engine.recording.record_files import OUTPUT_TOKENS
 from attnscope.training.data import SAMPLE_LANGUAGES, SAMPLE_SPLITS, sample_pairs
 from attnscope.ui import results, state
+from attnscope.ui.live_decode import decode_again
 from attnscope.ui.persist import keep
 from attnscope.ui.query import Query
 from attnscope.ui.state import ViewState
@@ -123,7 +124,7 @@ def translated_sentence(tr: Translator, view: ViewState) -> tuple[Query, Transla
         st.info(plain(note))
     if result.stopped:
         st.button("Decode the whole translation", key=state.DECODE_AGAIN, icon=":material/play_arrow:",
-                  on_click=results.decode_again, args=(query,), help="Decode this sentence again, to its end.")
+                  on_click=decode_again, help="Decode this sentence again, to its end.")
     src, tgt = tr.bundle.src_lang, tr.bundle.tgt_lang
     wrong_language = target_language_note(query.sentence, src, tgt, *sample_words(src, tgt))
     if wrong_language:
