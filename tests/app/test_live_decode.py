@@ -32,7 +32,7 @@ def interrupted(app: AppTest, tr: Translator, steps: int, stop: bool) -> Transla
     with `stop`, as the Stop button's click leaves it for the next run."""
     name = result_key("translate", Query.of(tr, SENTENCE))
     stream = tr.stream(SENTENCE)
-    for step in stream:
+    for step in stream if steps else ():
         if step.index == steps - 1:
             break
     app.session_state[state.LIVE_DECODE] = (name, stream)
@@ -67,6 +67,28 @@ def test_stop_keeps_the_prefix_and_every_page_shows_it(toy_checkpoint_dir: Path,
     step.button(key=state.DECODE_AGAIN).click().run()  # decoded again, in full
     assert not step.exception and not any("stopped" in shown(i) for i in step.info)
     assert translation_shown(step.switch_page("pages/translate.py").run()).text == "h g f e d c b a"
+
+
+def test_stopped_before_the_first_token(toy_checkpoint_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    app = app_on(toy_checkpoint_dir, monkeypatch)
+    app.session_state["sentence"] = SENTENCE
+    tr = interrupted(app, toy_translator(toy_checkpoint_dir), 0, stop=True)
+    app.run()
+    assert not app.exception and translation_shown(app) is None and not explorers(app)
+    assert stopped_note(0, tr.translate(SENTENCE).budget) in [shown(i) for i in app.info]
+    app.button(key=state.DECODE_AGAIN).click().run()
+    assert translation_shown(app).text == "h g f e d c b a"
+
+
+def test_a_stop_that_finds_its_decode_ended_is_ignored(toy_checkpoint_dir: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stop clicked just as the decode ended: the next decode of that sentence is not stopped by it."""
+    app = app_on(toy_checkpoint_dir, monkeypatch)
+    tr = toy_translator(toy_checkpoint_dir)
+    app.session_state["sentence"] = SENTENCE
+    app.session_state[state.STOP_DECODE] = result_key("translate", Query.of(tr, SENTENCE))
+    app.run()
+    assert translation_shown(app).text == "h g f e d c b a" and state.STOP_DECODE not in app.session_state
 
 
 def test_an_interrupted_decode_goes_on_where_it_was(toy_checkpoint_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

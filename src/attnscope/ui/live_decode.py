@@ -54,10 +54,12 @@ def decode_live(tr: Translator, query: Query, name: Hashable) -> Translation:
     decoded. Raises InputError for bad input, before any decoding."""
     live = state.stored(state.LIVE_DECODE)
     stream: TranslationStream | None = live[1] if live is not None and live[0] == name else None
+    stop = state.forget(state.STOP_DECODE) == name  # a Stop clicked as its decode ended finds no stream: ignored
     if stream is None:
-        stream = tr.stream(query.sentence, max_len=query.max_len, rules=query.rules, task_prefix=query.task_prefix)
+        stream, stop = tr.stream(query.sentence, max_len=query.max_len, rules=query.rules,
+                                 task_prefix=query.task_prefix), False
         state.store(state.LIVE_DECODE, (name, stream))
-    if state.forget(state.STOP_DECODE) != name:
+    if not stop:
         _follow(tr, stream, name)
     state.forget(state.LIVE_DECODE)
     result = stream.result()

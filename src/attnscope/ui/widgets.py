@@ -115,16 +115,18 @@ def translated_sentence(tr: Translator, view: ViewState) -> tuple[Query, Transla
     decoding_options(tr, view)
     query = Query.from_view(tr, view)
     result = results.translate(tr, query)
-    if result is None or not result.steps:
+    if result is None:
         st.stop()
     config = tr.model.config
-    for note in (*result.notes, *input_notes(tr.bundle.summary, config, result.source_ids),
-                 *output_notes(config, result.source_ids, result.target_ids, result.budget, query.max_len is not None,
-                               tr.decoding_rules(query.rules))):
+    ended = () if result.stopped else output_notes(config, result.source_ids, result.target_ids, result.budget,
+                                                   query.max_len is not None, tr.decoding_rules(query.rules))
+    for note in (*result.notes, *input_notes(tr.bundle.summary, config, result.source_ids), *ended):
         st.info(plain(note))
     if result.stopped:
         st.button("Decode the whole translation", key=state.DECODE_AGAIN, icon=":material/play_arrow:",
                   on_click=decode_again, help="Decode this sentence again, to its end.")
+    if not result.steps:  # stopped before its first token
+        st.stop()
     src, tgt = tr.bundle.src_lang, tr.bundle.tgt_lang
     wrong_language = target_language_note(query.sentence, src, tgt, *sample_words(src, tgt))
     if wrong_language:
