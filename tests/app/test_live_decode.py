@@ -103,7 +103,7 @@ def test_an_interrupted_decode_goes_on_where_it_was(toy_checkpoint_dir: Path, mo
 
 def test_a_large_budget_is_given_its_time_first(toy_checkpoint_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Once the model's cost per token is measured (its first decode), a decode of a large budget says its time."""
-    app = app_on(toy_checkpoint_dir, monkeypatch, "a b", max_len=30)  # measures; 30 tokens: no estimate
+    app = app_on(toy_checkpoint_dir, monkeypatch, SENTENCE, max_len=30)  # 9 tokens measure; 30: no estimate
     assert not app.exception
     seen = []
     monkeypatch.setattr("attnscope.ui.live_decode.LARGE_BUDGET", 20)

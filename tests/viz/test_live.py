@@ -12,7 +12,7 @@ def test_live_view_draws_the_latest_rows_with_their_weights() -> None:
     source = ["a", "b", "<eos>"]
     tokens = [f"t{i}" for i in range(LIVE_ROWS + 5)]
     rows = [np.array([0.5, 0.25, 0.25])] * len(tokens)
-    page = live_html("t0 t1 <&>", source, tokens, rows, LiveProgress(len(tokens), 40, 0.34))
+    page = live_html("t0 t1 <&>", source, tokens, rows, LiveProgress(len(tokens), 40, 0.34, 0.02))
     assert 'data-decoded="17"' in page and "t0 t1 &lt;&amp;&gt;" in page
     labels = re.findall(r'<th class="r">(\d+): (t\d+)</th>', page)
     assert labels == [(str(i), f"t{i}") for i in range(5, 17)]  # the latest LIVE_ROWS, numbered by step
@@ -21,7 +21,7 @@ def test_live_view_draws_the_latest_rows_with_their_weights() -> None:
 
 
 def test_before_the_first_token_the_view_has_no_rows() -> None:
-    page = live_html("", ["a"], [], [], LiveProgress(0, 10, 0.01))
+    page = live_html("", ["a"], [], [], LiveProgress(0, 10, 0.01, 0.0))
     assert "<td" not in page and 'data-decoded="0"' in page
 
 

@@ -30,6 +30,8 @@ from attnscope.model.device import apply_thread_policy
 from attnscope.ui.live_decode import LARGE_BUDGET
 
 STOPPED = "Decoding was stopped after"
+TRANSLATED = """sentence => !document.querySelector('.attn-live') && [...document.querySelectorAll('.attn-translation')]
+  .some(e => decodeURIComponent(e.dataset.source || '') === sentence)"""
 # Installed before each Ctrl+Enter: the keydown's time, then the time the live view's first row appears (or, for an
 # output decoded before the browser drew its live view, the translation of the new sentence).
 FIRST_TOKEN_TIMER = """sentence => {
@@ -128,8 +130,9 @@ def first_tokens(path: Path, sentences: Sequence[str], n: int) -> dict[str, Any]
             told = page.get_by_text("output tokens: at most about").first
             told.wait_for()
             estimate = told.inner_text().split(":")[1].split(" as measured")[0].strip()
+        page.locator(".attn-live tbody tr").first.wait_for()
+        page.wait_for_function(TRANSLATED, arg=sentences[-1])  # its whole output, the live view gone
         page.locator(HEATMAPS_DRAWN).first.wait_for()
-        page.locator(".attn-live").wait_for(state="detached")
         whole = time.perf_counter() - start
     firsts.sort()
     return {"first token on screen ms (each try)": [round(f) for f in firsts],

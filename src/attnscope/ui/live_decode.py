@@ -24,6 +24,7 @@ from attnscope.viz.live import LIVE_ROWS, LiveProgress, estimate, live_html
 LARGE_BUDGET = 100  # output tokens from which the time a decode may take is said before it starts
 REDRAW_S = 0.1  # the live view is redrawn at most this often (the first token at once)
 SMOOTHING = 0.5  # weight of the latest decode in a model's measured cost per token
+MEASURED = 8  # output tokens a decode needs to measure its model's cost per token (fewer: the first steps' warm-up)
 
 
 class TokenCosts:
@@ -63,8 +64,8 @@ def decode_live(tr: Translator, query: Query, name: Hashable) -> Translation:
         _follow(tr, stream, name)
     state.forget(state.LIVE_DECODE)
     result = stream.result()
-    if stream.decoded:
-        token_costs().add(tr.cache_key, stream.seconds / stream.decoded)
+    if stream.decoded >= MEASURED:
+        token_costs().add(tr.cache_key, stream.per_token)
     if result.stopped:
         state.store(state.STOPPED_DECODE, (name, result))
     return result
@@ -105,4 +106,4 @@ def _live(stream: TranslationStream, source: list[str]) -> str:
     latest = stream.steps[-LIVE_ROWS:]
     rows = [s.cross_attention[-1].mean(0) for s in latest if s.cross_attention is not None]
     return live_html(stream.text, source, [s.token for s in stream.steps], rows,
-                     LiveProgress(stream.decoded, stream.budget, stream.seconds))
+                     LiveProgress(stream.decoded, stream.budget, stream.seconds, stream.per_token or 0.0))

@@ -17,15 +17,12 @@ LIVE_ROWS = 12  # output tokens whose rows the live view shows (the latest)
 
 @dataclass(frozen=True)
 class LiveProgress:
-    """How far a decode has gone: tokens decoded, at most how many, seconds spent and per token."""
+    """How far a decode has gone: tokens decoded, at most how many, seconds spent, and per token."""
 
     decoded: int
     budget: int
-    seconds: float
-
-    @property
-    def per_token(self) -> float:
-        return self.seconds / max(self.decoded, 1)
+    seconds: float  # since the decode started
+    per_token: float  # seconds per output token so far (the source's encoding aside)
 
     def status(self) -> str:
         """"Decoding: token 12 of at most 400, 0.3 s so far (25 ms a token), at most about 9.7 s left"."""

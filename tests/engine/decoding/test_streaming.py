@@ -33,6 +33,7 @@ def test_a_finished_stream_is_translate_bit_for_bit(bias: float) -> None:
         assert np.array_equal(s.cross_attention, whole.attention.cross[:, :, s.index])
         assert np.array_equal(s.self_attention, whole.attention.decoder[:, :, s.index, : s.index + 1])
     assert [s.seconds for s in steps] == sorted(s.seconds for s in steps)
+    assert 0 < stream.encoding_seconds < stream.seconds and stream.per_token > 0
 
 
 def test_greedy_steps_yields_each_step_and_greedy_is_their_end() -> None:

@@ -50,6 +50,7 @@ class TranslationStream:
         self._run = GreedyRun()
         self._started: float | None = None
         self.seconds = 0.0  # spent decoding so far (the source's encoding included)
+        self.encoding_seconds = 0.0  # of which the source's encoding
         self.steps: list[StreamStep] = []  # every step yielded so far, in order
         self.stopped = False
 
@@ -68,6 +69,11 @@ class TranslationStream:
         return len(self._run.out.ids)
 
     @property
+    def per_token(self) -> float | None:
+        """Seconds per output token so far (the source's encoding aside), None before the first."""
+        return (self.seconds - self.encoding_seconds) / self.decoded if self.decoded else None
+
+    @property
     def finished(self) -> bool:
         return self._run.finished
 
@@ -83,6 +89,8 @@ class TranslationStream:
             return False
         finally:
             self.seconds += time.perf_counter() - start
+            if not self._run.out.steps:
+                self.encoding_seconds = self.seconds
         return True
 
     def __iter__(self) -> Iterator[StreamStep]:
