@@ -48,7 +48,6 @@ class TranslationStream:
         self.translator, self.source_ids, self.notes, self.budget = tr, src_ids, notes, budget
         self._steps = greedy_steps(tr.model, src_ids, max_len=budget, capture=capture, rules=rules)
         self._run = GreedyRun()
-        self._started: float | None = None
         self.seconds = 0.0  # spent decoding so far (the source's encoding included)
         self.encoding_seconds = 0.0  # of which the source's encoding
         self.steps: list[StreamStep] = []  # every step yielded so far, in order
@@ -79,8 +78,6 @@ class TranslationStream:
 
     def _next(self) -> bool:
         """Run one step (the encoder first), holding the model for it only; False when there is no more."""
-        if self._started is None:
-            self._started = time.perf_counter()
         start = time.perf_counter()
         try:
             with self.translator.inference():

@@ -214,7 +214,7 @@ class Translator:
         return max_len or positions
 
     def assemble(self, src_ids: list[int], decoded: Decoded, notes: tuple[str, ...], beam: BeamResult | None,
-                budget: int = 0) -> Translation:
+                 budget: int = 0) -> Translation:
         codec_src, codec_tgt = self.bundle.src_codec, self.bundle.tgt_codec
         source_tokens = tuple(codec_src.pieces(src_ids))
         target_tokens = tuple(codec_tgt.pieces([self.model.config.bos_id, *decoded.ids[:-1]])) if decoded.ids else ()
