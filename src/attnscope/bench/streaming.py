@@ -143,7 +143,7 @@ def first_tokens(path: Path, sentences: Sequence[str], n: int) -> dict[str, Any]
 
 def streaming(sentences: Sequence[str], tiny: bool, app: bool) -> list[dict[str, Any]]:
     """The section: the model built and imported, the engine beside generate, then (with `app`) the app."""
-    n, pairs, tries = (40, 1, 3) if tiny else (400, 3, 6)
+    n, pairs, tries = (40, 1, 3) if tiny else (400, 5, 6)
     texts = [f"{sentences[i % len(sentences)]} ({i})" for i in range(tries + 2)]  # never a cached translation
     with tempfile.TemporaryDirectory(prefix="attnscope-stream-") as tmp:
         folder = opus_mt_folder(Path(tmp), TINY_MARIAN if tiny else OPUS_MT_EN_DE)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Iterator
 import numpy as np
 
 from attnscope.engine.decoding.decode import GreedyRun, greedy_steps
+from attnscope.engine.recording.sharing import eval_mode, model_lock
 
 if TYPE_CHECKING:
     from attnscope.checkpoints.decoding_rules import DecodingRules
@@ -47,6 +48,7 @@ class TranslationStream:
                  capture: bool = True) -> None:
         self.translator, self.source_ids, self.notes, self.budget = tr, src_ids, notes, budget
         self._steps = greedy_steps(tr.model, src_ids, max_len=budget, capture=capture, rules=rules)
+        self._model, self._modules = tr.model, list(tr.model.modules())
         self._run = GreedyRun()
         self.seconds = 0.0  # spent decoding so far (the source's encoding included)
         self.encoding_seconds = 0.0  # of which the source's encoding
@@ -80,7 +82,7 @@ class TranslationStream:
         """Run one step (the encoder first), holding the model for it only; False when there is no more."""
         start = time.perf_counter()
         try:
-            with self.translator.inference():
+            with model_lock(self._model), eval_mode(self._model, self._modules):  # Translator.inference, walked once
                 self._run = next(self._steps)
         except StopIteration:
             return False
