@@ -5,7 +5,7 @@ import re
 
 import numpy as np
 
-from attnscope.viz.live import LIVE_ROWS, LiveProgress, estimate, live_html
+from attnscope.viz.live import LIVE_CHARS, LIVE_ROWS, LiveProgress, estimate, latest, live_html
 
 
 def test_live_view_draws_the_latest_rows_with_their_weights() -> None:
@@ -18,6 +18,11 @@ def test_live_view_draws_the_latest_rows_with_their_weights() -> None:
     assert labels == [(str(i), f"t{i}") for i in range(5, 17)]  # the latest LIVE_ROWS, numbered by step
     assert page.count('title="t16 → a: 0.5000"') == 1 and page.count("<td") == LIVE_ROWS * len(source)
     assert "token 17 of at most 40, 0.3 s so far (20 ms a token), at most about 0.5 s left" in page
+
+
+def test_a_long_text_shows_its_end() -> None:
+    assert latest("x" * LIVE_CHARS) == "x" * LIVE_CHARS
+    assert latest("a" + "x" * LIVE_CHARS) == "…" + "x" * LIVE_CHARS
 
 
 def test_before_the_first_token_the_view_has_no_rows() -> None:

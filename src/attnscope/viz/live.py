@@ -13,6 +13,7 @@ import numpy as np
 from attnscope.viz.html import Scale, colours, column_labels, esc, frame, ink, legend
 
 LIVE_ROWS = 12  # output tokens whose rows the live view shows (the latest)
+LIVE_CHARS = 300  # characters of the text so far that the live view shows (the latest)
 
 
 @dataclass(frozen=True)
@@ -37,9 +38,14 @@ def estimate(budget: int, per_token: float) -> str:
             "token, as measured for this model on this server. Tokens show as they are decoded; Stop keeps them.")
 
 
+def latest(text: str) -> str:
+    """The last LIVE_CHARS characters of `text`, after "…" when there was more."""
+    return text if len(text) <= LIVE_CHARS else "…" + text[-LIVE_CHARS:]
+
+
 def live_html(text: str, source_tokens: Sequence[str], output_tokens: Sequence[str], cross: Sequence[np.ndarray],
               progress: LiveProgress) -> str:
-    """The text decoded so far, then a map of the rows of `cross` (the latest steps' weights over the source, e.g. the
+    """The text decoded so far (its latest characters), then a map of the rows of `cross` (the latest steps' weights over the source, e.g. the
     last layer's mean of heads; at most LIVE_ROWS are drawn), labelled by the tokens they chose (`output_tokens`: every
     token so far); `data-decoded` counts the tokens."""
     cross = list(cross)[-LIVE_ROWS:]
@@ -55,6 +61,6 @@ def live_html(text: str, source_tokens: Sequence[str], output_tokens: Sequence[s
              "</table>") if rows else ""
     title = "Cross-attention of the latest tokens (last layer, mean of heads), as they are decoded"
     return (f'<div class="attn-live" data-decoded="{progress.decoded}" role="status">'
-            f'<div style="font-size:1.75rem;font-weight:600;line-height:1.3">{esc(text) or "…"}</div>'
+            f'<div style="font-size:1.5rem;font-weight:600;line-height:1.3">{esc(latest(text)) or "…"}</div>'
             f'<div class="s">{esc(progress.status())}</div>'
             f"{frame(title, table, legend(Scale(1.0)))}</div>")
