@@ -45,9 +45,9 @@ def latest(text: str) -> str:
 
 def live_html(text: str, source_tokens: Sequence[str], output_tokens: Sequence[str], cross: Sequence[np.ndarray],
               progress: LiveProgress) -> str:
-    """The text decoded so far (its latest characters), then a map of the rows of `cross` (the latest steps' weights over the source, e.g. the
-    last layer's mean of heads; at most LIVE_ROWS are drawn), labelled by the tokens they chose (`output_tokens`: every
-    token so far); `data-decoded` counts the tokens."""
+    """The text decoded so far (its latest characters), then a map of the rows of `cross` (the latest steps' weights
+    over the source, e.g. the last layer's mean of heads; at most LIVE_ROWS are drawn), labelled by the tokens they
+    chose (`output_tokens`: every token so far); `data-decoded` counts the tokens."""
     cross = list(cross)[-LIVE_ROWS:]
     first = len(output_tokens) - len(cross)
     rows = []
