@@ -45,6 +45,14 @@ def test_kinds_queries_and_extra_arguments_do_not_collide() -> None:
     assert len({result_key("translate", QUERY), result_key("norms", QUERY), result_key("force", QUERY, (4,))}) == 3
 
 
+def test_a_result_that_is_not_shared_is_not_kept() -> None:
+    """A decode one session stopped goes back to it, and the next caller computes its own."""
+    calls: list[object] = []
+    assert cached("translate", QUERY, counted("stopped", calls), shared=lambda r: r != "stopped") == "stopped"
+    assert cached("translate", QUERY, counted("whole", calls), shared=lambda r: r != "stopped") == "whole"
+    assert cached("translate", QUERY, counted("again", calls)) == "whole" and calls == ["stopped", "whole"]
+
+
 def test_each_caller_gets_its_own_copy() -> None:
     mine = cached("translate", QUERY, lambda: {"text": "x"})
     mine["text"] = "changed by one session"

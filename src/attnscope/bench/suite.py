@@ -24,7 +24,9 @@ from attnscope.bench.hf_peer import peer
 from attnscope.bench.hf_t5_peer import peer_t5
 from attnscope.bench.imported_shapes import imported_shape, inside_latency
 from attnscope.bench.measure import LONG_SENTENCES, SENTENCES, machine, print_table
+from attnscope.bench.session_memory import sessions_memory
 from attnscope.bench.speed import batch_throughput, capture_overhead, dataset_scale, decoding_speed, training_throughput
+from attnscope.bench.streaming import streaming
 from attnscope.bench.workloads import import_speed, memory, quality, toy_training
 from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.registry import default_checkpoint, shipped_dir
@@ -110,6 +112,10 @@ def run(out: Path, tiny: bool = False, checkpoint_path: Path | None = None, thre
          lambda: big_models(tiny)),
         ("contrast", "23. One step's contrastive attributions (Step page), every method, with the load (issue 46)",
          lambda: contrast_bench(tr, "tiny-marian" if tiny else "opus-mt-en-de", 1 if tiny else 5)),
+        ("streaming", "24. A long output on opus-mt-en-de's shape, streamed (issue 44)",
+         lambda: streaming(SENTENCES, tiny, app="app" not in skip)),
+        ("sessions", "25. Server memory over 20 sessions of long outputs on opus-mt-en-de's shape (issue 44)",
+         lambda: sessions_memory(LONG_SENTENCES, tiny, app="app" not in skip)),
     ]
     for key, title, measure in sections:
         if key in skip or (only and key not in only):

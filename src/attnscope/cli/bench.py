@@ -14,7 +14,7 @@ from typing import Sequence
 # The keys of bench.suite.run's sections, in the order they run.
 SECTIONS = ("training", "decoding", "capture", "batch", "memory", "quality", "app", "import", "dataset", "toy", "inside",
             "ig", "split", "imported", "large", "app-memory", "peer", "peer-t5", "methods", "explorer",
-            "atlas", "big", "contrast")
+            "atlas", "big", "contrast", "streaming", "sessions")
 
 
 def parser() -> argparse.ArgumentParser:

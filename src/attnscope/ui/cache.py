@@ -20,14 +20,15 @@ from attnscope.ui.result_store import ResultStore
 
 T = TypeVar("T")
 BUDGET_MB = "ATTNSCOPE_RESULTS_MB"  # the results' memory budget in MB; by default a quarter of the memory available
-DEFAULT_SHARE, DEFAULT_MAX = 0.25, 1 << 30  # at the server's start, at most 1 GB
+DEFAULT_SHARE, DEFAULT_MAX = 0.25, 192 << 20  # at the server's start, at most 192 MB
 
 ResultKey = tuple[Hashable, ...]  # names one result: (kind, query key, extra arguments...)
 
 
 def budget_bytes() -> int:
-    """The results' memory budget: ATTNSCOPE_RESULTS_MB when set, else a quarter of what the machine has available
-    (at most 1 GB: an opus-mt-sized 400-token translation with every head is ~32 MB)."""
+    """The results' memory budget: ATTNSCOPE_RESULTS_MB when set, else a quarter of what the machine has available, at
+    most 192 MB: an opus-mt-sized 400-token translation with every head is ~35 MB, a typical sentence's ~100 KB, and
+    with 1 GB the server grew by 760 MB over 20 sessions of long outputs (BENCHMARKS.md, issue 44)."""
     value = os.environ.get(BUDGET_MB, "").strip()
     if value:
         try:
@@ -53,11 +54,13 @@ def result_key(kind: str, query: Query, *extra: Hashable) -> ResultKey:
     return (kind, query.key, *extra)
 
 
-def cached(kind: str, query: Query, compute: Callable[[], T], *extra: Hashable, spinner: str | None = None) -> T:
+def cached(kind: str, query: Query, compute: Callable[[], T], *extra: Hashable, spinner: str | None = None,
+           shared: Callable[[T], bool] = lambda _: True) -> T:
     """`compute()` once per (kind, query, extra); later calls, from any session, get a copy of that result while the
     memory budget keeps it.
 
-    `spinner` is shown while computing (not when the result is kept).
+    `spinner` is shown while computing (not when the result is kept); a result that is not `shared` (e.g. a decode
+    this session stopped) is returned without being kept.
     """
     key, store = result_key(kind, query, *extra), _store()
     kept, value = store.get(key)
@@ -70,6 +73,8 @@ def cached(kind: str, query: Query, compute: Callable[[], T], *extra: Hashable, 
         again = store.was_dropped(key)
         with st.spinner(spinner) if spinner else nullcontext():
             value = compute()
+        if not shared(value):
+            return value
         store.put(key, value)
     if again:
         st.caption(dropped_note(store.budget))

@@ -121,7 +121,7 @@ def explorer(record: AttentionRecord, view: ViewState, name: Hashable, key: str,
     mount(key, data, caption)
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@st.cache_resource(max_entries=8, ttl=600, show_spinner=False)  # shared: Inside one head's can be ~30 MB a layer
 def _built(identity: str, selection: tuple, epoch: int, layers: tuple, options: tuple, _build: Callable[[], bytes]) -> bytes:
     """A payload's bytes, built once for what they show (`identity` names the record, its steps and values): the
     reruns that follow picks, and a long sentence's layer fetched again, lay out and encode nothing (a 400-token

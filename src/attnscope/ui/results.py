@@ -7,28 +7,35 @@ from typing import Callable, Hashable
 import streamlit as st
 
 from attnscope.engine.decoding.translator import InputError, Translation, Translator
-from attnscope.ui.cache import cached
+from attnscope.ui.cache import cached, result_key
+from attnscope.ui.live_decode import decode_live, stopped
 from attnscope.ui.query import Query
 from attnscope.ui.text import plain
 
 
 def _warned(kind: str, tr: Translator, query: Query, compute: Callable[[], Translation], *extra: Hashable,
-            spinner: str) -> Translation | None:
-    """The cached result, or None with the input's problem as a warning."""
+            spinner: str | None) -> Translation | None:
+    """The cached result (a stopped decode's only in this session), or None with the input's problem as a warning."""
     query.check(tr)
     try:
-        return cached(kind, query, compute, *extra, spinner=spinner)
+        return cached(kind, query, compute, *extra, spinner=spinner, shared=lambda result: not result.stopped)
     except InputError as err:
         st.warning(plain(err))
         return None
 
 
 def translate(tr: Translator, query: Query) -> Translation | None:
-    """The translation of `query` with every head captured."""
+    """The translation of `query` with every head captured; a greedy one is shown token by token as it decodes
+    (ui/live_decode.py), and when stopped, what was decoded is the result (marked stopped)."""
+    if query.beam == 1:
+        name = result_key("translate", query)
+        return stopped(name) or _warned("translate", tr, query, lambda: decode_live(tr, query, name), spinner=None)
     return _warned("translate", tr, query,
                    lambda: tr.translate(query.sentence, beam_size=query.beam, max_len=query.max_len, rules=query.rules,
                                         task_prefix=query.task_prefix),
                    spinner="Translating…")
+
+
 
 
 def force(tr: Translator, query: Query, prefix: tuple[int, ...]) -> Translation | None:

@@ -13,6 +13,7 @@ from attnscope.engine.decoding.translator import MAX_BEAM, MAX_CHARS, Translatio
 from attnscope.engine.recording.record_files import OUTPUT_TOKENS
 from attnscope.training.data import SAMPLE_LANGUAGES, SAMPLE_SPLITS, sample_pairs
 from attnscope.ui import results, state
+from attnscope.ui.live_decode import decode_again
 from attnscope.ui.persist import keep
 from attnscope.ui.query import Query
 from attnscope.ui.state import ViewState
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
 NO_EXAMPLE = "—"
 EXAMPLE = state.Key("_example")  # the sentence box's examples picker
+DECODE_AGAIN = state.Key("decode_again")  # a stopped translation's "Decode the whole translation"
 MAX_PREFIX = 200  # characters of a task prefix (T5's are a few words)
 EXAMPLES = (
     state.DEFAULT_SENTENCE,
@@ -115,13 +117,18 @@ def translated_sentence(tr: Translator, view: ViewState) -> tuple[Query, Transla
     decoding_options(tr, view)
     query = Query.from_view(tr, view)
     result = results.translate(tr, query)
-    if result is None or not result.steps:
+    if result is None:
         st.stop()
     config = tr.model.config
-    for note in (*result.notes, *input_notes(tr.bundle.summary, config, result.source_ids),
-                 *output_notes(config, result.source_ids, result.target_ids, result.budget, query.max_len is not None,
-                               tr.decoding_rules(query.rules))):
+    ended = () if result.stopped else output_notes(config, result.source_ids, result.target_ids, result.budget,
+                                                   query.max_len is not None, tr.decoding_rules(query.rules))
+    for note in (*result.notes, *input_notes(tr.bundle.summary, config, result.source_ids), *ended):
         st.info(plain(note))
+    if result.stopped:
+        st.button("Decode the whole translation", key=DECODE_AGAIN, icon=":material/play_arrow:",
+                  on_click=decode_again, help="Decode this sentence again, to its end.")
+    if not result.steps:  # stopped before its first token
+        st.stop()
     src, tgt = tr.bundle.src_lang, tr.bundle.tgt_lang
     wrong_language = target_language_note(query.sentence, src, tgt, *sample_words(src, tgt))
     if wrong_language:
@@ -173,7 +180,7 @@ def data_downloads(result: Translation, run_settings: dict[str, object], key: st
     record = result.attention
     if record is None:
         return
-    extra = {**run_settings, "translation": result.text}
+    extra = {**run_settings, "translation": result.text, **({"stopped": True} if result.stopped else {})}
     header = "".join(f"# {k}: {v}\n" for k, v in extra.items())
 
     def as_json() -> str:

@@ -6,7 +6,7 @@ a view shows for step t is exactly what the model computed at step t.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import torch
 from torch import Tensor
@@ -60,19 +60,39 @@ def _step_stats(logits: Tensor, top_k: int) -> tuple[Tensor, list[int], list[flo
     return log_probs, top.indices.tolist(), top.values.tolist(), entropy
 
 
+@dataclass
+class GreedyRun:
+    """A greedy decode as far as it has gone: its steps and, when captured, every head's rows so far."""
+
+    out: Decoded = field(default_factory=lambda: Decoded([]))
+    encoder: Tensor | None = None  # (L, H, S, S)
+    selves: list[Tensor] = field(default_factory=list)  # each step's (L, H, 1, K_t)
+    crosses: list[Tensor] = field(default_factory=list)  # each step's (L, H, 1, S)
+    finished: bool = False  # the decode reached <eos> or its length limit
+
+    def decoded(self) -> Decoded:
+        """What `greedy` returns had the decode ended here: the steps so far with their rows joined."""
+        out = Decoded(list(self.out.ids), list(self.out.steps))
+        if self.encoder is not None and self.selves:
+            out.encoder = self.encoder
+            out.decoder, out.cross = join_steps(self.selves, last_query=True), join_steps(self.crosses, last_query=True)
+        return out
+
+
 @torch.inference_mode()  # not only no_grad: views and small ops skip autograd's bookkeeping (8 attention calls a step)
-def greedy(model: Transformer, src_ids: Sequence[int], *, max_len: int | None = None, use_cache: bool = True,
-           capture: bool = True, prefix: Sequence[int] = (), top_k: int = 10, rules: DecodingRules = ATTNSCOPE) -> Decoded:
-    """Decode one source greedily under `rules` (its length limit and each step's bans, rules.py); the first
-    len(prefix) tokens are forced (the "what if" branch). A step's probabilities are those of the tokens the rules
-    leave (banned logits are -inf before the softmax; greedy's choice is the same either way). With `capture`,
-    every head's weights come back from the very passes that chose the tokens."""
+def greedy_steps(model: Transformer, src_ids: Sequence[int], *, max_len: int | None = None, use_cache: bool = True,
+                 capture: bool = True, prefix: Sequence[int] = (), top_k: int = 10,
+                 rules: DecodingRules = ATTNSCOPE) -> Iterator[GreedyRun]:
+    """`greedy`, one step at a time: yields its run once the source is encoded, then after every step (the same
+    object, grown by that step). Closing the generator stops the decode; the run keeps what was decoded."""
     max_len = max_len or limit(rules, model, len(src_ids))
     src = torch.tensor([list(src_ids)], dtype=torch.long, device=_device(model))
     with eval_mode(model):
         source = model.encode(src, output_attentions=capture)
+        run = GreedyRun(encoder=torch.cat(source.attentions) if capture else None)
+        yield run
         cache = DecoderCache.empty(len(model.decoder)) if use_cache else None
-        out, inputs, selves, crosses = Decoded([]), [model.config.bos_id], [], []
+        out, inputs = run.out, [model.config.bos_id]
         while len(out.ids) < max_len and (not out.ids or out.ids[-1] != model.config.eos_id):
             feed = torch.tensor([inputs[-1:] if use_cache else inputs], device=src.device)
             step = model.decode(feed, source, cache, last_only=True, output_attentions=capture)
@@ -81,16 +101,25 @@ def greedy(model: Transformer, src_ids: Sequence[int], *, max_len: int | None = 
             log_probs, top_ids, top_probs, entropy = _step_stats(logits[0], top_k)
             forced = t < len(prefix)
             token = int(prefix[t]) if forced else top_ids[0]
+            if capture:  # this step's rows of every layer, (L, H, Q, K_t)
+                run.selves.append(torch.cat(step.self_attentions))
+                run.crosses.append(torch.cat(step.cross_attentions))
             out.steps.append(RawStep(token, float(log_probs[token]), top_ids, top_probs, entropy, forced))
             out.ids.append(token)
             inputs.append(token)
-            if capture:  # this step's rows of every layer, (L, H, Q, K_t)
-                selves.append(torch.cat(step.self_attentions))
-                crosses.append(torch.cat(step.cross_attentions))
-    if capture:
-        out.encoder = torch.cat(source.attentions)
-        out.decoder, out.cross = join_steps(selves, last_query=True), join_steps(crosses, last_query=True)
-    return out
+            run.finished = len(out.ids) >= max_len or token == model.config.eos_id
+            yield run
+
+
+def greedy(model: Transformer, src_ids: Sequence[int], *, max_len: int | None = None, use_cache: bool = True,
+           capture: bool = True, prefix: Sequence[int] = (), top_k: int = 10, rules: DecodingRules = ATTNSCOPE) -> Decoded:
+    """Decode one source greedily under `rules` (its length limit and each step's bans, rules.py); the first
+    len(prefix) tokens are forced (the "what if" branch). A step's probabilities are those of the tokens the rules
+    leave (banned logits are -inf before the softmax; greedy's choice is the same either way). With `capture`,
+    every head's weights come back from the very passes that chose the tokens."""
+    *_, run = greedy_steps(model, src_ids, max_len=max_len, use_cache=use_cache, capture=capture, prefix=prefix,
+                           top_k=top_k, rules=rules)  # every yield is the one run, grown
+    return run.decoded()
 
 
 @torch.no_grad()

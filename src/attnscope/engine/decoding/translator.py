@@ -19,6 +19,7 @@ from attnscope.engine.decoding.beam import beam_decode, beam_search, beam_search
 from attnscope.engine.decoding.beam_result import BeamResult
 from attnscope.engine.decoding.decode import Decoded, greedy, greedy_batch, teacher_force
 from attnscope.engine.decoding.rules import chosen, limit
+from attnscope.engine.decoding.streaming import TranslationStream
 from attnscope.engine.recording.sharing import eval_mode, model_lock
 from attnscope.model.batch import pad
 from attnscope.model.transformer import Transformer
@@ -67,6 +68,7 @@ class Translation:
     beam: BeamResult | None = None
     log_prob: float = 0.0
     budget: int = 0  # the most tokens decoding could produce: the user's maximum, or the one the source set
+    stopped: bool = False  # decoding was stopped before its end (Translator.stream): the record holds what was decoded
 
     @property
     def output_tokens(self) -> tuple[str, ...]:
@@ -173,7 +175,16 @@ class Translator:
                 src = torch.tensor([src_ids], device=self.device)
                 beam = beam_search(self.model, src, beam_size, max_len=max_len, use_cache=use_cache, rules=chosen_rules)[0]
                 decoded = Decoded(beam.hypotheses[0][0])
-        return self._result(src_ids, decoded, tuple(notes), beam, max_len)
+        return self.assemble(src_ids, decoded, tuple(notes), beam, max_len)
+
+    def stream(self, text: str, max_len: int | None = None, capture: bool = True,
+               rules: DecodingRules | str | None = None, task_prefix: str | None = None) -> TranslationStream:
+        """`translate` greedily, token by token: iterate the stream for each step with its attention rows as it is
+        decoded; `stop()` ends it early and `result()` is the Translation so far (translate's own once finished)."""
+        src_ids, notes = self.source(text, task_prefix)
+        chosen_rules = self.decoding_rules(rules)
+        budget = self._max_len(max_len, len(src_ids), chosen_rules)
+        return TranslationStream(self, src_ids, tuple(notes), budget, chosen_rules, capture)
 
     def score(self, text: str, reference: str, task_prefix: str | None = None) -> Translation:
         """Teacher-force a reference translation: its probabilities and attention."""
@@ -183,14 +194,14 @@ class Translator:
         tgt = self.bundle.tgt_codec.encode(reference)[: self.model.config.max_len - 1] + [self.model.config.eos_id]
         with self.inference():
             decoded = teacher_force(self.model, src_ids, tgt)
-        return self._result(src_ids, decoded, tuple(notes), None)
+        return self.assemble(src_ids, decoded, tuple(notes), None)
 
     def hypothesis(self, text: str, ids: Sequence[int], task_prefix: str | None = None) -> Translation:
         """Record of any given output (e.g. a beam hypothesis), by teacher forcing."""
         src_ids, notes = self.source(text, task_prefix)
         with self.inference():
             decoded = teacher_force(self.model, src_ids, list(ids))
-        return self._result(src_ids, decoded, tuple(notes), None)
+        return self.assemble(src_ids, decoded, tuple(notes), None)
 
     def _max_len(self, max_len: int | None, src_len: int | None = None, rules: DecodingRules = ATTNSCOPE) -> int:
         """The user's maximum, checked; without one, the rules' budget for the source (given no source: the model's
@@ -202,8 +213,8 @@ class Translator:
             return limit(rules, self.model, src_len)
         return max_len or positions
 
-    def _result(self, src_ids: list[int], decoded: Decoded, notes: tuple[str, ...], beam: BeamResult | None,
-                budget: int = 0) -> Translation:
+    def assemble(self, src_ids: list[int], decoded: Decoded, notes: tuple[str, ...], beam: BeamResult | None,
+                 budget: int = 0) -> Translation:
         codec_src, codec_tgt = self.bundle.src_codec, self.bundle.tgt_codec
         source_tokens = tuple(codec_src.pieces(src_ids))
         target_tokens = tuple(codec_tgt.pieces([self.model.config.bos_id, *decoded.ids[:-1]])) if decoded.ids else ()

@@ -1,0 +1,92 @@
+"""Translator.stream: steps in order with their rows as decoded, a finished stream equal to translate, and Stop
+keeping the prefix as a complete, stopped record."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from attnscope.engine.decoding.decode import greedy, greedy_steps
+from attnscope.engine.decoding.streaming import stopped_note
+from attnscope.engine.recording.sharing import model_lock
+from tests.engine_fixtures import MAX_LEN, random_source, tiny_model, tiny_translator
+
+TEXT = "d e f g h i"
+
+
+@pytest.mark.parametrize("bias", [0.0, 2.0])
+def test_a_finished_stream_is_translate_bit_for_bit(bias: float) -> None:
+    tr = tiny_translator(1, eos_bias=bias)
+    stream = tr.stream(TEXT)
+    steps = list(stream)
+    whole, streamed = tr.translate(TEXT), stream.result()
+    assert not streamed.stopped and streamed.notes == whole.notes and streamed.budget == whole.budget
+    assert streamed.target_ids == whole.target_ids and streamed.steps == whole.steps
+    for kind in ("encoder", "decoder", "cross"):
+        assert np.array_equal(getattr(streamed.attention, kind), getattr(whole.attention, kind))
+    # each step arrived in order with the very rows the record holds for it
+    assert [s.index for s in steps] == list(range(len(whole.target_ids)))
+    assert [s.token for s in steps] == list(whole.output_tokens)
+    assert [s.prob for s in steps] == pytest.approx([s.prob for s in whole.steps])
+    for s in steps:
+        assert np.array_equal(s.cross_attention, whole.attention.cross[:, :, s.index])
+        assert np.array_equal(s.self_attention, whole.attention.decoder[:, :, s.index, : s.index + 1])
+    assert [s.seconds for s in steps] == sorted(s.seconds for s in steps)
+    assert 0 < stream.encoding_seconds < stream.seconds and stream.per_token > 0
+
+
+def test_greedy_steps_yields_each_step_and_greedy_is_their_end() -> None:
+    model, src = tiny_model(0), random_source(0)
+    seen = [(len(run.out.ids), run.finished) for run in greedy_steps(model, src, max_len=7)]
+    assert seen == [(n, n == 7) for n in range(8)]  # once encoded, then after each of the 7 steps
+    *_, run = greedy_steps(model, src, max_len=7)
+    whole = greedy(model, src, max_len=7)
+    assert run.decoded().ids == whole.ids and np.array_equal(run.decoded().cross, whole.cross)
+
+
+def test_stop_keeps_the_prefix_as_a_complete_stopped_record() -> None:
+    tr = tiny_translator(0)  # no <eos> bias: runs to its budget
+    whole = tr.translate(TEXT, max_len=20)
+    stream = tr.stream(TEXT, max_len=20)
+    for step in stream:
+        if step.index == 4:
+            break
+    stream.stop()
+    assert list(stream) == []  # a stopped stream decodes no more
+    result = stream.result()
+    assert result.stopped and stream.stopped and result.notes[-1] == stopped_note(5, 20)
+    assert result.target_ids == whole.target_ids[:5] and result.steps == whole.steps[:5]
+    assert result.target_tokens == whole.target_tokens[:5]
+    rec = result.attention
+    assert rec.decoder.shape[2:] == (5, 5) and rec.cross.shape[2] == 5
+    assert np.array_equal(rec.encoder, whole.attention.encoder)
+    assert np.array_equal(rec.cross, whole.attention.cross[:, :, :5])
+    assert np.array_equal(rec.decoder, whole.attention.decoder[:, :, :5, :5])
+
+
+def test_result_of_an_unfinished_stream_stops_it() -> None:
+    tr = tiny_translator(0)
+    stream = tr.stream(TEXT, max_len=MAX_LEN)
+    next(iter(stream))
+    result = stream.result()
+    assert result.stopped and len(result.target_ids) == 1
+
+
+def test_the_model_is_free_between_steps() -> None:
+    """Another thread can take the model's lock while a stream waits between two steps."""
+    tr = tiny_translator(0)
+    stream = iter(tr.stream(TEXT, max_len=10))
+    next(stream)
+    took = []
+
+    def use_the_model() -> None:
+        lock = model_lock(tr.model)
+        took.append(lock.acquire(timeout=5))
+        lock.release()
+
+    other = threading.Thread(target=use_the_model)
+    other.start()
+    other.join()
+    assert took == [True]
+    assert next(stream).index == 1  # and the stream goes on
