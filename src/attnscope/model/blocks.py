@@ -12,6 +12,7 @@ from torch import Tensor, nn
 
 from attnscope.model.attention import dropout
 from attnscope.model.config import ModelConfig
+from attnscope.model.hooks import BLOCK, NORM_IN, NORM_OUT, RESID_POST, RESID_PRE, HookPoints
 
 
 class Dropout(nn.Dropout):
@@ -92,16 +93,20 @@ def layer_norm(c: ModelConfig) -> nn.Module:
 
 
 class Residual(nn.Module):
-    """Residual connection with LayerNorm after (post-LN, the paper's) or before (pre-LN)."""
+    """Residual connection with LayerNorm after (post-LN, the paper's) or before (pre-LN). Its hook points (`hooks`,
+    the table's BLOCK rows in hooks.py): the stream entering and leaving it, what its LayerNorm reads and returns."""
 
     def __init__(self, c: ModelConfig) -> None:
         super().__init__()
         self.norm, self.dropout, self.pre = layer_norm(c), Dropout(c.dropout), c.norm == "pre"
+        self.hooks = HookPoints(BLOCK)
 
     def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
+        at = self.hooks.at
+        x = at(RESID_PRE, x)
         if self.pre:
-            return x + self.dropout(sublayer(self.norm(x)))
-        return self.norm(x + self.dropout(sublayer(x)))
+            return at(RESID_POST, x + self.dropout(sublayer(at(NORM_OUT, self.norm(at(NORM_IN, x))))))
+        return at(RESID_POST, at(NORM_OUT, self.norm(at(NORM_IN, x + self.dropout(sublayer(x))))))
 
 
 class Generator(nn.Linear):
