@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnscope.model.hooks import ATTENTION, BIAS, MASK, PATTERN, RESULT, SCORES, Z, HookPoints, K, Q, V
+from attnscope.model.hooks import ATTENTION, BIAS, MASK, PATTERN, RESULT, SCORES, HookPoints, K, Q, V, Z
 from attnscope.model.kinds import Kind
 
 

@@ -27,15 +27,16 @@ from torch import Tensor, nn
 from attnscope.engine.recording.sharing import eval_mode
 from attnscope.engine.recording.steps import join_steps
 from attnscope.engine.recording.trace import EVERYTHING, WEIGHTS, BlockStream, Embedded, Internals, Keep, Layer, Sublayer, Trace
+from attnscope.model import hooks
 from attnscope.model.attention import MultiHeadAttention
 from attnscope.model.blocks import Residual
-from attnscope.model.hooks import (BIAS, EMBED, EMBEDDED, K, MASK, MEMORY, NORM_IN, NORM_OUT, PATTERN, POS, Q, RESID_POST,
-                                   RESID_PRE, RESULT, SCORES, V, Z, Point, sites)
+from attnscope.model.hooks import Point
 from attnscope.model.layers import DecoderLayer, EncoderLayer
 from attnscope.model.transformer import DecoderCache, Transformer
 
-INTERNALS = (Q, K, V, MASK, BIAS, SCORES, Z, RESULT)  # the hook points Keep.internals listens to
-STREAM = (EMBED, POS, EMBEDDED, MEMORY, RESID_PRE, NORM_IN, NORM_OUT, RESID_POST)  # and Keep.stream
+# The hook points Keep.internals listens to, and Keep.stream.
+INTERNALS = (hooks.Q, hooks.K, hooks.V, hooks.MASK, hooks.BIAS, hooks.SCORES, hooks.Z, hooks.RESULT)
+STREAM = (hooks.EMBED, hooks.POS, hooks.EMBEDDED, hooks.MEMORY, hooks.RESID_PRE, hooks.NORM_IN, hooks.NORM_OUT, hooks.RESID_POST)
 
 
 class Calls:
@@ -57,9 +58,9 @@ class Calls:
 def tracing(model: nn.Module, keep: Keep = WEIGHTS) -> Iterator[Calls]:
     """Listeners for what `keep` asks, in eval mode; yields the `Calls` they fill and removes them on leaving (also
     after an error). A shared model is traced under its lock, which its caller holds (Translator.inference())."""
-    calls = Calls()
+    calls, attention = Calls(), {name: m for name, m in model.named_modules() if isinstance(m, MultiHeadAttention)}
     with eval_mode(model), ExitStack() as listening:
-        install(listening, model, keep, calls, {name: m for name, m in model.named_modules() if isinstance(m, MultiHeadAttention)})
+        install(listening, model, keep, calls, attention)
         yield calls
 
 
@@ -71,16 +72,16 @@ def install(listening: ExitStack, model: nn.Module, keep: Keep, calls: Calls, at
         raise TypeError(f"the residual stream is traced on attnscope's Transformer, not {type(model).__name__}")
     if keep.weights:
         for name, m in attention.items():
-            m.hooks.listen(listening, PATTERN, partial(_keep_weights, calls.weights, name))
+            m.hooks.listen(listening, hooks.PATTERN, partial(_keep_weights, calls.weights, name))
     wanted = (INTERNALS if keep.internals else ()) + (STREAM if keep.stream else ())
-    for name, hooks in sites(model) if wanted else ():
-        for point in (p for p in hooks.points if p in wanted):
-            hooks.listen(listening, point, partial(calls.keep, name, point))
+    for name, site in hooks.sites(model) if wanted else ():
+        for point in (p for p in site.points if p in wanted):
+            site.listen(listening, point, partial(calls.keep, name, point))
 
 
 def _keep_weights(into: dict[str, list[Tensor]], name: str, weights: Tensor) -> None:
     """The weights-only route (record_attention on a model built of attnscope's attention): append each call's
-    weights, as the PATTERN point passes them, to into[name]; nothing else."""
+    weights, as the PATTERN hook point passes them, to into[name]; nothing else."""
     into.setdefault(name, []).append(weights.detach() if weights.requires_grad else weights)  # a new tensor object costs
 
 
@@ -128,13 +129,13 @@ def _assemble(model: Transformer, calls: Calls, weights: dict[str, Tensor], keep
 
     def embedded(stack: nn.Module) -> Embedded:
         of = partial(calls.of, names[stack])
-        return Embedded(_rows(of(EMBED)), model.embedding_scale, _rows(of(POS), 0), _rows(of(EMBEDDED)))
+        return Embedded(_rows(of(hooks.EMBED)), model.embedding_scale, _rows(of(hooks.POS), 0), _rows(of(hooks.EMBEDDED)))
 
     stream = keep.stream
     return Trace(source_ids, target_ids, keep, use_cache,
                  tuple(layer(m, i) for i, m in enumerate(model.encoder)), tuple(layer(m, i) for i, m in enumerate(model.decoder)),
                  logits, embedded(model.encoder) if stream else None, embedded(model.decoder) if stream else None,
-                 calls.of(names[model.encoder], MEMORY)[0] if stream else None)
+                 calls.of(names[model.encoder], hooks.MEMORY)[0] if stream else None)
 
 
 def _rows(calls: list[Tensor], dim: int = 1) -> Tensor:
@@ -158,18 +159,18 @@ def _mask(queries: list[Tensor], keys: list[Tensor], masks: list[Tensor | None])
 
 def _internals(calls: Calls, name: str) -> Internals:
     of = partial(calls.of, name)
-    biases = of(BIAS)
+    biases = of(hooks.BIAS)
     bias = None if biases[0] is None else join_steps(biases)  # keys a step had not: 0, masked anyway
-    return Internals(queries=_rows(of(Q), 2), keys=of(K)[-1], values=of(V)[-1],  # the last call's keys: every one
-                     scores=join_steps(of(SCORES), -math.inf), mask=_mask(of(Q), of(K), of(MASK)),
-                     concat=_rows(of(Z)), output=_rows(of(RESULT)), bias=bias)
+    return Internals(queries=_rows(of(hooks.Q), 2), keys=of(hooks.K)[-1], values=of(hooks.V)[-1],  # the last call's: all
+                     scores=join_steps(of(hooks.SCORES), -math.inf), mask=_mask(of(hooks.Q), of(hooks.K), of(hooks.MASK)),
+                     concat=_rows(of(hooks.Z)), output=_rows(of(hooks.RESULT)), bias=bias)
 
 
 def _io(calls: Calls, name: str) -> tuple[Tensor, Tensor]:
     """The stream entering and leaving a layer or block over all its calls, each joined along the sequence."""
-    return _rows(calls.of(name, RESID_PRE)), _rows(calls.of(name, RESID_POST))
+    return _rows(calls.of(name, hooks.RESID_PRE)), _rows(calls.of(name, hooks.RESID_POST))
 
 
 def _block_stream(calls: Calls, block: str) -> BlockStream:
     residual, output = _io(calls, block)
-    return BlockStream(residual, _rows(calls.of(block, NORM_IN)), _rows(calls.of(block, NORM_OUT)), output)
+    return BlockStream(residual, _rows(calls.of(block, hooks.NORM_IN)), _rows(calls.of(block, hooks.NORM_OUT)), output)
