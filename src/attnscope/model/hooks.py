@@ -49,8 +49,10 @@ RESID_POST = Point("resid_post", (LAYER, BLOCK), "(B, N, D)", "the residual stre
 Q = Point("q", (ATTENTION,), "(B, H, Q, dh)", "the queries, projected and split into heads")
 K = Point("k", (ATTENTION,), "(B, H, K, dh)", "the keys attention reads (with the KV cache: every position so far)")
 V = Point("v", (ATTENTION,), "(B, H, K, dh)", "the values, as the keys")
-MASK = Point("mask", (ATTENTION,), "(B or 1, 1, Q or 1, K) bool, or None", "True where a query may see a key; None: all")
-BIAS = Point("bias", (ATTENTION,), "(1, H, Q, K), or None", "the relative position bias added to q·k (T5's self-attention)")
+MASK = Point("mask", (ATTENTION,), "(B or 1, 1, Q or 1, K) bool, or None",
+             "True where a query may see a key; None: every key everywhere")
+BIAS = Point("bias", (ATTENTION,), "(1, H, Q, K), or None",
+             "the relative position bias added to q·k (T5's self-attention); None without one")
 SCORES = Point("scores", (ATTENTION,), "(B, H, Q, K)",
                "what the softmax reads: q·k/√dh (q·k for T5) plus the bias, -inf where masked")
 PATTERN = Point("pattern", (ATTENTION,), "(B, H, Q, K)", "the attention weights, after the softmax, before dropout")

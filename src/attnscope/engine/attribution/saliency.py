@@ -125,7 +125,8 @@ class _Pair:
         target) then the unscaled ones. The output layer runs on the last row only: log_probs() applies it."""
         kept: list[Tensor] = []
         model, n = self.model, len(alphas)
-        with ExitStack() as listening, scaled_embeddings(model, alphas.view(-1, 1, 1).to(model.generator.weight)) as seen:
+        scale = alphas.view(-1, 1, 1).to(model.generator.weight)
+        with ExitStack() as listening, scaled_embeddings(model, scale) as seen:
             model.decoder.hooks.listen(listening, FINAL, kept.append)
             model.decode(self.tgt_in[:, :length].expand(n, -1), model.encode(self.src.expand(n, -1)), last_only=True)
         return kept[0], [scaled for _, scaled in seen] + [x for x, _ in seen]

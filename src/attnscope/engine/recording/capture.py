@@ -2,7 +2,8 @@
 
 Works on any model, with no glue in the user's code:
 - models built of attnscope's attention: the tracer's weights-only listeners on each module's PATTERN hook point
-  (tracer.py, model/hooks.py; attnscope's own decoding asks the model for its weights instead, see model/transformer.py);
+  (tracer.py, model/hooks.py; attnscope's own decoding asks the model for its weights instead, see
+  model/transformer.py);
 - modules built from `torch.nn.MultiheadAttention` (nn.Transformer, hand-written encoder-decoders): a
   pre-hook asks for per-head weights and a forward hook reads them, then hands the caller exactly
   what it asked for (None, head-averaged or per-head);
@@ -213,7 +214,7 @@ def _hook_any(module: nn.Module, recording: Recording, given: dict[str, Kind | N
         if isinstance(m, MultiHeadAttention):
             given.setdefault(name, m.kind)
             structure: Structure = "cross" if m.kind == "cross" else "self"
-            m.hooks.listen(cleanup, PATTERN, lambda weights, name=name, structure=structure: keep(name, weights, structure))
+            m.hooks.listen(cleanup, PATTERN, lambda w, name=name, structure=structure: keep(name, w, structure))
         elif isinstance(m, nn.MultiheadAttention):
             def read(mha: nn.Module, _args: Any, output: tuple[Tensor, Tensor], name: str = name) -> tuple[Tensor, Tensor | None]:
                 keep(name, _per_head(output[1], mha), *asked.structure(mha))

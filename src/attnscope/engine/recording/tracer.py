@@ -36,7 +36,8 @@ from attnscope.model.transformer import DecoderCache, Transformer
 
 # The hook points Keep.internals listens to, and Keep.stream.
 INTERNALS = (hooks.Q, hooks.K, hooks.V, hooks.MASK, hooks.BIAS, hooks.SCORES, hooks.Z, hooks.RESULT)
-STREAM = (hooks.EMBED, hooks.POS, hooks.EMBEDDED, hooks.MEMORY, hooks.RESID_PRE, hooks.NORM_IN, hooks.NORM_OUT, hooks.RESID_POST)
+STREAM = (hooks.EMBED, hooks.POS, hooks.EMBEDDED, hooks.MEMORY,
+          hooks.RESID_PRE, hooks.NORM_IN, hooks.NORM_OUT, hooks.RESID_POST)
 
 
 class Calls:
@@ -64,7 +65,8 @@ def tracing(model: nn.Module, keep: Keep = WEIGHTS) -> Iterator[Calls]:
         yield calls
 
 
-def install(listening: ExitStack, model: nn.Module, keep: Keep, calls: Calls, attention: dict[str, MultiHeadAttention]) -> None:
+def install(listening: ExitStack, model: nn.Module, keep: Keep, calls: Calls,
+            attention: dict[str, MultiHeadAttention]) -> None:
     """The listeners of `tracing`, each removed by `listening`, for a caller that holds the model's lock and runs it in
     eval mode already (capture, before every translation, with its attention modules found). Weights and
     internals work on any module built of attnscope's attention; the stream needs a `Transformer`."""
@@ -82,7 +84,8 @@ def install(listening: ExitStack, model: nn.Module, keep: Keep, calls: Calls, at
 def _keep_weights(into: dict[str, list[Tensor]], name: str, weights: Tensor) -> None:
     """The weights-only route (record_attention on a model built of attnscope's attention): append each call's
     weights, as the PATTERN hook point passes them, to into[name]; nothing else."""
-    into.setdefault(name, []).append(weights.detach() if weights.requires_grad else weights)  # a new tensor object costs
+    # detach only a tensor with a graph: a new tensor object costs
+    into.setdefault(name, []).append(weights.detach() if weights.requires_grad else weights)
 
 
 @torch.no_grad()
@@ -129,7 +132,8 @@ def _assemble(model: Transformer, calls: Calls, weights: dict[str, Tensor], keep
 
     def embedded(stack: nn.Module) -> Embedded:
         of = partial(calls.of, names[stack])
-        return Embedded(_rows(of(hooks.EMBED)), model.embedding_scale, _rows(of(hooks.POS), 0), _rows(of(hooks.EMBEDDED)))
+        scale = model.embedding_scale
+        return Embedded(_rows(of(hooks.EMBED)), scale, _rows(of(hooks.POS), 0), _rows(of(hooks.EMBEDDED)))
 
     stream = keep.stream
     return Trace(source_ids, target_ids, keep, use_cache,
@@ -161,8 +165,9 @@ def _internals(calls: Calls, name: str) -> Internals:
     of = partial(calls.of, name)
     biases = of(hooks.BIAS)
     bias = None if biases[0] is None else join_steps(biases)  # keys a step had not: 0, masked anyway
-    return Internals(queries=_rows(of(hooks.Q), 2), keys=of(hooks.K)[-1], values=of(hooks.V)[-1],  # the last call's: all
-                     scores=join_steps(of(hooks.SCORES), -math.inf), mask=_mask(of(hooks.Q), of(hooks.K), of(hooks.MASK)),
+    queries, keys = of(hooks.Q), of(hooks.K)
+    return Internals(queries=_rows(queries, 2), keys=keys[-1], values=of(hooks.V)[-1],  # the last call's: every key
+                     scores=join_steps(of(hooks.SCORES), -math.inf), mask=_mask(queries, keys, of(hooks.MASK)),
                      concat=_rows(of(hooks.Z)), output=_rows(of(hooks.RESULT)), bias=bias)
 
 
