@@ -94,10 +94,13 @@ class MultiHeadAttention(nn.Module):
             mask, bias = hooks.at(MASK, mask), hooks.at(BIAS, bias)
         out, weights = self.attend(q, keys, values, mask, need_weights, bias)
         b, h, n, dh = out.shape
-        z = out.transpose(1, 2).reshape(b, n, h * dh)  # heads side by side (B, Q, H*dh)
-        if not hooks.listeners:
-            return self.out_proj(z), weights
-        return hooks.at(RESULT, self.out_proj(hooks.at(Z, z))), weights
+        result = self.project_out(out.transpose(1, 2).reshape(b, n, h * dh))  # heads side by side (B, Q, H*dh)
+        return (hooks.at(RESULT, result) if hooks.listeners else result), weights
+
+    def project_out(self, z: Tensor) -> Tensor:
+        """W_O over the heads laid side by side (..., H*dh), which pass the Z hook point first: a head a listener
+        zeroes there (head_gate.py) adds nothing, also to a caller that projects heads on its own (norms.py)."""
+        return self.out_proj(self.hooks.at(Z, z))
 
     def attend(self, q: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None, need_weights: bool,
                bias: Tensor | None = None) -> tuple[Tensor, Tensor | None]:

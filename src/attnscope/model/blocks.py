@@ -102,6 +102,14 @@ class Residual(nn.Module):
         self.hooks = HookPoints(BLOCK)
 
     def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
+        if self.hooks.listeners:  # one check while nobody listens: blocks run 3 times a decoder layer
+            return self._heard(x, sublayer)
+        if self.pre:
+            return x + self.dropout(sublayer(self.norm(x)))
+        return self.norm(x + self.dropout(sublayer(x)))
+
+    def _heard(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
+        """`forward`, passing the stream and the LayerNorm's input and output through the hook points."""
         at = self.hooks.at
         x = at(RESID_PRE, x)
         if self.pre:
