@@ -3,6 +3,7 @@ says; listeners may replace a value, hear only their own thread, and leave nothi
 fused attention kernel."""
 from __future__ import annotations
 
+import copy
 import threading
 from contextlib import ExitStack
 from typing import Any
@@ -156,3 +157,13 @@ def test_nobody_listening_keeps_the_fused_kernel_and_listening_changes_nothing(c
     with ExitStack() as listening:
         m.encoder[0].self_attn.hooks.listen(listening, hooks.PATTERN, lambda _x: None)
         assert run()[1] == fused - 1
+
+
+def test_a_copied_model_keeps_the_table_s_points() -> None:
+    """A deep copy (the fp16 check rounds one) listens on the same rows of the table."""
+    copied, (src, tgt) = copy.deepcopy(model()), inputs()
+    heard: list[torch.Tensor] = []
+    with torch.no_grad(), ExitStack() as listening:
+        copied.decoder[0].cross_attn.hooks.listen(listening, hooks.PATTERN, heard.append)
+        copied(src, tgt)
+    assert [tuple(w.shape) for w in heard] == [(B, H, T, S)]

@@ -70,8 +70,12 @@ class HookPoints:
 
     def __init__(self, site: str) -> None:
         self.site = site
-        self.points = tuple(p for p in POINTS if site in p.sites)
         self.listeners: dict[str, list[tuple[int, Listener]]] = {}  # by point name; empty while nobody listens
+
+    @property
+    def points(self) -> tuple[Point, ...]:
+        """The table's rows at this site (read from the table, so a copied model's points are still its rows)."""
+        return tuple(p for p in POINTS if self.site in p.sites)
 
     def at(self, point: Point, value: T) -> T:
         """`value`, as each listener of `point` on this thread heard it and perhaps replaced it."""
