@@ -445,7 +445,7 @@ def hook_violations(sources: dict[str, str]) -> list[str]:
     names, found = {p.name for p in POINTS}, []
     for module, source in sources.items():
         for node in ast.walk(ast.parse(source)) if module != HOOK_TABLE else ():
-            if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "listeners":
+            if isinstance(node, ast.Subscript) and getattr(node.value, "attr", "") == "listeners":
                 spelled = [node.slice]
             elif isinstance(node, ast.Call):
                 func = node.func
@@ -472,8 +472,8 @@ def test_hook_points_are_named_in_one_table_and_nothing_else_is_hooked() -> None
 @pytest.mark.parametrize("module, source, rule", [
     ("attnscope.engine.analysis.head_gate", "m.out_proj.register_forward_pre_hook(gate)", "hooks a module itself"),
     ("attnscope.engine.recording.tracer", "handle = model.embed_dropout.register_forward_hook(keep)", "hooks a module"),
-    ("attnscope.engine.attribution.saliency", "torch.nn.modules.module.register_module_forward_hook(f)", "hooks a module"),
-    ("attnscope.model.attention", "NEW = Point('rotated', ('attention',), '(B, H, Q, dh)', 'q rotated')", "makes a hook point"),
+    ("attnscope.engine.attribution.saliency", "torch.nn.modules.module.register_module_forward_hook(f)", "hooks"),
+    ("attnscope.model.attention", "NEW = Point('rotated', ('attention',), '(B, H, Q, dh)', 'q')", "makes a hook point"),
     ("attnscope.engine.recording.tracer", "site.listen(listening, 'pattern', keep)", "spells the hook point 'pattern'"),
     ("attnscope.model.blocks", "x = self.hooks.at('resid_pre', x)", "spells the hook point"),
     ("attnscope.model.attention", "heard = self.hooks.hears('scores')", "spells the hook point"),

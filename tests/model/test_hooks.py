@@ -51,7 +51,8 @@ def test_every_point_is_heard_at_its_sites_with_the_table_s_shape(kw: dict[str, 
         heard = listen_to_all(m, listening)
         m(src, tgt)
     sites = dict(hooks.sites(m))
-    assert {site.site for site in sites.values()} == {hooks.ENCODER, hooks.DECODER, hooks.LAYER, hooks.BLOCK, hooks.ATTENTION}
+    assert {site.site for site in sites.values()} == {hooks.ENCODER, hooks.DECODER, hooks.LAYER, hooks.BLOCK,
+                                                      hooks.ATTENTION}
     assert set(heard) == {(name, p.name) for name, site in sites.items() for p in site.points}  # each point, each site
     for stack, n in (("encoder", S), ("decoder", T)):
         assert shape(heard[(stack, "embed")][0]) == (B, n, D) and shape(heard[(stack, "pos")][0]) == (n, D)
@@ -81,7 +82,8 @@ def test_what_the_points_carry_is_what_the_model_computed() -> None:
     embedded = heard[("encoder", "embed")][0] * m.embedding_scale + heard[("encoder", "pos")][0]
     assert torch.equal(heard[("encoder", "embedded")][0], embedded)  # no norm on the embeddings, dropout off
     assert torch.equal(heard[("encoder.0.self_attn", "pattern")][0], source.attentions[0])
-    assert torch.equal(heard[("encoder.0.self_attn", "result")][0], attn.out_proj(heard[("encoder.0.self_attn", "z")][0]))
+    z, result = heard[("encoder.0.self_attn", "z")][0], heard[("encoder.0.self_attn", "result")][0]
+    assert torch.equal(result, attn.out_proj(z))
     assert torch.equal(heard[("encoder", "memory")][0], source.memory)
     assert torch.equal(heard[("encoder.1", "resid_post")][0], source.memory)  # post-LN: no final norm
 

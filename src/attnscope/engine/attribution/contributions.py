@@ -66,7 +66,8 @@ def rolled_out(method: str, encoder_layers: Sequence[np.ndarray], decoder_layers
 
 def _float64_copy(model: Transformer) -> Transformer:
     """The same network in float64 on the CPU, built from the config and given the state dict's tensors (so no
-    listener on the shared model's hook points, such as a head gate, comes along). The model's own initialisation is skipped and
+    listener on the shared model's hook points, such as a head gate, comes along). The model's own initialisation
+    is skipped and
     each tensor is converted once, straight into place (a tied one once for all its names): initialising,
     copying and then converting took ~0.5 s more for opus-mt's shape. torch's default initialisation, thrown
     away, leaves the global random state as it was."""
