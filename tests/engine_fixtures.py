@@ -15,6 +15,7 @@ from attnscope.checkpoints.checkpoint import Bundle, save
 from attnscope.engine.decoding.translator import Translator
 from attnscope.engine.recording.capture import Recording
 from attnscope.model.config import EOS_ID, ModelConfig
+from attnscope.model.hooks import sites
 from attnscope.model.tokenization import TextCodec, train_word_level
 from attnscope.model.transformer import Transformer
 
@@ -72,8 +73,9 @@ def tiny_translator(seed: int, eos_bias: float = 0.0, device: torch.device | str
 
 
 def no_hooks_left(module: torch.nn.Module) -> bool:
-    """No recorder attached: no forward (pre-)hooks."""
-    return all(not m._forward_hooks and not m._forward_pre_hooks for m in module.modules())
+    """No recorder attached: no forward (pre-)hooks, nobody listening to a hook point."""
+    return (all(not m._forward_hooks and not m._forward_pre_hooks for m in module.modules())
+            and all(not hooks.listeners for _, hooks in sites(module)))
 
 
 @pytest.fixture(scope="module")

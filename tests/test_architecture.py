@@ -9,7 +9,9 @@ import each other, directly or around a loop. Pages and app.py are thin: from at
 attnscope.ui, which does the work behind their widgets. The app (app.py, pages/, ui/) uses only Streamlit's
 public API: no private names (`st._x`, `from streamlit import _x`) and no runtime/server internals, so an
 upgrade cannot break it silently. Parameter names are spelled only in model/parameters.py, and every importer
-makes its model through the one assemble step (checkpoints/importers/assemble.py). The session's state
+makes its model through the one assemble step (checkpoints/importers/assemble.py). Hook points are named only in
+model/hooks.py's table, and nothing hooks the model but through them (the recorder of any torch model excepted).
+The session's state
 (st.session_state) is read and written in ui/state.py only; each key is declared once, a page's own in its ui
 module. A page script holds only calls; a query's result is cached through ui/cache.py's one helper. A Hugging Face
 model_type is spelled only in checkpoints/importers/hf_families/ (one module per architecture, and the registry that
@@ -806,3 +808,62 @@ def test_attribution_methods_are_listed_by_the_registry_alone() -> None:
 def test_a_hand_made_list_of_methods_is_reported(source: str) -> None:
     assert method_literals({"attnscope.ui.attribution.samples": source})
     assert not method_literals({"attnscope.ui.attribution.samples": "refs = references()\nbest = (ALTI, 1)"})
+
+
+# Only the table makes hook points (and so spells their names); the package hooks modules torch's way only in the
+# recorder of any torch model, whose job is to follow the modules of the user's own code.
+HOOK_TABLE, ANY_MODEL_RECORDER = "attnscope.model.hooks", "attnscope.engine.recording.capture"
+HOOK_CALLS = {"at": 0, "hears": 0, "listen": 1}  # HookPoints' methods and where their point goes
+
+
+def hook_violations(sources: dict[str, str]) -> list[str]:
+    """Hook points made or named outside model/hooks.py's table, and modules hooked around them, one sentence each."""
+    from attnscope.model.hooks import POINTS
+
+    names, found = {p.name for p in POINTS}, []
+    for module, source in sources.items():
+        for node in ast.walk(ast.parse(source)) if module != HOOK_TABLE else ():
+            if isinstance(node, ast.Subscript) and getattr(node.value, "attr", "") == "listeners":
+                spelled = [node.slice]
+            elif isinstance(node, ast.Call):
+                func = node.func
+                called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+                if called == "Point":
+                    found.append(f"{module} makes a hook point: only model/hooks.py's table names them")
+                if called.startswith("register_") and "hook" in called and module != ANY_MODEL_RECORDER:
+                    found.append(f"{module} hooks a module itself ({called}): listen on a hook point of model/hooks.py")
+                at = HOOK_CALLS.get(called)
+                spelled = node.args[at:at + 1] if at is not None and isinstance(func, ast.Attribute) else []
+            else:
+                continue
+            found += [f"{module} spells the hook point {s.value!r}: use its row of model/hooks.py" for s in spelled
+                      if isinstance(s, ast.Constant) and s.value in names]
+    return found
+
+
+def test_hook_points_are_named_in_one_table_and_nothing_else_is_hooked() -> None:
+    sources = package_sources()
+    assert "hooks.listen(" in sources["attnscope.engine.analysis.head_gate"]
+    assert not hook_violations(sources), "\n".join(hook_violations(sources))
+
+
+@pytest.mark.parametrize("module, source, rule", [
+    ("attnscope.engine.analysis.head_gate", "m.out_proj.register_forward_pre_hook(gate)", "hooks a module itself"),
+    ("attnscope.engine.recording.tracer", "handle = model.embed_dropout.register_forward_hook(keep)", "hooks a module"),
+    ("attnscope.engine.attribution.saliency", "torch.nn.modules.module.register_module_forward_hook(f)", "hooks"),
+    ("attnscope.model.attention", "NEW = Point('rotated', ('attention',), '(B, H, Q, dh)', 'q')", "makes a hook point"),
+    ("attnscope.engine.recording.tracer", "site.listen(listening, 'pattern', keep)", "spells the hook point 'pattern'"),
+    ("attnscope.model.blocks", "x = self.hooks.at('resid_pre', x)", "spells the hook point"),
+    ("attnscope.model.attention", "heard = self.hooks.hears('scores')", "spells the hook point"),
+    ("attnscope.engine.analysis.head_gate", "gates = module.hooks.listeners['z']", "spells the hook point"),
+])
+def test_a_hook_outside_the_table_is_reported(module: str, source: str, rule: str) -> None:
+    assert any(rule in v for v in hook_violations({module: source})), hook_violations({module: source})
+
+
+def test_hooks_on_names_pass() -> None:
+    sources = {"attnscope.engine.analysis.head_gate": "module.hooks.listen(listening, Z, gate)\nx = hooks.at(Q, x)",
+               "attnscope.engine.recording.capture": "m.register_forward_hook(leave)",
+               HOOK_TABLE: "Q = Point('q', (ATTENTION,), '(B, H, Q, dh)', 'the queries')",
+               "attnscope.checkpoints.importers.hf_t5": "parts = {'q': 'q_proj', 'bias': b}\nconfig.get('bias')"}
+    assert hook_violations(sources) == []

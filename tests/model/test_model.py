@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import math
+from contextlib import ExitStack
 
 import pytest
 import torch
 
 from attnscope.model.attention import dropout
 from attnscope.model.config import ConfigError, ModelConfig
+from attnscope.model.hooks import PATTERN
 from attnscope.model.positions import sinusoidal_table
 from attnscope.model.transformer import DecoderCache, Transformer
 from tests.engine_fixtures import atol
@@ -56,12 +58,11 @@ def test_explicit_softmax_path_equals_sdpa(kw: dict, device: torch.device) -> No
     src, tgt = ids(2, 6, device=device), ids(2, 5, device=device)
     src[1, 4:] = 0
     tgt[1, 3:] = 0
-    with torch.no_grad():
+    with torch.no_grad(), ExitStack() as listening:
         fast = model(src, tgt)
-        handles = [m.hook_pattern.register_forward_hook(lambda *a: None) for m in model.attention_modules().values()]
+        for m in model.attention_modules().values():
+            m.hooks.listen(listening, PATTERN, lambda _weights: None)
         slow = model(src, tgt)
-    for h in handles:
-        h.remove()
     assert torch.allclose(fast, slow, atol=atol(device))
 
 

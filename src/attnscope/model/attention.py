@@ -1,7 +1,8 @@
 """Multi-head scaled dot-product attention (Vaswani et al. 2017, section 3.2.2), the one attention of the model.
 
 `attend` is the one path: softmax(q kᵀ / √d_k + B) v, with the weights made when anyone needs them (the caller asks
-for them, or a hook watches `hook_scores` / `hook_pattern`), which the module then returns beside its output.
+for them, or someone listens to the hook points SCORES / PATTERN, see hooks.py), which the module then returns beside
+its output.
 B is T5's relative position bias (positions.RelativePositionBias; absent for other models), and T5 leaves out
 the 1/√d_k (config.scale_scores), which its initialisation folds into the query projection.
 When nobody looks at them it hands the same function to `F.scaled_dot_product_attention`: a fused kernel that
@@ -14,18 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from attnscope.model.hooks import ATTENTION, BIAS, MASK, PATTERN, RESULT, SCORES, HookPoints, K, Q, V, Z
 from attnscope.model.kinds import Kind
-
-
-class HookPoint(nn.Module):
-    """Identity module marking a tensor that hooks may read (TransformerLens-style)."""
-
-    def forward(self, x: Tensor) -> Tensor:
-        return x
-
-    @property
-    def hooked(self) -> bool:
-        return bool(self._forward_hooks)
 
 
 def dropout(x: Tensor, p: float, training: bool) -> Tensor:
@@ -54,8 +45,8 @@ def packed_linear(*layers: nn.Linear) -> tuple[Tensor, Tensor | None]:
 class MultiHeadAttention(nn.Module):
     """Scaled dot-product attention over several heads, of one kind (encoder / decoder / cross, see kinds.py).
 
-    Hook points: `hook_scores` (B, H, Q, K) the scores as the softmax reads them (scaled, plus the position bias,
-    -inf where masked); `hook_pattern` (B, H, Q, K) the weights, after the softmax and before dropout."""
+    Its hook points (`hooks`, the table's ATTENTION rows in hooks.py): q, k, v, mask and bias as it reads them, the
+    scores and the pattern, the heads side by side (z) and the result."""
 
     def __init__(self, *, d_model: int, n_heads: int, dropout: float, kind: Kind, qkv_bias: bool = True,
                  out_bias: bool = True, scale_scores: bool = True, head_dim: int | None = None) -> None:
@@ -68,8 +59,7 @@ class MultiHeadAttention(nn.Module):
         self.v_proj = nn.Linear(d_model, inner, bias=qkv_bias)
         self.out_proj = nn.Linear(inner, d_model, bias=out_bias)
         self.dropout = dropout
-        self.hook_scores = HookPoint()
-        self.hook_pattern = HookPoint()
+        self.hooks = HookPoints(ATTENTION)
 
     def _heads(self, projected: Tensor, n: int) -> list[Tensor]:
         """Split n projections computed side by side into heads, each (B, H, N, dh)."""
@@ -98,15 +88,26 @@ class MultiHeadAttention(nn.Module):
         """Attend from projected queries `q` (B, H, Q, dh) to keys/values; `mask` is True where allowed (None: all),
         `bias` (1, H, Q, K) is added to the scores (T5's relative positions). Returns the output (B, Q, D) and, when
         `need_weights`, the weights (B, H, Q, K) it was computed with."""
+        hooks = self.hooks
+        if hooks.listeners:
+            q, keys, values = hooks.at(Q, q), hooks.at(K, keys), hooks.at(V, values)
+            mask, bias = hooks.at(MASK, mask), hooks.at(BIAS, bias)
         out, weights = self.attend(q, keys, values, mask, need_weights, bias)
         b, h, n, dh = out.shape
-        return self.out_proj(out.transpose(1, 2).reshape(b, n, h * dh)), weights  # heads side by side (B, Q, H*dh)
+        result = self.project_out(out.transpose(1, 2).reshape(b, n, h * dh))  # heads side by side (B, Q, H*dh)
+        return (hooks.at(RESULT, result) if hooks.listeners else result), weights
+
+    def project_out(self, z: Tensor) -> Tensor:
+        """W_O over the heads laid side by side (..., H*dh), which pass the Z hook point first: a head a listener
+        zeroes there (head_gate.py) adds nothing, also to a caller that projects heads on its own (norms.py)."""
+        return self.out_proj(self.hooks.at(Z, z))
 
     def attend(self, q: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None, need_weights: bool,
                bias: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
         """softmax(q kᵀ / √d_k + bias) v per head, (B, H, Q, dh), and the weights when they are made."""
         p = self.dropout if self.training else 0.0
-        scores_hooked, pattern_hooked = self.hook_scores.hooked, self.hook_pattern.hooked
+        hooks = self.hooks
+        scores_hooked, pattern_hooked = hooks.hears(SCORES), hooks.hears(PATTERN)
         if not (need_weights or scores_hooked or pattern_hooked or (p and q.device.type == "cpu")):
             allowed = mask if bias is None else bias if mask is None else bias.masked_fill(~mask, float("-inf"))
             return F.scaled_dot_product_attention(q, keys, values, attn_mask=allowed, dropout_p=p,
@@ -123,9 +124,9 @@ class MultiHeadAttention(nn.Module):
                 shaped = shaped + bias
             if mask is not None:
                 shaped = shaped.masked_fill(~mask, float("-inf"))
-            scores = (self.hook_scores(shaped) if scores_hooked else shaped).reshape(b * h, n, -1)
+            scores = (hooks.at(SCORES, shaped) if scores_hooked else shaped).reshape(b * h, n, -1)
         weights = scores.softmax(-1)
-        shaped = self.hook_pattern(weights.view(b, h, n, -1)) if pattern_hooked else weights.view(b, h, n, -1)
+        shaped = hooks.at(PATTERN, weights.view(b, h, n, -1)) if pattern_hooked else weights.view(b, h, n, -1)
         weights = shaped.reshape(b * h, n, -1) if pattern_hooked else weights
         out = torch.bmm(dropout(weights, p, True), values.reshape(b * h, -1, dh)).view(b, h, n, dh)
         return out, shaped if need_weights else None

@@ -12,6 +12,7 @@ from torch import Tensor, nn
 
 from attnscope.model.attention import dropout
 from attnscope.model.config import ModelConfig
+from attnscope.model.hooks import BLOCK, NORM_IN, NORM_OUT, RESID_POST, RESID_PRE, HookPoints
 
 
 class Dropout(nn.Dropout):
@@ -92,16 +93,28 @@ def layer_norm(c: ModelConfig) -> nn.Module:
 
 
 class Residual(nn.Module):
-    """Residual connection with LayerNorm after (post-LN, the paper's) or before (pre-LN)."""
+    """Residual connection with LayerNorm after (post-LN, the paper's) or before (pre-LN). Its hook points (`hooks`,
+    the table's BLOCK rows in hooks.py): the stream entering and leaving it, what its LayerNorm reads and returns."""
 
     def __init__(self, c: ModelConfig) -> None:
         super().__init__()
         self.norm, self.dropout, self.pre = layer_norm(c), Dropout(c.dropout), c.norm == "pre"
+        self.hooks = HookPoints(BLOCK)
 
     def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
+        if self.hooks.listeners:  # one check while nobody listens: blocks run 3 times a decoder layer
+            return self._heard(x, sublayer)
         if self.pre:
             return x + self.dropout(sublayer(self.norm(x)))
         return self.norm(x + self.dropout(sublayer(x)))
+
+    def _heard(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
+        """`forward`, passing the stream and the LayerNorm's input and output through the hook points."""
+        at = self.hooks.at
+        x = at(RESID_PRE, x)
+        if self.pre:
+            return at(RESID_POST, x + self.dropout(sublayer(at(NORM_OUT, self.norm(at(NORM_IN, x))))))
+        return at(RESID_POST, at(NORM_OUT, self.norm(at(NORM_IN, x + self.dropout(sublayer(x))))))
 
 
 class Generator(nn.Linear):

@@ -1,8 +1,8 @@
 """The encoder-decoder Transformer of "Attention Is All You Need" (Vaswani et al. 2017, fig. 1).
 
-Read top to bottom: the KV cache, what the encoder and decoder return, their layers, then the model. Attention is
-attention.py; the feed-forward network, LayerNorm, the residual block and the output layer are blocks.py;
-positions are positions.py.
+Read top to bottom: the KV cache, what the encoder and decoder return, then the model. The layers are layers.py,
+attention is attention.py; the feed-forward network, LayerNorm, the residual block and the output layer are
+blocks.py; positions are positions.py. Every tensor the engine may read passes a named hook point (hooks.py).
 Asked with `output_attentions=True`, `encode` and `decode` return every head's weights beside their result
 (as Hugging Face models do): exactly the tensors the model went on with, per layer (B, H, Q, K).
 
@@ -22,23 +22,14 @@ import torch
 from torch import Tensor, nn
 
 from attnscope.model.attention import MultiHeadAttention
-from attnscope.model.blocks import Dropout, Generator, Residual, feed_forward, layer_norm
+from attnscope.model.blocks import Dropout, Generator, layer_norm
 from attnscope.model.config import ModelConfig
+from attnscope.model.hooks import DECODER, EMBED, EMBEDDED, ENCODER, FINAL, MEMORY, POS
 from attnscope.model.kinds import KINDS, Kind
-from attnscope.model.positions import LearnedPositions, NoPositions, RelativePositionBias, SinusoidalPositions
+from attnscope.model.layers import DecoderLayer, EncoderLayer, LayerCache, Stack
+from attnscope.model.positions import LearnedPositions, NoPositions, SinusoidalPositions
 
 POSITIONS = {"sinusoidal": SinusoidalPositions, "learned": LearnedPositions, "relative": NoPositions}
-
-
-@dataclass
-class LayerCache:
-    """Keys/values one decoder layer has seen: its own past (grows) and the source (fixed)."""
-
-    self_k: Tensor | None = None  # (B, H, t, dh)
-    self_v: Tensor | None = None
-    cross_k: Tensor | None = None  # (B, H, S, dh)
-    cross_v: Tensor | None = None
-    qkv_weights: tuple[Tensor, Tensor] | None = None  # self-attention's packed projection, made at the first step
 
 
 @dataclass
@@ -84,89 +75,6 @@ class DecoderOutput:
     cross_attentions: tuple[Tensor, ...] | None = None  # each layer's cross-attention (B, H, T, S), when asked
 
 
-def attention(c: ModelConfig, kind: Kind) -> MultiHeadAttention:
-    return MultiHeadAttention(d_model=c.d_model, n_heads=c.n_heads, dropout=c.attention_dropout, kind=kind,
-                              qkv_bias=c.qkv_bias, out_bias=c.out_bias, scale_scores=c.scale_scores, head_dim=c.d_head)
-
-
-def relative_bias(c: ModelConfig, first: bool, bidirectional: bool) -> RelativePositionBias | None:
-    """T5 keeps its stack's relative position table in the first layer; every layer adds the bias made from it."""
-    return RelativePositionBias(c, bidirectional) if first and c.positional == "relative" else None
-
-
-class EncoderLayer(nn.Module):
-    def __init__(self, c: ModelConfig, first: bool = False) -> None:
-        super().__init__()
-        self.self_attn = attention(c, "encoder")
-        self.relative_bias = relative_bias(c, first, bidirectional=True)
-        self.ffn = feed_forward(c)
-        self.attn_block, self.ffn_block = Residual(c), Residual(c)
-
-    def forward(self, x: Tensor, mask: Tensor | None, need_weights: bool = False,
-                bias: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
-        """The layer's output (B, S, D) and, when asked, its self-attention weights (B, H, S, S); `bias` (1, H, S, S)
-        is the stack's relative position bias (T5)."""
-        weights = None
-
-        def attend(h: Tensor) -> Tensor:
-            nonlocal weights
-            out, weights = self.self_attn(*self.self_attn.project_qkv(h), mask, need_weights, bias)
-            return out
-        x = self.attn_block(x, attend)
-        return self.ffn_block(x, self.ffn), weights
-
-
-class DecoderLayer(nn.Module):
-    def __init__(self, c: ModelConfig, first: bool = False) -> None:
-        super().__init__()
-        self.self_attn, self.cross_attn = attention(c, "decoder"), attention(c, "cross")
-        self.relative_bias = relative_bias(c, first, bidirectional=False)  # cross-attention has none
-        self.ffn = feed_forward(c)
-        self.self_block, self.cross_block, self.ffn_block = (Residual(c) for _ in range(3))
-
-    def _self(self, h: Tensor, cache: LayerCache | None) -> tuple[Tensor, Tensor, Tensor]:
-        """Queries, keys and values of masked self-attention: with a cache, the keys of every earlier position too."""
-        if cache is None:
-            return self.self_attn.project_qkv(h)
-        cache.qkv_weights = cache.qkv_weights or self.self_attn.qkv_weights()
-        q, k, v = self.self_attn.project_qkv(h, cache.qkv_weights)
-        if cache.self_k is not None:
-            k, v = torch.cat([cache.self_k, k], dim=2), torch.cat([cache.self_v, v], dim=2)
-        cache.self_k, cache.self_v = k, v
-        return q, k, v
-
-    def _cross(self, h: Tensor, memory: Tensor, cache: LayerCache | None) -> tuple[Tensor, Tensor, Tensor]:
-        """Queries of cross-attention and the source's keys and values (with a cache, computed once a sentence)."""
-        if cache is not None and cache.cross_k is not None:
-            k, v = cache.cross_k, cache.cross_v
-        else:
-            k, v = self.cross_attn.project_kv(memory)
-            if cache is not None:  # strided views of one packed projection: contiguous once, read every step
-                k, v = k.contiguous(), v.contiguous()
-                cache.cross_k, cache.cross_v = k, v
-        return self.cross_attn.project_q(h), k, v
-
-    def forward(self, x: Tensor, memory: Tensor, self_mask: Tensor | None, cross_mask: Tensor | None,
-                cache: LayerCache | None = None, need_weights: bool = False, bias: Tensor | None = None
-                ) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        """The layer's output (B, T, D) and, when asked, its masked self- and cross-attention weights; `bias`
-        (1, H, T, K) is the stack's relative position bias for the masked self-attention (T5)."""
-        self_weights = cross_weights = None
-
-        def attend_self(h: Tensor) -> Tensor:
-            nonlocal self_weights
-            out, self_weights = self.self_attn(*self._self(h, cache), self_mask, need_weights, bias)
-            return out
-
-        def attend_source(h: Tensor) -> Tensor:
-            nonlocal cross_weights
-            out, cross_weights = self.cross_attn(*self._cross(h, memory, cache), cross_mask, need_weights)
-            return out
-        x = self.self_block(x, attend_self)
-        x = self.cross_block(x, attend_source)
-        return self.ffn_block(x, self.ffn), self_weights, cross_weights
-
-
 def causal_mask(n_queries: int, n_keys: int, device: torch.device) -> Tensor:
     """True where query i (the last `n_queries` of `n_keys` positions) may see key j <= i."""
     offset = n_keys - n_queries
@@ -190,8 +98,9 @@ class Transformer(nn.Module):
         self.src_embed_norm = layer_norm(c) if c.embed_norm else nn.Identity()
         self.tgt_embed_norm = layer_norm(c) if c.embed_norm else nn.Identity()
         self.embed_dropout = Dropout(c.dropout)
-        self.encoder = nn.ModuleList(EncoderLayer(c, first=i == 0) for i in range(c.n_encoder_layers))
-        self.decoder = nn.ModuleList(DecoderLayer(c, first=i == 0) for i in range(c.n_decoder_layers))
+        self.embedding_scale = math.sqrt(c.d_model) if c.embed_scale else 1.0  # section 3.4
+        self.encoder = Stack((EncoderLayer(c, first=i == 0) for i in range(c.n_encoder_layers)), ENCODER)
+        self.decoder = Stack((DecoderLayer(c, first=i == 0) for i in range(c.n_decoder_layers)), DECODER)
         self.encoder_norm = layer_norm(c) if c.has_final_norm else nn.Identity()
         self.decoder_norm = layer_norm(c) if c.has_final_norm else nn.Identity()
         self.generator = Generator(c.d_model, c.tgt_vocab_size, c.suppressed, c.scale_output)
@@ -212,17 +121,18 @@ class Transformer(nn.Module):
             self.tgt_embed.weight[self.config.pad_id].zero_()
             self.src_embed.weight[self.config.pad_id].zero_()
 
-    def _embed(self, table: nn.Embedding, ids: Tensor, offset: int = 0, decoder: bool = False) -> Tensor:
-        c = self.config
+    def _embed(self, ids: Tensor, offset: int = 0, decoder: bool = False) -> Tensor:
+        """What a stack's first layer reads (B, N, D), through the stack's hook points."""
+        c, at = self.config, (self.decoder if decoder else self.encoder).hooks.at
         if decoder and offset == 0 and c.decoder_start is not None:  # the first position reads the start token
             ids = torch.cat([torch.full_like(ids[:, :1], c.decoder_start), ids[:, 1:]], dim=1)
-        x = table(ids) * (math.sqrt(c.d_model) if c.embed_scale else 1.0)
-        x = x + self.positions(ids.shape[1], offset, decoder)
+        x = at(EMBED, (self.tgt_embed if decoder else self.src_embed)(ids)) * self.embedding_scale
+        x = x + at(POS, self.positions(ids.shape[1], offset, decoder))
         x = (self.tgt_embed_norm if decoder else self.src_embed_norm)(x)
-        return self.embed_dropout(x)  # (B, N, D)
+        return at(EMBEDDED, self.embed_dropout(x))
 
     @staticmethod
-    def _relative_bias(stack: nn.ModuleList, n_queries: int, n_keys: int, offset: int = 0) -> Tensor | None:
+    def _relative_bias(stack: Stack, n_queries: int, n_keys: int, offset: int = 0) -> Tensor | None:
         """The stack's relative position bias (1, H, Q, K) from its first layer's table (T5); None without one."""
         table = stack[0].relative_bias
         return None if table is None else table(n_queries, n_keys, offset)
@@ -234,13 +144,14 @@ class Transformer(nn.Module):
         mask: Tensor | None = (src != self.config.pad_id)[:, None, None, :]  # (B, 1, 1, S)
         if bool(mask.all()):
             mask = None  # lets SDPA take its unmasked fast path
-        x = self._embed(self.src_embed, src)
+        x = self._embed(src)
         bias = self._relative_bias(self.encoder, src.shape[1], src.shape[1])
         attentions = []
         for layer in self.encoder:
             x, weights = layer(x, mask, output_attentions, bias)
             attentions.append(weights)
-        return EncoderOutput(self.encoder_norm(x), mask, tuple(attentions) if output_attentions else None)
+        memory = self.encoder.hooks.at(MEMORY, self.encoder_norm(x))
+        return EncoderOutput(memory, mask, tuple(attentions) if output_attentions else None)
 
     def decode(self, tgt: Tensor, source: EncoderOutput, cache: DecoderCache | None = None, *, last_only: bool = False,
                output_attentions: bool = False) -> DecoderOutput:
@@ -256,7 +167,7 @@ class Transformer(nn.Module):
             self_mask = self_mask & keep[:, None, None, :]  # (B, 1, T, T)
         elif tgt.shape[1] == 1:
             self_mask = None  # one new position may see every cached one
-        x = self._embed(self.tgt_embed, tgt, offset, decoder=True)
+        x = self._embed(tgt, offset, decoder=True)
         bias = self._relative_bias(self.decoder, tgt.shape[1], n_keys, offset)  # with a cache: the new rows only
         selves, crosses = [], []
         for i, layer in enumerate(self.decoder):
@@ -266,6 +177,7 @@ class Transformer(nn.Module):
             crosses.append(cross_weights)
         if cache is not None:
             cache.length = n_keys
+        x = self.decoder.hooks.at(FINAL, x)
         logits = self.generator(self.decoder_norm(x[:, -1:] if last_only else x))
         first = n_keys - 1 if last_only else offset  # target position of the first row of logits
         if first == 0 and self.config.forced_first is not None:

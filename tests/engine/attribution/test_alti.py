@@ -13,7 +13,7 @@ from attnscope.engine.recording.trace import decoder_inputs
 from attnscope.engine.recording.tracer import trace
 from attnscope.model.positions import relative_bucket
 from tests.attribution_fixtures import T5_PARTS, pair, run, tiny
-from tests.engine_fixtures import tiny_translator
+from tests.engine_fixtures import no_hooks_left, tiny_translator
 
 
 def centre(z: np.ndarray, kind: str) -> np.ndarray:
@@ -193,5 +193,5 @@ def test_shares_of_a_translation_sum_to_one(seed: int) -> None:
     np.testing.assert_allclose(c.decoder_layers.sum(-1), 1.0, atol=1e-12)
     assert np.all(c.decoder_rollout >= 0) and np.all(np.triu(c.prefix, k=1) == 0)
     assert np.all((0 < c.source_share) & (c.source_share < 1))
-    assert all(not m._forward_hooks for m in tr.model.modules())
+    assert no_hooks_left(tr.model)
     assert next(tr.model.parameters()).dtype == torch.float32  # the shared model is untouched

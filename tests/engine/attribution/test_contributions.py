@@ -3,27 +3,27 @@ from __future__ import annotations
 
 import gc
 import weakref
+from contextlib import ExitStack
 
 import torch
 
 from attnscope.engine.attribution.contributions import float64_model
-from tests.engine_fixtures import random_source, tiny_model
+from attnscope.model.hooks import RESID_POST
+from tests.engine_fixtures import no_hooks_left, random_source, tiny_model
 
 
 def test_the_copy_computes_the_same_function_in_float64_without_the_models_hooks() -> None:
     model = tiny_model(0)
     src, tgt = torch.tensor([random_source(0)]), torch.tensor([[1, 5, 6, 7]])
-    handle = model.decoder[0].register_forward_hook(lambda _m, _i, out: out * 0)  # e.g. a head gate left on
-    try:
+    with ExitStack() as listening:
+        model.decoder[0].hooks.listen(listening, RESID_POST, lambda out: out * 0)  # e.g. a head gate left on
         rng = torch.random.get_rng_state()
         with float64_model(model) as exact:
             assert torch.equal(torch.random.get_rng_state(), rng)  # building it drew no random numbers
             assert all(p.dtype == torch.float64 for p in exact.parameters()) and not exact.training
-            assert not any(m._forward_hooks for m in exact.modules())
+            assert no_hooks_left(exact)
             with torch.no_grad():
                 got = exact(src, tgt)
-    finally:
-        handle.remove()
     with torch.no_grad():
         want = model.double()(src, tgt)
     torch.testing.assert_close(got, want, rtol=0, atol=1e-12)

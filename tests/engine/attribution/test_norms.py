@@ -11,7 +11,7 @@ from attnscope.engine.recording.trace import decoder_inputs
 from attnscope.engine.recording.tracer import trace
 from attnscope.model.attention import MultiHeadAttention
 from tests.attribution_fixtures import T5_MODEL, pair, run, tiny
-from tests.engine_fixtures import joined, tiny_translator
+from tests.engine_fixtures import joined, no_hooks_left, tiny_translator
 
 
 def direct_norms(module: MultiHeadAttention, weights: torch.Tensor, kv_input: torch.Tensor) -> torch.Tensor:
@@ -83,7 +83,7 @@ def test_trace_leaves_no_hooks_and_capture_unchanged() -> None:
     tr = tiny_translator(1, eos_bias=2.0)
     before = tr.translate("a b c")
     weighted_value_norms(tr, before)
-    assert all(not m._forward_hooks and not m._forward_pre_hooks for m in tr.model.modules())
+    assert no_hooks_left(tr.model)
     after = tr.translate("a b c")
     assert after.target_ids == before.target_ids
     for kind in ("encoder", "decoder", "cross"):

@@ -11,7 +11,7 @@ from attnscope.engine.attribution.saliency import ROWS, _pair, saliency, token_g
 from attnscope.engine.attribution.sentence import attribute, exact_contributions
 from attnscope.engine.recording.trace import decoder_inputs
 from tests.attribution_fixtures import T5_MODEL, pair, tiny
-from tests.engine_fixtures import tiny_translator
+from tests.engine_fixtures import no_hooks_left, tiny_translator
 
 
 def log_probs_with_hook(model, src, tgt, hook) -> np.ndarray:
@@ -163,7 +163,7 @@ def test_translation_saliency_shapes_and_hooks_removed() -> None:
     sal = translation_saliency(tr, result, IGSettings(max_points=16))
     assert sal.source.shape == (len(result.target_ids), len(result.source_ids))
     assert sal.method == f"integrated gradients ({sal.points} path points)" and sal.points <= 16
-    assert all(not m._forward_hooks for m in tr.model.modules())
+    assert no_hooks_left(tr.model)
 
 
 @pytest.mark.parametrize("t_max,n_alphas,rows", [(1, 1, 1), (7, 3, 1), (25, 16, 2048), (25, 1, 2048), (40, 16, 64)])

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import threading
+from contextlib import ExitStack
 
 import pytest
 import torch
@@ -12,6 +13,7 @@ import attnscope
 from attnscope.engine.recording.capture import record_attention
 from attnscope.model.attention import split_heads
 from attnscope.model.config import BOS_ID, PAD_ID
+from attnscope.model.hooks import PATTERN
 from attnscope.model.transformer import DecoderCache
 from attnscope.records.attention import RecordError
 from tests.engine_fixtures import SEEDS, atol, joined, no_hooks_left, tiny_model
@@ -76,7 +78,7 @@ def test_weights_are_the_softmax_the_model_computes(device: torch.device) -> Non
     src, tgt = (x.to(device) for x in batch(0))
     with torch.no_grad(), record_attention(model) as rec:
         model(src, tgt)
-        x = model._embed(model.src_embed, src)
+        x = model._embed(src)
         attn = model.encoder[0].self_attn
         q, k = split_heads(attn.q_proj(x), 4), split_heads(attn.k_proj(x), 4)
         scores = (q @ k.transpose(-2, -1) / math.sqrt(4)).masked_fill((src == PAD_ID)[:, None, None, :], -math.inf)
@@ -131,8 +133,8 @@ def test_cached_decoding_calls_stack_into_the_full_matrix(device: torch.device) 
 
 
 def test_the_recording_keeps_what_a_hook_on_the_pattern_sees(device: torch.device) -> None:
-    """A model built of attnscope's attention is recorded through hooks on `hook_pattern`. Call for call (a full
-    pass, then cached decoding steps), it keeps the very tensors another hook there receives, and they equal
+    """A model built of attnscope's attention is recorded through its PATTERN hook points. Call for call (a full
+    pass, then cached decoding steps), it keeps the very tensors another listener there receives, and they equal
     softmax(q kᵀ / √d_k) recomputed from the queries and keys each call was given."""
     model = tiny_model(2, device=device)
     src, tgt = (x.to(device) for x in batch(2, b=1))
@@ -144,18 +146,16 @@ def test_the_recording_keeps_what_a_hook_on_the_pattern_sees(device: torch.devic
         scores = q @ keys.transpose(-2, -1) / math.sqrt(q.shape[-1])
         want.setdefault(name, []).append((scores if mask is None else scores.masked_fill(~mask, -math.inf)).softmax(-1))
 
-    handles = []
-    for name, m in model.attention_modules().items():
-        handles.append(m.register_forward_pre_hook(lambda _m, args, name=name: softmax(name, args)))
-        handles.append(m.hook_pattern.register_forward_hook(lambda _m, _a, w, name=name: seen.setdefault(name, []).append(w)))
-    with torch.no_grad(), record_attention(model) as rec:
-        model(src, tgt)
-        source = model.encode(src)
-        cache = DecoderCache.empty(3)
-        for t in range(tgt.shape[1]):
-            model.decode(tgt[:, t:t + 1], source, cache)
-    for h in handles:
-        h.remove()
+    with ExitStack() as listening:
+        for name, m in model.attention_modules().items():
+            listening.callback(m.register_forward_pre_hook(lambda _m, args, name=name: softmax(name, args)).remove)
+            m.hooks.listen(listening, PATTERN, lambda w, name=name: seen.setdefault(name, []).append(w))
+        with torch.no_grad(), record_attention(model) as rec:
+            model(src, tgt)
+            source = model.encode(src)
+            cache = DecoderCache.empty(3)
+            for t in range(tgt.shape[1]):
+                model.decode(tgt[:, t:t + 1], source, cache)
     assert rec.calls.keys() == seen.keys() == want.keys()
     for name, calls in rec.calls.items():
         assert len(calls) == len(seen[name]) == len(want[name]) > 1, name

@@ -1,11 +1,14 @@
 """The one join of per-step rows (recording/steps.py), and greedy's rows: each is the very tensor its step computed."""
 from __future__ import annotations
 
+from contextlib import ExitStack
+
 import pytest
 import torch
 
 from attnscope.engine.decoding.decode import greedy
 from attnscope.engine.recording.steps import join_steps
+from attnscope.model.hooks import PATTERN
 from tests.engine_fixtures import random_source, tiny_model
 
 
@@ -38,16 +41,13 @@ def test_joining_keeps_every_query_of_each_step() -> None:
 
 @pytest.mark.parametrize("use_cache", [True, False])
 def test_greedy_rows_are_bit_for_bit_the_weights_each_step_computed(use_cache: bool) -> None:
-    """A hook keeps every call's weights; greedy's arrays, returned by the model, hold exactly those numbers."""
+    """A listener keeps every call's weights; greedy's arrays, returned by the model, hold exactly those numbers."""
     model = tiny_model(1)
     seen: dict[str, list[torch.Tensor]] = {}
-    handles = [m.hook_pattern.register_forward_hook(lambda _m, _a, w, name=name: seen.setdefault(name, []).append(w.clone()))
-               for name, m in model.attention_modules().items()]
-    try:
+    with ExitStack() as listening:
+        for name, m in model.attention_modules().items():
+            m.hooks.listen(listening, PATTERN, lambda w, name=name: seen.setdefault(name, []).append(w.clone()))
         out = greedy(model, random_source(1), max_len=9, use_cache=use_cache)
-    finally:
-        for h in handles:
-            h.remove()
     names = model.attention_by_kind()
     for kind, recorded in (("decoder", out.decoder), ("cross", out.cross)):
         for layer, name in enumerate(names[kind]):

@@ -13,6 +13,7 @@ from attnscope.engine.recording.capture import record_attention
 from attnscope.engine.recording.trace import EVERYTHING, WEIGHTS, Keep, Trace, kept
 from attnscope.engine.recording.tracer import trace, tracing
 from attnscope.model.attention import split_heads
+from attnscope.model.hooks import PATTERN, sites
 from tests.engine.inside.inside_fixtures import VARIANTS, Case, inside_trace, make_case
 from tests.engine_fixtures import T5, no_hooks_left, tiny_model
 
@@ -249,16 +250,18 @@ def test_weights_only_keeps_no_q_k_v_and_no_stream() -> None:
 
 
 def test_capture_is_the_weights_only_mode() -> None:
-    """While recording a model built of attnscope's attention, capture is the tracer's weights-only mode: one hook
-    on each `hook_pattern`, nothing else; a trace nested in it adds its own there and sees the same weights."""
+    """While recording a model built of attnscope's attention, capture is the tracer's weights-only mode: one listener
+    on each attention's PATTERN hook point, nothing else; a trace nested in it adds its own there and sees the same
+    weights."""
     model = tiny_model(2)
     attention = model.attention_modules()
     src, tgt = torch.tensor([[5, 6, 7, 3]]), torch.tensor([[2, 8, 9]])
     with record_attention(model) as rec:
-        hooked = {name for name, m in model.named_modules() if m._forward_hooks or m._forward_pre_hooks}
-        assert hooked == {f"{name}.hook_pattern" for name in attention}
+        assert not any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
+        listened = {(name, point) for name, hooks in sites(model) for point in hooks.listeners}
+        assert listened == {(name, PATTERN.name) for name in attention}
         with tracing(model, WEIGHTS) as nested:
-            assert all(len(m.hook_pattern._forward_hooks) == 2 for m in attention.values())
+            assert all(len(m.hooks.listeners[PATTERN.name]) == 2 for m in attention.values())
             model(src, tgt)
     assert all(torch.equal(a, b) for name in attention for a, b in zip(rec.calls[name], nested.weights[name], strict=True))
     assert no_hooks_left(model)
@@ -271,7 +274,7 @@ def test_layer_inputs_and_outputs_are_the_layers_run_by_hand() -> None:
     tr = trace(model, source, prefix, keep=Keep(weights=False, stream=True))
     src, tgt = torch.tensor([source]), torch.tensor([prefix])
     with torch.no_grad():
-        x = model._embed(model.src_embed, src)
+        x = model._embed(src)
         assert torch.allclose(kept(tr.source).total, x, atol=1e-6)
         for lt, layer in zip(tr.encoder, model.encoder):
             assert torch.allclose(kept(lt.inputs), x, atol=1e-5)
@@ -279,7 +282,7 @@ def test_layer_inputs_and_outputs_are_the_layers_run_by_hand() -> None:
             assert torch.allclose(kept(lt.output), x, atol=1e-5)
         memory = model.encoder_norm(x)
         assert torch.allclose(kept(tr.memory), memory, atol=1e-5)
-        y = model._embed(model.tgt_embed, tgt, decoder=True)
+        y = model._embed(tgt, decoder=True)
         mask = torch.ones(len(prefix), len(prefix), dtype=torch.bool).tril()[None, None]
         for lt, layer in zip(tr.decoder, model.decoder):
             assert torch.allclose(kept(lt.inputs), y, atol=1e-5)

@@ -1,21 +1,21 @@
-"""Head ablation as a scoped hook: `with gate_heads(model, heads): ...` runs the model with those heads off.
+"""Head ablation as a scoped listener: `with gate_heads(model, heads): ...` runs the model with those heads off.
 
-A head is switched off by zeroing its output (its slice of the heads laid side by side, the input
-of the attention module's `out_proj`) before the output projection. Like the recorder, the hooks
-exist only inside the block, are removed in `finally`, act only on calls from the thread that
-opened the block, and the model's lock is held throughout, so no other session ever runs the
-gated model and nothing is left on the shared modules afterwards.
+A head is switched off by zeroing its output in the heads laid side by side (the attention's Z hook point,
+model/hooks.py) before the output projection. Like the recorder, the listeners exist only inside the block, are
+removed on leaving it, hear only calls from the thread that opened the block, and the model's lock is held
+throughout, so no other session ever runs the gated model and nothing is left on the shared modules afterwards.
 """
 from __future__ import annotations
 
-import threading
-from contextlib import contextmanager
-from typing import Any, Iterable, Iterator
+from contextlib import ExitStack, contextmanager
+from functools import partial
+from typing import Iterable, Iterator
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from attnscope.model.attention import MultiHeadAttention
+from attnscope.model.hooks import Z
 from attnscope.model.kinds import Kind
 from attnscope.model.transformer import Transformer
 
@@ -35,25 +35,18 @@ def _heads_of(model: Transformer, heads: Iterable[HeadKey]) -> dict[MultiHeadAtt
     return chosen
 
 
+def _gated(n_heads: int, off: list[int], z: Tensor) -> Tensor:
+    """z (B, Q, H*dh) with heads `off` zeroed: head h is columns h*dh .. (h+1)*dh."""
+    keep = torch.ones(n_heads, dtype=z.dtype, device=z.device)
+    keep[off] = 0.0
+    return z * keep.repeat_interleave(z.shape[-1] // n_heads)
+
+
 @contextmanager
 def gate_heads(model: Transformer, heads: Iterable[HeadKey]) -> Iterator[None]:
     """Run the block with `heads` (kind, layer, head) contributing nothing to their layer's output."""
-    me = threading.get_ident()
-    handles: list[torch.utils.hooks.RemovableHandle] = []
-
-    def pre_hook(module: nn.Linear, args: tuple[Any, ...], off: Tensor) -> tuple[Tensor]:
-        x = args[0]  # (B, Q, H*dh): head h is columns h*dh .. (h+1)*dh
-        return (x * off.to(x.dtype),) if threading.get_ident() == me else (x,)
-
     chosen = _heads_of(model, heads)
-    try:  # the hooks act on this thread's calls only: the translations run under it take the model's lock
+    with ExitStack() as listening:  # the translations run under it take the model's lock
         for module, off in chosen.items():
-            keep = torch.ones(module.n_heads, device=module.out_proj.weight.device)
-            keep[off] = 0.0
-            columns = keep.repeat_interleave(module.out_proj.in_features // module.n_heads)  # (H*dh,)
-            handles.append(module.out_proj.register_forward_pre_hook(
-                lambda m, args, columns=columns: pre_hook(m, args, columns)))
+            module.hooks.listen(listening, Z, partial(_gated, module.n_heads, off))
         yield
-    finally:
-        for handle in handles:
-            handle.remove()

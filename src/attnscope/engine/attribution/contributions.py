@@ -72,7 +72,8 @@ def float64_refusal(model: Transformer) -> str | None:
 
 def _float64_copy(model: Transformer) -> Transformer:
     """The same network in float64 on the CPU, built from the config and given the state dict's tensors (so no
-    hook on the shared model, such as a head gate, comes along). The model's own initialisation is skipped and
+    listener on the shared model's hook points, such as a head gate, comes along). The model's own initialisation
+    is skipped and
     each tensor is converted once, straight into place (a tied one once for all its names): initialising,
     copying and then converting took ~0.5 s more for opus-mt's shape; it is built on the meta device, so a big
     model is never initialised only to be overwritten. A copy the available memory cannot hold is refused first

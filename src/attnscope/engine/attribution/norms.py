@@ -28,15 +28,15 @@ def head_vectors(call: Sublayer) -> Tensor:
 
     The attention output is sum_h sum_j a^h_ij f_h(x_j) + b_O, so these are the vectors the
     weights actually mix (Kobayashi et al. 2020, eq. 6). They come from the module's own output
-    projection (each head's values alone in its slot, minus the bias if any), so a head switched off by
-    `head_gate.gate_heads` contributes zero vectors here too.
+    projection (each head's values alone in its slot, minus the bias if any), through its hook point, so a head
+    switched off by `head_gate.gate_heads` contributes zero vectors here too.
     """
     m, values = call.module, kept(call.internals).values
     b, h, k, dh = values.shape
     eye = torch.eye(h, dtype=values.dtype, device=values.device)
     alone = torch.einsum("bhkd,hg->bhkgd", values, eye).reshape(b, h, k, h * dh)  # head h's values in slot h
     with torch.no_grad():  # its bias, where it has one (T5's W_O has none), belongs to no key
-        out = m.out_proj(alone)
+        out = m.project_out(alone)
         return out if m.out_proj.bias is None else out - m.out_proj.bias  # (B, H, K, D)
 
 

@@ -7,7 +7,7 @@ gradient along the straight path from a baseline (here: zero token embeddings, p
 to the input, so the scores add up to f_t(x) − f_t(baseline) ("completeness"); the path integral
 is taken by adaptive Gauss-Legendre quadrature until they do, within a tolerance the user sets
 (engine/attribution/quadrature.py). The inputs are the token embeddings the model's own embedding layers
-return (before scaling by √d and adding positions); a forward hook swaps in the scaled copies,
+return (before scaling by √d and adding positions); a listener of their hook point swaps in the scaled copies,
 so the forward pass is the model's own.
 
 Path points ride on the batch dimension. Each generated token needs a backward of its own (f_t's gradient);
@@ -17,7 +17,7 @@ own row with its output layer's gradient, which one backward through the output 
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
@@ -30,6 +30,7 @@ from attnscope.engine.attribution.registry import Inputs, Method
 from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.engine.recording.sharing import eval_mode
 from attnscope.engine.recording.trace import decoder_inputs
+from attnscope.model.hooks import EMBED, FINAL
 from attnscope.model.transformer import Transformer
 
 CHUNK = 16  # path points per forward pass: bounds memory, keeps matmuls wide
@@ -80,23 +81,20 @@ class Saliency:
 
 @contextmanager
 def scaled_embeddings(model: Transformer, scale: Tensor) -> Iterator[list[tuple[Tensor, Tensor]]]:
-    """While the block runs, each embedding lookup returns scale (B, 1, 1) × embedding as a leaf that
-    takes gradients. Yields (original, scaled) pairs in call order: the source first, then the target."""
+    """While the block runs, each embedding lookup (the EMBED hook point) returns scale (B, 1, 1) × embedding as a
+    leaf that takes gradients. Yields (original, scaled) pairs in call order: the source first, then the target."""
     seen: list[tuple[Tensor, Tensor]] = []
 
-    def swap(_m: torch.nn.Module, _i: object, out: Tensor) -> Tensor:
+    def swap(out: Tensor) -> Tensor:
         x = out.detach()
         scaled = (x * scale).requires_grad_(True)
         seen.append((x, scaled))
         return scaled
 
-    modules = {id(m): m for m in (model.src_embed, model.tgt_embed)}.values()
-    handles = [m.register_forward_hook(swap) for m in modules]
-    try:
+    with ExitStack() as listening:
+        for stack in (model.encoder, model.decoder):
+            stack.hooks.listen(listening, EMBED, swap)
         yield seen
-    finally:
-        for h in handles:
-            h.remove()
 
 
 def token_groups(t_max: int, n_alphas: int, rows: int) -> list[tuple[int, int]]:
@@ -128,12 +126,10 @@ class _Pair:
         target) then the unscaled ones. The output layer runs on the last row only: log_probs() applies it."""
         kept: list[Tensor] = []
         model, n = self.model, len(alphas)
-        grab = model.decoder[-1].register_forward_hook(lambda _m, _args, out: kept.append(out[0]))
-        try:
-            with scaled_embeddings(model, alphas.view(-1, 1, 1).to(model.generator.weight)) as seen:
-                model.decode(self.tgt_in[:, :length].expand(n, -1), model.encode(self.src.expand(n, -1)), last_only=True)
-        finally:
-            grab.remove()
+        scale = alphas.view(-1, 1, 1).to(model.generator.weight)
+        with ExitStack() as listening, scaled_embeddings(model, scale) as seen:
+            model.decoder.hooks.listen(listening, FINAL, kept.append)
+            model.decode(self.tgt_in[:, :length].expand(n, -1), model.encode(self.src.expand(n, -1)), last_only=True)
         return kept[0], [scaled for _, scaled in seen] + [x for x, _ in seen]
 
     def log_probs(self, hidden: Tensor, first: int = 0) -> Tensor:

@@ -1,8 +1,9 @@
 """The recorder: capture every attention head of one forward pass (or of a decoding loop).
 
 Works on any model, with no glue in the user's code:
-- models built of attnscope's attention: the tracer's weights-only hooks on each module's `hook_pattern`
-  (tracer.py; attnscope's own decoding asks the model for its weights instead, see model/transformer.py);
+- models built of attnscope's attention: the tracer's weights-only listeners on each module's PATTERN hook point
+  (tracer.py, model/hooks.py; attnscope's own decoding asks the model for its weights instead, see
+  model/transformer.py);
 - modules built from `torch.nn.MultiheadAttention` (nn.Transformer, hand-written encoder-decoders): a
   pre-hook asks for per-head weights and a forward hook reads them, then hands the caller exactly
   what it asked for (None, head-averaged or per-head);
@@ -33,6 +34,7 @@ from attnscope.engine.recording.streams import Streams
 from attnscope.engine.recording.trace import WEIGHTS
 from attnscope.engine.recording.tracer import Calls, install
 from attnscope.model.attention import MultiHeadAttention
+from attnscope.model.hooks import PATTERN
 from attnscope.model.kinds import Kind
 from attnscope.records.attention import RecordError
 
@@ -175,7 +177,7 @@ def _report(mode: AttentionMode, recording: Recording) -> None:
 
 def _hook_native(module: nn.Module, modules: dict[str, MultiHeadAttention], recording: Recording,
                  given: dict[str, Kind | None], cleanup: ExitStack) -> None:
-    """A model built of attnscope's attention: the tracer's weights-only hooks, each attention module's softmaxed
+    """A model built of attnscope's attention: the tracer's weights-only listeners, each attention module's softmaxed
     weights appended to the recording's calls, nothing else."""
     for name, m in modules.items():
         given.setdefault(name, m.kind)
@@ -211,8 +213,8 @@ def _hook_any(module: nn.Module, recording: Recording, given: dict[str, Kind | N
         cleanup.callback(m.register_forward_hook(leave, always_call=True).remove)
         if isinstance(m, MultiHeadAttention):
             given.setdefault(name, m.kind)
-            cleanup.callback(m.hook_pattern.register_forward_hook(
-                lambda _m, _i, out, name=name, kind=m.kind: keep(name, out, "cross" if kind == "cross" else "self")).remove)
+            structure: Structure = "cross" if m.kind == "cross" else "self"
+            m.hooks.listen(cleanup, PATTERN, lambda w, name=name, structure=structure: keep(name, w, structure))
         elif isinstance(m, nn.MultiheadAttention):
             def read(mha: nn.Module, _args: Any, output: tuple[Tensor, Tensor], name: str = name) -> tuple[Tensor, Tensor | None]:
                 keep(name, _per_head(output[1], mha), *asked.structure(mha))

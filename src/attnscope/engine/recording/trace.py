@@ -10,7 +10,7 @@ from torch import Tensor
 from attnscope.model.attention import MultiHeadAttention
 from attnscope.model.blocks import Residual
 from attnscope.model.kinds import Kind
-from attnscope.model.transformer import DecoderLayer, EncoderLayer
+from attnscope.model.layers import DecoderLayer, EncoderLayer
 
 T = TypeVar("T")
 
@@ -82,7 +82,7 @@ class Layer:
     inputs: Tensor | None  # (B, N, D)
     output: Tensor | None  # (B, N, D)
     self_attn: Sublayer
-    cross_attn: Sublayer | None  # decoder layers only
+    cross_attn: Sublayer | None = None  # decoder layers only
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ class Embedded:
     """What a stack's first layer reads (Keep.stream): token embedding × scale + positional encoding."""
 
     token_embedding: Tensor  # (B, N, D) rows of the embedding table, before scaling
-    scale: float  # √d_model, or 1 for a model that does not scale its embeddings (config.embed_scale)
+    scale: float  # the model's embedding_scale: √d_model, or 1 for a model that does not scale (config.embed_scale)
     position: Tensor  # (N, D) positional encodings of positions 0..N-1; zeros without absolute positions (T5's
     #   positions are the bias in Internals.scores)
     total: Tensor  # (B, N, D) the sum the first layer reads (embedding dropout is off in eval)

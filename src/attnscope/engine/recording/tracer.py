@@ -3,11 +3,11 @@
 `Keep` says what to keep: the softmaxed weights of every head (which the model returns when asked); the
 internals of each attention call (q, k, v, scores, mask, the heads side by side, the output); the residual
 stream (embeddings, positions, each layer's input and output, each residual block and its LayerNorm).
-`tracing()` installs hooks for what the model does not return, under the model's lock and in eval mode, and
-collects every call made from the thread that installed them into `Calls` (`install` alone puts them on a
-model whose caller holds the lock already; record_attention uses its weights-only hooks on models built of
-attnscope's attention). Nothing is recomputed: the values are the tensors the model's own modules received and
-returned.
+`tracing()` listens to the model's hook points for what the model does not return (model/hooks.py names them
+all), under the model's lock and in eval mode, and collects every call made from the thread that listens into
+`Calls` (`install` alone listens on a model whose caller holds the lock already; record_attention uses its
+weights-only listeners on models built of attnscope's attention). Nothing is recomputed: the values are the
+tensors the model passed through its hook points.
 
 `trace()` runs one teacher-forced pass (with or without the KV cache) and returns one `Trace`, which
 attribution reads (engine/attribution) and the inside view turns into plain numpy data (inside/traced.py).
@@ -15,10 +15,10 @@ attribution reads (engine/attribution) and the inside view turns into plain nump
 from __future__ import annotations
 
 import math
-import threading
 from collections import defaultdict
 from contextlib import ExitStack, contextmanager
-from typing import Any, Callable, Iterator, Literal, Sequence
+from functools import partial
+from typing import Any, Iterator, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -27,108 +27,65 @@ from torch import Tensor, nn
 from attnscope.engine.recording.sharing import eval_mode
 from attnscope.engine.recording.steps import join_steps
 from attnscope.engine.recording.trace import EVERYTHING, WEIGHTS, BlockStream, Embedded, Internals, Keep, Layer, Sublayer, Trace
+from attnscope.model import hooks
 from attnscope.model.attention import MultiHeadAttention
 from attnscope.model.blocks import Residual
-from attnscope.model.transformer import DecoderCache, DecoderLayer, EncoderLayer, Transformer
+from attnscope.model.hooks import Point
+from attnscope.model.layers import DecoderLayer, EncoderLayer
+from attnscope.model.transformer import DecoderCache, Transformer
 
-Phase = Literal["encoder", "decoder"]
+# The hook points Keep.internals listens to, and Keep.stream.
+INTERNALS = (hooks.Q, hooks.K, hooks.V, hooks.MASK, hooks.BIAS, hooks.SCORES, hooks.Z, hooks.RESULT)
+STREAM = (hooks.EMBED, hooks.POS, hooks.EMBEDDED, hooks.MEMORY,
+          hooks.RESID_PRE, hooks.NORM_IN, hooks.NORM_OUT, hooks.RESID_POST)
 
 
 class Calls:
-    """What the hooked modules returned, call by call, from the thread that made this (other threads' calls
-    are dropped: sessions share one model). `weights` by attention module name (capture hands its recording's
-    dict); everything else under (phase, name), the phase telling the encoder's calls of a shared module
-    (embeddings, positions) from the decoder's."""
+    """What the hook points heard, call by call: `weights` by attention module name (capture hands its recording's
+    dict); everything else by the name of the module whose point it is, and the point."""
 
     def __init__(self, weights: dict[str, list[Tensor]] | None = None) -> None:
-        self.thread = threading.get_ident()
-        self.phase: Phase = "encoder"
         self.weights: dict[str, list[Tensor]] = {} if weights is None else weights
-        self.seen: dict[tuple[Phase, str], list[Any]] = defaultdict(list)
+        self.seen: dict[tuple[str, Point], list[Any]] = defaultdict(list)
 
-    def keep(self, name: str, value: Any) -> None:
-        if threading.get_ident() == self.thread:
-            self.seen[(self.phase, name)].append(value)
+    def keep(self, name: str, point: Point, value: Any) -> None:
+        self.seen[(name, point)].append(value)
 
-    def of(self, phase: Phase, name: str) -> list[Any]:
-        return self.seen[(phase, name)]
+    def of(self, name: str, point: Point) -> list[Any]:
+        return self.seen[(name, point)]
 
 
 @contextmanager
 def tracing(model: nn.Module, keep: Keep = WEIGHTS) -> Iterator[Calls]:
-    """Hooks for what `keep` asks, in eval mode; yields the `Calls` they fill and removes the hooks on leaving (also
+    """Listeners for what `keep` asks, in eval mode; yields the `Calls` they fill and removes them on leaving (also
     after an error). A shared model is traced under its lock, which its caller holds (Translator.inference())."""
-    calls = Calls()
-    with eval_mode(model), ExitStack() as hooks:
-        install(hooks, model, keep, calls, {name: m for name, m in model.named_modules() if isinstance(m, MultiHeadAttention)})
+    calls, attention = Calls(), {name: m for name, m in model.named_modules() if isinstance(m, MultiHeadAttention)}
+    with eval_mode(model), ExitStack() as listening:
+        install(listening, model, keep, calls, attention)
         yield calls
 
 
-def install(hooks: ExitStack, model: nn.Module, keep: Keep, calls: Calls, attention: dict[str, MultiHeadAttention]) -> None:
-    """The hooks of `tracing`, each removed by `hooks`, for a caller that holds the model's lock and runs it in
+def install(listening: ExitStack, model: nn.Module, keep: Keep, calls: Calls,
+            attention: dict[str, MultiHeadAttention]) -> None:
+    """The listeners of `tracing`, each removed by `listening`, for a caller that holds the model's lock and runs it in
     eval mode already (capture, before every translation, with its attention modules found). Weights and
     internals work on any module built of attnscope's attention; the stream needs a `Transformer`."""
     if keep.stream and not isinstance(model, Transformer):
         raise TypeError(f"the residual stream is traced on attnscope's Transformer, not {type(model).__name__}")
     if keep.weights:
         for name, m in attention.items():
-            _keep_weights(hooks, name, m, calls.weights, calls.thread)
-    if keep.internals:
-        for name, m in attention.items():
-            _hook_internals(hooks, calls, name, m)
-    if keep.stream:
-        _hook_stream(hooks, calls, model)
+            m.hooks.listen(listening, hooks.PATTERN, partial(_keep_weights, calls.weights, name))
+    wanted = (INTERNALS if keep.internals else ()) + (STREAM if keep.stream else ())
+    for name, site in hooks.sites(model) if wanted else ():
+        for point in (p for p in site.points if p in wanted):
+            site.listen(listening, point, partial(calls.keep, name, point))
 
 
-def _keep_weights(hooks: ExitStack, name: str, attn: MultiHeadAttention, into: dict[str, list[Tensor]], thread: int) -> None:
+def _keep_weights(into: dict[str, list[Tensor]], name: str, weights: Tensor) -> None:
     """The weights-only route (record_attention on a model built of attnscope's attention): append each call's
-    weights, as `hook_pattern` sees them, to into[name]; nothing else."""
-    def keep(_m: nn.Module, _args: Any, weights: Tensor) -> None:
-        if threading.get_ident() == thread:  # detach only a tensor with a graph: a new tensor object costs
-            into.setdefault(name, []).append(weights.detach() if weights.requires_grad else weights)
-    hooks.callback(attn.hook_pattern.register_forward_hook(keep).remove)
-
-
-def _on_output(hooks: ExitStack, calls: Calls, module: nn.Module, name: str,
-               pick: Callable[[tuple[Any, ...], Any], Any] = lambda _args, out: out) -> None:
-    """Keep pick(args, output) of every call of `module` under `name`."""
-    hooks.callback(module.register_forward_hook(lambda _m, args, out: calls.keep(name, pick(args, out))).remove)
-
-
-def _hook_internals(hooks: ExitStack, calls: Calls, name: str, attn: MultiHeadAttention) -> None:
-    """q, keys, values and mask (the module's arguments) with its output and the position bias it was handed (T5's,
-    None for other models and for cross-attention), the scores, the concatenated heads."""
-    def call(_m: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
-        calls.keep(f"{name}.call", (*args[:4], out[0], kwargs.get("bias", args[5] if len(args) > 5 else None)))
-    hooks.callback(attn.register_forward_hook(call, with_kwargs=True).remove)
-    _on_output(hooks, calls, attn.hook_scores, f"{name}.scores")
-    _on_output(hooks, calls, attn.out_proj, f"{name}.concat", lambda args, _out: args[0])
-
-
-def _hook_stream(hooks: ExitStack, calls: Calls, model: Transformer) -> None:
-    """Embeddings, positions, the sum the first layer reads, the encoder's output, every layer and attention block."""
-    for table in {id(t): t for t in (model.src_embed, model.tgt_embed)}.values():  # one module when shared
-        _on_output(hooks, calls, table, "embed")
-    _on_output(hooks, calls, model.positions, "positions")
-    _on_output(hooks, calls, model.embed_dropout, "embedded")
-    _on_output(hooks, calls, model.encoder_norm, "memory")
-    for name, m in model.named_modules():
-        if isinstance(m, (EncoderLayer, DecoderLayer)):
-            _on_output(hooks, calls, m, f"{name}.io", lambda args, out: (args[0], out[0]))
-            for block_name, block in _attention_blocks(m).items():
-                _on_output(hooks, calls, block, f"{name}.{block_name}.io", _in_out)
-                _on_output(hooks, calls, block.norm, f"{name}.{block_name}.norm", _in_out)
-
-
-def _attention_blocks(layer: EncoderLayer | DecoderLayer) -> dict[str, Residual]:
-    """The residual blocks around a layer's attention (not its feed-forward block), by attribute name."""
-    if isinstance(layer, EncoderLayer):
-        return {"attn_block": layer.attn_block}
-    return {"self_block": layer.self_block, "cross_block": layer.cross_block}
-
-
-def _in_out(args: tuple[Any, ...], out: Tensor) -> tuple[Tensor, Tensor]:
-    return args[0], out
+    weights, as the PATTERN hook point passes them, to into[name]; nothing else."""
+    # detach only a tensor with a graph: a new tensor object costs
+    into.setdefault(name, []).append(weights.detach() if weights.requires_grad else weights)
 
 
 @torch.no_grad()
@@ -144,7 +101,6 @@ def trace(model: Transformer, source_ids: Sequence[int], target_ids: Sequence[in
     tgt = torch.tensor([list(target_ids)], dtype=torch.long, device=device)
     with tracing(model, Keep(weights=False, internals=keep.internals, stream=keep.stream)) as calls:
         source = model.encode(src, output_attentions=keep.weights)
-        calls.phase = "decoder"
         if use_cache:
             cache = DecoderCache.empty(len(model.decoder))
             steps = [model.decode(tgt[:, t:t + 1], source, cache, output_attentions=keep.weights)
@@ -166,25 +122,24 @@ def _assemble(model: Transformer, calls: Calls, weights: dict[str, Tensor], keep
     names = {m: name for name, m in model.named_modules()}
 
     def sublayer(attn: MultiHeadAttention, block: Residual, layer: int) -> Sublayer:
-        phase: Phase = "encoder" if attn.kind == "encoder" else "decoder"
-        name = names[attn]
-        return Sublayer(attn.kind, layer, attn, block, weights.get(name),
-                        _internals(calls, phase, name) if keep.internals else None,
-                        _block_stream(calls, phase, names[block]) if keep.stream else None)
+        return Sublayer(attn.kind, layer, attn, block, weights.get(names[attn]),
+                        _internals(calls, names[attn]) if keep.internals else None,
+                        _block_stream(calls, names[block]) if keep.stream else None)
 
     def layer(m: EncoderLayer | DecoderLayer, i: int) -> Layer:
-        phase: Phase = "encoder" if isinstance(m, EncoderLayer) else "decoder"
-        inputs, output = _io(calls.of(phase, f"{names[m]}.io")) if keep.stream else (None, None)
-        if isinstance(m, EncoderLayer):
-            return Layer(m, inputs, output, sublayer(m.self_attn, m.attn_block, i), None)
-        return Layer(m, inputs, output, sublayer(m.self_attn, m.self_block, i), sublayer(m.cross_attn, m.cross_block, i))
+        inputs, output = _io(calls, names[m]) if keep.stream else (None, None)
+        return Layer(m, inputs, output, *(sublayer(attn, block, i) for attn, block in m.attention_blocks()))
+
+    def embedded(stack: nn.Module) -> Embedded:
+        of = partial(calls.of, names[stack])
+        scale = model.embedding_scale
+        return Embedded(_rows(of(hooks.EMBED)), scale, _rows(of(hooks.POS), 0), _rows(of(hooks.EMBEDDED)))
 
     stream = keep.stream
     return Trace(source_ids, target_ids, keep, use_cache,
                  tuple(layer(m, i) for i, m in enumerate(model.encoder)), tuple(layer(m, i) for i, m in enumerate(model.decoder)),
-                 logits, _embedded(calls, "encoder", model) if stream else None,
-                 _embedded(calls, "decoder", model) if stream else None,
-                 calls.of("encoder", "memory")[0] if stream else None)
+                 logits, embedded(model.encoder) if stream else None, embedded(model.decoder) if stream else None,
+                 calls.of(names[model.encoder], hooks.MEMORY)[0] if stream else None)
 
 
 def _rows(calls: list[Tensor], dim: int = 1) -> Tensor:
@@ -192,40 +147,35 @@ def _rows(calls: list[Tensor], dim: int = 1) -> Tensor:
     return calls[0] if len(calls) == 1 else torch.cat(calls, dim)
 
 
-def _mask(calls: list[tuple[Tensor, ...]]) -> Tensor | None:
+def _mask(queries: list[Tensor], keys: list[Tensor], masks: list[Tensor | None]) -> Tensor | None:
     """The masks of every call as one (B, 1, Q, K) mask of the joined rows; a call's None allows each key it had.
     None when every call allowed every key (cross-attention to an unpadded source)."""
-    n_keys = calls[-1][1].shape[2]
-    if len(calls) == 1 or all(mask is None and keys.shape[2] == n_keys for _q, keys, _v, mask, *_ in calls):
-        return calls[-1][3]
+    n_keys = keys[-1].shape[2]
+    if len(masks) == 1 or all(mask is None and k.shape[2] == n_keys for k, mask in zip(keys, masks)):
+        return masks[-1]
     rows = []
-    for q, keys, _v, mask, *_ in calls:
-        shape = (q.shape[0], 1, q.shape[2], keys.shape[2])
+    for q, k, mask in zip(queries, keys, masks):
+        shape = (q.shape[0], 1, q.shape[2], k.shape[2])
         allowed = torch.ones(shape, dtype=torch.bool, device=q.device) if mask is None else mask.expand(shape)
-        rows.append(F.pad(allowed, (0, n_keys - keys.shape[2]), value=False))
+        rows.append(F.pad(allowed, (0, n_keys - k.shape[2]), value=False))
     return torch.cat(rows, 2)
 
 
-def _internals(calls: Calls, phase: Phase, name: str) -> Internals:
-    each = calls.of(phase, f"{name}.call")  # (q, keys, values, mask, output, bias) per call
-    bias = None if each[0][5] is None else join_steps([c[5] for c in each])  # keys a step had not: 0, masked anyway
-    return Internals(queries=_rows([c[0] for c in each], 2), keys=each[-1][1], values=each[-1][2],  # the last call's
-                     scores=join_steps(calls.of(phase, f"{name}.scores"), -math.inf), mask=_mask(each),  # keys: every one
-                     concat=_rows(calls.of(phase, f"{name}.concat")), output=_rows([c[4] for c in each]), bias=bias)
+def _internals(calls: Calls, name: str) -> Internals:
+    of = partial(calls.of, name)
+    biases = of(hooks.BIAS)
+    bias = None if biases[0] is None else join_steps(biases)  # keys a step had not: 0, masked anyway
+    queries, keys = of(hooks.Q), of(hooks.K)
+    return Internals(queries=_rows(queries, 2), keys=keys[-1], values=of(hooks.V)[-1],  # the last call's: every key
+                     scores=join_steps(of(hooks.SCORES), -math.inf), mask=_mask(queries, keys, of(hooks.MASK)),
+                     concat=_rows(of(hooks.Z)), output=_rows(of(hooks.RESULT)), bias=bias)
 
 
-def _io(calls: list[tuple[Tensor, Tensor]]) -> tuple[Tensor, Tensor]:
-    """(input, output) of a module's calls, each joined along the sequence."""
-    return _rows([c[0] for c in calls]), _rows([c[1] for c in calls])
+def _io(calls: Calls, name: str) -> tuple[Tensor, Tensor]:
+    """The stream entering and leaving a layer or block over all its calls, each joined along the sequence."""
+    return _rows(calls.of(name, hooks.RESID_PRE)), _rows(calls.of(name, hooks.RESID_POST))
 
 
-def _block_stream(calls: Calls, phase: Phase, block: str) -> BlockStream:
-    residual, output = _io(calls.of(phase, f"{block}.io"))
-    norm_input, norm_output = _io(calls.of(phase, f"{block}.norm"))
-    return BlockStream(residual, norm_input, norm_output, output)
-
-
-def _embedded(calls: Calls, phase: Phase, model: Transformer) -> Embedded:
-    scale = math.sqrt(model.config.d_model) if model.config.embed_scale else 1.0  # as Transformer._embed applies it
-    return Embedded(_rows(calls.of(phase, "embed")), scale, _rows(calls.of(phase, "positions"), 0),
-                    _rows(calls.of(phase, "embedded")))
+def _block_stream(calls: Calls, block: str) -> BlockStream:
+    residual, output = _io(calls, block)
+    return BlockStream(residual, _rows(calls.of(block, hooks.NORM_IN)), _rows(calls.of(block, hooks.NORM_OUT)), output)
