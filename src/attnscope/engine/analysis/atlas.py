@@ -23,6 +23,7 @@ from attnscope.engine.analysis.projection import Projection, project
 from attnscope.engine.decoding.translator import Translator, budget_batches
 from attnscope.engine.recording.trace import Keep
 from attnscope.engine.recording.tracer import tracing
+from attnscope.model import hooks
 from attnscope.model.transformer import Transformer
 from attnscope.records.attention import KINDS, Kind
 
@@ -50,11 +51,9 @@ def traced_qk(model: Transformer, src: Tensor, tgt_in: Tensor) -> tuple[dict[Kin
     (B, H, N, dh), by kind in layer order, and its weights (B, H, Q, K). The one place the atlas reaches q and k."""
     with torch.no_grad(), tracing(model, Keep(weights=False, internals=True)) as calls:
         source = model.encode(src, output_attentions=True)
-        calls.phase = "decoder"
         target = model.decode(tgt_in, source, output_attentions=True)
     names = model.attention_by_kind()
-    qk = {kind: [calls.of("encoder" if kind == "encoder" else "decoder", f"{name}.call")[0][:2] for name in names[kind]]
-          for kind in KINDS}
+    qk = {kind: [(calls.of(name, hooks.Q)[0], calls.of(name, hooks.K)[0]) for name in names[kind]] for kind in KINDS}
     return qk, {"encoder": source.attentions, "decoder": target.self_attentions, "cross": target.cross_attentions}
 
 
