@@ -501,9 +501,7 @@ def test_a_model_type_spelled_outside_the_families_is_reported(module: str, sour
 
 
 # A page is its script (pages/X.py: widgets wired to calls, no logic) plus one ui module that owns its widgets, its
-# session keys and its caching. The page other work was changing (Inside one head) is its one exception, named here
-# until a later pass moves it.
-LATER_PAGES = {Path("pages/inside.py")}
+# session keys and its caching.
 CALL_PARTS = (ast.Call, ast.Name, ast.Attribute, ast.Constant, ast.keyword, ast.Load, ast.Store)
 
 
@@ -526,9 +524,8 @@ def page_logic(source: str) -> list[str]:
 
 def test_pages_hold_no_logic_beyond_calls() -> None:
     found = [f"{path}: {use}" for path, source in page_sources().items()
-             if path.parts[0] == "pages" and path not in LATER_PAGES for use in page_logic(source)]
+             if path.parts[0] == "pages" for use in page_logic(source)]
     assert not found, "a page script only wires widgets to calls of its ui module:\n" + "\n".join(found)
-    assert all((ROOT / path).exists() for path in LATER_PAGES), "a page left the exception: drop it from LATER_PAGES"
 
 
 @pytest.mark.parametrize("source", [
@@ -554,8 +551,7 @@ def test_a_page_of_calls_passes() -> None:
 
 
 # The tests read the page list where the app does (tests/support.py's page_script and page_scripts, from
-# ui/navigation.py); the test of the page other work was changing still types its path, until a later pass.
-LATER_PAGE_TESTS = {Path("tests/app/test_inside_page.py")}
+# ui/navigation.py).
 PAGE_PATH = re.compile(r"pages/\w+\.py")
 
 
@@ -567,9 +563,8 @@ def typed_page_paths(source: str) -> list[str]:
 
 def test_tests_read_the_page_list_from_navigation() -> None:
     tests = {p.relative_to(ROOT): p.read_text() for p in sorted((ROOT / "tests").rglob("*.py"))}
-    assert LATER_PAGE_TESTS <= set(tests)
     found = [f"{path}: {use}" for path, source in tests.items() if path.name != "test_architecture.py"
-             and path not in LATER_PAGE_TESTS for use in typed_page_paths(source)]
+             for use in typed_page_paths(source)]
     assert not found, "tests name a page by tests.support.page_script(title):\n" + "\n".join(found)
 
 
@@ -593,8 +588,6 @@ CACHES = {
                                           "drawing, not a query's result",
     Path("src/attnscope/bench/floor_app.py"): "the bench's floor app, served alone to measure the app against",
 }
-# The page a later pass moves to the one helper (its module was being changed by other work when this rule came).
-LATER_CACHES = {Path("src/attnscope/ui/inside_page.py")}
 STREAMLIT_CACHES = {"cache_data", "cache_resource", "cache", "experimental_memo", "experimental_singleton"}
 
 
@@ -616,12 +609,11 @@ def streamlit_caches(source: str) -> list[str]:
 
 def test_results_are_cached_through_the_one_helper() -> None:
     sources = app_sources()
-    assert set(CACHES) | LATER_CACHES <= set(sources)
-    found = [f"{path}: {use}" for path, source in sources.items() if path not in CACHES and path not in LATER_CACHES
+    assert set(CACHES) <= set(sources)
+    found = [f"{path}: {use}" for path, source in sources.items() if path not in CACHES
              for use in streamlit_caches(source)]
     rule = "cache a query's result with ui/cache.py's cached (a resource: name its module in CACHES)"
     assert not found, rule + ":\n" + "\n".join(found)
-    assert all(streamlit_caches(sources[path]) for path in LATER_CACHES), "no cache left: drop it from LATER_CACHES"
 
 
 @pytest.mark.parametrize("source", [
@@ -643,9 +635,7 @@ def test_the_one_helper_passes() -> None:
 
 # Session keys: ui/state.py spells the shared ones (the view, the sidebar's, the router's, the session's: each read by
 # state.py itself or by two modules at least); a page's own keys are `state.Key(...)` declarations in its ui module,
-# which no other module reads; no key is declared twice. LATER_KEYS: the keys of the page other work was changing
-# (Inside one head) still in state.py, until a later pass moves them.
-LATER_KEYS = {"INSIDE_TAB", "INSIDE_PE_POSITIONS", "INSIDE_PE_OFFSET", "INSIDE_PE_PAIR"}
+# which no other module reads; no key is declared twice.
 STATE = "attnscope.ui.state"
 
 
@@ -713,7 +703,7 @@ def key_violations(sources: dict[str, str]) -> list[str]:
             used_by = readers(name, module, sources)
             uses_itself = any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
                               for n in ast.walk(ast.parse(source)))
-            if module == STATE and name not in LATER_KEYS and len(used_by) < 2 and not uses_itself:
+            if module == STATE and len(used_by) < 2 and not uses_itself:
                 found.append(f"{STATE}.{name} is read by {sorted(used_by) or 'no module'} only: a page's key is "
                              "declared in its own ui module (state.Key), state.py keeps the shared ones")
             elif module != STATE and used_by:
@@ -725,7 +715,6 @@ def test_a_pages_keys_are_declared_in_its_own_module() -> None:
     sources = {module_name(path): source for path, source in app_sources().items()}
     declared = {m: key_declarations(m, s) for m, s in sources.items()}
     assert {"TAB", "SPLIT_STATS"} <= set(declared["attnscope.ui.heads_page"]) and "SENTENCE" in declared[STATE]
-    assert LATER_KEYS <= set(declared[STATE]), "a later key moved: drop it from LATER_KEYS"
     assert not key_violations(sources), "\n".join(key_violations(sources))
 
 

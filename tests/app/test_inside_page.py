@@ -13,9 +13,9 @@ from attnscope.engine.inside.lens import logit_lens
 from attnscope.engine.inside.traced import sentence_trace
 from attnscope.engine.recording.trace import decoder_inputs
 from tests.app.conftest import APP
-from tests.support import CEILING, TOY_CHECKPOINT, Explored, explorers, shown
+from tests.support import CEILING, TOY_CHECKPOINT, Explored, explorers, page_script, shown
 
-PAGE = "pages/inside.py"
+PAGE = page_script("Inside one head")
 
 
 def open_inside(app: AppTest, sentence: str = "a b c d") -> AppTest:
@@ -81,7 +81,7 @@ def test_a_query_picked_in_the_browser_is_kept_per_kind_and_the_step_is_shared(a
         app.session_state[key] = probe.session_state[key]
     app.run()
     assert inside_explorer(app).selection == {"kind": "decoder", "layer": 1, "head": 2, "step": 2, "query": 1}
-    app.switch_page("pages/step.py").run()
+    app.switch_page(page_script("Step through decoding")).run()
     assert app.session_state["step"] == 2
 
 

@@ -14,11 +14,17 @@ from attnscope.engine.inside.offsets import RotationCheck, offset_errors, rotati
 from attnscope.engine.recording import trace
 from attnscope.model.positions import sinusoidal_table
 from attnscope.ui import explorer, positional_page, state, widgets
+from attnscope.ui.cache import cached
+from attnscope.ui.query import Query
 from attnscope.ui.state import ViewState
 from attnscope.viz.inside import Block, TracedSentence, layer_arrays, payload, present_layers, shared_arrays
 from attnscope.viz.offsets import offset_fit_curves, rotation_circle, rotation_errors
 
 EXPLORER = "inside"  # the explorer's key on this page
+TAB = state.Key("inside_tab")  # the open tab, bound to the URL
+PE_POSITIONS, PE_OFFSET = state.Key("inside_pe_positions"), state.Key("inside_pe_offset")  # section 6's inputs
+PE_PAIR = state.Key("inside_pe_pair")
+HEAD_TAB, POSITIONS_TAB = "1–5 · The head, step by step", "6 · Positional encodings (section 3.5)"
 
 
 def decoder_inputs(tr: Translator, result: Translation) -> tuple[int, ...]:
@@ -26,74 +32,55 @@ def decoder_inputs(tr: Translator, result: Translation) -> tuple[int, ...]:
     return tuple(trace.decoder_inputs(result.target_ids, tr.model.config.bos_id))
 
 
-# Kept as objects (cache_resource), never copied: a pickled copy (cache_data) took ~250 ms to unpickle on every rerun
-# for an opus-mt-sized model. Nothing writes into them.
-@st.cache_resource(max_entries=8, show_spinner="Tracing the forward pass…")
-def _sentence(_tr: Translator, _result: Translation, checkpoint_key: str, source_ids: tuple[int, ...],
-              target_ids: tuple[int, ...]) -> TracedSentence:
-    with _tr.inference():
-        whole = traced.sentence_trace(_tr.model, source_ids, target_ids)
-    lenses = logit_lenses(_tr.model, whole, [s.token_id for s in _result.steps])
-    return TracedSentence.of(whole, lenses, _tr.bundle.tgt_codec.piece, _result.attention, _result.steps,
-                             _tr.model.config.embed_norm)
+def sentence(tr: Translator, query: Query, result: Translation) -> TracedSentence:
+    """Every intermediate of the whole translation (one teacher-forced pass) and the logit lens at every step,
+    computed once per query and kept in the results' store (its arrays read in place by every copy)."""
+    def compute() -> TracedSentence:
+        with tr.inference():
+            whole = traced.sentence_trace(tr.model, result.source_ids, decoder_inputs(tr, result))
+        lenses = logit_lenses(tr.model, whole, [s.token_id for s in result.steps])
+        return TracedSentence.of(whole, lenses, tr.bundle.tgt_codec.piece, result.attention, result.steps,
+                                 tr.model.config.embed_norm)
+
+    return cached("inside-trace", query, compute, spinner="Tracing the forward pass…")
 
 
-def sentence(tr: Translator, result: Translation) -> TracedSentence:
-    """Every intermediate of the whole translation (one teacher-forced pass) and the logit lens at every step
-    (cached per sentence)."""
-    return _sentence(tr, result, tr.cache_key, result.source_ids, decoder_inputs(tr, result))
-
-
-@st.cache_resource(max_entries=64, show_spinner=False)
-def _layer(_traced: TracedSentence, checkpoint_key: str, source_ids: tuple[int, ...], target_ids: tuple[int, ...],
-           layer: int) -> Block:
-    return Block.of(layer_arrays(_traced, layer))
-
-
-@st.cache_resource(max_entries=8, show_spinner=False)
-def _shared(_traced: TracedSentence, checkpoint_key: str, source_ids: tuple[int, ...], target_ids: tuple[int, ...]) -> Block:
-    return Block.of(shared_arrays(_traced))
-
-
-def head_explorer(tr: Translator, result: Translation, view: ViewState) -> None:
+def head_explorer(tr: Translator, query: Query, result: Translation, view: ViewState) -> None:
     """Sections 1-5 in the browser, opened on the session's kind, layer, head (head 0 for the mean of heads, as the
     page says), step and that kind's query token: every layer at once, or, for a long sentence, the open layer's
     bytes (each layer's laid out once and kept), the browser asking for another when it is picked."""
-    whole = sentence(tr, result)
-    key = (tr.cache_key, result.source_ids, decoder_inputs(tr, result))
+    whole = sentence(tr, query, result)
     current = explorer.selection_of(view, len(result.steps))
-    name = explorer.view_id(("inside", *key))
+    name = explorer.view_id(("inside", tr.cache_key, result.source_ids, decoder_inputs(tr, result)))
     opened, epoch = explorer.opened_on(EXPLORER, name, current)
-    query = state.stored(state.inside_query(opened.kind))
+    query_token = state.stored(state.inside_query(opened.kind))
 
     def data(fetched: int | None) -> bytes:
         present = present_layers(whole, current.layer if fetched is None else fetched)
-        return payload(whole, _shared(whole, *key), [_layer(whole, *key, layer) for layer in present], view_id=name,
-                       selection=opened, query=query, epoch=epoch, present=present)
+        shared = cached("inside-shared", query, lambda: Block.of(shared_arrays(whole)))
+        layers = [cached("inside-layer", query, lambda layer=layer: Block.of(layer_arrays(whole, layer)), layer)
+                  for layer in present]
+        return payload(whole, shared, layers, view_id=name, selection=opened, query=query_token, epoch=epoch,
+                       present=present)
 
     explorer.mount(EXPLORER, data)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def _rotation(_tr: Translator, checkpoint_key: str, n_positions: int, offset: int) -> RotationCheck:
-    return rotation_check(model_positions(_tr.model, n_positions), offset, _tr.model.config.sinusoid)
-
-
-def rotation(tr: Translator, n_positions: int, offset: int) -> RotationCheck:
+def rotation(tr: Translator, query: Query, n_positions: int, offset: int) -> RotationCheck:
     """Section 3.5's rotation check on this (sinusoidal) model's own table (cached)."""
-    return _rotation(tr, tr.cache_key, n_positions, offset)
+    return cached("inside-rotation", query, lambda: rotation_check(model_positions(tr.model, n_positions), offset,
+                                                                 tr.model.config.sinusoid), n_positions, offset)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def _fit_errors(_tr: Translator, checkpoint_key: str, n_positions: int, offsets: tuple[int, ...]) -> dict[str, np.ndarray]:
-    own = model_positions(_tr.model, n_positions)
-    return {f"this model ({_tr.model.config.positional})": offset_errors(own, list(offsets)),
-            "sinusoidal, same size": offset_errors(sinusoidal_table(n_positions, own.shape[1]).numpy(), list(offsets))}
-
-
-def fit_errors(tr: Translator, n_positions: int, offsets: tuple[int, ...]) -> dict[str, np.ndarray]:
+def fit_errors(tr: Translator, query: Query, n_positions: int, offsets: tuple[int, ...]) -> dict[str, np.ndarray]:
     """Relative error of the best orthogonal offset map, this model's table next to sinusoids (cached)."""
-    return _fit_errors(tr, tr.cache_key, n_positions, offsets)
+    def compute() -> dict[str, np.ndarray]:
+        own = model_positions(tr.model, n_positions)
+        return {f"this model ({tr.model.config.positional})": offset_errors(own, list(offsets)),
+                "sinusoidal, same size": offset_errors(sinusoidal_table(n_positions, own.shape[1]).numpy(),
+                                                       list(offsets))}
+
+    return cached("inside-offsets", query, compute, n_positions, offsets)
 
 
 def clamp(key: str, low: int, high: int, default: int) -> int:
@@ -103,7 +90,7 @@ def clamp(key: str, low: int, high: int, default: int) -> int:
     return value
 
 
-def positional_panels(tr: Translator) -> None:
+def positional_panels(tr: Translator, query: Query) -> None:
     """Section 3.5: an offset as a linear map of the positional encoding, checked on this model's table; for T5's
     relative positions, which add nothing to the embeddings, the bias they add to the scores instead."""
     c = tr.model.config
@@ -113,14 +100,14 @@ def positional_panels(tr: Translator) -> None:
         return
     st.subheader(f"6 · Positional encodings: offsets as rotations ({c.positional})")
     cols = st.columns(3)
-    clamp(state.INSIDE_PE_POSITIONS, 8, c.max_len, min(64, c.max_len))
-    n_pos = cols[0].slider("Positions", 8, c.max_len, key=state.INSIDE_PE_POSITIONS)
-    clamp(state.INSIDE_PE_OFFSET, 1, n_pos - 1, 3)
-    offset = cols[1].number_input("Offset k", 1, n_pos - 1, key=state.INSIDE_PE_OFFSET)
+    clamp(PE_POSITIONS, 8, c.max_len, min(64, c.max_len))
+    n_pos = cols[0].slider("Positions", 8, c.max_len, key=PE_POSITIONS)
+    clamp(PE_OFFSET, 1, n_pos - 1, 3)
+    offset = cols[1].number_input("Offset k", 1, n_pos - 1, key=PE_OFFSET)
     if c.positional == "sinusoidal":
-        clamp(state.INSIDE_PE_PAIR, 0, c.d_model // 2 - 1, 0)
-        pair = cols[2].number_input("Frequency pair i", 0, c.d_model // 2 - 1, key=state.INSIDE_PE_PAIR)
-        check = rotation(tr, n_pos, int(offset))
+        clamp(PE_PAIR, 0, c.d_model // 2 - 1, 0)
+        pair = cols[2].number_input("Frequency pair i", 0, c.d_model // 2 - 1, key=PE_PAIR)
+        check = rotation(tr, query, n_pos, int(offset))
         st.caption(f"PE(t+{offset}) computed by rotating each (sin, cos) pair of PE(t) by ω_i·{offset}, against the "
                    f"model's own table for t < {n_pos - offset}: max error {check.max_error:.1e} (float32 rounding). "
                    f"{positional_page.LAYOUTS[c.sinusoid]}")
@@ -130,9 +117,30 @@ def positional_panels(tr: Translator) -> None:
         with right:
             widgets.chart(rotation_errors(check), "inside-rotation-errors")
     offsets = tuple(range(1, min(16, n_pos - 1) + 1))
-    widgets.chart(offset_fit_curves(offsets, fit_errors(tr, n_pos, offsets)), "inside-offset-fit")
+    widgets.chart(offset_fit_curves(offsets, fit_errors(tr, query, n_pos, offsets)), "inside-offset-fit")
     if c.positional == "learned":
-        own, sinusoid = fit_errors(tr, n_pos, (int(offset),)).values()
+        own, sinusoid = fit_errors(tr, query, n_pos, (int(offset),)).values()
         st.caption(f"Learned encodings have no formula: the curve is the best rotation (orthogonal map) fitted by "
                    f"least squares for each offset, next to sinusoids of the same size, where it is exact. "
                    f"Offset {offset}: relative error {float(own[0]):.2f} here, {float(sinusoid[0]):.1e} for sinusoids.")
+
+
+def show(tr: Translator) -> None:
+    """The page: the sentence, then its two tabs, only the open one drawn (the head's sections are answered in the
+    browser; the positional panels' plotly charts would be redrawn on each pick the explorer reports)."""
+    view = state.read()
+    query, result = widgets.translated_sentence(tr, view)
+    head_tab, positions_tab = st.tabs([HEAD_TAB, POSITIONS_TAB], key=TAB, on_change="rerun",
+                                      bind="query-params")  # the open tab is in the URL
+    with head_tab:
+        if head_tab.open:
+            head_explorer(tr, query, result, view)
+    with positions_tab:
+        if positions_tab.open:
+            _positions(tr, query)
+
+
+@st.fragment
+def _positions(tr: Translator, query: Query) -> None:
+    """Section 6: reruns alone when its sliders move."""
+    positional_panels(tr, query)

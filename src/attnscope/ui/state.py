@@ -34,11 +34,6 @@ RULES = "rules"  # whose decoding rules decode an imported model: "model" (its f
 URL_FORCE = "_url_force"  # the URL's forced token, not yet placed in the Step page's boxes
 SESSION_MODELS_DIR = "session_models_dir"  # this session's uploaded checkpoints: a SessionFolder, removed with it
 
-# Not moved yet: the keys of Inside one head, which a later pass declares in its own ui module
-# (tests/test_architecture.py names them, LATER_KEYS, as the one exception to "a page's keys live in its module").
-INSIDE_TAB = "inside_tab"  # the tab is bound to the URL
-INSIDE_PE_POSITIONS, INSIDE_PE_OFFSET, INSIDE_PE_PAIR = "inside_pe_positions", "inside_pe_offset", "inside_pe_pair"
-
 
 def shadow(key: str) -> str:
     """The key of a widget that shows and sets the value kept under `key` (ui/persist.py)."""
