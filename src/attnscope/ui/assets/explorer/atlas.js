@@ -7,11 +7,7 @@ const ATLAS_GROUPS = { sink: [127, 127, 127], "previous-token": [214, 39, 40], p
 const QUERY_RGB = [27, 158, 119], KEY_RGB = [231, 41, 138];  // queries green, keys pink, as AttentionViz
 const COLOURINGS = [["qk", "query / key"], ["position", "position"], ["token", "token"]];
 
-function ramp(t) {  // position 0 (start of the sentence) dark blue … 1 (end) yellow: a viridis-like ramp
-  const stops = [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]];
-  const x = Math.max(0, Math.min(1, t)) * (stops.length - 1), i = Math.min(Math.floor(x), stops.length - 2), f = x - i;
-  return stops[i].map((a, j) => Math.round(a + (stops[i + 1][j] - a) * f));
-}
+const VIRIDIS = [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]];  // position: start → end
 
 function tokenRgb(token) {  // a stable colour per token string
   let h = 0;
@@ -56,7 +52,7 @@ class AtlasData {
     for (let i = 0; i < n; i++) {
       const p = this.point(kind, i);
       const c = colouring === "qk" ? (p.query ? QUERY_RGB : KEY_RGB)
-        : colouring === "position" ? ramp(p.position / Math.max(1, p.length - 1)) : tokenRgb(p.token);
+        : colouring === "position" ? ramp(VIRIDIS, p.position / Math.max(1, p.length - 1)) : tokenRgb(p.token);
       out.set(c, 3 * i);
     }
     this.colours.set(key, out);
