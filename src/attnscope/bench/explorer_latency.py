@@ -13,6 +13,7 @@ length asked for), and the shipped model.
 from __future__ import annotations
 
 import os
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -89,16 +90,21 @@ def _open_heads(page: Any) -> float:
     return time.perf_counter() - start
 
 
-def _fetch_layer(page: Any) -> int | str:
-    """Milliseconds from picking another layer of a long output (its payload holds one layer) to its rows drawn:
-    the server is asked at once and answers with that layer; "all layers sent" when the payload held them all."""
+def _fetch_layer(page: Any) -> dict[str, Any] | str:
+    """Milliseconds from picking another layer of a long output (its payload holds one layer) to its rows drawn, for
+    layers 1-5 in turn (the server is asked at once and answers with that layer): their median and each; "all
+    layers sent" when the payload held them all."""
     if page.evaluate(f"() => {FIND}.explorer.w.h.complete"):
         return "all layers sent"
-    start = time.perf_counter()
-    page.evaluate(f"() => {FIND}.explorer.set({{layer: 1}})")
-    page.wait_for_function(f"() => {{ const r = {FIND}; return r.explorer.w.has('cross', 1) && "
-                           f"r.querySelector('.missing').textContent === ''; }}")
-    return round((time.perf_counter() - start) * 1e3)
+    times = []
+    for layer in range(1, 6):
+        start = time.perf_counter()
+        page.evaluate(f"() => {FIND}.explorer.set({{layer: {layer}}})")
+        page.wait_for_function(f"() => {{ const r = {FIND}; return r.explorer.w.has('cross', {layer}) && "
+                               f"r.querySelector('.missing').textContent === ''; }}")
+        times.append(round((time.perf_counter() - start) * 1e3))
+        time.sleep(1.0)  # the pick is reported after a 0.4 s pause, and that rerun is not what is measured
+    return {"median": statistics.median(times), "each": times}
 
 
 def _others(app: Any, url: str, n: int) -> Callable[[], None]:
@@ -147,11 +153,13 @@ def _model_rows(path: Path, sentence: str, looks_n: int, sessions: int, long_len
             if condition == "quiet":
                 _open(page, f"{url}/step?sentence={quote_plus(sentence)}&max_len={long_len}")
                 row[f"{long_len}-token Next p95 ms"] = _looks(page, ("step",), looks_n)["step"]
-                row[f"{long_len}-token layer fetch ms"] = _fetch_layer(page)
+                row[f"{long_len}-token layer fetch ms"] = fetched = _fetch_layer(page)
             looks = [v for k, v in row.items() if k.endswith("p95 ms") and "token Next" not in k]
             row["met"] = {"look p95": max(looks) <= TARGETS_MS["look p95"],
                           "first heatmap": row["sentence to first heatmap ms"] <= TARGETS_MS["sentence to first heatmap"],
                           "heads open": row["heads open ms"] <= TARGETS_MS["heads open"]}
+            if condition == "quiet" and isinstance(fetched, dict):
+                row["met"]["layer fetch"] = fetched["median"] <= TARGETS_MS["400-token layer fetch"]
             rows.append(row)
     return rows
 
