@@ -20,15 +20,13 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import quote_plus
 
-from attnscope.bench.app_latency import HEATMAPS_DRAWN, busy_neighbour, served
+from attnscope.bench.app_latency import FIND, HEATMAPS_DRAWN, busy_neighbour, served
 from attnscope.bench.imported_shapes import shaped_checkpoint
 
 TARGETS_MS = {"look p95": 50, "sentence to first heatmap": 1200, "heads open": 1000, "400-token Next p95": 50,
               "400-token layer fetch": 200,
               "shipped cold start": 5000, "shipped Next p95": 50}
 PAYLOAD_TARGET = 1_000_000  # bytes for a 40-token sentence
-FIND = ("[...document.querySelectorAll('*')].map(e => e.shadowRoot).filter(Boolean)"  # the explorer, in its shadow root
-        ".map(s => s.querySelector('.atsx')).find(Boolean)")
 GAP_MS = 600
 # In the page: find the explorer (inside its shadow root), do one look `n` times, each timed to the next frame.
 LOOKS_JS = """async ([look, n, gap]) => {
