@@ -24,11 +24,9 @@ from attnscope.engine.analysis.atlas_types import GROUP_RULES
 from attnscope.engine.analysis.projection import NORMALISATION
 from attnscope.engine.decoding.translator import Translator
 from attnscope.records.attention import KINDS
-from attnscope.training.data import DataError, sample_pairs
 from attnscope.ui import navigation, sample_runs, state, tables
 from attnscope.ui.explorer import atlas_explorer, view_id
 from attnscope.ui.state import ViewState
-from attnscope.ui.text import plain
 from attnscope.viz.atlas import atlas_payload
 from attnscope.viz.explorer import Selection
 
@@ -42,18 +40,6 @@ RUN, MAP, OPENED = state.Key("_atlas_run"), state.Key("_atlas_map"), state.Key("
 OPEN_ON = ("Heads & layers", "Translate")  # the pages a clicked point can open on, by their menu titles
 GROUP_HELP = " · ".join(f"{group}: {rule}" for group, rule in GROUP_RULES.items())
 GROUP_COLUMNS = {**tables.HEAD_STATS, "group": tables.Column("group", GROUP_HELP)}
-
-
-def _sentences(tr: Translator, split: str, n: int, pasted: str) -> list[str] | None:
-    """The sample: the pasted lines when there are any, else the first `n` sentences of `split`."""
-    lines = [line for line in pasted.splitlines() if line.strip()]
-    if lines:
-        return lines[:n]
-    try:
-        return [s for s, _ in sample_pairs(tr.bundle.src_lang, tr.bundle.tgt_lang, split, n)]
-    except DataError as err:
-        st.warning(plain(err) + " Paste sentences instead, one per line.")
-        return None
 
 
 def _open(sentences: list[str]) -> None:
@@ -99,7 +85,7 @@ def atlas_view(tr: Translator, view: ViewState) -> None:
     target = cols[2].selectbox("A click on a point opens it on", list(OPEN_ON), key="atlas_open_on")
     pasted = st.text_area("…or paste sentences, one per line (used instead of the split)", key="atlas_pasted",
                           height=80)
-    sentences = _sentences(tr, split, n, pasted)
+    sentences = sample_runs.sample_sentences(tr, split, n, pasted)
     if not sentences:
         return
     sample = tuple(line for line in pasted.splitlines() if line.strip()) or split

@@ -15,7 +15,10 @@ from typing import Any, Callable, Generator, Sequence
 
 import streamlit as st
 
+from attnscope.engine.decoding.translator import Translator
+from attnscope.training.data import DataError, sample_pairs
 from attnscope.ui import state
+from attnscope.ui.text import plain
 
 CHUNK = 32  # sentences decoded together (a batch); progress and stopping are per sentence
 
@@ -118,3 +121,16 @@ def controls(run: SampleRun, sentences: Sequence[str], work: Work, label: str, k
     tick()
     _compute(run, sentences, todo, work, tick)
     st.rerun()  # redraw the page (and this button's label) from the finished run
+
+
+def sample_sentences(tr: Translator, split: str, n: int, pasted: str) -> list[str] | None:
+    """A page's sample: the pasted lines when there are any, else the first `n` sentences of `split` of the embedded
+    evaluation sample; None, said on the page, when that split is not there."""
+    lines = [line for line in pasted.splitlines() if line.strip()]
+    if lines:
+        return lines[:n]
+    try:
+        return [s for s, _ in sample_pairs(tr.bundle.src_lang, tr.bundle.tgt_lang, split, n)]
+    except DataError as err:
+        st.warning(plain(err) + " Paste sentences instead, one per line.")
+        return None

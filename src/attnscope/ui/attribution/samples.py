@@ -40,17 +40,6 @@ SPLIT_RUN, LAYERS_RUN = state.Key("_attr_split_run"), state.Key("_attr_layers_ru
 STATS_RUN = state.Key("_attr_stats_run")
 
 
-def _sample(tr: Translator, split: str, n: int, pasted: str) -> list[str] | None:
-    lines = [line for line in pasted.splitlines() if line.strip()]
-    if lines:
-        return lines[:n]
-    try:
-        return [s for s, _ in sample_pairs(tr.bundle.src_lang, tr.bundle.tgt_lang, split, n)]
-    except DataError as err:
-        st.warning(plain(err))
-        return None
-
-
 def layer_summary(tr: Translator, n: int | None = None) -> tuple[int, pd.DataFrame] | None:
     """(sentences, layer × method agreement) of this session's layer comparison for this model, if one ran:
     over its first `n` sentences that finished (None: every one that did)."""
@@ -100,7 +89,7 @@ def dataset_comparison(tr: Translator) -> None:
                                        f"this many path points (at least {IGSettings.panels * IGSettings.nodes}).")
     pasted = st.text_area("…or paste sentences, one per line (used instead of the split)", key="attr_pasted", height=80)
     ig = ig_settings((ig_tolerance(), max(int(points), IGSettings.panels * IGSettings.nodes) if points else 0))
-    texts = _sample(tr, split, int(n), pasted)
+    texts = sample_runs.sample_sentences(tr, split, int(n), pasted)
     if not texts:
         return
     sample = tuple(line for line in pasted.splitlines() if line.strip()) or split  # what the runs' sentences are
