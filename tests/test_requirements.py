@@ -100,8 +100,7 @@ TEST = declared(requirement_lines(ROOT / "requirements-test.txt"))
 BENCH = ROOT / "src" / "attnscope" / "bench"
 # Fixture scripts that run in venvs of their own, each declared beside it: tests/fixtures/frameworks/regenerate.py
 # in OpenNMT-py's and fairseq's, tests/fixtures/contrastive/regenerate.py in Inseq's. Those packages are not installed
-# here, so the import names that differ from their distributions' are given; a script may also import the tests'
-# own helper modules (e.g. tests/checkpoints/hf_fixtures.py, put on its path).
+# here, so the import names that differ from their distributions' are given (the tests' own package is first-party).
 OWN_VENVS = {ROOT / "tests" / "fixtures" / "frameworks": ("requirements-opennmt.txt", "requirements-fairseq.txt"),
              ROOT / "tests" / "fixtures" / "contrastive": ("requirements-inseq.txt",)}
 FRAMEWORK_IMPORTS = {"onmt": "OpenNMT-py", "fairseq_cli": "fairseq"}
@@ -136,9 +135,8 @@ def test_tests_and_benchmarks_import_only_declared_packages() -> None:
 @pytest.mark.parametrize("folder", sorted(OWN_VENVS))
 def test_a_fixture_script_in_its_own_venv_imports_only_what_that_venv_declares(folder: Path) -> None:
     allowed = set().union(*(declared(requirement_lines(folder / f)) for f in OWN_VENVS[folder]))
-    helpers = {p.stem for p in python_files("tests")}
     found = [f"{path.relative_to(ROOT)} imports {module}" for path in python_files(str(folder.relative_to(ROOT)))
-             for module in sorted(imported_modules(path)) if module not in helpers
+             for module in sorted(imported_modules(path))
              if not (distributions(module) | {normalize(FRAMEWORK_IMPORTS.get(module, module))}) & allowed]
     assert not found, f"declare in {'/'.join(OWN_VENVS[folder])} beside the script (pinned): {found}"
 

@@ -15,7 +15,7 @@ from playwright.sync_api import Page, expect
 
 import attnscope
 from tests.e2e.conftest import Served, explorer_map, settled, streamlit_server
-from tests.support import TOY_CHECKPOINT
+from tests.support import CEILING, TOY_CHECKPOINT
 
 SENTENCE = "a b c d e"
 
@@ -110,7 +110,7 @@ def test_a_long_outputs_missing_layer_is_fetched_and_shows_the_recorded_values(l
     sentence = " ".join("abcdefghijkl"[i % 12] for i in range(150))
     page.goto(f"{url}/step?sentence={quote_plus(sentence)}&max_len=400")
     explorer = page.locator(".atsx")
-    expect(page.locator('.atsx .cells-wrap[data-name="self-rows"]')).to_be_visible(timeout=120_000)
+    expect(page.locator('.atsx .cells-wrap[data-name="self-rows"]')).to_be_visible(timeout=CEILING * 1e3)
     settled(page)
     assert not explorer.evaluate("root => root.explorer.w.h.complete")  # one layer: the others are asked for
     explorer.focus()
@@ -124,7 +124,7 @@ def test_a_long_outputs_missing_layer_is_fetched_and_shows_the_recorded_values(l
     value = explorer.evaluate(f"root => root.explorer.w.value('cross', 2, 1, {step}, 7)")
     assert abs(value - float(record.array("cross")[2, 1, step, 7])) <= 1e-6
     page.goto(f"{url}/inside?sentence={quote_plus(sentence)}&max_len=400")
-    expect(page.locator(".atsx .inside .headline")).to_be_visible(timeout=120_000)
+    expect(page.locator(".atsx .inside .headline")).to_be_visible(timeout=CEILING * 1e3)
     assert not explorer.evaluate("root => root.explorer.w.h.complete")
     page.locator(".atsx .bar .group", has_text="Layer").locator('button[data-value="2"]').click()
     expect(page.locator(".atsx .inside .headline")).to_contain_text("layer 2")

@@ -10,6 +10,7 @@ from pathlib import Path
 import playwright
 
 from attnscope.ui.explorer import JS_PARTS
+from tests.support import CEILING
 
 NODE = Path(playwright.__file__).parent / "driver" / "node"  # the Node.js that Playwright ships and runs itself
 
@@ -17,7 +18,7 @@ NODE = Path(playwright.__file__).parent / "driver" / "node"  # the Node.js that 
 def check(source: str, tmp_path: Path) -> subprocess.CompletedProcess:
     module = tmp_path / "explorer.mjs"
     module.write_text(source, "utf-8")
-    return subprocess.run([str(NODE), "--check", str(module)], capture_output=True, text=True, timeout=120)
+    return subprocess.run([str(NODE), "--check", str(module)], capture_output=True, text=True, timeout=CEILING)
 
 
 def test_the_parts_join_into_one_module_that_parses(tmp_path: Path) -> None:
