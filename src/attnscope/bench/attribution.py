@@ -12,6 +12,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from attnscope.bench.measure import first_fastest_median, timed_runs
 from attnscope.engine.analysis.dataset import shares_by_position
 from attnscope.engine.attribution.contributions import Contributions
 from attnscope.engine.attribution.quadrature import IGSettings
@@ -84,20 +85,15 @@ def methods_tab(tr: Translator, text: str, max_len: int, repeats: int) -> list[d
     settings, exact = IGSettings(), exact_contributions(tr, result)
     rows = []
     for name, given in (("opened first", None), ("after the split tab", exact)):
-        runs = []
-        for _ in range(repeats + 1):
-            load, wall, cpu = os.getloadavg()[0], time.perf_counter(), time.process_time()
-            att, stages = _timed_stages(tr, result, settings, given)
-            runs.append((time.perf_counter() - wall, time.process_time() - cpu, load, stages))
-        first, rest = runs[0], sorted(runs[1:], key=lambda r: r[0])
-        ig = att.integrated_gradients
+        runs = timed_runs(lambda given=given: _timed_stages(tr, result, settings, given), repeats)
+        ig = runs[-1][3][0].integrated_gradients
+        fastest = min(runs[1:], key=lambda r: r[0])
         rows.append({"tab": name, "tokens (source x target)": f"{len(result.source_ids)} x {len(result.target_ids)}",
                      "torch threads / cores": f"{torch.get_num_threads()} / {os.cpu_count()}",
                      "IG path points": ig.points if ig else None,
                      "IG largest relative gap": float(f"{ig.relative_gap.max():.2g}") if ig else None,
-                     **{f"{which} s wall / CPU (load)": f"{r[0]:.2f} / {r[1]:.2f} ({r[2]:.1f})"
-                        for which, r in (("first", first), ("fastest", rest[0]), ("median", rest[len(rest) // 2]))},
-                     **{f"fastest: {what} s": round(seconds, 2) for what, seconds in rest[0][3].items()}})
+                     **first_fastest_median(runs),
+                     **{f"fastest: {what} s": round(seconds, 2) for what, seconds in fastest[3][1].items()}})
     return rows
 
 

@@ -22,8 +22,9 @@ from typing import Any, Callable
 
 import torch
 
-from attnscope.bench.hf_peer import _spm
+from attnscope.bench.hf_peer import train_sentencepiece
 from attnscope.bench.hf_t5_peer import t5_small_folder
+from attnscope.bench.measure import load_average
 from attnscope.model.budget import available_bytes
 from attnscope.training.data import sample_pairs
 
@@ -61,7 +62,7 @@ def hf_folder(kind: str, shape: dict[str, Any], folder: Path) -> Path:
         config.write_text(json.dumps(json.loads(config.read_text()) | {"tie_word_embeddings": False}, indent=2))
         return folder
     pairs = sample_pairs("en", "de", "val")
-    _spm([s for pair in pairs for s in pair], folder / "sentencepiece.bpe.model", 2000)
+    train_sentencepiece([s for pair in pairs for s in pair], folder / "sentencepiece.bpe.model", 2000)
     if kind == "mbart-50":
         tok = transformers.MBart50Tokenizer.from_pretrained(str(folder), src_lang="en_XX", tgt_lang="de_DE")
         config = transformers.MBartConfig(**shape, decoder_start_token_id=tok.eos_token_id,
@@ -94,9 +95,6 @@ def child_run(args: list[str]) -> tuple[float, float]:
     return seconds, usage.ru_maxrss * 1024 / 2**30
 
 
-def _load() -> float:
-    return round(os.getloadavg()[0], 1)
-
 
 def _timed(fn: Callable[[], Any], repeats: int) -> tuple[list[float], float]:
     """Seconds of `repeats` runs after a warm-up, and the load average when they ended."""
@@ -106,7 +104,7 @@ def _timed(fn: Callable[[], Any], repeats: int) -> tuple[list[float], float]:
         start = time.perf_counter()
         fn()
         seen.append(time.perf_counter() - start)
-    return seen, _load()
+    return seen, load_average()
 
 
 def _ours(out: Path, sentence: str, repeats: int) -> tuple[dict[str, Any], list[float], float]:
@@ -116,7 +114,7 @@ def _ours(out: Path, sentence: str, repeats: int) -> tuple[dict[str, Any], list[
 
     code = "import attnscope; attnscope.load(%r)" % str(out)
     _, peak = child_run([sys.executable, "-c", code])  # with the child's start, for its own peak memory
-    row = {"load average": _load(), "peak": round(peak, 2)}
+    row = {"load average": load_average(), "peak": round(peak, 2)}
     start = time.perf_counter()
     tr = load(out)
     row |= {"load s": round(time.perf_counter() - start, 2),
@@ -150,7 +148,7 @@ def measured(folder: Path, kind: str, repeats: int) -> dict[str, Any]:
     sentence = "A man in an orange hat starring at something."
     weights = sum(f.stat().st_size for f in folder.glob("*.safetensors") if f.name.startswith("model"))
     out = folder / "imported.safetensors"
-    load_before = _load()
+    load_before = load_average()
     import_s, peak = child_run([sys.executable, "-m", "attnscope", "import", str(folder), "--out", str(out),
                                 "--src-lang", src_lang, "--tgt-lang", tgt_lang])
     loaded, ours, ours_load = _ours(out, sentence, repeats)

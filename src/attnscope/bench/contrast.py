@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import os
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from attnscope.bench.measure import first_fastest_median, timed_runs
 from attnscope.engine.attribution.contrastive import CONTRASTIVE_INTEGRATED, Contrast
 from attnscope.engine.attribution.quadrature import IGSettings
 from attnscope.engine.attribution.sentence import contrast_attribute
@@ -24,18 +24,12 @@ def contrast_step(tr: Translator, text: str, max_len: int | None, repeats: int, 
     result = tr.translate(text, max_len=max_len)
     t = len(result.steps) // 2
     contrast = Contrast(t, next(i for i in result.steps[t].top_ids if i != result.target_ids[t]))
-    runs = []
-    for _ in range(repeats + 1):
-        load, wall, cpu = os.getloadavg()[0], time.perf_counter(), time.process_time()
-        results = contrast_attribute(tr, result, contrast, IGSettings())
-        runs.append((time.perf_counter() - wall, time.process_time() - cpu, load))
-    first, rest = runs[0], sorted(runs[1:])
-    ig = results[CONTRASTIVE_INTEGRATED]
+    runs = timed_runs(lambda: contrast_attribute(tr, result, contrast, IGSettings()), repeats)
+    ig = runs[-1][3][CONTRASTIVE_INTEGRATED]
     return {"model": model, "tokens (source x target)": f"{len(result.source_ids)} x {len(result.target_ids)}",
             "step": t, "torch threads / cores": f"{torch.get_num_threads()} / {os.cpu_count()}",
             "IG path points": ig.points, "IG relative gap": float(f"{ig.relative_gap[0]:.2g}"),
-            **{f"{which} s wall / CPU (load)": f"{r[0]:.2f} / {r[1]:.2f} ({r[2]:.1f})"
-               for which, r in (("first", first), ("fastest", rest[0]), ("median", rest[len(rest) // 2]))}}
+            **first_fastest_median(runs)}
 
 
 def contrast_bench(tr: Translator, shape: str, repeats: int) -> list[dict[str, Any]]:

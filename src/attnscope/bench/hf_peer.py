@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ from typing import Any
 
 import torch
 
+from attnscope.bench.measure import load_average
 from attnscope.bench.paired import paired
 from attnscope.engine.decoding.loading import load
 from attnscope.engine.decoding.translator import Translator
@@ -46,7 +46,7 @@ TINY_MARIAN = OPUS_MT_EN_DE | dict(vocab_size=1201, d_model=32, encoder_layers=2
                                    pad_token_id=1200, decoder_start_token_id=1200, bad_words_ids=[[1200]])  # --tiny's stand-in
 
 
-def _spm(lines: list[str], path: Path, size: int) -> list[str]:
+def train_sentencepiece(lines: list[str], path: Path, size: int) -> list[str]:
     """A unigram SentencePiece model as Marian ships them (no <s>, </s>, <pad> inside); its pieces but <unk>."""
     import sentencepiece as spm
 
@@ -66,8 +66,8 @@ def opus_mt_folder(folder: Path, shape: dict[str, Any] = OPUS_MT_EN_DE, seed: in
     size, pad = shape["vocab_size"], shape["pad_token_id"]
     pairs = sample_pairs("en", "de", "val") + sample_pairs("en", "de", "test_2016_flickr")
     n_pieces = min(4000, (size - 3) // 2)
-    pieces = [*_spm([s for s, _ in pairs], folder / "source.spm", n_pieces),
-              *_spm([t for _, t in pairs], folder / "target.spm", n_pieces)]
+    pieces = [*train_sentencepiece([s for s, _ in pairs], folder / "source.spm", n_pieces),
+              *train_sentencepiece([t for _, t in pairs], folder / "target.spm", n_pieces)]
     vocab = ["</s>", "<unk>", *dict.fromkeys(p for p in pieces if p not in ("</s>", "<unk>", "<pad>"))][: size - 1]
     vocab = vocab + [f"▁filler{i}" for i in range(size - 1 - len(vocab))] + ["<pad>"]  # <pad> last, as opus-mt's
     (folder / "vocab.json").write_text(json.dumps({p: i for i, p in enumerate(vocab)}, ensure_ascii=False))
@@ -146,7 +146,7 @@ def hf_peer(sentence: str, folder: Path, pairs: int = 7, lengths: tuple[int, ...
         return _their_tokens(tokenizer, model, result.sequences[0].tolist())
 
     command = " ".join(["python -m attnscope import", *flags])
-    rows: list[dict[str, Any]] = [{"what": f"import ({command}) / load s", "load average": _load(),
+    rows: list[dict[str, Any]] = [{"what": f"import ({command}) / load s", "load average": load_average(),
                                    "result": [round(import_s, 1), round(load_s, 2)]}]
     if prefix or tr.bundle.task_prefix:
         rows[0]["task prefix (ours, HF)"] = [tr.bundle.task_prefix, prefix]
@@ -159,7 +159,7 @@ def hf_peer(sentence: str, folder: Path, pairs: int = 7, lengths: tuple[int, ...
             settings[1]()
             identical = mine == generate(n, beams)
             row = {"what": f"{'greedy' if beams == 1 else 'beam 4'}, {n} tokens, every head captured", "threads": label,
-                   "threads (ours, HF)": list(threads), "load average": _load(), "tokens identical": identical,
+                   "threads (ours, HF)": list(threads), "load average": load_average(), "tokens identical": identical,
                    "output tokens": len(mine)}  # </s> and <pad> aside: a random model's run to their length
             row |= paired(lambda n=n, b=beams: tr.translate(sentence, max_len=n, beam_size=b),
                           lambda n=n, b=beams: generate(n, b), pairs, settings)
@@ -167,6 +167,3 @@ def hf_peer(sentence: str, folder: Path, pairs: int = 7, lengths: tuple[int, ...
     apply_thread_policy()
     return rows
 
-
-def _load() -> float:
-    return round(os.getloadavg()[0], 1)

@@ -8,11 +8,13 @@ import statistics
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import torch
 
 from attnscope.model.device import cpu_has_fast_bf16, pick_device
+
+T = TypeVar("T")
 
 SENTENCES = ("A man in an orange hat starring at something.", "Two dogs are running through the snow.",
              "A little girl climbs into a wooden playhouse.", "A group of people standing in front of an igloo.",
@@ -75,3 +77,26 @@ def other_load() -> dict[str, Any]:
     others = [(cpu, args) for pid, cpu, args in rows if int(pid) != os.getpid() and not args.startswith("ps ")]
     busy = [f"{cpu} {args[:80]}" for cpu, args in others if float(cpu) >= 20][:4]
     return {"load average (1 min)": round(os.getloadavg()[0], 2), "busy processes (lifetime %CPU, command)": busy}
+
+
+def load_average() -> float:
+    """The machine's 1-minute load average, as printed beside a figure."""
+    return round(os.getloadavg()[0], 1)
+
+
+def timed_runs(compute: Callable[[], T], repeats: int) -> list[tuple[float, float, float, T]]:
+    """`compute()` run `repeats` + 1 times: for each, wall seconds, CPU seconds (at one thread, what a quiet machine
+    would take) and the load average before it, with what it returned."""
+    runs = []
+    for _ in range(repeats + 1):
+        load, wall, cpu = os.getloadavg()[0], time.perf_counter(), time.process_time()
+        value = compute()
+        runs.append((time.perf_counter() - wall, time.process_time() - cpu, load, value))
+    return runs
+
+
+def first_fastest_median(runs: list[tuple[float, float, float, Any]]) -> dict[str, str]:
+    """The first run (cold), then the fastest and the median of the others: "wall / CPU (load)" each."""
+    first, rest = runs[0], sorted(runs[1:], key=lambda r: r[0])
+    return {f"{which} s wall / CPU (load)": f"{r[0]:.2f} / {r[1]:.2f} ({r[2]:.1f})"
+            for which, r in (("first", first), ("fastest", rest[0]), ("median", rest[len(rest) // 2]))}
