@@ -583,6 +583,8 @@ CACHES = {
     Path("src/attnscope/ui/models.py"): "loaded models and the checkpoint list: resources every page shares",
     Path("src/attnscope/ui/train/runs.py"): "the server's training jobs: a registry of running threads",
     Path("src/attnscope/ui/widgets.py"): "the embedded sample's word lists per language pair: data, not a query's",
+    Path("src/attnscope/ui/inside_page.py"): "a traced sentence, one object of up to hundreds of MB: larger than "
+                                             "the results' budget, it would push out the translation it traces",
     Path("src/attnscope/ui/live_decode.py"): "the server's one table of measured seconds per token, for estimates",
     Path("src/attnscope/ui/explorer.py"): "a view's encoded payload bytes, so reruns after picks re-encode nothing: "
                                           "drawing, not a query's result",

@@ -32,24 +32,30 @@ def decoder_inputs(tr: Translator, result: Translation) -> tuple[int, ...]:
     return tuple(trace.decoder_inputs(result.target_ids, tr.model.config.bos_id))
 
 
-def sentence(tr: Translator, query: Query, result: Translation) -> TracedSentence:
+# A resource, kept as one object outside the results' store: a long output's trace (every intermediate of every
+# layer: ~30 MB a layer for 400 tokens on opus-mt's shape) would take the store's whole budget and push out the
+# translation it traces, which the next rerun would decode again. Few are kept; nothing writes into them.
+@st.cache_resource(max_entries=4, show_spinner="Tracing the forward pass…")
+def _sentence(_tr: Translator, _result: Translation, checkpoint_key: str, source_ids: tuple[int, ...],
+              target_ids: tuple[int, ...]) -> TracedSentence:
+    with _tr.inference():
+        whole = traced.sentence_trace(_tr.model, source_ids, target_ids)
+    lenses = logit_lenses(_tr.model, whole, [s.token_id for s in _result.steps])
+    return TracedSentence.of(whole, lenses, _tr.bundle.tgt_codec.piece, _result.attention, _result.steps,
+                             _tr.model.config.embed_norm)
+
+
+def sentence(tr: Translator, result: Translation) -> TracedSentence:
     """Every intermediate of the whole translation (one teacher-forced pass) and the logit lens at every step,
-    computed once per query and kept in the results' store (its arrays read in place by every copy)."""
-    def compute() -> TracedSentence:
-        with tr.inference():
-            whole = traced.sentence_trace(tr.model, result.source_ids, decoder_inputs(tr, result))
-        lenses = logit_lenses(tr.model, whole, [s.token_id for s in result.steps])
-        return TracedSentence.of(whole, lenses, tr.bundle.tgt_codec.piece, result.attention, result.steps,
-                                 tr.model.config.embed_norm)
-
-    return cached("inside-trace", query, compute, spinner="Tracing the forward pass…")
+    computed once per sentence and model."""
+    return _sentence(tr, result, tr.cache_key, result.source_ids, decoder_inputs(tr, result))
 
 
-def head_explorer(tr: Translator, query: Query, result: Translation, view: ViewState) -> None:
+def head_explorer(tr: Translator, result: Translation, view: ViewState) -> None:
     """Sections 1-5 in the browser, opened on the session's kind, layer, head (head 0 for the mean of heads, as the
     page says), step and that kind's query token: every layer at once, or, for a long sentence, the open layer's
-    bytes (each layer's laid out once and kept), the browser asking for another when it is picked."""
-    whole = sentence(tr, query, result)
+    bytes, the browser asking for another when it is picked."""
+    whole = sentence(tr, result)
     current = explorer.selection_of(view, len(result.steps))
     name = explorer.view_id(("inside", tr.cache_key, result.source_ids, decoder_inputs(tr, result)))
     opened, epoch = explorer.opened_on(EXPLORER, name, current)
@@ -57,11 +63,9 @@ def head_explorer(tr: Translator, query: Query, result: Translation, view: ViewS
 
     def data(fetched: int | None) -> bytes:
         present = present_layers(whole, current.layer if fetched is None else fetched)
-        shared = cached("inside-shared", query, lambda: Block.of(shared_arrays(whole)))
-        layers = [cached("inside-layer", query, lambda layer=layer: Block.of(layer_arrays(whole, layer)), layer)
-                  for layer in present]
-        return payload(whole, shared, layers, view_id=name, selection=opened, query=query_token, epoch=epoch,
-                       present=present)
+        layers = [Block.of(layer_arrays(whole, layer)) for layer in present]
+        return payload(whole, Block.of(shared_arrays(whole)), layers, view_id=name, selection=opened,
+                       query=query_token, epoch=epoch, present=present)
 
     explorer.mount(EXPLORER, data)
 
@@ -134,7 +138,7 @@ def show(tr: Translator) -> None:
                                       bind="query-params")  # the open tab is in the URL
     with head_tab:
         if head_tab.open:
-            head_explorer(tr, query, result, view)
+            head_explorer(tr, result, view)
     with positions_tab:
         if positions_tab.open:
             _positions(tr, query)
