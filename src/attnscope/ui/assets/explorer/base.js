@@ -72,6 +72,7 @@ class Weights {
   has(kind, layer) { return this.info(kind).layers.includes(layer); }
   value(kind, layer, head, q, k) {
     const info = this.info(kind), li = info.layers.indexOf(layer);
+    if (li < 0) return NaN;  // a layer this payload does not hold
     if (info.lower) {
       if (k > q) return NaN;
       return this.f[info.offset + (li * info.heads + head) * (info.queries * (info.queries + 1) / 2) + q * (q + 1) / 2 + k];

@@ -24,6 +24,10 @@ class Explorer {
       this.sel = this.fit(header.selection);  // changed in the sidebar, the URL or another page: follow it
       return this.render();
     }
+    const shownKind = this.w && (this.w.h.mode === "step" ? "cross" : this.sel.kind);
+    if (same && !moved && this.w.has(shownKind, this.sel.layer) && !header.kinds[shownKind].layers.includes(this.sel.layer)) {
+      return;  // a rerun's late payload of a layer picked before: keep the layer the view shows
+    }
     this.w = new Weights(header, new Float32Array(bytes.slice(start).buffer));
     const b = header.compare && header.compare.b;
     this.wb = b ? new Weights({ kinds: b.kinds }, this.w.f) : this.w;  // B: another record, or A's own
