@@ -13,6 +13,11 @@ const SEND_MS = 400;  // the selection goes to the server once the user pauses t
 // A selection not yet sent, kept for whichever explorer is mounted next (the user may leave the page before the pause
 // ends: the next explorer, on any page, sends it; sending from a leaving one would rerun the page being left).
 let pending = null;
+// What each explorer showed last (by what its payload shows: the record, the mode, the kind, the title) and on which
+// epoch: Streamlit may build the element anew on a page rerun, and the new one opens where the user left it, not
+// where the payload opened (its selection stays as first sent, so that a rerun's bytes are the bytes sent before).
+const shown = new Map();
+const slot = (h) => [h.id, h.mode, h.kind || "", h.title || ""].join("|");
 const LABEL_PX = 11;  // a label needs this many pixels of cell; fewer: every n-th label (zoom in for all)
 
 // plotly's "RdBu_r": signed values (vector components) blue below 0, white at 0, red above, as on the server's charts

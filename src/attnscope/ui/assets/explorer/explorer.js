@@ -31,13 +31,18 @@ class Explorer {
     this.w = new Weights(header, new Float32Array(bytes.slice(start).buffer));
     const b = header.compare && header.compare.b;
     this.wb = b ? new Weights({ kinds: b.kinds }, this.w.f) : this.w;  // B: another record, or A's own
-    if (!same || moved) this.sel = this.fit({ ...header.selection, ...(!same && pending ? pending : {}) });  // latest pick
+    if (!same || moved) this.sel = this.fit(same ? header.selection : this.opening(header));
     if (!same) {
       this.perHead = null;
       this.stop();
       this.build();
     }
     this.render();
+  }
+
+  opening(header) {  // a payload new to this explorer: the latest pick over what it showed last on it, if it did
+    const last = shown.get(slot(header));
+    return { ...(last && last.epoch === header.epoch ? last.sel : header.selection), ...(pending || {}) };
   }
 
   fit(s) {
@@ -156,6 +161,7 @@ class Explorer {
 
   render() {
     const s = this.sel;
+    shown.set(slot(this.w.h), { epoch: this.epoch, sel: s });
     Object.assign(this.root.dataset, { kind: s.kind, layer: s.layer, head: s.head === null ? "mean" : s.head, step: s.step });
     const mode = this.w.h.mode;
     if (mode === "inside") return this.renderInside();
