@@ -22,8 +22,8 @@ def write_pages(root: Path, **entries: str) -> Path:
 
 
 def test_a_declaration_is_read_without_running_the_script() -> None:
-    source = HEADER + 'MENU = Menu("Heads & layers", ":material/grid_view:", section="Look", order=30)\nraise SystemExit\n'
-    assert declared(source, A) == Menu("Heads & layers", ":material/grid_view:", "Look", 30)
+    source = HEADER + 'MENU = Menu("Heads", ":material/grid_view:", section="Look", order=30)\nraise SystemExit\n'
+    assert declared(source, A) == Menu("Heads", ":material/grid_view:", "Look", 30)
 
 
 @pytest.mark.parametrize("source, says", [
@@ -38,6 +38,13 @@ def test_a_missing_or_unreadable_declaration_says_what_to_write(source: str, say
     with pytest.raises(MenuError, match=says) as error:
         declared(HEADER + source, A)
     assert A in str(error.value) and "MENU = Menu(title, icon, section, order)" in str(error.value)
+
+
+@pytest.mark.parametrize("arguments", ["'A', ':x:', 'Look', '10'", "'A', ':x:', 'Look', 1.5",
+                                       "'A', None, 'Look', 10", "'A', ':x:', 'Look', True"])
+def test_a_declaration_of_the_wrong_types_says_which(arguments: str) -> None:
+    with pytest.raises(MenuError, match="title, icon and section are text and its order a whole number"):
+        declared(f"{HEADER}MENU = Menu({arguments})", A)
 
 
 def test_pages_come_in_section_then_order(tmp_path: Path) -> None:

@@ -45,13 +45,16 @@ def declared(source: str, script: str) -> Menu:
     calls = [node.value for node in ast.parse(source, script).body if isinstance(node, ast.Assign)
              and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "MENU"]
     func = calls[0].func if len(calls) == 1 and isinstance(calls[0], ast.Call) else None
-    if not (isinstance(func, ast.Name) and func.id == "Menu" or isinstance(func, ast.Attribute) and func.attr == "Menu"):
+    if (func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None) != "Menu":
         raise MenuError(f"{script} must declare its menu entry once, at its top: {DECLARATION}.")
     try:
-        return Menu(*map(ast.literal_eval, calls[0].args), **{k.arg: ast.literal_eval(k.value)
+        menu = Menu(*map(ast.literal_eval, calls[0].args), **{k.arg: ast.literal_eval(k.value)
                                                                for k in calls[0].keywords})
     except (ValueError, TypeError) as e:
         raise MenuError(f"{script}: write its menu entry with literal values, {DECLARATION} ({e}).") from None
+    if not (all(isinstance(v, str) for v in (menu.title, menu.icon, menu.section)) and type(menu.order) is int):
+        raise MenuError(f"{script}: its menu entry's title, icon and section are text and its order a whole number.")
+    return menu
 
 
 def page_specs(root: Path) -> tuple[PageSpec, ...]:

@@ -100,7 +100,8 @@ def _through_router() -> None:
     st.rerun()
 
 
-def open_page(menu: Menu, *, needs_model: bool = True, record_view: Callable[[], bool] | None = None) -> Translator | None:
+def open_page(menu: Menu, *, needs_model: bool = True,
+              record_view: Callable[[], bool] | None = None) -> Translator | None:
     """Every page's first line, given the page's own menu entry: run through the router and show its title.
 
     With `needs_model`, return the active checkpoint's translator, or stop the page when it cannot
