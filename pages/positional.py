@@ -1,6 +1,7 @@
 """Positional encodings: the sinusoids of the paper next to the loaded model's own encodings."""
 from attnscope.ui import positional_page
-from attnscope.ui.navigation import open_page
+from attnscope.ui.navigation import Menu, open_page
 
-tr = open_page("Positional encoding")
+MENU = Menu("Positional encoding", ":material/waves:", section="Explain", order=20)
+tr = open_page(MENU)
 positional_page.show(tr)

@@ -33,7 +33,8 @@ CEILING = 600.0  # seconds: far longer than any wait takes even on a loaded mach
 
 
 def page_script(title: str) -> str:
-    """The script of the app's page titled `title`, read from the app's one page list (ui/navigation.py)."""
+    """The script of the app's page titled `title`, read from the app's one page list (the entries
+    the page scripts declare, as ui/navigation.py reads them)."""
     from attnscope.ui.navigation import script
 
     return script(title)

@@ -13,9 +13,10 @@ makes its model through the one assemble step (checkpoints/importers/assemble.py
 model/hooks.py's table, and nothing hooks the model but through them (the recorder of any torch model excepted).
 The session's state
 (st.session_state) is read and written in ui/state.py only; each key is declared once, a page's own in its ui
-module. A page script holds only calls; a query's result is cached through ui/cache.py's one helper. A Hugging Face
-model_type is spelled only in checkpoints/importers/hf_families/ (one module per architecture, and the registry that
-picks one). No module passes 300 lines.
+module. A page script holds only calls and declares its own menu entry (read from there: the one page list); a
+query's result is cached through ui/cache.py's one helper. A Hugging Face model_type is spelled only in
+checkpoints/importers/hf_families/ (one module per architecture, and the registry that picks one). No module passes
+300 lines.
 """
 from __future__ import annotations
 
@@ -542,12 +543,14 @@ def test_logic_in_a_page_is_reported(source: str) -> None:
     assert page_logic(source), source
 
 
+HEADS_PAGE = ('"""Heads & layers."""\nfrom attnscope.ui import heads_page, records\n'
+              'from attnscope.ui.navigation import Menu, open_page\n\n'
+              'MENU = Menu("Heads & layers", ":material/grid_view:", section="Look", order=30)\n'
+              'tr = open_page(MENU, record_view=records.show_on_heads)\nheads_page.show(tr)\n')
+
+
 def test_a_page_of_calls_passes() -> None:
-    source = ('"""Heads & layers."""\nfrom attnscope.ui import heads_page, records\n'
-              'from attnscope.ui.navigation import open_page\n\n'
-              'tr = open_page("Heads & layers", record_view=records.show_on_heads)\nheads_page.show(tr)\n'
-              'config, sample = form.run_form()\nruns.controls(config, sample)')
-    assert page_logic(source) == []
+    assert page_logic(HEADS_PAGE + 'config, sample = form.run_form()\nruns.controls(config, sample)') == []
 
 
 # The tests read the page list where the app does (tests/support.py's page_script and page_scripts, from
@@ -574,6 +577,62 @@ def test_a_typed_page_path_is_reported(source: str) -> None:
     assert typed_page_paths(source), source
     assert not typed_page_paths(source.replace('"pages/heads.py"', 'page_script("Heads & layers")')
                                 .replace('("pages/translate.py", "pages/step.py")', "page_scripts()"))
+
+
+# Each page declares its own menu entry: every pages/*.py holds exactly one top-level `MENU = Menu(...)` of literal
+# values (ui/menu.py reads it from the text, without running the script); nothing else in the app declares one (it
+# would name no script, and no menu would show it); no page path is typed in the app (the list is read from pages/).
+MENU_READER = Path("src/attnscope/ui/menu.py")  # defines Menu and makes one of each script's declared values
+
+
+def menu_declarations(source: str, page: bool) -> list[str]:
+    """What is wrong with `source`'s menu declarations: a page script needs exactly one top-level `MENU = Menu(...)`
+    of literal values; any other file, none."""
+    tree = ast.parse(source)
+    top_level = [node.value for node in tree.body if isinstance(node, ast.Assign)
+                 and [ast.unparse(t) for t in node.targets] == ["MENU"] and isinstance(node.value, ast.Call)]
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func).split(".")[-1] == "Menu"]
+    if not page:
+        return [f"line {c.lineno}: a menu entry outside pages/ names no script" for c in calls]
+
+    def literal(node: ast.AST) -> bool:
+        try:
+            ast.literal_eval(node)
+        except ValueError:
+            return False
+        return True
+
+    good = [c for c in top_level if c in calls and all(literal(a) for a in [*c.args, *(k.value for k in c.keywords)])]
+    if len(good) == 1 and len(calls) == 1:
+        return []
+    return [f"{len(good)} top-level MENU = Menu(...) of literal values and {len(calls) - len(good)} other Menu calls"]
+
+
+def test_every_page_declares_its_menu_entry_once_and_only_pages_do() -> None:
+    sources = {p.relative_to(ROOT): p.read_text() for p in [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")),
+                                                            *sorted(SRC.rglob("*.py"))]}
+    found = [f"{path}: {use}" for path, source in sources.items()
+             if path != MENU_READER for use in menu_declarations(source, path.parts[0] == "pages")]
+    assert not found, "each pages/X.py declares MENU = Menu(title, icon, section, order) once:\n" + "\n".join(found)
+    typed = [f"{path}: {use}" for path, source in sources.items() for use in typed_page_paths(source)]
+    assert not typed, "the app reads page scripts from pages/ (navigation.script(title)):\n" + "\n".join(typed)
+
+
+@pytest.mark.parametrize("source, page", [
+    ("tr = open_page(None)", True),
+    ("MENU = Menu('A', ':x:', section='Look', order=10)\nMENU = Menu('B', ':x:', section='Look', order=20)", True),
+    ("MENU = Menu(TITLE, ':x:', section='Look', order=10)", True),
+    ("tr = open_page(Menu('A', ':x:', section='Look', order=10))", True),
+    ("MENU = Menu('A', ':x:', section='Look', order=10)\nOTHER = navigation.Menu('B', ':y:', 'Look', 20)", True),
+    ("MENU = Menu('Atlas', ':x:', section='Look', order=40)", False),
+])
+def test_a_missing_doubled_or_stray_menu_entry_is_reported(source: str, page: bool) -> None:
+    assert menu_declarations(source, page), source
+
+
+def test_a_page_with_one_literal_menu_entry_passes() -> None:
+    assert menu_declarations(HEADS_PAGE, page=True) == []
+    assert menu_declarations("st.title(menu.title)\nst.switch_page(navigation.script('Head atlas'))", page=False) == []
 
 
 # Streamlit's caches, each place saying why: a result computed from a query goes through ui/cache.py's `cached` (one

@@ -4,10 +4,21 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from attnscope.ui.navigation import SECTIONS, script, specs
+from attnscope.ui.navigation import script, sections, specs
 from tests.support import ROOT, shown
 
 SPECS = list(specs())
+# The menu as users know it: sections in order, each with its pages in order (the scripts declare it; a new page
+# may join anywhere).
+MENU = {"Look": ["Translate", "Step through decoding", "Heads & layers", "Head atlas", "Inside one head"],
+        "Explain": ["Attribution", "Positional encoding", "Model anatomy"],
+        "Build": ["Train", "Checkpoints"]}
+
+
+def test_the_scripts_declare_the_menu_in_its_order() -> None:
+    menu = {section: [spec.title for spec in pages] for section, pages in sections().items()}
+    assert [section for section in menu if section in MENU] == list(MENU)
+    assert {section: [title for title in menu[section] if title in known] for section, known in MENU.items()} == MENU
 
 
 def test_every_page_file_is_in_exactly_one_section() -> None:
@@ -31,7 +42,7 @@ def test_the_sidebar_lists_the_sections_and_their_pages_in_order(app: AppTest) -
     paths = [spec.script.removeprefix("pages/").removesuffix(".py") for spec in SPECS]
     assert [link.proto.page for link in links] == ["", *paths[1:]]  # the first is the default page: the app's root
     captions = [shown(c) for c in app.sidebar.caption]
-    assert [c for c in captions if c in SECTIONS] == list(SECTIONS)
+    assert [c for c in captions if c in MENU] == list(MENU)
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=[spec.script for spec in SPECS])

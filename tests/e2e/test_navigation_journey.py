@@ -10,12 +10,12 @@ from urllib.parse import quote_plus
 import pytest
 from playwright.sync_api import Page, expect
 
-from attnscope.ui.navigation import SECTIONS
+from attnscope.ui.navigation import sections, specs
 from tests.e2e.conftest import settled, streamlit_server
 from tests.support import ROOT, copy_toy_checkpoint
 
 RAW_NAMES = {"app"} | {p.stem for p in (ROOT / "pages").glob("*.py")}
-TITLES = [spec.title for specs in SECTIONS.values() for spec in specs]
+TITLES = [spec.title for spec in specs()]
 # Runs before any of the app's scripts: records the label of every link that ever appears in the
 # sidebar or in Streamlit's own page menu (icons left out: a material icon's text is its name).
 WATCH_LINKS = """
@@ -53,7 +53,7 @@ def expect_the_sections_menu(page: Page) -> None:
     sidebar = page.get_by_test_id("stSidebar")
     for title in TITLES:
         expect(sidebar.get_by_role("link", name=title, exact=True)).to_be_visible()
-    for section in SECTIONS:
+    for section in sections():
         expect(sidebar.get_by_text(section, exact=True)).to_be_visible()
     settled(page)
     seen = menu_seen(page)

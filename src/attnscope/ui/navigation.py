@@ -1,5 +1,8 @@
 """The app's pages in sections, the sidebar's links to them, and the one call every page opens with.
 
+Each page script declares its own menu entry (`MENU = Menu(...)`, read by ui/menu.py without running it) and
+opens with `open_page(MENU)`: this module lists no page.
+
 Only public Streamlit API: `st.navigation` routes (its own menu hidden) and `st.page_link` draws the
 sidebar's menu, one labelled group per section. On a fresh server's first run, before anything has
 called `st.navigation`, Streamlit treats `pages/` as a legacy multipage folder and builds a menu
@@ -8,45 +11,30 @@ from its file names ("translate", "step", ...); `client.showSidebarNavigation = 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 import streamlit as st
 
+from attnscope.checkpoints.registry import checkout
 from attnscope.engine.decoding.translator import Translator
 from attnscope.ui import models, state
+from attnscope.ui.menu import Menu, PageSpec, by_section, page_specs
 from attnscope.ui.records import note_needs_model
 
 if TYPE_CHECKING:
     from streamlit.navigation.page import StreamlitPage  # what st.Page returns
 
-@dataclass(frozen=True)
-class PageSpec:
-    """One page: its script (from the repository root), its title in the menu and its icon."""
-
-    script: str
-    title: str
-    icon: str
-
-
-SECTIONS: dict[str, tuple[PageSpec, ...]] = {
-    "Look": (PageSpec("pages/translate.py", "Translate", ":material/translate:"),
-             PageSpec("pages/step.py", "Step through decoding", ":material/step:"),
-             PageSpec("pages/heads.py", "Heads & layers", ":material/grid_view:"),
-             PageSpec("pages/atlas.py", "Head atlas", ":material/scatter_plot:"),
-             PageSpec("pages/inside.py", "Inside one head", ":material/neurology:")),
-    "Explain": (PageSpec("pages/attribution.py", "Attribution", ":material/insights:"),
-                PageSpec("pages/positional.py", "Positional encoding", ":material/waves:"),
-                PageSpec("pages/anatomy.py", "Model anatomy", ":material/account_tree:")),
-    "Build": (PageSpec("pages/train.py", "Train", ":material/model_training:"),
-              PageSpec("pages/checkpoints.py", "Checkpoints", ":material/save:")),
-}
-
 
 def specs() -> tuple[PageSpec, ...]:
-    """Every page in the menu's order: the one list the app, its pages and the tests read."""
-    return tuple(spec for section in SECTIONS.values() for spec in section)
+    """Every page in the menu's order, as the page scripts declare it: the one list the app, its pages and the
+    tests read."""
+    return page_specs(checkout())
+
+
+def sections() -> dict[str, tuple[PageSpec, ...]]:
+    """The pages by section, in the menu's order."""
+    return by_section(specs())
 
 
 def script(title: str) -> str:
@@ -63,17 +51,18 @@ DEFAULT_PATH = "start"  # reserved by the default page, which Streamlit serves a
 
 
 def pages() -> dict[str, list[StreamlitPage]]:
-    """The pages as `st.Page` objects by section; the first (Translate) is where the app opens."""
-    first = next(iter(SECTIONS.values()))[0]
+    """The pages as `st.Page` objects by section; the menu's first (Translate) is where the app opens."""
+    grouped = sections()
+    first = next(iter(grouped.values()))[0]
     return {section: [st.Page(p.script, title=p.title, icon=p.icon, default=p is first,
-                              **({"url_path": DEFAULT_PATH} if p is first else {})) for p in specs]
-            for section, specs in SECTIONS.items()}
+                              **({"url_path": DEFAULT_PATH} if p is first else {})) for p in section_specs]
+            for section, section_specs in grouped.items()}
 
 
 def aliases() -> list[StreamlitPage]:
     """The default page (Translate, served at /) again under its file's name, so /translate opens it too (the
     default page reserves a path it does not serve: without the alias, /translate was "Page not found")."""
-    first = next(iter(SECTIONS.values()))[0]
+    first = specs()[0]
     return [st.Page(first.script, title=first.title, icon=first.icon, url_path=Path(first.script).stem)]
 
 
@@ -100,7 +89,7 @@ def sidebar_links(sections: dict[str, list[StreamlitPage]]) -> None:
 def _through_router() -> None:
     """Make sure the page runs inside app.py's router (sidebar, URL restore, shared selectors).
 
-    On a fresh server a deep link such as /step?sentence=... first runs pages/step.py alone (the
+    On a fresh server a deep link such as /step?sentence=... first runs the step page's script alone (the
     legacy `pages/` mode the module docstring describes) and would ignore the URL. Calling
     `st.navigation` leaves that mode; the rerun then goes through app.py to the same page.
     """
@@ -111,8 +100,9 @@ def _through_router() -> None:
     st.rerun()
 
 
-def open_page(title: str, *, needs_model: bool = True, record_view: Callable[[], bool] | None = None) -> Translator | None:
-    """Every page's first line: run through the router and show `title`.
+def open_page(menu: Menu, *, needs_model: bool = True,
+              record_view: Callable[[], bool] | None = None) -> Translator | None:
+    """Every page's first line, given the page's own menu entry: run through the router and show its title.
 
     With `needs_model`, return the active checkpoint's translator, or stop the page when it cannot
     be loaded (the error is shown). A saved attention record opened on the Checkpoints page is drawn by
@@ -120,7 +110,7 @@ def open_page(title: str, *, needs_model: bool = True, record_view: Callable[[],
     whether it drew one, and then the page stops there); other model pages say where it is shown.
     """
     _through_router()
-    st.title(title)
+    st.title(menu.title)
     if not needs_model:
         return None
     if record_view is not None and record_view():
