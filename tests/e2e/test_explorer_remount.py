@@ -1,7 +1,7 @@
 """The explorer built anew on the payload it showed (Streamlit may rebuild a component's element on a page rerun)
-opens where the user left it, not on the selection the payload was first sent with; a payload of a new epoch (the view
-changed elsewhere) still opens on its own selection. The component's module runs alone in the page here, so the
-rebuild happens exactly when the test says, not when a rerun's timing makes it happen."""
+opens where the user left it, not on the selection the payload was first sent with, and says so to the server again;
+a payload of a new epoch (the view changed elsewhere) still opens on its own selection. The component's module runs
+alone in the page here, so the rebuild happens exactly when the test says, not when a rerun's timing makes it."""
 from __future__ import annotations
 
 from importlib.resources import files
@@ -45,6 +45,9 @@ def test_a_rebuilt_explorer_opens_where_the_user_left_it_unless_the_view_changed
     rebuilt = page.locator("#b .atsx")
     expect(rebuilt).to_have_attribute("data-layer", "1")
     expect(rebuilt).to_have_attribute("data-head", "0")
+    views = "() => window.sent.filter(([name]) => name === 'view').map(([, view]) => view)"
+    page.wait_for_function(f"() => ({views})().length === 2")  # said again: the first may have gone with its element
+    assert page.evaluate(views)[1] == {"kind": "cross", "layer": 1, "head": 0, "step": 0}
     moved = payload(rec, view_id="v", selection=Selection("cross", 2, 1, 0), epoch=1)
     mount(page, moved, "c")  # changed in the sidebar: the new epoch's selection wins
     expect(page.locator("#c .atsx")).to_have_attribute("data-layer", "2")

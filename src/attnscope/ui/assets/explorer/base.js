@@ -18,6 +18,7 @@ let pending = null;
 // where the payload opened (its selection stays as first sent, so that a rerun's bytes are the bytes sent before).
 const shown = new Map();
 const slot = (h) => [h.id, h.mode, h.kind || "", h.title || ""].join("|");
+const SELECTED = ["kind", "layer", "head", "step"];  // what a selection holds (Inside one head adds its query token)
 const LABEL_PX = 11;  // a label needs this many pixels of cell; fewer: every n-th label (zoom in for all)
 
 // plotly's "RdBu_r": signed values (vector components) blue below 0, white at 0, red above, as on the server's charts

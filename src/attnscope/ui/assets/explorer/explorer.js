@@ -31,7 +31,7 @@ class Explorer {
     this.w = new Weights(header, new Float32Array(bytes.slice(start).buffer));
     const b = header.compare && header.compare.b;
     this.wb = b ? new Weights({ kinds: b.kinds }, this.w.f) : this.w;  // B: another record, or A's own
-    if (!same || moved) this.sel = this.fit(same ? header.selection : this.opening(header));
+    if (!same) this.reopen(header); else if (moved) this.sel = this.fit(header.selection);
     if (!same) {
       this.perHead = null;
       this.stop();
@@ -40,9 +40,12 @@ class Explorer {
     this.render();
   }
 
-  opening(header) {  // a payload new to this explorer: the latest pick over what it showed last on it, if it did
-    const last = shown.get(slot(header));
-    return { ...(last && last.epoch === header.epoch ? last.sel : header.selection), ...(pending || {}) };
+  reopen(header) {  // a payload new to this explorer: where the user left it on this payload, else where the payload
+    // opens, under the latest pick. Where the user left it is said to the server again: the element it was picked in
+    // may have gone, and its report with it (Streamlit runs a report of a rebuilt fragment no more).
+    const last = shown.get(slot(header)), known = last && last.epoch === header.epoch;
+    this.sel = this.fit({ ...(known ? last.sel : header.selection), ...(pending || {}) });
+    if (known && SELECTED.some((name) => last.sel[name] !== header.selection[name])) this.schedule();
   }
 
   fit(s) {

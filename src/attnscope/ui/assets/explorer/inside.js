@@ -85,7 +85,7 @@ Object.assign(Explorer.prototype, {
     if (same && !moved && !waiting) return;  // a rerun after a pick here: the browser's own view stands
     if (!same || moved) {
       if (!same) this.queries = {};
-      this.sel = this.fit(same ? header.selection : this.opening(header));
+      if (same) this.sel = this.fit(header.selection); else this.reopen(header);
     }
     if (!same) this.buildInside();
     this.render();
