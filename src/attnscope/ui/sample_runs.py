@@ -5,9 +5,14 @@ Any click (Stop included) reruns the script, and Streamlit ends the running loop
 update; the finished sentences are already in session_state, so the page shows the result over them
 ("K of M sentences") and the button continues with the rest. Results are kept per sentence index (the
 first n sentences of a split never change), so asking for more sentences reuses the finished ones.
+
+Streamlit starts the new run at once, in a new thread, while the old one runs on to its next progress update
+(runner.fastReruns): each run takes the sample run over first (`claim`), and a result the old thread finishes after
+that is not stored, so one run's page never counts a sentence that its button still counts as left to do.
 """
 from __future__ import annotations
 
+import threading
 import time
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -36,6 +41,22 @@ class SampleRun:
     next_seconds: list[float] = field(default_factory=list)  # each later result of a chunk: that sentence's own work
     started: bool = False  # the user asked for it (the sentences timed for the estimate alone are not shown)
     prior: float = 0.0  # seconds a sentence takes, measured elsewhere: the estimate until this run has its own times
+    owner: object = None  # the script run that may store results (claim)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def claim(self) -> object:
+        """Take the run over for the script run now starting; an older one still computing stores nothing more."""
+        with self.lock:
+            self.owner = token = object()
+        return token
+
+    def store(self, token: object, index: int, result: Any) -> bool:
+        """Keep sentence `index`'s result if the script run `token` still owns the run; False: it was taken over."""
+        with self.lock:
+            if self.owner is not token:
+                return False
+            self.results[index] = result
+            return True
 
     def finished(self, n: int | None = None) -> list[Any]:
         """Results of the first n sentences (None: of all) that are done, in sample order, untranslatable ones left out."""
@@ -73,21 +94,25 @@ def seconds(value: float) -> str:
     return f"about {value:.0f} s" if value < 90 else f"about {value / 60:.0f} min"
 
 
-def _compute(run: SampleRun, sentences: Sequence[str], indices: list[int], work: Work,
-             tick: Callable[[], None] = lambda: None) -> None:
-    """Compute `indices` chunk by chunk, storing each sentence's result (and the time it took) as it finishes."""
+def _compute(run: SampleRun, token: object, sentences: Sequence[str], indices: list[int], work: Work,
+             tick: Callable[[], None] = lambda: None) -> bool:
+    """Compute `indices` chunk by chunk, storing each sentence's result (and the time it took) as it finishes, while
+    the script run `token` owns `run`; False when a newer run took it over (this one then stops at once)."""
     for start in range(0, len(indices), run.chunk):
         chunk = indices[start:start + run.chunk]
         clock, times = time.perf_counter(), run.first_seconds
         with closing(work([sentences[i] for i in chunk])) as results:  # closed at once when a click ends the loop
             for j, result in results:
-                run.results[chunk[j]] = result
+                if not run.store(token, chunk[j], result):
+                    return False
                 now = time.perf_counter()
                 times.append(now - clock)
                 clock, times = now, run.next_seconds
                 tick()  # a click since the last tick ends the loop here; everything finished is kept
         for i in chunk:
-            run.results.setdefault(i, None)  # left out by `work`: blank, or nothing generated
+            if i not in run.results and not run.store(token, i, None):  # left out by `work`: blank, or nothing generated
+                return False
+    return True
 
 
 def controls(run: SampleRun, sentences: Sequence[str], work: Work, label: str, key: str, timed: int = 2,
@@ -96,12 +121,12 @@ def controls(run: SampleRun, sentences: Sequence[str], work: Work, label: str, k
     progress bar and a Stop button. The estimate comes from `prior` (seconds a sentence takes, measured on the
     page's own sentence) when given; else the first `timed` sentences are computed beforehand, as one chunk, and
     kept: their times tell a sentence's own work from the chunk's setup (a whole batch where `work` batches)."""
-    n = len(sentences)
+    n, token = len(sentences), run.claim()
     if prior is not None:
         run.prior = prior
     elif n and not run.results:
         with st.spinner("Timing the first sentences to estimate the rest…"):
-            _compute(run, sentences, list(range(min(timed, n))), work)
+            _compute(run, token, sentences, list(range(min(timed, n))), work)
     todo = run.todo(n)
     if run.started and not todo:
         return
@@ -119,8 +144,8 @@ def controls(run: SampleRun, sentences: Sequence[str], work: Work, label: str, k
                                     "click on the page) keeps the finished ones.")
 
     tick()
-    _compute(run, sentences, todo, work, tick)
-    st.rerun()  # redraw the page (and this button's label) from the finished run
+    if _compute(run, token, sentences, todo, work, tick):
+        st.rerun()  # redraw the page (and this button's label) from the finished run
 
 
 def sample_sentences(tr: Translator, split: str, n: int, pasted: str) -> list[str] | None:
