@@ -1,5 +1,5 @@
-"""A model too big for the exact attribution methods' float64 copy of one layer: the Attribution page and the Step page's
-attribution say so in one sentence (what it needs, what is available, what to do) instead of a traceback, and the
+"""A model too big for the exact attribution methods' float64 copy of one layer: the Attribution page and the Step
+page's attribution say so in one sentence (what it needs, what is available, what to do) instead of a traceback, and the
 rest of the app keeps working."""
 from __future__ import annotations
 

@@ -37,8 +37,8 @@ def test_the_page_says_what_capture_holds_for_the_sentence(app: AppTest) -> None
     app.session_state["sentence"] = "a b c d"
     app.run()
     held = [c.value for c in app.caption if c.value.startswith("Recorded attention:")]
-    assert held == ["Recorded attention: 2.3 KB of float32 (encoder 2 × 4 × 5 × 5, decoder 2 × 4 × 5 × 5, "
-                    "cross 2 × 4 × 5 × 5: layers × heads × rows × columns), kept with the server's results within "
+    assert held == ["Recorded attention: 2.3 KB of float32 (encoder 2 × 4 × 5 × 5, decoder 2 × 4 × 5 × 5, cross "
+                    "2 × 4 × 5 × 5: layers × heads × rows × columns), kept with the server's results within "
                     f"{held[0].split('within ')[1]}"] and held[0].endswith(" MB, least recently used first.")
 
 

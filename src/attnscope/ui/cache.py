@@ -51,8 +51,8 @@ def dropped_note(budget: int) -> str:
 
 
 def held_note(record: AttentionRecord, budget: int) -> str:
-    """What capture holds for a sentence, in one line: its recorded arrays' size and type, each kind's shape (layers ×
-    heads × rows × columns), and the budget the server keeps its results within (`dropped_note` says when one went)."""
+    """What capture holds for a sentence, in one line: its recorded arrays' size and type, each kind's shape (layers
+    × heads × rows × columns), and the budget the server keeps its results within (`dropped_note`: when one went)."""
     shapes = ", ".join(f"{kind} {' × '.join(map(str, record.array(kind).shape))}" for kind in KINDS)
     size = sum(record.array(kind).nbytes for kind in KINDS)
     said = f"{size / 2**20:,.1f} MB" if size >= 2**20 else f"{size / 2**10:,.1f} KB"

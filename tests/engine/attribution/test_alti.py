@@ -153,7 +153,8 @@ def explicit_rollout(enc_rows: list, self_rows: list, cross_rows: list) -> np.nd
 
 
 def blocks(traced: Trace) -> dict[str, np.ndarray]:
-    """ALTI of every attention block of a traced pass: encoder [L, S, S], decoder self [L, T, T], cross [L, T, S + 1]."""
+    """ALTI of every attention block of a traced pass: encoder [L, S, S], decoder self [L, T, T], cross
+    [L, T, S + 1]."""
     with torch.no_grad():
         decoder = [alti.decoder_layer(lt) for lt in traced.decoder]
         return {"encoder": np.stack([alti.encoder_layer(lt).numpy() for lt in traced.encoder]),

@@ -110,15 +110,21 @@ def contributions(model: Transformer, source_ids: Sequence[int], decoder_ids: Se
         source_mask, bias = shell.source_mask(src), None
         for i, (skeleton, layer) in enumerate(zip(shell.encoder, model.encoder)):
             with _filled(skeleton, layer, model) as exact:
-                bias = exact.relative_bias(src.shape[1], src.shape[1]) if i == 0 and exact.relative_bias is not None else bias
+                bias = _stack_bias(exact, src.shape[1]) if i == 0 else bias
                 x = _read(trace_layer(exact, i, partial(exact, x, source_mask, False, bias)), mixings, encoder)
         memory, target_mask, bias = shell.encoder_norm(x), shell.target_mask(tgt), None
         for i, (skeleton, layer) in enumerate(zip(shell.decoder, model.decoder)):
             with _filled(skeleton, layer, model) as exact:
-                bias = exact.relative_bias(tgt.shape[1], tgt.shape[1]) if i == 0 and exact.relative_bias is not None else bias
+                bias = _stack_bias(exact, tgt.shape[1]) if i == 0 else bias
                 run = partial(exact, y, memory, target_mask, source_mask, None, False, bias)
                 y = _read(trace_layer(exact, i, run), mixings, decoder)
     return tuple(rolled_out(m.method, enc, dec) for m, enc, dec in zip(mixings, encoder, decoder))
+
+
+def _stack_bias(first: nn.Module, n: int) -> Tensor | None:
+    """The relative position bias (1, H, n, n) every layer of a stack adds, from its first layer's table (T5); None
+    without one."""
+    return None if first.relative_bias is None else first.relative_bias(n, n)
 
 
 def _read(lt: Layer, mixings: Sequence[Mixing], into: list[list[np.ndarray]]) -> Tensor:

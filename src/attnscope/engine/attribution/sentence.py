@@ -82,8 +82,8 @@ def exact_contributions(translator: Translator, translation: Translation) -> tup
     """ALTI+ and value zeroing of a translation (teacher-forced on its own ids), from one traced pass in float64, one
     layer at a time (exact_pass.py): the split and the value-zeroing reference, without gradients."""
     model = translator.model
-    return exact_pass.contributions(model, translation.source_ids, decoder_inputs(translation.target_ids, model.config.bos_id),
-                                    (alti.MIXING, value_zeroing.MIXING))
+    prefix = decoder_inputs(translation.target_ids, model.config.bos_id)
+    return exact_pass.contributions(model, translation.source_ids, prefix, (alti.MIXING, value_zeroing.MIXING))
 
 
 def attribute(translator: Translator, translation: Translation, ig: IGSettings | None = None,
