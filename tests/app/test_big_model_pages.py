@@ -1,21 +1,21 @@
-"""A model too big for the exact attribution methods' float64 copy: the Attribution page and the Step page's
-attribution say so in one sentence (what it needs, what is available, what to do) instead of a traceback, and the
+"""A model too big for the exact attribution methods' float64 copy of one layer: the Attribution page and the Step
+page's attribution say so in one sentence (what it needs, what is available, what to do) instead of a traceback, and the
 rest of the app keeps working."""
 from __future__ import annotations
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import attnscope.engine.attribution.contributions as contributions
+import attnscope.engine.attribution.exact_pass as exact_pass
 from tests.support import page_script
 
-SENTENCE = ("the float64 copy that value zeroing and ALTI+ need has 1,000 weights, which need about 9.9 GB of memory "
-            "as float64, more than the 1.0 GB this machine has available now: close other programs or models")
+SENTENCE = ("the float64 copy of one layer that value zeroing and ALTI+ need has 1,000 weights, which need about "
+            "9.9 GB of memory as float64, more than the 1.0 GB this machine has available now: close other programs")
 
 
 @pytest.fixture
 def no_room(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(contributions, "model_refusal", lambda *_: SENTENCE)
+    monkeypatch.setattr(exact_pass, "model_refusal", lambda *_: SENTENCE)
 
 
 def test_the_attribution_page_says_the_copy_does_not_fit(app: AppTest, no_room: None) -> None:

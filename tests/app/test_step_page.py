@@ -191,3 +191,8 @@ def test_the_beam_score_and_the_whole_outputs_log_probability_say_which_is_which
     total, count, per_token = re.search(r"model's choice (-?[\d.]+) over (\d+) tokens \((-?[\d.]+) per token\)",
                                         caption).groups()
     assert abs(float(per_token) - float(total) / int(count)) < 1e-2
+
+
+def test_the_step_page_says_what_capture_holds_too(app: AppTest) -> None:
+    open_step_page(app)
+    assert [c.value for c in app.caption if c.value.startswith("Recorded attention: 2.3 KB of float32 (encoder")]

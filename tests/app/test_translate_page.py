@@ -31,6 +31,17 @@ def test_page_translates_and_sends_every_kind_to_the_explorer(app: AppTest) -> N
     assert sent.header["output"][-1] == "<eos>" and [s["token"] for s in sent.header["steps"]] == ["d", "c", "b", "a", "<eos>"]
 
 
+def test_the_page_says_what_capture_holds_for_the_sentence(app: AppTest) -> None:
+    """One line under the explorer: the recorded arrays' size and shapes (tiny model: 2 layers a side, 4 heads; "a b c
+    d" is 5 source tokens and 5 decoder positions: 6 arrays of 4 × 25 float32), and the results' budget."""
+    app.session_state["sentence"] = "a b c d"
+    app.run()
+    held = [c.value for c in app.caption if c.value.startswith("Recorded attention:")]
+    assert held == ["Recorded attention: 2.3 KB of float32 (encoder 2 × 4 × 5 × 5, decoder 2 × 4 × 5 × 5, cross "
+                    "2 × 4 × 5 × 5: layers × heads × rows × columns), kept with the server's results within "
+                    f"{held[0].split('within ')[1]}"] and held[0].endswith(" MB, least recently used first.")
+
+
 def test_sidebar_kind_opens_the_explorer_on_it(app: AppTest) -> None:
     app.session_state["sentence"] = "a b c d"
     app.run()

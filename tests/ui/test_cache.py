@@ -125,3 +125,19 @@ def test_arrays_are_read_in_place_and_no_session_can_write_into_them() -> None:
         first["weights"][0] = 1.0
     first["text"] = "changed by one session"
     assert store.get("r")[1]["text"] == "x"
+
+
+def test_what_capture_holds_is_said_in_megabytes_from_a_megabyte() -> None:
+    import numpy as np
+
+    from attnscope.records.attention import AttentionRecord
+    from attnscope.ui.cache import held_note
+
+    def record(heads: int) -> AttentionRecord:
+        return AttentionRecord(("a",) * 64, ("b",) * 32, np.zeros((6, heads, 64, 64), np.float32),
+                               np.zeros((6, heads, 32, 32), np.float32), np.zeros((6, heads, 32, 64), np.float32))
+    assert held_note(record(16), 192 << 20).startswith(
+        "Recorded attention: 2.6 MB of float32 (encoder 6 × 16 × 64 × 64, decoder 6 × 16 × 32 × 32, "
+        "cross 6 × 16 × 32 × 64: layers")
+    assert held_note(record(1), 192 << 20).startswith("Recorded attention: 168.0 KB of float32")
+    assert held_note(record(1), 192 << 20).endswith("within 192 MB, least recently used first.")

@@ -121,7 +121,7 @@ class Transformer(nn.Module):
             self.tgt_embed.weight[self.config.pad_id].zero_()
             self.src_embed.weight[self.config.pad_id].zero_()
 
-    def _embed(self, ids: Tensor, offset: int = 0, decoder: bool = False) -> Tensor:
+    def embed(self, ids: Tensor, offset: int = 0, decoder: bool = False) -> Tensor:
         """What a stack's first layer reads (B, N, D), through the stack's hook points."""
         c, at = self.config, (self.decoder if decoder else self.encoder).hooks.at
         if decoder and offset == 0 and c.decoder_start is not None:  # the first position reads the start token
@@ -141,10 +141,8 @@ class Transformer(nn.Module):
         """Source ids (B, S) -> what the decoder reads (and, when asked, every encoder layer's weights)."""
         if src.shape[1] > self.config.max_len:
             raise ValueError(f"source has {src.shape[1]} tokens; this model handles at most {self.config.max_len}")
-        mask: Tensor | None = (src != self.config.pad_id)[:, None, None, :]  # (B, 1, 1, S)
-        if bool(mask.all()):
-            mask = None  # lets SDPA take its unmasked fast path
-        x = self._embed(src)
+        mask = self.source_mask(src)
+        x = self.embed(src)
         bias = self._relative_bias(self.encoder, src.shape[1], src.shape[1])
         attentions = []
         for layer in self.encoder:
@@ -152,6 +150,21 @@ class Transformer(nn.Module):
             attentions.append(weights)
         memory = self.encoder.hooks.at(MEMORY, self.encoder_norm(x))
         return EncoderOutput(memory, mask, tuple(attentions) if output_attentions else None)
+
+    def source_mask(self, src: Tensor) -> Tensor | None:
+        """(B, 1, 1, S) True on real keys; None when nothing is padded (lets SDPA take its unmasked fast path)."""
+        mask = (src != self.config.pad_id)[:, None, None, :]
+        return None if bool(mask.all()) else mask
+
+    def target_mask(self, tgt: Tensor, cache: DecoderCache | None = None) -> Tensor | None:
+        """What each of the new positions `tgt` (B, T) may see: earlier positions, not padding (the start may be
+        <pad>), (B, 1, T, K); with a cache every cached key, None for one new position."""
+        offset = cache.length if cache is not None else 0
+        mask = causal_mask(tgt.shape[1], offset + tgt.shape[1], tgt.device)[None, None]  # (1, 1, T, K)
+        if cache is None:
+            keep = (tgt != self.config.pad_id) | (torch.arange(tgt.shape[1], device=tgt.device) == 0)
+            return mask & keep[:, None, None, :]  # (B, 1, T, T)
+        return None if tgt.shape[1] == 1 else mask
 
     def decode(self, tgt: Tensor, source: EncoderOutput, cache: DecoderCache | None = None, *, last_only: bool = False,
                output_attentions: bool = False) -> DecoderOutput:
@@ -161,13 +174,8 @@ class Transformer(nn.Module):
         n_keys = offset + tgt.shape[1]
         if n_keys > self.config.max_len:
             raise ValueError(f"target reached {n_keys} tokens; this model handles at most {self.config.max_len}")
-        self_mask: Tensor | None = causal_mask(tgt.shape[1], n_keys, tgt.device)[None, None]  # (1, 1, T, K)
-        if cache is None:
-            keep = (tgt != self.config.pad_id) | (torch.arange(tgt.shape[1], device=tgt.device) == 0)  # the start may be <pad>
-            self_mask = self_mask & keep[:, None, None, :]  # (B, 1, T, T)
-        elif tgt.shape[1] == 1:
-            self_mask = None  # one new position may see every cached one
-        x = self._embed(tgt, offset, decoder=True)
+        self_mask = self.target_mask(tgt, cache)
+        x = self.embed(tgt, offset, decoder=True)
         bias = self._relative_bias(self.decoder, tgt.shape[1], n_keys, offset)  # with a cache: the new rows only
         selves, crosses = [], []
         for i, layer in enumerate(self.decoder):

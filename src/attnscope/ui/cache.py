@@ -15,6 +15,7 @@ from typing import Callable, Hashable, TypeVar
 import streamlit as st
 
 from attnscope.model.budget import available_bytes
+from attnscope.records.attention import KINDS, AttentionRecord
 from attnscope.ui.query import Query
 from attnscope.ui.result_store import ResultStore
 
@@ -47,6 +48,21 @@ def _store() -> ResultStore:
 def dropped_note(budget: int) -> str:
     return (f"This result had been dropped to keep the server's results within their memory budget ({budget / 2**20:,.0f} "
             f"MB, least recently used first; {BUDGET_MB} sets it), so it was computed again.")
+
+
+def held_note(record: AttentionRecord, budget: int) -> str:
+    """What capture holds for a sentence, in one line: its recorded arrays' size and type, each kind's shape (layers
+    × heads × rows × columns), and the budget the server keeps its results within (`dropped_note`: when one went)."""
+    shapes = ", ".join(f"{kind} {' × '.join(map(str, record.array(kind).shape))}" for kind in KINDS)
+    size = sum(record.array(kind).nbytes for kind in KINDS)
+    said = f"{size / 2**20:,.1f} MB" if size >= 2**20 else f"{size / 2**10:,.1f} KB"
+    return (f"Recorded attention: {said} of {record.encoder.dtype} ({shapes}: layers × heads × rows × "
+            f"columns), kept with the server's results within {budget / 2**20:,.0f} MB, least recently used first.")
+
+
+def show_held(record: AttentionRecord) -> None:
+    """`held_note` of `record` under the page's figures."""
+    st.caption(held_note(record, _store().budget))
 
 
 def result_key(kind: str, query: Query, *extra: Hashable) -> ResultKey:

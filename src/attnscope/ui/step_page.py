@@ -13,6 +13,7 @@ from attnscope.engine.decoding.beam_result import BeamResult
 from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.ui import results, selection, state, widgets
 from attnscope.ui.attribution.sentence import step_contributions
+from attnscope.ui.cache import show_held
 from attnscope.ui.contrast_view import branches_compared, contrast_view
 from attnscope.ui.explorer import explorer
 from attnscope.ui.query import Query
@@ -44,6 +45,7 @@ def step_view(tr: Translator, view: ViewState, query: Query, result: Translation
     record, norms = values_switch(tr, query, result)  # weights, or weighted value norms
     explorer(record, view, ("step", query.key, norms), "explorer-step", steps=result.steps, mode="step",
              value=value_labels(norms)[0])
+    show_held(result.attention)
     t = selection.fit_step(view, len(result.steps))
     state.set_step(t)  # fitted to this translation, and in the URL
     step_contributions(tr, view, query, result, t)  # on request only: a toggle, off by default

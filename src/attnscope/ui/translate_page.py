@@ -8,6 +8,7 @@ import streamlit as st
 
 from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.ui import figures, results, state, tables, widgets
+from attnscope.ui.cache import show_held
 from attnscope.ui.explorer import explorer
 from attnscope.ui.state import ViewState
 from attnscope.ui.text import plain
@@ -26,6 +27,7 @@ def show(tr: Translator) -> None:
     shown, norms = values_switch(tr, query, result)  # weights, or weighted value norms
     explorer(shown, view, ("translate", query.key, norms), "explorer-translate", steps=result.steps,
              value=value_labels(norms)[0], per_head_scale=figures.scaled_per_head(shown))
+    show_held(result.attention)
     with st.expander("Compare with a reference translation (teacher forcing)"):
         reference = st.text_input(f"Reference ({tr.bundle.tgt_lang})", key=REFERENCE)
         if reference.strip():

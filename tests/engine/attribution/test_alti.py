@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from attnscope.engine.attribution import alti
-from attnscope.engine.recording.trace import decoder_inputs
+from attnscope.engine.recording.trace import Trace, decoder_inputs
 from attnscope.engine.recording.tracer import trace
 from attnscope.model.positions import relative_bucket
 from tests.attribution_fixtures import T5_PARTS, pair, run, tiny
@@ -152,6 +152,15 @@ def explicit_rollout(enc_rows: list, self_rows: list, cross_rows: list) -> np.nd
     return np.array(states)
 
 
+def blocks(traced: Trace) -> dict[str, np.ndarray]:
+    """ALTI of every attention block of a traced pass: encoder [L, S, S], decoder self [L, T, T], cross
+    [L, T, S + 1]."""
+    with torch.no_grad():
+        decoder = [alti.decoder_layer(lt) for lt in traced.decoder]
+        return {"encoder": np.stack([alti.encoder_layer(lt).numpy() for lt in traced.encoder]),
+                "self": np.stack([p.numpy() for p, _ in decoder]), "cross": np.stack([c.numpy() for _, c in decoder])}
+
+
 @pytest.mark.parametrize("norm,kind,t5", [("pre", "torch", False), ("post", "torch", False), ("post", "annotated", False),
                                           ("pre", "annotated", False), ("pre", "rms", False), ("post", "rms", False),
                                           ("pre", "rms", True), ("post", "rms", True)])
@@ -161,11 +170,11 @@ def test_alti_plus_equals_the_explicit_computation(norm: str, kind: str, t5: boo
     src, tgt = pair(11)
     want = explicit_alti(model, src, tgt)
     traced = trace(model, src, decoder_inputs(tgt, model.config.bos_id))
-    got = alti.layers(traced)
-    np.testing.assert_allclose(got.encoder, np.array(want["encoder"]), atol=1e-10)
-    np.testing.assert_allclose(got.decoder_self, np.array(want["self"]), atol=1e-10)
-    np.testing.assert_allclose(got.cross, np.array(want["cross"]), atol=1e-10)
-    contributions = alti.from_trace(traced)
+    got = blocks(traced)
+    np.testing.assert_allclose(got["encoder"], np.array(want["encoder"]), atol=1e-10)
+    np.testing.assert_allclose(got["self"], np.array(want["self"]), atol=1e-10)
+    np.testing.assert_allclose(got["cross"], np.array(want["cross"]), atol=1e-10)
+    contributions = alti.MIXING.from_trace(traced)
     np.testing.assert_allclose(contributions.decoder_rollout, want["rollout"], atol=1e-10)
     assert contributions.method == "ALTI+"
 
@@ -175,10 +184,10 @@ def test_the_residual_keeps_a_share_of_its_own_token() -> None:
     block's last column), so the prefix keeps a real share instead of leaking to the source at every layer."""
     model = tiny(12, norm="pre")
     src, tgt = pair(12)
-    al = alti.layers(trace(model, src, decoder_inputs(tgt, model.config.bos_id)))
-    assert np.all(np.diagonal(al.encoder, axis1=1, axis2=2) > 0)
-    assert np.all(np.diagonal(al.decoder_self, axis1=1, axis2=2) > 0) and np.all(al.cross[:, :, -1] > 0)
-    assert np.all(np.triu(al.decoder_self, k=1) == 0)  # no token reads a later one
+    al = blocks(trace(model, src, decoder_inputs(tgt, model.config.bos_id)))
+    assert np.all(np.diagonal(al["encoder"], axis1=1, axis2=2) > 0)
+    assert np.all(np.diagonal(al["self"], axis1=1, axis2=2) > 0) and np.all(al["cross"][:, :, -1] > 0)
+    assert np.all(np.triu(al["self"], k=1) == 0)  # no token reads a later one
 
 
 @pytest.mark.parametrize("seed", [0, 1])

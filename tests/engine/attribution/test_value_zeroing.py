@@ -10,7 +10,7 @@ import torch
 
 import attnscope
 from attnscope.checkpoints.registry import shipped_dir
-from attnscope.engine.attribution.value_zeroing import from_trace, value_zeroing
+from attnscope.engine.attribution.value_zeroing import MIXING, value_zeroing
 from attnscope.engine.recording.trace import decoder_inputs
 from attnscope.engine.recording.tracer import trace
 from tests.attribution_fixtures import T5_MODEL, pair, run, tiny
@@ -63,7 +63,7 @@ def test_per_layer_scores_equal_rerunning_with_zeroed_values(norm: str) -> None:
     the layer (RMS norm, gated feed-forward, no biases) runs through the model's own modules."""
     model = tiny(3, **(T5_MODEL if norm == "t5" else dict(norm=norm)))
     src, tgt = pair(3)
-    got = from_trace(trace(model, src, decoder_inputs(tgt, model.config.bos_id)))
+    got = MIXING.from_trace(trace(model, src, decoder_inputs(tgt, model.config.bos_id)))
     encoder, decoder = real_zeroing(model, src, tgt)
     np.testing.assert_allclose(got.encoder_layers, np.stack(encoder), atol=1e-9)
     np.testing.assert_allclose(got.decoder_layers, np.stack(decoder), atol=1e-9)
@@ -72,7 +72,7 @@ def test_per_layer_scores_equal_rerunning_with_zeroed_values(norm: str) -> None:
 def test_rollout_composes_the_layers() -> None:
     model = tiny(4)
     src, tgt = pair(4)
-    got = from_trace(trace(model, src, decoder_inputs(tgt, model.config.bos_id)))
+    got = MIXING.from_trace(trace(model, src, decoder_inputs(tgt, model.config.bos_id)))
     s, t = len(src), len(tgt)
     memory = got.encoder_layers[1] @ got.encoder_layers[0]
     r = np.hstack([np.zeros((t, s)), np.eye(t)])

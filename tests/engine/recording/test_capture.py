@@ -78,7 +78,7 @@ def test_weights_are_the_softmax_the_model_computes(device: torch.device) -> Non
     src, tgt = (x.to(device) for x in batch(0))
     with torch.no_grad(), record_attention(model) as rec:
         model(src, tgt)
-        x = model._embed(src)
+        x = model.embed(src)
         attn = model.encoder[0].self_attn
         q, k = split_heads(attn.q_proj(x), 4), split_heads(attn.k_proj(x), 4)
         scores = (q @ k.transpose(-2, -1) / math.sqrt(4)).masked_fill((src == PAD_ID)[:, None, None, :], -math.inf)

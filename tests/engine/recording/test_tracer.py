@@ -274,7 +274,7 @@ def test_layer_inputs_and_outputs_are_the_layers_run_by_hand() -> None:
     tr = trace(model, source, prefix, keep=Keep(weights=False, stream=True))
     src, tgt = torch.tensor([source]), torch.tensor([prefix])
     with torch.no_grad():
-        x = model._embed(src)
+        x = model.embed(src)
         assert torch.allclose(kept(tr.source).total, x, atol=1e-6)
         for lt, layer in zip(tr.encoder, model.encoder):
             assert torch.allclose(kept(lt.inputs), x, atol=1e-5)
@@ -282,7 +282,7 @@ def test_layer_inputs_and_outputs_are_the_layers_run_by_hand() -> None:
             assert torch.allclose(kept(lt.output), x, atol=1e-5)
         memory = model.encoder_norm(x)
         assert torch.allclose(kept(tr.memory), memory, atol=1e-5)
-        y = model._embed(tgt, decoder=True)
+        y = model.embed(tgt, decoder=True)
         mask = torch.ones(len(prefix), len(prefix), dtype=torch.bool).tril()[None, None]
         for lt, layer in zip(tr.decoder, model.decoder):
             assert torch.allclose(kept(lt.inputs), y, atol=1e-5)

@@ -15,15 +15,14 @@ import numpy as np
 import torch
 
 from attnscope.engine.analysis.heads import STAT_COLUMNS, head_stats
+from attnscope.engine.attribution import exact_pass
 from attnscope.engine.attribution.agreement import layer_agreement
-from attnscope.engine.attribution.contributions import float64_model
 from attnscope.engine.attribution.quadrature import IGSettings
 from attnscope.engine.attribution.registry import splitting
 from attnscope.engine.attribution.sentence import SentenceAttribution, attribute
 from attnscope.engine.decoding.decode import greedy_batch
 from attnscope.engine.decoding.translator import InputError, Translator, budget_batches
 from attnscope.engine.recording.trace import decoder_inputs
-from attnscope.engine.recording.tracer import trace
 from attnscope.model.batch import pad
 from attnscope.model.transformer import Transformer
 from attnscope.records.attention import AttentionRecord
@@ -167,19 +166,19 @@ class SharesByPosition:
                    {m: np.nanstd(p, axis=0) for m, p in padded.items()})
 
 
-def source_shares(exact: Transformer, src: list[int], tgt: list[int]) -> dict[str, np.ndarray]:
+def source_shares(model: Transformer, src: list[int], tgt: list[int]) -> dict[str, np.ndarray]:
     """[T] source share of each output token of one pair by every method that splits (ALTI+ and value zeroing), from
-    one traced pass of `exact` (a float64 copy: `contributions.float64_model`)."""
-    traced = trace(exact, src, decoder_inputs(tgt, exact.config.bos_id))
-    return {m.name: m.from_trace(traced).source_share for m in splitting()}
+    one traced pass in float64, one layer at a time (`exact_pass.contributions`)."""
+    methods = splitting()
+    found = exact_pass.contributions(model, src, decoder_inputs(tgt, model.config.bos_id), [m.mixing for m in methods])
+    return {m.name: c.source_share for m, c in zip(methods, found)}
 
 
 def shares_each(translator: Translator, sentences: Sequence[str], batch_size: int = 64,
                 progress: Progress | None = None) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
     """(sentence index, `source_shares` of its greedy translation) for every translatable sentence, one at a time."""
-    with float64_model(translator.model) as exact:
-        for i, src, tgt in greedy_pairs(translator, sentences, batch_size, progress):
-            yield i, source_shares(exact, src, tgt)
+    for i, src, tgt in greedy_pairs(translator, sentences, batch_size, progress):
+        yield i, source_shares(translator.model, src, tgt)
 
 
 def shares_by_position(translator: Translator, sentences: Sequence[str], batch_size: int = 64,

@@ -12,5 +12,4 @@ __all__, __getattr__, __dir__ = exports(__name__, {
     "quadrature": ["IGSettings"],
     "agreement": ["layer_agreement", "token_agreement", "agreement_matrix", "best_layer"],
     "step_attribution": ["step_attributions", "StepAttributions"],
-    "contributions": ["float64_model"],
 })

@@ -20,30 +20,19 @@ feed-forward blocks act on each position alone and are left out, as in the paper
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import torch
 from torch import Tensor
 
-from attnscope.engine.attribution.contributions import Contributions, float64_model, rolled_out
+from attnscope.engine.attribution import exact_pass
+from attnscope.engine.attribution.contributions import Contributions, Mixing
 from attnscope.engine.attribution.norms import mixed_vectors
 from attnscope.engine.attribution.registry import Method
 from attnscope.engine.decoding.translator import Translation, Translator
-from attnscope.engine.recording.trace import EVERYTHING, Layer, Sublayer, Trace, decoder_inputs, kept
-from attnscope.engine.recording.tracer import trace
+from attnscope.engine.recording.trace import Layer, Sublayer, decoder_inputs, kept
 from attnscope.model.blocks import Residual, RMSNorm
 
 METHOD = "ALTI+"
-
-
-@dataclass(frozen=True)
-class AltiLayers:
-    """ALTI contributions of every attention block, rows normalised to sum to one."""
-
-    encoder: np.ndarray  # [L, S, S] encoder self-attention blocks, residual on the diagonal
-    decoder_self: np.ndarray  # [L, T, T] masked self-attention blocks, residual on the diagonal
-    cross: np.ndarray  # [L, T, S + 1] cross-attention blocks: source tokens, then the residual
 
 
 def _centred(norm: torch.nn.Module, z: Tensor) -> Tensor:
@@ -104,36 +93,22 @@ def decoder_layer(lt: Layer) -> tuple[Tensor, Tensor]:
     return prefix, cross_block(cross.block, h, cross)[0]
 
 
-def _stacked(matrices: list[Tensor]) -> np.ndarray:
-    return np.stack([m.double().cpu().numpy() for m in matrices])
+def decoder_mixing(lt: Layer) -> np.ndarray:
+    """[T, S + T] of one decoder layer: the cross block's source shares, then its residual share spread over the
+    prefix by the self-attention block (ALTI+'s composition of the two blocks)."""
+    prefix, cross = (m.double().cpu().numpy() for m in decoder_layer(lt))
+    return np.concatenate([cross[:, :-1], cross[:, -1:] * prefix], axis=-1)
 
 
-def layers(tr: Trace) -> AltiLayers:
-    """ALTI of every attention block of a traced single-sentence pass (traced with everything kept)."""
-    tr.require(EVERYTHING)
-    with torch.no_grad():
-        enc = [encoder_layer(lt) for lt in tr.encoder]
-        dec = [decoder_layer(lt) for lt in tr.decoder]
-    return AltiLayers(_stacked(enc), _stacked([p for p, _ in dec]), _stacked([c for _, c in dec]))
-
-
-def joint_decoder_layers(al: AltiLayers) -> np.ndarray:
-    """[L, T, S + T] per decoder layer: the cross block's source shares, then its residual share spread
-    over the prefix by the self-attention block (ALTI+'s composition of the two blocks)."""
-    residual = al.cross[:, :, -1:]  # [L, T, 1]
-    return np.concatenate([al.cross[:, :, :-1], residual * al.decoder_self], axis=-1)
-
-
-def from_trace(tr: Trace) -> Contributions:
-    """ALTI+ per layer and rolled out, from a traced single-sentence pass."""
-    al = layers(tr)
-    return rolled_out(METHOD, list(al.encoder), list(joint_decoder_layers(al)))
+MIXING = Mixing(METHOD, lambda lt: encoder_layer(lt).double().cpu().numpy(), decoder_mixing)
 
 
 def alti_plus(translator: Translator, translation: Translation) -> Contributions:
-    """ALTI+ contributions of a translation's output (teacher-forced on its own ids), computed in float64."""
-    with float64_model(translator.model) as exact:
-        return from_trace(trace(exact, translation.source_ids, decoder_inputs(translation.target_ids, exact.config.bos_id)))
+    """ALTI+ contributions of a translation's output (teacher-forced on its own ids), computed in float64 one layer
+    at a time (exact_pass.py)."""
+    model = translator.model
+    return exact_pass.contributions(model, translation.source_ids,
+                                    decoder_inputs(translation.target_ids, model.config.bos_id), [MIXING])[0]
 
 
 ATTRIBUTIONS = (
@@ -147,5 +122,5 @@ ATTRIBUTIONS = (
                        "the shares are composed over layers, the encoder's under the source tokens, so each generated "
                        "token's source and prefix shares sum to one and give the split.",
            compute=lambda inputs: inputs.exact[0], source_map=lambda c, _layer: c.source,
-           from_trace=from_trace),
+           mixing=MIXING),
 )

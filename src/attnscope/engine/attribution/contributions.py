@@ -10,16 +10,13 @@ token's shares over the source tokens plus the target prefix sum to one.
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
 
-from attnscope.engine.recording.sharing import model_lock
-from attnscope.model.budget import model_refusal
-from attnscope.model.transformer import Transformer
+from attnscope.engine.recording.trace import EVERYTHING, Layer, Trace
 
 
 @dataclass(frozen=True)
@@ -65,45 +62,19 @@ def rolled_out(method: str, encoder_layers: Sequence[np.ndarray], decoder_layers
     return Contributions(method, np.stack(encoder_layers), np.stack(decoder_layers), memory, rolled)
 
 
-def float64_refusal(model: Transformer) -> str | None:
-    """One sentence when the float64 copy of `model` (float64_model) would not fit in the memory available now."""
-    return model_refusal(model.config.element_count(), "the float64 copy that value zeroing and ALTI+ need", 8)
+@dataclass(frozen=True)
+class Mixing:
+    """How one method reads one traced layer (traced with everything kept, its modules at hand, in float64): the
+    layer's [S, S] mixing for an encoder layer, [T, S + T] for a decoder layer (source columns, then the prefix)."""
 
+    method: str
+    encoder: Callable[[Layer], np.ndarray]
+    decoder: Callable[[Layer], np.ndarray]
 
-def _float64_copy(model: Transformer) -> Transformer:
-    """The same network in float64 on the CPU, built from the config and given the state dict's tensors (so no
-    listener on the shared model's hook points, such as a head gate, comes along). The model's own initialisation
-    is skipped and
-    each tensor is converted once, straight into place (a tied one once for all its names): initialising,
-    copying and then converting took ~0.5 s more for opus-mt's shape; it is built on the meta device, so a big
-    model is never initialised only to be overwritten. A copy the available memory cannot hold is refused first
-    (MemoryError with a sentence)."""
-    refused = float64_refusal(model)
-    if refused:
-        raise MemoryError(refused)
-    with torch.random.fork_rng(devices=[]), torch.device("meta"):  # nothing allocated until each tensor is assigned
-        exact = Transformer(model.config, initialise=False)
-    converted: dict[int, torch.Tensor] = {}
-    for t in model.state_dict(keep_vars=True).values():  # keep_vars: a tied parameter is one object under its names
-        if id(t) not in converted:
-            converted[id(t)] = t.detach().to("cpu", torch.float64 if t.is_floating_point() else t.dtype)
-    exact.load_state_dict({name: converted[id(t)] for name, t in model.state_dict(keep_vars=True).items()}, assign=True)
-    if model.config.tie_embeddings:  # assign gave the output layer its own Parameter around the same tensor
-        exact.generator.weight = exact.tgt_embed.weight
-    return exact.to(dtype=torch.float64).eval()  # the buffers the state dict leaves out (position tables)
-
-
-@contextmanager
-def float64_model(model: Transformer) -> Iterator[Transformer]:
-    """A float64 copy of `model` on the CPU in eval mode, private to the block and dropped after it.
-
-    Value zeroing compares outputs that differ by ~1e-5 of their size, which float32 cannot resolve
-    (shares off by up to 1e-2, some negative); the copy computes the same function of the same
-    weights (every float32 is exactly a float64) without that rounding. It is made for each use (~40 ms
-    for the shipped model), not kept: a kept copy held twice the model's float32 size for the server's
-    lifetime (18 MB for the shipped model, 600 MB for a 74M-parameter import), and a private one needs
-    no lock while it runs. The model's lock is held while its weights are read.
-    """
-    with model_lock(model):
-        exact = _float64_copy(model)
-    yield exact
+    def from_trace(self, tr: Trace) -> Contributions:
+        """Per layer and rolled out, from a traced pass of a whole float64 model (exact_pass.contributions runs one
+        layer at a time instead)."""
+        tr.require(EVERYTHING)
+        with torch.no_grad():
+            return rolled_out(self.method, [self.encoder(lt) for lt in tr.encoder],
+                              [self.decoder(lt) for lt in tr.decoder])

@@ -14,7 +14,7 @@ import numpy as np
 
 if TYPE_CHECKING:  # the methods' inputs; importing them here would import every method module first
     from attnscope.engine.attribution.contrastive import Contrast
-    from attnscope.engine.attribution.contributions import Contributions
+    from attnscope.engine.attribution.contributions import Contributions, Mixing
     from attnscope.engine.attribution.quadrature import IGSettings
     from attnscope.engine.attribution.saliency import Progress
     from attnscope.engine.decoding.translator import Translation, Translator
@@ -52,8 +52,8 @@ class Method:
     reference: bool = True  # an attribution that attention is compared against (agreement, the dataset comparison)
     explains: str = TOKEN  # TOKEN or CONTRAST
     per_layer: bool = False  # whether its map is of one decoder layer (the sidebar's)
-    from_trace: Callable[[Trace], Any] | None = None  # its rolled-out Contributions from a float64 traced pass, for
-    # the methods that split each token between source and prefix (the split by position over a sample)
+    mixing: Mixing | None = None  # how it reads each traced float64 layer, for the methods that split each token
+    # between source and prefix (the split by position over a sample)
 
 
 def methods(explains: str | None = TOKEN) -> tuple[Method, ...]:
@@ -78,8 +78,8 @@ def names(explains: str | None = TOKEN) -> tuple[str, ...]:
 
 
 def splitting() -> tuple[Method, ...]:
-    """The methods that split each generated token between the source and the prefix (their `from_trace`)."""
-    return tuple(m for m in methods() if m.from_trace is not None)
+    """The methods that split each generated token between the source and the prefix (their `mixing`)."""
+    return tuple(m for m in methods() if m.mixing is not None)
 
 
 def references() -> tuple[str, ...]:

@@ -9,9 +9,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from attnscope.engine.attribution import alti, norms, saliency, value_zeroing
+from attnscope.engine.attribution import alti, exact_pass, norms, saliency, value_zeroing
 from attnscope.engine.attribution.contrastive import Contrast
-from attnscope.engine.attribution.contributions import Contributions, float64_model
+from attnscope.engine.attribution.contributions import Contributions
 from attnscope.engine.attribution.norms import norm_record
 from attnscope.engine.attribution.quadrature import IGSettings
 from attnscope.engine.attribution.registry import CONTRAST, TOKEN, Inputs, methods
@@ -79,18 +79,18 @@ class SentenceAttribution:
 
 
 def exact_contributions(translator: Translator, translation: Translation) -> tuple[Contributions, Contributions]:
-    """ALTI+ and value zeroing of a translation (teacher-forced on its own ids), from one traced pass of a
-    float64 copy: the split and the value-zeroing reference, without gradients."""
-    with float64_model(translator.model) as exact_model:
-        exact = trace(exact_model, translation.source_ids, decoder_inputs(translation.target_ids, exact_model.config.bos_id))
-        return alti.from_trace(exact), value_zeroing.from_trace(exact)
+    """ALTI+ and value zeroing of a translation (teacher-forced on its own ids), from one traced pass in float64, one
+    layer at a time (exact_pass.py): the split and the value-zeroing reference, without gradients."""
+    model = translator.model
+    prefix = decoder_inputs(translation.target_ids, model.config.bos_id)
+    return exact_pass.contributions(model, translation.source_ids, prefix, (alti.MIXING, value_zeroing.MIXING))
 
 
 def attribute(translator: Translator, translation: Translation, ig: IGSettings | None = None,
               progress: Progress | None = None, exact: tuple[Contributions, Contributions] | None = None,
               contrast: Contrast | None = None) -> SentenceAttribution:
     """All attributions of a translation, teacher-forced on its own output ids: one traced pass for the
-    norms, one on a float64 copy for ALTI+ and value zeroing (unless `exact` holds them, from
+    norms, one in float64 for ALTI+ and value zeroing (unless `exact` holds them, from
     exact_contributions), gradients for saliency; `ig` None skips integrated gradients; `contrast` (a step and a
     foil) adds the contrastive methods. `progress` hears what runs and how far it got (gradients: by target token)."""
     if translation.attention is None or not translation.steps:

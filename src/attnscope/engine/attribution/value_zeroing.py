@@ -14,7 +14,7 @@ Zeroing j's values changes query i's attention output by exactly -sum_h a^h_ij f
 weights do not change: keys are untouched), so each variant is the traced output minus that
 vector, sent through the rest of the layer by the layer's own modules, all variants at once.
 
-The distances are ~1e-5, so the variants run on a float64 copy of the model (float32 rounding
+The distances are ~1e-5, so the variants run on float64 copies of the layers (float32 rounding
 moved shares by up to 1e-3 and made some negative), and the cosine distance is computed as
 ||a/|a| - b/|b|||^2 / 2, which is never negative. The rollout attributes nothing to a token's own
 path through the residual stream, so its source/prefix split leans to the source at every layer
@@ -22,15 +22,16 @@ path through the residual stream, so its source/prefix split leans to the source
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import Tensor
 
-from attnscope.engine.attribution.contributions import Contributions, float64_model, rolled_out
+from attnscope.engine.attribution import exact_pass
+from attnscope.engine.attribution.contributions import Contributions, Mixing
 from attnscope.engine.attribution.norms import mixed_vectors
 from attnscope.engine.attribution.registry import Method
 from attnscope.engine.decoding.translator import Translation, Translator
-from attnscope.engine.recording.trace import EVERYTHING, Layer, Trace, decoder_inputs, kept
-from attnscope.engine.recording.tracer import trace
+from attnscope.engine.recording.trace import Layer, decoder_inputs, kept
 
 METHOD = "value zeroing"
 
@@ -81,21 +82,20 @@ def decoder_layer_mixing(lt: Layer) -> tuple[Tensor, Tensor]:
     return _distance(out, y_cross.view(t, s, d)), prefix
 
 
-def from_trace(tr: Trace) -> Contributions:
-    """Value zeroing per layer and rolled out, from a traced single-sentence pass; the variants run the
-    traced model's modules, so trace a private copy (`contributions.float64_model`, which also resolves the
-    distances) or hold the model's lock."""
-    tr.require(EVERYTHING)
-    with torch.no_grad():
-        enc = [_normalise(encoder_layer_mixing(lt)) for lt in tr.encoder]
-        dec = [_normalise(torch.cat(decoder_layer_mixing(lt), dim=-1)) for lt in tr.decoder]
-    return rolled_out(METHOD, [m.double().cpu().numpy() for m in enc], [m.double().cpu().numpy() for m in dec])
+def _numpy(scores: Tensor) -> np.ndarray:
+    return _normalise(scores).double().cpu().numpy()
+
+
+MIXING = Mixing(METHOD, lambda lt: _numpy(encoder_layer_mixing(lt)),
+                lambda lt: _numpy(torch.cat(decoder_layer_mixing(lt), dim=-1)))
 
 
 def value_zeroing(translator: Translator, translation: Translation) -> Contributions:
-    """Value-zeroing contributions of a translation's output (teacher-forced on its own ids), in float64."""
-    with float64_model(translator.model) as exact:
-        return from_trace(trace(exact, translation.source_ids, decoder_inputs(translation.target_ids, exact.config.bos_id)))
+    """Value-zeroing contributions of a translation's output (teacher-forced on its own ids), in float64 one layer at
+    a time (exact_pass.py: the variants run that layer's float64 modules)."""
+    model = translator.model
+    return exact_pass.contributions(model, translation.source_ids,
+                                    decoder_inputs(translation.target_ids, model.config.bos_id), [MIXING])[0]
 
 
 ATTRIBUTIONS = (
@@ -108,5 +108,5 @@ ATTRIBUTIONS = (
                        "over layers it ranks source tokens, but it never credits a token's own residual path, so its "
                        "split puts nearly everything on the source.",
            compute=lambda inputs: inputs.exact[1], source_map=lambda c, _layer: c.source,
-           from_trace=from_trace),
+           mixing=MIXING),
 )

@@ -18,7 +18,7 @@ import math
 from collections import defaultdict
 from contextlib import ExitStack, contextmanager
 from functools import partial
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -69,9 +69,10 @@ def install(listening: ExitStack, model: nn.Module, keep: Keep, calls: Calls,
             attention: dict[str, MultiHeadAttention]) -> None:
     """The listeners of `tracing`, each removed by `listening`, for a caller that holds the model's lock and runs it in
     eval mode already (capture, before every translation, with its attention modules found). Weights and
-    internals work on any module built of attnscope's attention; the stream needs a `Transformer`."""
-    if keep.stream and not isinstance(model, Transformer):
-        raise TypeError(f"the residual stream is traced on attnscope's Transformer, not {type(model).__name__}")
+    internals work on any module built of attnscope's attention; the stream needs a `Transformer` or one layer."""
+    if keep.stream and not isinstance(model, (Transformer, EncoderLayer, DecoderLayer)):
+        raise TypeError(f"the residual stream is traced on attnscope's Transformer or one of its layers, "
+                        f"not {type(model).__name__}")
     if keep.weights:
         for name, m in attention.items():
             m.hooks.listen(listening, hooks.PATTERN, partial(_keep_weights, calls.weights, name))
@@ -117,18 +118,37 @@ def trace(model: Transformer, source_ids: Sequence[int], target_ids: Sequence[in
     return _assemble(model, calls, weights, keep, tuple(source_ids), tuple(target_ids), use_cache, logits)
 
 
+@torch.no_grad()
+def trace_layer(layer: EncoderLayer | DecoderLayer, index: int, run: Callable[[], Tensor]) -> Layer:
+    """Layer `index` of a stack, traced with everything kept while `run()` calls it once (the caller hands it its
+    input, masks and bias): what attribution reads of one layer when the layers of a pass are run one at a time
+    (engine/attribution/exact_pass.py). The weights are the ones the PATTERN hook point passed: one call each."""
+    calls, names = Calls(), {m: name for name, m in layer.named_modules()}
+    attention = {name: m for m, name in names.items() if isinstance(m, MultiHeadAttention)}
+    with eval_mode(layer), ExitStack() as listening:
+        install(listening, layer, EVERYTHING, calls, attention)
+        run()
+    return _layer(calls, names, {name: w[0] for name, w in calls.weights.items()}, EVERYTHING, layer, index)
+
+
+def _layer(calls: Calls, names: dict[nn.Module, str], weights: dict[str, Tensor], keep: Keep,
+           m: EncoderLayer | DecoderLayer, i: int) -> Layer:
+    """Layer `i`'s part of what the listeners heard (`names`: the dotted name of each module they listened on)."""
+    def sublayer(attn: MultiHeadAttention, block: Residual) -> Sublayer:
+        return Sublayer(attn.kind, i, attn, block, weights.get(names[attn]),
+                        _internals(calls, names[attn]) if keep.internals else None,
+                        _block_stream(calls, names[block]) if keep.stream else None)
+
+    inputs, output = _io(calls, names[m]) if keep.stream else (None, None)
+    return Layer(m, inputs, output, *(sublayer(attn, block) for attn, block in m.attention_blocks()))
+
+
 def _assemble(model: Transformer, calls: Calls, weights: dict[str, Tensor], keep: Keep, source_ids: tuple[int, ...],
               target_ids: tuple[int, ...], use_cache: bool, logits: Tensor) -> Trace:
     names = {m: name for name, m in model.named_modules()}
 
-    def sublayer(attn: MultiHeadAttention, block: Residual, layer: int) -> Sublayer:
-        return Sublayer(attn.kind, layer, attn, block, weights.get(names[attn]),
-                        _internals(calls, names[attn]) if keep.internals else None,
-                        _block_stream(calls, names[block]) if keep.stream else None)
-
     def layer(m: EncoderLayer | DecoderLayer, i: int) -> Layer:
-        inputs, output = _io(calls, names[m]) if keep.stream else (None, None)
-        return Layer(m, inputs, output, *(sublayer(attn, block, i) for attn, block in m.attention_blocks()))
+        return _layer(calls, names, weights, keep, m, i)
 
     def embedded(stack: nn.Module) -> Embedded:
         of = partial(calls.of, names[stack])

@@ -15,7 +15,7 @@ from attnscope.engine.analysis.dataset import (
     shares_each,
 )
 from attnscope.engine.attribution.agreement import agreement_rows, best_layer, summarize_agreement
-from attnscope.engine.attribution.contributions import float64_refusal
+from attnscope.engine.attribution.exact_pass import float64_refusal
 from attnscope.engine.attribution.quadrature import IGSettings
 from attnscope.engine.attribution.registry import references
 from attnscope.engine.attribution.sentence import ALTI, VALUE_ZEROING
@@ -74,7 +74,7 @@ def _stats_results(run: sample_runs.SampleRun, n: int) -> None:
 
 def dataset_comparison(tr: Translator) -> None:
     """Layer × method agreement (one sentence at a time) and head statistics (in batches) over a sample; each
-    says its cost before it starts, can be stopped, and keeps what finished; a model whose exact methods' float64
+    says its cost before it starts, can be stopped, and keeps what finished; a model whose largest layer's float64
     copy does not fit in memory gets that sentence instead."""
     refused = float64_refusal(tr.model)
     if refused:

@@ -202,7 +202,7 @@ def contributions(tr: Translator, query: Query, result: Translation) -> Exact:
 
 
 def fitting(compute: Callable[[], T]) -> T:
-    """`compute()`, or its one sentence and the page stopped there when the float64 copy of the model that the
+    """`compute()`, or its one sentence and the page stopped there when the float64 copy of one layer that the
     exact methods need does not fit in the memory available (a big model: README, 'Big models')."""
     try:
         return compute()
