@@ -16,7 +16,7 @@ def test_the_served_pages_draw_their_heatmaps_and_leave_the_checkpoint_where_it_
     shots.mkdir()
     row = app_pages(path, "toy", shots)
     assert row["Translate: errors shown"] == [] and row["Step: errors shown"] == []
-    assert row["Translate: heatmaps drawn s"] > 0 and row["Step: heatmaps drawn s"] > 0
+    assert row["Translate: server start to heatmaps s"] > 0 and row["Step: open to heatmaps s"] > 0
     assert 0 < row["app server peak RSS GB"] < 4
     assert sorted(p.name for p in shots.iterdir()) == ["toy-step.png", "toy-translate.png"]
     assert all(p.stat().st_size > 1000 for p in shots.iterdir()) and path.stat().st_nlink == 1  # its link removed

@@ -59,7 +59,7 @@ def sharded_folder(kind: str, shape: dict[str, Any], folder: Path, shard_bytes: 
         write_tensors(folder / file, tensors, {"format": "pt"})
         total += sum(t.numel() * t.element_size() for t in tensors.values())
         weight_map |= dict.fromkeys(tensors, file)
-        del tensors
+        del tensors  # before the next shard is made, not after
     index = {"metadata": {"total_size": total}, "weight_map": weight_map}
     (folder / "model.safetensors.index.json").write_text(json.dumps(index, indent=2))
     return folder

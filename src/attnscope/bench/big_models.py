@@ -40,7 +40,7 @@ SHAPES: dict[str, tuple[str, dict[str, Any]]] = {
                                  tie_word_embeddings=False, layer_norm_epsilon=1e-6, pad_token_id=0, eos_token_id=1,
                                  decoder_start_token_id=0)),
 }
-OPT_IN = "ATTNSCOPE_BENCH_3B"  # "1": also NLLB-200 3.3B's shape (15.6 GB of memory, 27 GB of disk, about an hour)
+OPT_IN = "ATTNSCOPE_BENCH_3B"  # "1": also NLLB-200 3.3B's shape (15.6 GB of memory, 27 GB of disk, ~20 min)
 SHARDED = {"nllb-200-3.3B": ("nllb", MBART | dict(vocab_size=256206, d_model=2048, encoder_layers=24,
                                                   decoder_layers=24, encoder_ffn_dim=8192, decoder_ffn_dim=8192,
                                                   activation_function="relu"))}
@@ -50,6 +50,10 @@ TINY = {"tiny-mbart": ("mbart-50", MBART | dict(vocab_size=4000, d_model=32, enc
 LANGS = {"mbart-50": ("en_XX", "de_DE"), "nllb": ("eng_Latn", "deu_Latn"), "flan-t5": ("en", "de")}
 T5_PREFIX = "translate English to German: "
 TOKENS = 25  # output tokens of a typical sentence's translation: random weights run to the length asked
+SENTENCE = "A man in an orange hat starring at something."
+IMPORTED = "imported.safetensors"  # the checkpoint `measured` writes in the model's folder
+CEILING_MS = 1_800_000  # a hang limit for a page: a 3.3B model loads and decodes in minutes on a busy 2-core machine
+PAGES = (("Translate", "", "server start to heatmaps s"), ("Step", "step", "open to heatmaps s"))
 
 
 def child_run(args: list[str]) -> tuple[float, float]:
@@ -114,49 +118,41 @@ def _theirs(folder: Path, text: str, tgt_lang: str | None, repeats: int) -> tupl
     return ids, *_timed(generate, repeats)
 
 
-def app_pages(checkpoint: Path, name: str, shots: Path | None) -> dict[str, Any]:
+def app_pages(checkpoint: Path, name: str, shots: Path) -> dict[str, Any]:
     """The app serving `checkpoint` alone: seconds from the server's start to the Translate page's heatmaps drawn
     (the model's load and the sentence's decode included), then to the Step page's; the errors either page shows,
-    the server's peak resident memory, and (with `shots`) a screenshot of each page's heatmaps in that folder, named
-    for the model (`name`)."""
+    the server's peak resident memory, and a screenshot of each page's heatmaps in folder `shots`, named for the
+    model (`name`)."""
     from urllib.parse import quote_plus
 
     from attnscope.bench.app_latency import HEATMAPS_DRAWN, NOT_STALE, served
 
     row: dict[str, Any] = {"load average (app)": load_average()}
     with served(checkpoint) as app:
-        for title, path in (("Translate", ""), ("Step", "step")):
+        for title, path, figure in PAGES:
             start = app.started if title == "Translate" else time.perf_counter()
             app.page.goto(f"{app.url}/{path}?sentence={quote_plus(SENTENCE)}&max_len={TOKENS}")
             app.page.locator(HEATMAPS_DRAWN).first.wait_for(timeout=CEILING_MS)
             app.page.wait_for_function(NOT_STALE, timeout=CEILING_MS)
-            row[f"{title}: heatmaps drawn s"] = round(time.perf_counter() - start, 1)
+            row[f"{title}: {figure}"] = round(time.perf_counter() - start, 1)
             row[f"{title}: errors shown"] = app.page.locator('[data-testid="stException"], '
                                                              '[data-testid="stAlertContentError"]').all_inner_texts()
-            if shots:
-                app.page.locator(".atsx").first.screenshot(path=str(shots / f"{name}-{title.lower()}.png"))
+            app.page.locator(".atsx").first.screenshot(path=str(shots / f"{name}-{title.lower()}.png"))
         status = Path(f"/proc/{app.server.pid}/status").read_text()
         row["app server peak RSS GB"] = round(int(status.split("VmHWM:")[1].split()[0]) / 2**20, 2)
     return row
 
 
-CEILING_MS = 1_800_000  # a hang limit for a page: a 3.3B model loads and decodes in minutes on a busy 2-core machine
-
-
-def big_shape(name: str, kind: str, shape: dict[str, Any], repeats: int, app: bool, shots: Path | None,
+def big_shape(name: str, kind: str, shape: dict[str, Any], repeats: int, app: bool, shots: Path,
               sharded: bool = False) -> dict[str, Any]:
     """One shape's row: its folder built (shard by shard with `sharded`), then measured (`measured`), then with
-    `app` its pages (`app_pages`)."""
+    `app` its pages (`app_pages`, screenshots in `shots`)."""
     with tempfile.TemporaryDirectory(prefix="attnscope-big-") as tmp:
         folder = (sharded_folder if sharded else hf_folder)(kind, shape, Path(tmp))
         row = {"model": name} | measured(folder, kind, repeats)
         if app:
             row |= app_pages(folder / IMPORTED, name, shots)
         return row
-
-
-SENTENCE = "A man in an orange hat starring at something."
-IMPORTED = "imported.safetensors"  # the checkpoint `measured` writes in the model's folder
 
 
 def measured(folder: Path, kind: str, repeats: int) -> dict[str, Any]:
@@ -186,10 +182,11 @@ def measured(folder: Path, kind: str, repeats: int) -> dict[str, Any]:
             "load average (HF)": theirs_load, "ours / HF (fastest)": round(fast / peer, 2), "threads": 1}
 
 
-def big_models(tiny: bool, app: bool, shots: Path | None = None) -> list[dict[str, Any]]:
+def big_models(tiny: bool, app: bool, shots: Path) -> list[dict[str, Any]]:
     """The section: each shape in turn, skipping one whose float32 weights would take more than a third of the memory
     available now (the import's child, then this process, hold them, and Hugging Face's copy after ours); NLLB-200
-    3.3B's when opted in (OPT_IN) and the app's own memory decision accepts it (each step holds one copy)."""
+    3.3B's when opted in (OPT_IN) and the app's own memory decision accepts it (each step holds one copy). With
+    `app`, each page's screenshots go to folder `shots`."""
     rows = []
     for name, (kind, shape) in (TINY if tiny else SHAPES).items():
         count = _parameters(kind, shape)
