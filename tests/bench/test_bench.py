@@ -15,6 +15,7 @@ def test_bench_tiny_mode_writes_a_full_report(tmp_path: Path, monkeypatch) -> No
     report = json.loads(out.read_text())
     assert set(SECTIONS) - {"memory", "app", "app-memory", "peer-t5", "explorer"} <= set(report), "every section runs"
     assert all(row["identical output"] for row in report["decoding"])
+    assert report["big"][0]["tokens identical"]  # the imported mBART's output ids are generate's
     assert report["training"][0]["ratio"] > 0
     assert "missing corpus file" in report["quality"][0]["error"]
     peer = report["peer"]  # a Marian model of Hugging Face's own classes, beside its generate()

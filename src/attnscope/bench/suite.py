@@ -109,7 +109,7 @@ def run(out: Path, tiny: bool = False, checkpoint_path: Path | None = None, thre
         ("atlas", "21. The head atlas (issue 46)",
          lambda: atlas_bench(tr, path, _sample(tr, 20 if tiny else 200), tiny, app="app" not in skip)),
         ("big", "22. Big models of real shapes (issue 44): import, peak memory, load, a sentence beside HF",
-         lambda: big_models(tiny)),
+         lambda: big_models(tiny, app="app" not in skip, shots=out.parent)),
         ("contrast", "23. One step's contrastive attributions (Step page), every method, with the load (issue 46)",
          lambda: contrast_bench(tr, "tiny-marian" if tiny else "opus-mt-en-de", 1 if tiny else 5)),
         ("streaming", "24. A long output on opus-mt-en-de's shape, streamed (issue 44)",
