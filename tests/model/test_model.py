@@ -7,7 +7,8 @@ from contextlib import ExitStack
 import pytest
 import torch
 
-from attnscope.model.attention import dropout
+from attnscope.model import attention
+from attnscope.model.attention import PACK_LIMIT, dropout
 from attnscope.model.config import ConfigError, ModelConfig
 from attnscope.model.hooks import PATTERN
 from attnscope.model.positions import sinusoidal_table
@@ -114,8 +115,11 @@ def test_incremental_decoding_matches_full_forward(kw: dict, device: torch.devic
     assert torch.equal(cache.layers[0].self_k[0], cache.layers[0].self_k[1])
 
 
-def test_packed_projections_equal_the_separate_ones() -> None:
+@pytest.mark.parametrize("limit", [PACK_LIMIT, 0])  # 0: every projection too wide to pack, as a 2048-wide model's
+def test_packed_projections_equal_the_separate_ones(limit: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(attention, "PACK_LIMIT", limit)
     attn = make().encoder[0].self_attn
+    assert (attn.qkv_weights() is None) == (limit == 0)
     x = torch.randn(2, 5, 16)
 
     def heads(t: torch.Tensor) -> torch.Tensor:
@@ -140,6 +144,17 @@ def test_a_decode_packs_the_self_attention_weights_once_from_the_live_projection
     for layer, made, module in zip(cache.layers, packed, model.decoder):
         assert layer.qkv_weights is made  # the second step reused them
         assert all(torch.equal(a, b) for a, b in zip(made, module.self_attn.qkv_weights()))
+
+
+def test_a_model_too_wide_to_pack_decodes_as_a_packed_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    model, src, tgt = make(), ids(2, 6), ids(2, 5)
+    with torch.no_grad():
+        packed = model(src, tgt)
+        monkeypatch.setattr(attention, "PACK_LIMIT", 0)
+        source, cache = model.encode(src), DecoderCache.empty(2)
+        steps = [model.decode(tgt[:, t:t + 1], source, cache).logits for t in range(5)]
+    assert all(layer.qkv_weights is None for layer in cache.layers)  # nothing copied for the sentence
+    assert torch.allclose(torch.cat(steps, 1), packed, atol=1e-5)
 
 
 def test_last_only_gives_the_last_positions_logits() -> None:

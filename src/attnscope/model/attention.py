@@ -34,10 +34,19 @@ def split_heads(x: Tensor, n_heads: int) -> Tensor:
     return x.view(b, n, n_heads, d // n_heads).transpose(1, 2)  # (B, H, N, dh)
 
 
+PACK_LIMIT = 1 << 20  # weights per projection up to which q/k/v (k/v) are packed into one product
+
+
+def packs(layer: nn.Linear) -> bool:
+    """Whether projections of `layer`'s size are worth packing: a narrow product uses the CPU's threads worse than
+    one wide one (BENCHMARKS.md, section 1), but past ~1024 x 1024 each product is already wide and the packed copy
+    costs more than it saves (NLLB-200 3.3B's shape: 1.2 GB copied per sentence, ~20% of a short decode)."""
+    return layer.weight.numel() <= PACK_LIMIT
+
+
 def packed_linear(*layers: nn.Linear) -> tuple[Tensor, Tensor | None]:
-    """Several linear layers of one input as one weight and bias: a wide product uses the CPU's
-    threads far better than narrow ones (measured in BENCHMARKS.md, section 1). Layers without
-    biases (config.qkv_bias False) pack to no bias."""
+    """Several linear layers of one input as one weight and bias (layers without biases, config.qkv_bias False,
+    pack to no bias)."""
     biases = [layer.bias for layer in layers]
     return torch.cat([layer.weight for layer in layers]), None if biases[0] is None else torch.cat(biases)
 
@@ -65,20 +74,29 @@ class MultiHeadAttention(nn.Module):
         """Split n projections computed side by side into heads, each (B, H, N, dh)."""
         return [split_heads(t, self.n_heads) for t in projected.chunk(n, -1)]
 
-    def qkv_weights(self) -> tuple[Tensor, Tensor | None]:
-        """The q/k/v projections as one (3 H dh, D) weight and its bias."""
-        return packed_linear(self.q_proj, self.k_proj, self.v_proj)
+    def qkv_weights(self) -> tuple[Tensor, Tensor | None] | None:
+        """The q/k/v projections as one (3 H dh, D) weight and its bias; None where they are not packed (packs)."""
+        return packed_linear(self.q_proj, self.k_proj, self.v_proj) if packs(self.q_proj) else None
 
     def project_qkv(self, x: Tensor, weights: tuple[Tensor, Tensor | None] | None = None) -> tuple[Tensor, Tensor, Tensor]:
         """Queries, keys and values of `x` for self-attention, each (B, H, N, dh). Incremental decoding
         passes `weights` (from qkv_weights()) packed once per sentence instead of once per step."""
-        q, k, v = self._heads(F.linear(x, *(weights or self.qkv_weights())), 3)
+        weights = weights or self.qkv_weights()
+        if weights is None:
+            return self.project_q(x), *self._each(x, self.k_proj, self.v_proj)
+        q, k, v = self._heads(F.linear(x, *weights), 3)
         return q, k, v
 
     def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """Keys and values of `x`, each (B, H, K, dh); computed once per source by incremental decoding."""
+        if not packs(self.k_proj):
+            return self._each(x, self.k_proj, self.v_proj)
         k, v = self._heads(F.linear(x, *packed_linear(self.k_proj, self.v_proj)), 2)
         return k, v
+
+    def _each(self, x: Tensor, *layers: nn.Linear) -> tuple[Tensor, ...]:
+        """`layers`' projections of `x` one by one, each split into heads (B, H, N, dh)."""
+        return tuple(split_heads(layer(x), self.n_heads) for layer in layers)
 
     def project_q(self, x: Tensor) -> Tensor:
         return split_heads(self.q_proj(x), self.n_heads)

@@ -29,7 +29,7 @@ class LayerCache:
     self_v: Tensor | None = None
     cross_k: Tensor | None = None  # (B, H, S, dh)
     cross_v: Tensor | None = None
-    qkv_weights: tuple[Tensor, Tensor] | None = None  # self-attention's packed projection, made at the first step
+    qkv_weights: tuple[Tensor, Tensor] | None = None  # self-attention's packed projection, made at the first step (if packed)
 
 
 def attention(c: ModelConfig, kind: Kind) -> MultiHeadAttention:
