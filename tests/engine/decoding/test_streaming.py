@@ -91,3 +91,47 @@ def test_the_model_is_free_between_steps() -> None:
     other.join()
     assert took == [True]
     assert next(stream).index == 1  # and the stream goes on
+
+
+def test_a_stop_from_another_thread_waits_for_the_step_running_and_keeps_it() -> None:
+    """Streamlit's fast reruns: the click's run stops the stream while the previous run's thread is inside a step.
+    Closing the running generator then raised "generator already executing"; now the stop waits for the step."""
+    tr = tiny_translator(0, eos_bias=-20.0)  # never ends by itself
+    stream = tr.stream(TEXT)
+    inside, release = threading.Event(), threading.Event()
+    steps, errors = stream._steps, []
+
+    def slowed():  # the third step blocks until released, as a step on a big model takes a while
+        for i, run in enumerate(steps):
+            if i == 3:
+                inside.set()
+                assert release.wait(CEILING)
+            yield run
+
+    stream._steps = slowed()
+
+    def consume() -> None:
+        try:
+            list(stream)
+        except Exception as e:  # noqa: BLE001 - any error of the iterating thread fails the test
+            errors.append(e)
+
+    old = threading.Thread(target=consume)
+    old.start()
+    assert inside.wait(CEILING)
+    stopper = threading.Thread(target=lambda: errors.extend(_raised(stream.stop)))
+    stopper.start()
+    release.set()
+    stopper.join(CEILING)
+    old.join(CEILING)
+    assert errors == []
+    result = stream.result()
+    assert result.stopped and len(result.target_ids) == len(stream.steps) >= 3  # the blocked step kept
+
+
+def _raised(call) -> list[Exception]:
+    try:
+        call()
+    except Exception as e:  # noqa: BLE001
+        return [e]
+    return []

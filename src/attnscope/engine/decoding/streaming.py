@@ -5,9 +5,14 @@ The stream runs `greedy_steps`, the very loop `Translator.translate` runs, so a 
 translate's result. The model's lock is held for each step only, never between two: a caller may draw, wait or
 leave between steps without keeping other users of the model waiting. A stopped stream's result is a complete
 record of the tokens decoded so far, marked `stopped`.
+
+A stream may be driven from two threads at once: Streamlit starts a click's run in a new thread while the previous
+run's thread finishes the step it is in (runner.fastReruns), and the new run goes on with the stream, or stops it.
+So a step (and keeping it) and stopping happen under the stream's own lock, one at a time.
 """
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Iterator
@@ -54,6 +59,7 @@ class TranslationStream:
         self.encoding_seconds = 0.0  # of which the source's encoding
         self.steps: list[StreamStep] = []  # every step yielded so far, in order
         self.stopped = False
+        self._lock = threading.Lock()  # one step or stop at a time (module docstring)
 
     @property
     def source_tokens(self) -> list[str]:
@@ -93,10 +99,15 @@ class TranslationStream:
         return True
 
     def __iter__(self) -> Iterator[StreamStep]:
-        while not (self.stopped or self._run.finished) and self._next():
-            if self._run.out.steps:
-                self.steps.append(self._step())
-                yield self.steps[-1]
+        while True:
+            with self._lock:  # the step is kept before another thread's step or stop
+                if self.stopped or self._run.finished or not self._next():
+                    return
+                step = self._step() if self._run.out.steps else None
+                if step is not None:
+                    self.steps.append(step)
+            if step is not None:
+                yield step
 
     def _step(self) -> StreamStep:
         run, t = self._run, len(self._run.out.ids) - 1
@@ -106,10 +117,12 @@ class TranslationStream:
         return StreamStep(t, piece, raw.token_id, float(np.exp(raw.log_prob)), rows[0], rows[1], self.seconds)
 
     def stop(self) -> None:
-        """End the decode here (what was decoded is kept); nothing happens to a finished stream."""
-        if not self._run.finished:
-            self.stopped = True
-        self._steps.close()
+        """End the decode here (what was decoded is kept); nothing happens to a finished stream. A step running in
+        another thread ends first."""
+        with self._lock:
+            if not self._run.finished:
+                self.stopped = True
+            self._steps.close()
 
     def result(self) -> Translation:
         """The translation of every token decoded: translate's result once finished; else, after `stop()`, a record
