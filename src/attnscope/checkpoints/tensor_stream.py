@@ -1,24 +1,24 @@
 """Safetensors files read and written one tensor at a time, so a big model never exists twice in memory.
 
-Reading puts each tensor straight into its own buffer (converted to the model's dtype right away, so a float16
-file costs one tensor's float16 copy at a time), never mapping the whole file: mapped pages count as the
-process's memory until the mapping closes, and a mapping dies with a bus error when someone overwrites the file in
-place. Writing streams each tensor's bytes to the file after a header computed from the shapes, converting one
-tensor at a time (fp16 storage), where safetensors' save_file wants every converted tensor at once, through one
-aligned 8 MB buffer written with O_DIRECT where the file system takes it (`_Sink`).
+Reading copies each tensor into its own memory (converted to the model's dtype right away, so a float16 file
+costs one tensor's float16 copy at a time), never mapping the whole file: mapped pages count as the process's
+memory until the mapping closes, and a mapping dies with a bus error when someone overwrites the file in place.
+Writing streams each tensor's bytes to the file after a header computed from the shapes, converting one tensor at
+a time (fp16 storage), where safetensors' save_file wants every converted tensor at once. Both go through one
+8 MB buffer that bypasses the page cache where it can (direct_io.py).
 """
 from __future__ import annotations
 
-import errno
 import json
 import math
-import mmap
 import os
 from dataclasses import dataclass
-from typing import BinaryIO, Iterable, Mapping
+from typing import Iterable, Mapping
 
 import torch
 from torch import Tensor
+
+from attnscope.checkpoints.direct_io import Sink, Source
 
 CODES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "I64": torch.int64,
          "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8, "BOOL": torch.bool}
@@ -86,28 +86,24 @@ def read_tensors(path: str | os.PathLike[str], names: Iterable[str] | None = Non
     one converted to it as soon as it is read."""
     entries, _, start = read_header(path)
     out = {}
-    with open(path, "rb", buffering=0) as f:
+    source = Source(path)
+    try:
         for name in entries if names is None else names:
             entry = entries[name]
             tensor = torch.empty(entry.shape, dtype=entry.dtype)
-            f.seek(start + entry.start)
-            _fill(f, tensor, name)
+            try:
+                source.read_into(_bytes(tensor), start + entry.start)
+            except EOFError:
+                raise ValueError(f"the file ends inside tensor {name}") from None
             out[name] = tensor.to(dtype) if dtype is not None and tensor.is_floating_point() else tensor
+    finally:
+        source.close()
     return out
 
 
 def _bytes(tensor: Tensor) -> memoryview:
     """A contiguous tensor's memory as bytes (no copy)."""
-    return memoryview(tensor.reshape(-1).view(torch.uint8).numpy())
-
-
-def _fill(f: BinaryIO, tensor: Tensor, name: str) -> None:
-    view = _bytes(tensor) if tensor.numel() else memoryview(b"")
-    while view.nbytes:
-        got = f.readinto(view)
-        if not got:
-            raise ValueError(f"the file ends inside tensor {name}")
-        view = view[got:]
+    return memoryview(tensor.reshape(-1).view(torch.uint8).numpy()) if tensor.numel() else memoryview(b"")
 
 
 def stored(tensor: Tensor, cast: torch.dtype | None) -> Tensor:
@@ -130,74 +126,12 @@ def write_tensors(path: str | os.PathLike[str], tensors: Mapping[str, Tensor], m
         offset = end
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)  # the data starts 8-byte aligned, as safetensors writes it
-    with _Sink(path) as sink:
+    sink = Sink(path)
+    try:
         sink.put(memoryview(len(text).to_bytes(8, "little") + text))
         for tensor in tensors.values():
             if tensor.numel():
                 sink.put(_bytes(stored(tensor, cast)))
-
-
-CHUNK = 8 * 2**20  # bytes a write hands the disk: a multiple of any device's block size (O_DIRECT needs one)
-DIRECT = getattr(os, "O_DIRECT", 0)  # Linux's; elsewhere 0, and writes go through the page cache
-WRITE = os.O_WRONLY | getattr(os, "O_BINARY", 0)  # O_BINARY: Windows would otherwise translate newlines
-
-
-class _Sink:
-    """A file written in CHUNK-sized writes from one page-aligned buffer, with O_DIRECT where the file system takes
-    it: the bytes go from the buffer to the disk without a copy in the page cache, whose allocation cost ~2 s of
-    kernel CPU a GB on the 2-core test machine (buffered, a 2.3 GB import wrote for 13-16 s; direct, 2-3 s, and
-    already on the disk when the caller's fsync comes). A file system that refuses O_DIRECT (tmpfs) gets the same
-    writes through the page cache. The last chunk is padded to a whole page and the file cut back to its length."""
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = path
-        self.buffer = mmap.mmap(-1, CHUNK)  # anonymous mappings start on a page boundary, as O_DIRECT needs
-        self.view = memoryview(self.buffer)
-        self.filled = self.written = 0
-        self.direct = bool(DIRECT)
-
-    def __enter__(self) -> "_Sink":
-        try:
-            self.fd = os.open(self.path, WRITE | os.O_CREAT | os.O_TRUNC | DIRECT, 0o666)
-        except OSError as err:
-            if not self.direct or err.errno != errno.EINVAL:
-                raise
-            self.direct, self.fd = False, os.open(self.path, WRITE | os.O_CREAT | os.O_TRUNC, 0o666)
-        return self
-
-    def put(self, data: memoryview) -> None:
-        """Append `data`, writing each chunk as the buffer fills."""
-        while data.nbytes:
-            n = min(data.nbytes, CHUNK - self.filled)
-            self.view[self.filled:self.filled + n] = data[:n]
-            self.filled, data = self.filled + n, data[n:]
-            if self.filled == CHUNK:
-                self._flush(CHUNK)
-
-    def _flush(self, size: int) -> None:
-        done = 0
-        while done < size:
-            try:
-                with self.view[done:size] as out:  # released at once: the buffer closes only without views
-                    done += os.write(self.fd, out)
-            except OSError as err:  # opened with O_DIRECT, but the file system refuses its writes: reopen without
-                if not self.direct or err.errno != errno.EINVAL:
-                    raise
-                os.close(self.fd)
-                self.direct, self.fd = False, os.open(self.path, WRITE)
-                os.lseek(self.fd, self.written + done, os.SEEK_SET)
-        self.written += size
-        self.filled = 0
-
-    def __exit__(self, kind: object, *_: object) -> None:
-        try:
-            if kind is None and self.filled:
-                end = self.written + self.filled
-                padded = -(-self.filled // mmap.PAGESIZE) * mmap.PAGESIZE
-                self.view[self.filled:padded] = bytes(padded - self.filled)
-                self._flush(padded)
-                os.ftruncate(self.fd, end)
-        finally:
-            os.close(self.fd)
-            self.view.release()
-            self.buffer.close()
+        sink.finish()
+    finally:
+        sink.close()
