@@ -2,9 +2,7 @@
 refused in one sentence, and no second copy of the weights in memory (measured in a child process)."""
 from __future__ import annotations
 
-import errno
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +11,6 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from attnscope.checkpoints import direct_io
 from attnscope.checkpoints.tensor_stream import read_header, read_tensors, write_tensors
 
 TENSORS = {"w": torch.randn(3, 5), "half": torch.randn(7).half(), "brain": torch.randn(2, 3).bfloat16(),
@@ -94,43 +91,3 @@ def test_reading_and_writing_hold_the_weights_once_and_one_tensor_more(tmp_path:
     assert read < weights + 2 * one + 8 * 2**20, read / 2**20
     assert written < 2 * one + 8 * 2**20, written / 2**20
     assert torch.equal(load_file(str(out))["t3"], tensors["t3"])
-
-
-def test_a_file_of_several_chunks_and_an_odd_length_round_trips(tmp_path: Path) -> None:
-    """The writes go out a chunk at a time, the last one padded to a page and the file cut back to its length; reads
-    come in whole chunks, in any order."""
-    tensors = {"bytes": (torch.arange(direct_io.CHUNK + 5) % 251).to(torch.uint8), "w": torch.randn(3, 7)}
-    path = tmp_path / "big.safetensors"
-    write_tensors(path, tensors, {"note": "odd"})
-    _, _, start = read_header(path)
-    assert path.stat().st_size == start + direct_io.CHUNK + 5 + 84
-    for read in (load_file(str(path)), read_tensors(path, ["w", "bytes"])):  # ours out of the file's order
-        assert all(torch.equal(read[name], tensor) for name, tensor in tensors.items())
-
-
-@pytest.mark.parametrize("refuses", ["open", "write"])
-def test_a_file_system_that_refuses_direct_writes_gets_the_same_file_through_the_page_cache(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refuses: str) -> None:
-    """tmpfs refuses O_DIRECT when a file is opened; some file systems only when it is written."""
-    direct = direct_io.DIRECT or 0x4000  # a flag this test can recognise on any system
-    monkeypatch.setattr(direct_io, "DIRECT", direct)
-    real_open, real_write, direct_fds = os.open, os.write, set()
-
-    def opened(path: str, flags: int, *mode: int) -> int:
-        if refuses == "open" and flags & direct:
-            raise OSError(errno.EINVAL, "Invalid argument")
-        fd = real_open(path, flags & ~direct, *mode)
-        (direct_fds.add if flags & direct else direct_fds.discard)(fd)
-        return fd
-
-    def written(fd: int, data: memoryview) -> int:
-        if fd in direct_fds:
-            raise OSError(errno.EINVAL, "Invalid argument")
-        return real_write(fd, data)
-
-    monkeypatch.setattr(os, "open", opened)
-    monkeypatch.setattr(os, "write", written)
-    path = tmp_path / "cached.safetensors"
-    write_tensors(path, TENSORS, {})
-    for read in (load_file(str(path)), read_tensors(path)):
-        assert all(torch.equal(read[name], tensor) for name, tensor in TENSORS.items())

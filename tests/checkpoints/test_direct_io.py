@@ -1,0 +1,74 @@
+"""Files written and read in aligned chunks: the bytes come back as written, whatever their length and the order
+they are read in, and a file system that refuses O_DIRECT gets the same file through the page cache."""
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import pytest
+
+from attnscope.checkpoints import direct_io
+from attnscope.checkpoints.direct_io import CHUNK, Sink, Source
+
+DATA = bytes(range(256)) * ((2 * CHUNK + 5000) // 256) + b"odd"  # two chunks and a part of a page
+
+
+def _write(path: Path, pieces: list[bytes]) -> None:
+    sink = Sink(path)
+    try:
+        for piece in pieces:
+            sink.put(memoryview(piece))
+        sink.finish()
+    finally:
+        sink.close()
+
+
+def _read(path: Path, ranges: list[tuple[int, int]]) -> list[bytes]:
+    source = Source(path)
+    try:
+        out = []
+        for start, end in ranges:
+            into = bytearray(end - start)
+            source.read_into(memoryview(into), start)
+            out.append(bytes(into))
+        return out
+    finally:
+        source.close()
+
+
+def test_bytes_come_back_as_written_in_any_order_and_the_file_has_their_length(tmp_path: Path) -> None:
+    path = tmp_path / "data.bin"
+    _write(path, [DATA[:10], DATA[10:CHUNK + 7], DATA[CHUNK + 7:]])
+    assert path.stat().st_size == len(DATA) and path.read_bytes() == DATA
+    ranges = [(CHUNK + 3, len(DATA)), (0, 5), (CHUNK - 2, CHUNK + 2), (0, len(DATA))]
+    assert _read(path, ranges) == [DATA[a:b] for a, b in ranges]
+    with pytest.raises(EOFError):
+        _read(path, [(len(DATA) - 2, len(DATA) + 1)])
+
+
+@pytest.mark.parametrize("refuses", ["open", "transfer"])
+def test_a_file_system_that_refuses_direct_io_gets_the_same_file_through_the_page_cache(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refuses: str) -> None:
+    """tmpfs refuses O_DIRECT when a file is opened; some file systems only when it is written."""
+    direct = direct_io.DIRECT or 0x4000  # a flag this test can recognise on any system
+    monkeypatch.setattr(direct_io, "DIRECT", direct)
+    real_open, real_write, direct_fds = os.open, os.write, set()
+
+    def opened(path: str, flags: int, *mode: int) -> int:
+        if refuses == "open" and flags & direct:
+            raise OSError(errno.EINVAL, "Invalid argument")
+        fd = real_open(path, flags & ~direct, *mode)
+        (direct_fds.add if flags & direct else direct_fds.discard)(fd)
+        return fd
+
+    def written(fd: int, data: memoryview) -> int:
+        if fd in direct_fds:
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "open", opened)
+    monkeypatch.setattr(os, "write", written)
+    path = tmp_path / "cached.bin"
+    _write(path, [DATA])
+    assert path.read_bytes() == DATA and _read(path, [(3, len(DATA))]) == [DATA[3:]]
