@@ -82,7 +82,11 @@ def unique_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 def atomic_write(path: Path, write: Any) -> None:
     """Write via `write(tmp_path)` to a temp file beside `path`, then rename over it.
 
-    A crash or a full disk mid-way never replaces a good file with a broken one.
+    A crash or a full disk mid-way never replaces a good file with a broken one, and the data is on the disk
+    (fsync) before the file takes its name, so not even a power cut leaves a checkpoint whose weights were never
+    written. The fsync is kept because it costs ~nothing: checkpoints are written with O_DIRECT (direct_io.py), and
+    on the test machine the fsync of a 2.3 GB import took 0.01-0.04 s, as it did after the former buffered writes,
+    which had spent their 13-16 s waiting for the page cache, not for the fsync.
     """
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
