@@ -15,26 +15,20 @@ DATA = bytes(range(256)) * ((2 * CHUNK + 5000) // 256) + b"odd"  # two chunks an
 
 
 def _write(path: Path, pieces: list[bytes]) -> None:
-    sink = Sink(path)
-    try:
+    with Sink(path) as sink:
         for piece in pieces:
             sink.put(memoryview(piece))
         sink.finish()
-    finally:
-        sink.close()
 
 
 def _read(path: Path, ranges: list[tuple[int, int]]) -> list[bytes]:
-    source = Source(path)
-    try:
-        out = []
+    out = []
+    with Source(path) as source:
         for start, end in ranges:
             into = bytearray(end - start)
             source.read_into(memoryview(into), start)
             out.append(bytes(into))
-        return out
-    finally:
-        source.close()
+    return out
 
 
 def test_bytes_come_back_as_written_in_any_order_and_the_file_has_their_length(tmp_path: Path) -> None:

@@ -150,13 +150,14 @@ def measured(folder: Path, kind: str, repeats: int) -> dict[str, Any]:
     weights = sum(f.stat().st_size for f in folder.glob("*.safetensors") if f.name.startswith("model"))
     out = folder / "imported.safetensors"
     load_before = load_average()
-    import_s, peak, import_cpu = child_run([sys.executable, "-m", "attnscope", "import", str(folder), "--out", str(out),
-                                "--src-lang", src_lang, "--tgt-lang", tgt_lang])
+    import_s, peak, import_cpu = child_run([sys.executable, "-m", "attnscope", "import", str(folder), "--out",
+                                            str(out), "--src-lang", src_lang, "--tgt-lang", tgt_lang])
     loaded, ours, ours_load = _ours(out, sentence, repeats)
     theirs, theirs_load = _theirs(folder, (T5_PREFIX if kind == "flan-t5" else "") + sentence, repeats)
     fast, peer = min(ours), min(theirs)
     return {"parameters": loaded["parameters"], "model.safetensors GB": round(weights / 2**30, 2),
-            "import s": round(import_s, 1), "import CPU s": round(import_cpu, 1), "import peak RSS GB": round(peak, 2),
+            "import s": round(import_s, 1), "import CPU s": round(import_cpu, 1),
+            "import peak RSS GB": round(peak, 2),
             "peak / file": round(peak * 2**30 / weights, 2), "load average (import)": load_before,
             "load s": loaded["load s"], "load peak RSS GB": loaded["peak"],
             "load average (load)": loaded["load average"],

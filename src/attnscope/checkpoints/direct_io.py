@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import mmap
 import os
+from typing import Self
 
 CHUNK = 8 * 2**20  # bytes a transfer moves: a multiple of any device's block size, as O_DIRECT needs
 DIRECT = getattr(os, "O_DIRECT", 0)  # Linux's; elsewhere 0
@@ -23,15 +24,27 @@ class _Aligned:
 
     def __init__(self, path: str | os.PathLike[str], flags: int) -> None:
         self.path, self.flags = path, flags | BINARY
+        self.buffer = mmap.mmap(-1, CHUNK)
+        self.view = memoryview(self.buffer)
         self.direct = bool(DIRECT)
         try:
             self.fd = os.open(path, self.flags | DIRECT, 0o666)
         except OSError as err:
             if not self.direct or err.errno != errno.EINVAL:
+                self._release()
                 raise
             self.direct, self.fd = False, os.open(path, self.flags, 0o666)
-        self.buffer = mmap.mmap(-1, CHUNK)
-        self.view = memoryview(self.buffer)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        os.close(self.fd)
+        self._release()
+
+    def _release(self) -> None:
+        self.view.release()
+        self.buffer.close()
 
     def _refused(self, err: OSError, position: int) -> None:
         """After a transfer failed with `err`: reopen without O_DIRECT at `position` when that is what the file system
@@ -42,15 +55,10 @@ class _Aligned:
         self.direct, self.fd = False, os.open(self.path, self.flags & ~(os.O_CREAT | os.O_TRUNC))
         os.lseek(self.fd, position, os.SEEK_SET)
 
-    def close(self) -> None:
-        os.close(self.fd)
-        self.view.release()
-        self.buffer.close()
-
 
 class Sink(_Aligned):
-    """A file written from its start: `put` bytes, then `finish` (the last chunk is padded to a whole page, then the
-    file is cut back to its length) and `close`."""
+    """A file written from its start, within a `with` block: `put` bytes, then `finish` (the last chunk is padded to
+    a whole page, then the file is cut back to its length)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         super().__init__(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
@@ -85,8 +93,8 @@ class Sink(_Aligned):
 
 
 class Source(_Aligned):
-    """A file read in aligned chunks: `read_into` copies any byte range out of them, reading each chunk once when
-    the ranges come in the file's order."""
+    """A file read in aligned chunks, within a `with` block: `read_into` copies any byte range out of them, reading
+    each chunk once when the ranges come in the file's order."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         super().__init__(path, os.O_RDONLY)

@@ -86,8 +86,7 @@ def read_tensors(path: str | os.PathLike[str], names: Iterable[str] | None = Non
     one converted to it as soon as it is read."""
     entries, _, start = read_header(path)
     out = {}
-    source = Source(path)
-    try:
+    with Source(path) as source:
         for name in entries if names is None else names:
             entry = entries[name]
             tensor = torch.empty(entry.shape, dtype=entry.dtype)
@@ -96,8 +95,6 @@ def read_tensors(path: str | os.PathLike[str], names: Iterable[str] | None = Non
             except EOFError:
                 raise ValueError(f"the file ends inside tensor {name}") from None
             out[name] = tensor.to(dtype) if dtype is not None and tensor.is_floating_point() else tensor
-    finally:
-        source.close()
     return out
 
 
@@ -126,12 +123,9 @@ def write_tensors(path: str | os.PathLike[str], tensors: Mapping[str, Tensor], m
         offset = end
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)  # the data starts 8-byte aligned, as safetensors writes it
-    sink = Sink(path)
-    try:
+    with Sink(path) as sink:
         sink.put(memoryview(len(text).to_bytes(8, "little") + text))
         for tensor in tensors.values():
             if tensor.numel():
                 sink.put(_bytes(stored(tensor, cast)))
         sink.finish()
-    finally:
-        sink.close()
