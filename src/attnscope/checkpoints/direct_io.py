@@ -1,11 +1,14 @@
-"""Big files read and written in 8 MB chunks through one page-aligned buffer, with O_DIRECT where the file system
-takes it: a weights file's bytes go between the disk and the buffer without a copy in the page cache.
+"""A big file written in 8 MB chunks through one page-aligned buffer, with O_DIRECT where the file system takes it:
+a checkpoint's bytes go from the buffer to the disk without a copy in the page cache.
 
 Why: on the 2-core, 24 GB test machine, shared with other work, the page cache's allocation and reclaim cost ~2 s
-of kernel CPU a GB. Buffered, writing mBART-50's 2.3 GB checkpoint took 13-16 s (5 s of CPU) and reading its
-model.safetensors, once evicted, 15 s (5.4 s of CPU); direct, 2-4 s each, with ~0.1 s of kernel CPU, and what is
-written is already on the disk when atomic_write's fsync comes. A file system that refuses O_DIRECT (tmpfs, on
-opening or on the first transfer) and systems without it get the same transfers through the page cache.
+of kernel CPU a GB: buffered, writing mBART-50's 2.3 GB checkpoint took 13-16 s (5 s of CPU); direct, 3-4 s
+(0.6 s of CPU), and it is already on the disk when atomic_write's fsync comes. A file system that refuses O_DIRECT
+(tmpfs, on opening or on the first write) and systems without it get the same writes through the page cache.
+Reading stays buffered (tensor_stream.read_tensors): a file read again (a checkpoint loaded after its import or a
+second time, a model just downloaded) comes from the cache, and the kernel reads ahead while the copy runs; read
+directly, loading the checkpoint just imported took 5.7-7.4 s against 2.8-4.7 s buffered at load 2-3 (less CPU,
+but every read waits on the disk). Writing in a second thread beside the caller gained nothing at load 7-8.
 """
 from __future__ import annotations
 
@@ -14,18 +17,21 @@ import mmap
 import os
 from typing import Self
 
-CHUNK = 8 * 2**20  # bytes a transfer moves: a multiple of any device's block size, as O_DIRECT needs
+CHUNK = 8 * 2**20  # bytes a write hands the disk: a multiple of any device's block size, as O_DIRECT needs
 DIRECT = getattr(os, "O_DIRECT", 0)  # Linux's; elsewhere 0
 BINARY = getattr(os, "O_BINARY", 0)  # Windows would otherwise translate newlines
 
 
-class _Aligned:
-    """An open file and the page-aligned buffer its transfers go through (anonymous mappings start on a page)."""
+class Sink:
+    """A file written from its start, in a `with` block: `put` bytes, then `finish` (the last chunk is padded to a
+    whole page, then the file is cut back to its length). Its buffer is an anonymous mapping: those start on a
+    page, as O_DIRECT needs."""
 
-    def __init__(self, path: str | os.PathLike[str], flags: int) -> None:
-        self.path, self.flags = path, flags | BINARY
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path, self.flags = path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | BINARY
         self.buffer = mmap.mmap(-1, CHUNK)
         self.view = memoryview(self.buffer)
+        self.filled = self.written = 0
         self.direct = bool(DIRECT)
         try:
             self.fd = os.open(path, self.flags | DIRECT, 0o666)
@@ -45,24 +51,6 @@ class _Aligned:
     def _release(self) -> None:
         self.view.release()
         self.buffer.close()
-
-    def _refused(self, err: OSError, position: int) -> None:
-        """After a transfer failed with `err`: reopen without O_DIRECT at `position` when that is what the file system
-        refused, else raise."""
-        if not self.direct or err.errno != errno.EINVAL:
-            raise err
-        os.close(self.fd)
-        self.direct, self.fd = False, os.open(self.path, self.flags & ~(os.O_CREAT | os.O_TRUNC))
-        os.lseek(self.fd, position, os.SEEK_SET)
-
-
-class Sink(_Aligned):
-    """A file written from its start, within a `with` block: `put` bytes, then `finish` (the last chunk is padded to
-    a whole page, then the file is cut back to its length)."""
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        super().__init__(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        self.filled = self.written = 0
 
     def put(self, data: memoryview) -> None:
         """Append `data`, writing each chunk as the buffer fills."""
@@ -86,42 +74,11 @@ class Sink(_Aligned):
             try:
                 with self.view[done:size] as out:  # released at once: the buffer closes only without views
                     done += os.write(self.fd, out)
-            except OSError as err:
-                self._refused(err, self.written + done)
+            except OSError as err:  # opened with O_DIRECT, but the file system refuses its writes: reopen without
+                if not self.direct or err.errno != errno.EINVAL:
+                    raise
+                os.close(self.fd)
+                self.direct, self.fd = False, os.open(self.path, self.flags & ~(os.O_CREAT | os.O_TRUNC))
+                os.lseek(self.fd, self.written + done, os.SEEK_SET)
         self.written += size
         self.filled = 0
-
-
-class Source(_Aligned):
-    """A file read in aligned chunks, within a `with` block: `read_into` copies any byte range out of them, reading
-    each chunk once when the ranges come in the file's order."""
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        super().__init__(path, os.O_RDONLY)
-        self.low = self.high = 0  # the file's bytes the buffer holds
-
-    def read_into(self, out: memoryview, offset: int) -> None:
-        """Fill `out` with the file's bytes from `offset`; EOFError when the file ends first."""
-        while out.nbytes:
-            if not self.low <= offset < self.high:
-                self._read(offset - offset % mmap.PAGESIZE)
-                if offset >= self.high:
-                    raise EOFError(offset)
-            n = min(out.nbytes, self.high - offset)
-            out[:n] = self.view[offset - self.low:offset - self.low + n]
-            out, offset = out[n:], offset + n
-
-    def _read(self, at: int) -> None:
-        got = 0
-        while got < CHUNK:
-            try:
-                with open(self.fd, "rb", buffering=0, closefd=False) as f, self.view[got:] as into:
-                    f.seek(at + got)
-                    n = f.readinto(into)
-            except OSError as err:
-                self._refused(err, at + got)
-                continue
-            if not n:
-                break
-            got += n
-        self.low, self.high = at, at + got

@@ -1,10 +1,10 @@
 """Safetensors files read and written one tensor at a time, so a big model never exists twice in memory.
 
-Reading copies each tensor into its own memory (converted to the model's dtype right away, so a float16 file
-costs one tensor's float16 copy at a time), never mapping the whole file: mapped pages count as the process's
-memory until the mapping closes, and a mapping dies with a bus error when someone overwrites the file in place.
-Writing streams each tensor's bytes to the file after a header computed from the shapes, converting one tensor at
-a time (fp16 storage), where safetensors' save_file wants every converted tensor at once. Both go through one
+Reading puts each tensor straight into its own buffer (converted to the model's dtype right away, so a float16
+file costs one tensor's float16 copy at a time), never mapping the whole file: mapped pages count as the
+process's memory until the mapping closes, and a mapping dies with a bus error when someone overwrites the file in
+place. Writing streams each tensor's bytes to the file after a header computed from the shapes, converting one
+tensor at a time (fp16 storage), where safetensors' save_file wants every converted tensor at once, through one
 8 MB buffer that bypasses the page cache where it can (direct_io.py).
 """
 from __future__ import annotations
@@ -13,12 +13,12 @@ import json
 import math
 import os
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import BinaryIO, Iterable, Mapping
 
 import torch
 from torch import Tensor
 
-from attnscope.checkpoints.direct_io import Sink, Source
+from attnscope.checkpoints.direct_io import Sink
 
 CODES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "I64": torch.int64,
          "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8, "BOOL": torch.bool}
@@ -86,14 +86,12 @@ def read_tensors(path: str | os.PathLike[str], names: Iterable[str] | None = Non
     one converted to it as soon as it is read."""
     entries, _, start = read_header(path)
     out = {}
-    with Source(path) as source:
+    with open(path, "rb", buffering=0) as f:
         for name in entries if names is None else names:
             entry = entries[name]
             tensor = torch.empty(entry.shape, dtype=entry.dtype)
-            try:
-                source.read_into(_bytes(tensor), start + entry.start)
-            except EOFError:
-                raise ValueError(f"the file ends inside tensor {name}") from None
+            f.seek(start + entry.start)
+            _fill(f, tensor, name)
             out[name] = tensor.to(dtype) if dtype is not None and tensor.is_floating_point() else tensor
     return out
 
@@ -101,6 +99,15 @@ def read_tensors(path: str | os.PathLike[str], names: Iterable[str] | None = Non
 def _bytes(tensor: Tensor) -> memoryview:
     """A contiguous tensor's memory as bytes (no copy)."""
     return memoryview(tensor.reshape(-1).view(torch.uint8).numpy()) if tensor.numel() else memoryview(b"")
+
+
+def _fill(f: BinaryIO, tensor: Tensor, name: str) -> None:
+    view = _bytes(tensor)
+    while view.nbytes:
+        got = f.readinto(view)
+        if not got:
+            raise ValueError(f"the file ends inside tensor {name}")
+        view = view[got:]
 
 
 def stored(tensor: Tensor, cast: torch.dtype | None) -> Tensor:
