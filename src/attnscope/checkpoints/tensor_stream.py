@@ -98,11 +98,11 @@ def read_tensors(path: str | os.PathLike[str], names: Iterable[str] | None = Non
 
 def _bytes(tensor: Tensor) -> memoryview:
     """A contiguous tensor's memory as bytes (no copy)."""
-    return memoryview(tensor.reshape(-1).view(torch.uint8).numpy()) if tensor.numel() else memoryview(b"")
+    return memoryview(tensor.reshape(-1).view(torch.uint8).numpy())
 
 
 def _fill(f: BinaryIO, tensor: Tensor, name: str) -> None:
-    view = _bytes(tensor)
+    view = _bytes(tensor) if tensor.numel() else memoryview(b"")
     while view.nbytes:
         got = f.readinto(view)
         if not got:
