@@ -56,8 +56,9 @@ CEILING_MS = 1_800_000  # a hang limit for a page: a 3.3B model loads and decode
 PAGES = (("Translate", "", "server start to heatmaps s"), ("Step", "step", "open to heatmaps s"))
 
 
-def child_run(args: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak resident memory (GB) of a child process running `args`, which must succeed."""
+def child_run(args: list[str]) -> tuple[float, float, float]:
+    """Wall seconds, peak resident memory (GB) and CPU seconds (user + system: what a quiet machine's wall time would
+    be, near enough, for a one-thread job) of a child process running `args`, which must succeed."""
     start = time.perf_counter()
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -66,7 +67,7 @@ def child_run(args: list[str]) -> tuple[float, float]:
     err = proc.stderr.read() if proc.stderr else ""
     if proc.returncode:
         raise RuntimeError(f"{' '.join(args[:4])} failed: {err.strip()[-400:]}")
-    return seconds, usage.ru_maxrss * 1024 / 2**30
+    return seconds, usage.ru_maxrss * 1024 / 2**30, usage.ru_utime + usage.ru_stime
 
 
 
@@ -87,7 +88,7 @@ def _ours(out: Path, sentence: str, repeats: int) -> tuple[dict[str, Any], list[
     from attnscope.engine.decoding.loading import load
 
     code = "import attnscope; attnscope.load(%r)" % str(out)
-    _, peak = child_run([sys.executable, "-c", code])  # with the child's start, for its own peak memory
+    _, peak, _ = child_run([sys.executable, "-c", code])  # with the child's start, for its own peak memory
     row = {"load average": load_average(), "peak": round(peak, 2)}
     start = time.perf_counter()
     tr = load(out)
@@ -162,15 +163,16 @@ def measured(folder: Path, kind: str, repeats: int) -> dict[str, Any]:
     weights = sum(f.stat().st_size for f in folder.glob("*.safetensors") if f.name.startswith("model"))
     out = folder / IMPORTED
     load_before = load_average()
-    import_s, peak = child_run([sys.executable, "-m", "attnscope", "import", str(folder), "--out", str(out),
-                                "--src-lang", src_lang, "--tgt-lang", tgt_lang])
+    import_s, peak, import_cpu = child_run([sys.executable, "-m", "attnscope", "import", str(folder), "--out",
+                                            str(out), "--src-lang", src_lang, "--tgt-lang", tgt_lang])
     loaded, ours, ours_load = _ours(out, SENTENCE, repeats)
     t5 = kind == "flan-t5"
     tokens, theirs, theirs_load = _theirs(folder, (T5_PREFIX if t5 else "") + SENTENCE, None if t5 else tgt_lang,
                                           repeats)
     fast, peer = min(ours), min(theirs)
     return {"parameters": loaded["parameters"], "weights GB": round(weights / 2**30, 2),
-            "import s": round(import_s, 1), "import peak RSS GB": round(peak, 2),
+            "import s": round(import_s, 1), "import CPU s": round(import_cpu, 1),
+            "import peak RSS GB": round(peak, 2),
             "peak / file": round(peak * 2**30 / weights, 2), "load average (import)": load_before,
             "load s": loaded["load s"], "load peak RSS GB": loaded["peak"],
             "load average (load)": loaded["load average"],

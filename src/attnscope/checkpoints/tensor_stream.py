@@ -4,7 +4,8 @@ Reading puts each tensor straight into its own buffer (converted to the model's 
 file costs one tensor's float16 copy at a time), never mapping the whole file: mapped pages count as the
 process's memory until the mapping closes, and a mapping dies with a bus error when someone overwrites the file in
 place. Writing streams each tensor's bytes to the file after a header computed from the shapes, converting one
-tensor at a time (fp16 storage), where safetensors' save_file wants every converted tensor at once.
+tensor at a time (fp16 storage), where safetensors' save_file wants every converted tensor at once, through one
+8 MB buffer that bypasses the page cache where it can (direct_io.py).
 """
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from typing import BinaryIO, Iterable, Mapping
 
 import torch
 from torch import Tensor
+
+from attnscope.checkpoints.direct_io import Sink
 
 CODES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "I64": torch.int64,
          "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8, "BOOL": torch.bool}
@@ -127,9 +130,9 @@ def write_tensors(path: str | os.PathLike[str], tensors: Mapping[str, Tensor], m
         offset = end
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)  # the data starts 8-byte aligned, as safetensors writes it
-    with open(path, "wb") as f:
-        f.write(len(text).to_bytes(8, "little"))
-        f.write(text)
+    with Sink(path) as sink:
+        sink.put(memoryview(len(text).to_bytes(8, "little") + text))
         for tensor in tensors.values():
             if tensor.numel():
-                f.write(_bytes(stored(tensor, cast)))
+                sink.put(_bytes(stored(tensor, cast)))
+        sink.finish()

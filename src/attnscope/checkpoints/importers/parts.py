@@ -8,7 +8,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from attnscope.checkpoints.checkpoint import Bundle, CheckpointError, all_finite, assemble, check_shapes
+from attnscope.checkpoints.checkpoint import Bundle, CheckpointError, assemble, check_shapes
+from attnscope.checkpoints.finite import all_finite
 from attnscope.checkpoints.importers.vocab_plan import VocabPlan
 from attnscope.model.config import ModelConfig
 from attnscope.model.parameters import OUTPUT, OUTPUT_BIAS, SRC_EMBED, TGT_EMBED, expected_shapes
