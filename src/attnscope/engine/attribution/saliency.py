@@ -195,7 +195,7 @@ def saliency(model: Transformer, src_ids: Sequence[int], target_ids: Sequence[in
             grad, ends = pair.gradients(np.ones(1), done=told(GRADIENT_X_INPUT))[0], pair.values(np.array([1.0, 0.0]))
             return Saliency(GRADIENT_X_INPUT, grad[:, :s], grad[:, s:], ends[0], ends[1])
         if progress is not None:
-            progress(INTEGRATED, 0.0)  # its first values, f at the panels' ends, come before any gradient
+            progress(INTEGRATED, 0.0)  # its first values, f at the path's two ends, come before any gradient
         spent = 0  # path points evaluated before this round
 
         def gradients(alphas: np.ndarray) -> np.ndarray:
