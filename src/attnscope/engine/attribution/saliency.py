@@ -14,6 +14,8 @@ Path points ride on the batch dimension. Each generated token needs a backward o
 a group of tokens shares one forward over the decoder inputs they read (a causal decoder's rows do not depend
 on later ones) and one backward batched over the tokens (vmap, `is_grads_batched`), each token seeded at its
 own row with its output layer's gradient, which one backward through the output layer gives for all rows.
+That backward stops at the encoder's output: the encoder runs once per path point, in forward mode along each
+source token's scale (S tangents instead of T backward passes through it), and the chain rule joins the two.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 import torch
 from torch import Tensor
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from attnscope.engine.attribution.quadrature import IGSettings, integrate
 from attnscope.engine.attribution.registry import Inputs, Method
@@ -31,10 +34,11 @@ from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.engine.recording.sharing import eval_mode
 from attnscope.engine.recording.trace import decoder_inputs
 from attnscope.model.hooks import EMBED, FINAL
-from attnscope.model.transformer import Transformer
+from attnscope.model.transformer import EncoderOutput, Transformer
 
 CHUNK = 16  # path points per forward pass: bounds memory, keeps matmuls wide
 ROWS = 2048  # decoder rows one batched backward carries (tokens × path points × prefix length): bounds its memory
+SOURCE_ROWS = 16384  # encoder rows the forward-mode pass carries (source tokens × path points × source length)
 
 
 GRADIENT_X_INPUT = "gradient × input"
@@ -111,6 +115,12 @@ def token_groups(t_max: int, n_alphas: int, rows: int) -> list[tuple[int, int]]:
     return groups
 
 
+def path_chunk(s: int, source_rows: int = SOURCE_ROWS) -> int:
+    """Path points one pass takes for a source of `s` tokens: CHUNK, fewer where its s tangents of s rows
+    at each path point would outgrow `source_rows` (one at least)."""
+    return max(1, min(CHUNK, source_rows // (s * s)))
+
+
 @dataclass(frozen=True)
 class _Pair:
     """One source and its teacher-forced target on the model's device, with the tokens f_t explains."""
@@ -120,17 +130,41 @@ class _Pair:
     tgt_in: Tensor  # (1, T)
     tokens: list[int]
 
-    def hidden(self, alphas: Tensor, length: int) -> tuple[Tensor, list[Tensor]]:
+    def hidden(self, alphas: Tensor, length: int,
+               source: EncoderOutput | None = None) -> tuple[Tensor, list[tuple[Tensor, Tensor]]]:
         """The last decoder layer's output (A, length, D) at each path point over the first `length` decoder
-        inputs (a causal decoder computes the same rows as over all of them), and the scaled embeddings (source,
-        target) then the unscaled ones. The output layer runs on the last row only: log_probs() applies it."""
+        inputs (a causal decoder computes the same rows as over all of them), and the (unscaled, scaled) embeddings
+        the pass read: source then target, or the target only when `source` (the encoder's output) is given.
+        The output layer runs on the last row only: log_probs() applies it."""
         kept: list[Tensor] = []
         model, n = self.model, len(alphas)
         scale = alphas.view(-1, 1, 1).to(model.generator.weight)
         with ExitStack() as listening, scaled_embeddings(model, scale) as seen:
             model.decoder.hooks.listen(listening, FINAL, kept.append)
-            model.decode(self.tgt_in[:, :length].expand(n, -1), model.encode(self.src.expand(n, -1)), last_only=True)
-        return kept[0], [scaled for _, scaled in seen] + [x for x, _ in seen]
+            source = model.encode(self.src.expand(n, -1)) if source is None else source
+            model.decode(self.tgt_in[:, :length].expand(n, -1), source, last_only=True)
+        return kept[0], seen
+
+    def source(self, alphas: Tensor) -> tuple[EncoderOutput, Tensor]:
+        """The encoder's output at each path point (memory (A, S, D)) and its derivative along each source
+        token's scale (S, A, S, D): row j is sum_d x_jd ∂memory/∂x_jd at α x, by forward mode (the fused
+        attention kernel has none; the unfused one computes the same softmax)."""
+        model, n, s = self.model, len(alphas), self.src.shape[1]
+        src, masks = self.src.expand(n, -1), []
+
+        def memory(scales: Tensor) -> Tensor:  # (A, S) -> (A, S, D): each source embedding times its own scale
+            with ExitStack() as listening:
+                model.encoder.hooks.listen(listening, EMBED, lambda out: out.detach() * scales.unsqueeze(-1))
+                encoded = model.encode(src)
+            masks.append(encoded.mask)  # from the ids alone: the same in every tangent
+            return encoded.memory
+
+        scales = alphas.view(-1, 1).to(model.generator.weight).repeat(1, s)  # forward mode takes no expanded views
+        along = torch.eye(s, dtype=scales.dtype, device=scales.device)[:, None].repeat(1, n, 1)  # token j: e_j
+        with torch.no_grad(), sdpa_kernel(SDPBackend.MATH):
+            memory_out, d_memory = torch.func.vmap(lambda t: torch.func.jvp(memory, (scales,), (t,)),
+                                                   out_dims=(None, 0))(along)
+        return EncoderOutput(memory_out, masks[0]), d_memory
 
     def log_probs(self, hidden: Tensor, first: int = 0) -> Tensor:
         """f_t at each path point (A, R) for the R rows of `hidden` (A, R, D), the first being target position
@@ -145,33 +179,38 @@ class _Pair:
             hidden, _ = self.hidden(torch.as_tensor(alphas, device=self.src.device), len(self.tokens))
             return self.log_probs(hidden).double().cpu().numpy()
 
-    def gradients(self, alphas: np.ndarray, rows: int = ROWS, done: Callable[[float], None] | None = None) -> np.ndarray:
+    def gradients(self, alphas: np.ndarray, rows: int = ROWS, done: Callable[[float], None] | None = None,
+                  source_rows: int = SOURCE_ROWS) -> np.ndarray:
         """Gradient × input at each path point, [A, T, S + T]: sum_d x_jd ∂f_t/∂x_jd at α x; the target tokens
         in groups of at most `rows` decoder rows per batched backward, `done` told the fraction finished after each."""
-        t_max, chunks, out = len(self.tokens), torch.as_tensor(alphas, device=self.src.device).split(CHUNK), []
+        t_max, out = len(self.tokens), []
+        chunks = torch.as_tensor(alphas, device=self.src.device).split(path_chunk(self.src.shape[1], source_rows))
         if done is not None:
             done(0.0)
         for c, chunk in enumerate(chunks):
-            groups = []
+            groups, (source, d_memory) = [], self.source(chunk)
             for lo, hi in token_groups(t_max, len(chunk), rows):
-                groups.append(self._group(chunk, lo, hi))  # (A, hi - lo, S + T)
+                groups.append(self._group(chunk, lo, hi, source, d_memory))  # (A, hi - lo, S + T)
                 if done is not None:
                     done((c * t_max + hi) / (len(chunks) * t_max))
             out.append(torch.cat(groups, 1))
         return torch.cat(out).double().cpu().numpy()
 
-    def _group(self, alphas: Tensor, lo: int, hi: int) -> Tensor:
+    def _group(self, alphas: Tensor, lo: int, hi: int, source: EncoderOutput, d_memory: Tensor) -> Tensor:
         """Gradient × input of tokens lo..hi-1 at each path point, (A, hi - lo, S + T): one forward over the
-        decoder inputs they read (0..hi-1), then one backward for all of them, batched over the tokens (vmap)."""
+        decoder inputs they read (0..hi-1), then one backward for all of them, batched over the tokens (vmap), to
+        the target embeddings and the encoder's output, which `d_memory` (source()) carries to the source tokens."""
         with torch.enable_grad():
-            hidden, (src_e, tgt_e, x_src, x_tgt) = self.hidden(alphas, hi)  # (A, hi, D)
+            memory = source.memory.detach().requires_grad_(True)
+            hidden, [(x_tgt, tgt_e)] = self.hidden(alphas, hi, EncoderOutput(memory, source.mask))  # (A, hi, D)
             rows = hidden[:, lo:].detach().requires_grad_(True)
             (head,) = torch.autograd.grad(self.log_probs(rows, lo).sum(), rows)  # (A, hi - lo, D): row k is ∂f_lo+k/∂h_lo+k
             k = torch.arange(hi - lo, device=hidden.device)
             seeds = hidden.new_zeros(hi - lo, *hidden.shape)  # (hi - lo, A, hi, D): token lo+k's seed on its own row
             seeds[k, :, lo + k] = head.transpose(0, 1)
-            g_src, g_tgt = torch.autograd.grad(hidden, [src_e, tgt_e], seeds, is_grads_batched=True)  # (hi - lo, A, *, D)
-        scores = torch.cat([(g_src * x_src).sum(-1), (g_tgt * x_tgt).sum(-1)], -1)  # (hi - lo, A, S + hi)
+            g_memory, g_tgt = torch.autograd.grad(hidden, [memory, tgt_e], seeds, is_grads_batched=True)  # (hi - lo, A, *, D)
+        from_source = torch.einsum("kasd,jasd->kaj", g_memory, d_memory)  # the chain rule through the encoder
+        scores = torch.cat([from_source, (g_tgt * x_tgt).sum(-1)], -1)  # (hi - lo, A, S + hi)
         return torch.nn.functional.pad(scores, (0, len(self.tokens) - hi)).transpose(0, 1)  # causal: zero after hi
 
 
