@@ -102,17 +102,19 @@ def scaled_embeddings(model: Transformer, scale: Tensor) -> Iterator[list[tuple[
 
 
 def token_groups(t_max: int, n_alphas: int, rows: int) -> list[tuple[int, int]]:
-    """Target tokens lo..hi-1 whose gradients one backward computes, in order: each group as long as its
-    tokens × path points × prefix length (hi) stays within `rows` (one token at least). The first tokens read
-    short prefixes, so their groups are the widest; a group's pass stops at its last token's prefix (causal)."""
-    groups, lo = [], 0
-    while lo < t_max:
-        hi = lo + 1
-        while hi < t_max and (hi + 1 - lo) * n_alphas * (hi + 1) <= rows:
-            hi += 1
-        groups.append((lo, hi))
-        lo = hi
-    return groups
+    """Target tokens lo..hi-1 whose gradients one backward computes, in order, each group within `rows`
+    (tokens × path points × prefix length hi; one token at least), chosen to compute the fewest decoder rows in
+    all: a group's forward reads hi rows (causal: its last token's prefix) and its backward (hi - lo) × hi, so
+    the first tokens, which read short prefixes, share the widest groups."""
+    cost, start = [0] + [0] * t_max, [0] * (t_max + 1)  # the fewest rows for tokens 0..hi-1, and its last group's lo
+    for hi in range(1, t_max + 1):
+        widest = max(1, rows // (n_alphas * hi))  # tokens a group ending at hi may hold
+        cost[hi], start[hi] = min((cost[lo] + (hi - lo + 1) * hi, lo) for lo in range(max(0, hi - widest), hi))
+    groups, hi = [], t_max
+    while hi:
+        groups.append((start[hi], hi))
+        hi = start[hi]
+    return groups[::-1]
 
 
 def path_chunk(s: int, source_rows: int = SOURCE_ROWS) -> int:
