@@ -190,20 +190,26 @@ def test_path_chunks_keep_the_source_tangents_within_their_rows(s: int) -> None:
     assert chunk == 16 or s * s * (chunk + 1) > SOURCE_ROWS  # as many path points as fit
 
 
-def decoder_rows(groups: list[tuple[int, int]]) -> int:
-    """Rows a pass over these groups computes: each group's forward over its prefix, then a backward per token."""
-    return sum(hi + (hi - lo) * hi for lo, hi in groups)
+def decoder_rows(groups: list[tuple[int, int]], n_alphas: int, group_rows: int) -> int:
+    """Rows a pass over these groups computes at n_alphas path points (each group's forward over its prefix, then
+    a backward per token), with `group_rows` for each group."""
+    return sum(n_alphas * (hi + (hi - lo) * hi) + group_rows for lo, hi in groups)
 
 
-@pytest.mark.parametrize("t_max,n_alphas,rows", [(9, 1, 2048), (9, 2, 24), (10, 16, 2048)])
-def test_token_groups_compute_the_fewest_rows_of_every_split_within_the_rows(t_max: int, n_alphas: int, rows: int) -> None:
+@pytest.mark.parametrize("t_max,n_alphas,rows,group_rows", [(9, 1, 2048, 0), (9, 2, 24, 0), (10, 16, 2048, 0),
+                                                            (9, 1, 2048, 40), (10, 16, 2048, 256)])
+def test_token_groups_cost_the_least_of_every_split_within_the_rows(t_max: int, n_alphas: int, rows: int,
+                                                                    group_rows: int) -> None:
     splits = []  # every way to cut 0..t_max-1 into consecutive groups (2^(t_max-1)), those within the rows kept
     for cuts in itertools.product((False, True), repeat=t_max - 1):
         ends = [t + 1 for t, cut in enumerate(cuts) if cut] + [t_max]
         groups = list(zip([0, *ends[:-1]], ends))
         if all(hi - lo == 1 or (hi - lo) * n_alphas * hi <= rows for lo, hi in groups):
             splits.append(groups)
-    assert decoder_rows(token_groups(t_max, n_alphas, rows)) == min(map(decoder_rows, splits))
+    def cost(groups: list[tuple[int, int]]) -> int:
+        return decoder_rows(groups, n_alphas, group_rows)
+
+    assert cost(token_groups(t_max, n_alphas, rows, group_rows)) == min(map(cost, splits))
 
 
 @pytest.mark.parametrize("model_kw,dtype,rows,source_rows", [

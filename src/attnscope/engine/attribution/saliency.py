@@ -38,6 +38,7 @@ from attnscope.model.transformer import EncoderOutput, Transformer
 
 CHUNK = 16  # path points per forward pass: bounds memory, keeps matmuls wide
 ROWS = 2048  # decoder rows one batched backward carries (tokens × path points × prefix length): bounds its memory
+GROUP_ROWS = 256  # decoder rows (× path points) one more group costs as much as: its own kernels and calls
 SOURCE_ROWS = 16384  # encoder rows the forward-mode pass carries (source tokens × path points × source length)
 
 
@@ -101,15 +102,16 @@ def scaled_embeddings(model: Transformer, scale: Tensor) -> Iterator[list[tuple[
         yield seen
 
 
-def token_groups(t_max: int, n_alphas: int, rows: int) -> list[tuple[int, int]]:
+def token_groups(t_max: int, n_alphas: int, rows: int, group_rows: int = GROUP_ROWS) -> list[tuple[int, int]]:
     """Target tokens lo..hi-1 whose gradients one backward computes, in order, each group within `rows`
-    (tokens × path points × prefix length hi; one token at least), chosen to compute the fewest decoder rows in
-    all: a group's forward reads hi rows (causal: its last token's prefix) and its backward (hi - lo) × hi, so
-    the first tokens, which read short prefixes, share the widest groups."""
-    cost, start = [0] + [0] * t_max, [0] * (t_max + 1)  # the fewest rows for tokens 0..hi-1, and its last group's lo
+    (tokens × path points × prefix length hi; one token at least), chosen to cost the fewest decoder rows in all:
+    a group's forward reads hi rows at each path point (causal: its last token's prefix), its backward
+    (hi - lo) × hi, and the group itself `group_rows`; the first tokens, which read short prefixes, share wide groups."""
+    cost, start = [0] + [0] * t_max, [0] * (t_max + 1)  # the least cost of tokens 0..hi-1, and its last group's lo
     for hi in range(1, t_max + 1):
         widest = max(1, rows // (n_alphas * hi))  # tokens a group ending at hi may hold
-        cost[hi], start[hi] = min((cost[lo] + (hi - lo + 1) * hi, lo) for lo in range(max(0, hi - widest), hi))
+        cost[hi], start[hi] = min((cost[lo] + n_alphas * (hi - lo + 1) * hi + group_rows, lo)
+                                  for lo in range(max(0, hi - widest), hi))
     groups, hi = [], t_max
     while hi:
         groups.append((start[hi], hi))
