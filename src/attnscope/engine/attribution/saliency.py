@@ -271,7 +271,8 @@ ATTRIBUTIONS = (
                        "mattered (Shrikumar et al., 2017).",
            compute=lambda inputs: _of(inputs, None), source_map=lambda s, _layer: np.abs(s.source)),
     Method(INTEGRATED, "gradient × input averaged from zero embeddings to the real ones: adds up to f_t's change",
-           exact=False, cost="one backward per generated token at each path point (8 to 1,024, adaptive)", order=5,
+           exact=False, cost="at each path point (8 to 1,024, adaptive), one backward per generated token and one "
+                             "forward-mode pass per source token", order=5,
            explanation="**Integrated gradients** (Sundararajan et al., \"Axiomatic Attribution for Deep "
                        "Networks\", ICML 2017). Gradients are averaged along the path from zero embeddings to the real "
                        "ones, so the attributions add up to the log-probability's change along that path; the path "
