@@ -14,8 +14,8 @@ Path points ride on the batch dimension. Each generated token needs a backward o
 a group of tokens shares one forward over the decoder inputs they read (a causal decoder's rows do not depend
 on later ones) and one backward batched over the tokens (vmap, `is_grads_batched`), each token seeded at its
 own row with its output layer's gradient, which one backward through the output layer gives for all rows.
-That backward stops at the encoder's output: the encoder runs once per path point, in forward mode along each
-source token's scale (S tangents instead of T backward passes through it), and the chain rule joins the two.
+That backward stops at the encoder's output, which runs once per path point; engine/attribution/encoder_side.py
+carries it on to the source tokens (forward mode along each source token when there are fewer of them).
 """
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 import torch
 from torch import Tensor
-from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from attnscope.engine.attribution.encoder_side import SOURCE_ROWS, EncoderSide, encoder_side, forward_mode, path_chunk
 from attnscope.engine.attribution.quadrature import IGSettings, integrate
 from attnscope.engine.attribution.registry import Inputs, Method
 from attnscope.engine.decoding.translator import Translation, Translator
@@ -39,7 +39,6 @@ from attnscope.model.transformer import EncoderOutput, Transformer
 CHUNK = 16  # path points per forward pass: bounds memory, keeps matmuls wide
 ROWS = 2048  # decoder rows one batched backward carries (tokens × path points × prefix length): bounds its memory
 GROUP_ROWS = 256  # decoder rows (× path points) one more group costs as much as: its own kernels and calls
-SOURCE_ROWS = 16384  # encoder rows the forward-mode pass carries (source tokens × path points × source length)
 
 
 GRADIENT_X_INPUT = "gradient × input"
@@ -106,7 +105,8 @@ def token_groups(t_max: int, n_alphas: int, rows: int, group_rows: int = GROUP_R
     """Target tokens lo..hi-1 whose gradients one backward computes, in order, each group within `rows`
     (tokens × path points × prefix length hi; one token at least), chosen to cost the fewest decoder rows in all:
     a group's forward reads hi rows at each path point (causal: its last token's prefix), its backward
-    (hi - lo) × hi, and the group itself `group_rows`; the first tokens, which read short prefixes, share wide groups."""
+    (hi - lo) × hi, and the group itself `group_rows`; the first tokens, which read short prefixes, share wide
+    groups."""
     cost, start = [0] + [0] * t_max, [0] * (t_max + 1)  # the least cost of tokens 0..hi-1, and its last group's lo
     for hi in range(1, t_max + 1):
         widest = max(1, rows // (n_alphas * hi))  # tokens a group ending at hi may hold
@@ -117,12 +117,6 @@ def token_groups(t_max: int, n_alphas: int, rows: int, group_rows: int = GROUP_R
         groups.append((start[hi], hi))
         hi = start[hi]
     return groups[::-1]
-
-
-def path_chunk(s: int, source_rows: int = SOURCE_ROWS) -> int:
-    """Path points one pass takes for a source of `s` tokens: CHUNK, fewer where its s tangents of s rows
-    at each path point would outgrow `source_rows` (one at least)."""
-    return max(1, min(CHUNK, source_rows // (s * s)))
 
 
 @dataclass(frozen=True)
@@ -149,27 +143,6 @@ class _Pair:
             model.decode(self.tgt_in[:, :length].expand(n, -1), source, last_only=True)
         return kept[0], seen
 
-    def source(self, alphas: Tensor) -> tuple[EncoderOutput, Tensor]:
-        """The encoder's output at each path point (memory (A, S, D)) and its derivative along each source
-        token's scale (S, A, S, D): row j is sum_d x_jd ∂memory/∂x_jd at α x, by forward mode (the fused
-        attention kernel has none; the unfused one computes the same softmax)."""
-        model, n, s = self.model, len(alphas), self.src.shape[1]
-        src, masks = self.src.expand(n, -1), []
-
-        def memory(scales: Tensor) -> Tensor:  # (A, S) -> (A, S, D): each source embedding times its own scale
-            with ExitStack() as listening:
-                model.encoder.hooks.listen(listening, EMBED, lambda out: out.detach() * scales.unsqueeze(-1))
-                encoded = model.encode(src)
-            masks.append(encoded.mask)  # from the ids alone: the same in every tangent
-            return encoded.memory
-
-        scales = alphas.view(-1, 1).to(model.generator.weight).repeat(1, s)  # forward mode takes no expanded views
-        along = torch.eye(s, dtype=scales.dtype, device=scales.device)[:, None].repeat(1, n, 1)  # token j: e_j
-        with torch.no_grad(), sdpa_kernel(SDPBackend.MATH):
-            memory_out, d_memory = torch.func.vmap(lambda t: torch.func.jvp(memory, (scales,), (t,)),
-                                                   out_dims=(None, 0))(along)
-        return EncoderOutput(memory_out, masks[0]), d_memory
-
     def log_probs(self, hidden: Tensor, first: int = 0) -> Tensor:
         """f_t at each path point (A, R) for the R rows of `hidden` (A, R, D), the first being target position
         `first`: the model's final norm and output layer, then the log-probability of each row's token."""
@@ -184,37 +157,39 @@ class _Pair:
             return self.log_probs(hidden).double().cpu().numpy()
 
     def gradients(self, alphas: np.ndarray, rows: int = ROWS, done: Callable[[float], None] | None = None,
-                  source_rows: int = SOURCE_ROWS) -> np.ndarray:
+                  source_rows: int = SOURCE_ROWS, forward: bool | None = None) -> np.ndarray:
         """Gradient × input at each path point, [A, T, S + T]: sum_d x_jd ∂f_t/∂x_jd at α x; the target tokens
-        in groups of at most `rows` decoder rows per batched backward, `done` told the fraction finished after each."""
-        t_max, out = len(self.tokens), []
-        chunks = torch.as_tensor(alphas, device=self.src.device).split(path_chunk(self.src.shape[1], source_rows))
+        in groups of at most `rows` decoder rows per batched backward, `done` told the fraction finished after each;
+        the source side by forward mode or not (`forward`; None: whichever carries fewer, encoder_side.py)."""
+        t_max, s, out = len(self.tokens), self.src.shape[1], []
+        forward = forward_mode(s, t_max) if forward is None else forward
+        chunks = torch.as_tensor(alphas, device=self.src.device).split(path_chunk(s, forward, CHUNK, source_rows))
         if done is not None:
             done(0.0)
         for c, chunk in enumerate(chunks):
-            groups, (source, d_memory) = [], self.source(chunk)
+            groups, side = [], encoder_side(self.model, self.src, chunk, forward)
             for lo, hi in token_groups(t_max, len(chunk), rows):
-                groups.append(self._group(chunk, lo, hi, source, d_memory))  # (A, hi - lo, S + T)
+                groups.append(self._group(chunk, lo, hi, side))  # (A, hi - lo, S + T)
                 if done is not None:
                     done((c * t_max + hi) / (len(chunks) * t_max))
             out.append(torch.cat(groups, 1))
         return torch.cat(out).double().cpu().numpy()
 
-    def _group(self, alphas: Tensor, lo: int, hi: int, source: EncoderOutput, d_memory: Tensor) -> Tensor:
+    def _group(self, alphas: Tensor, lo: int, hi: int, side: EncoderSide) -> Tensor:
         """Gradient × input of tokens lo..hi-1 at each path point, (A, hi - lo, S + T): one forward over the
         decoder inputs they read (0..hi-1), then one backward for all of them, batched over the tokens (vmap), to
-        the target embeddings and the encoder's output, which `d_memory` (source()) carries to the source tokens."""
+        the target embeddings and the encoder's output, which `side` carries on to the source tokens."""
         with torch.enable_grad():
-            memory = source.memory.detach().requires_grad_(True)
-            hidden, [(x_tgt, tgt_e)] = self.hidden(alphas, hi, EncoderOutput(memory, source.mask))  # (A, hi, D)
+            memory = side.encoded.memory.detach().requires_grad_(True)
+            hidden, [(x_tgt, tgt_e)] = self.hidden(alphas, hi, EncoderOutput(memory, side.encoded.mask))  # (A, hi, D)
             rows = hidden[:, lo:].detach().requires_grad_(True)
             (head,) = torch.autograd.grad(self.log_probs(rows, lo).sum(), rows)  # (A, hi - lo, D): row k is ∂f_lo+k/∂h_lo+k
             k = torch.arange(hi - lo, device=hidden.device)
             seeds = hidden.new_zeros(hi - lo, *hidden.shape)  # (hi - lo, A, hi, D): token lo+k's seed on its own row
             seeds[k, :, lo + k] = head.transpose(0, 1)
-            g_memory, g_tgt = torch.autograd.grad(hidden, [memory, tgt_e], seeds, is_grads_batched=True)  # (hi - lo, A, *, D)
-        from_source = torch.einsum("kasd,jasd->kaj", g_memory, d_memory)  # the chain rule through the encoder
-        scores = torch.cat([from_source, (g_tgt * x_tgt).sum(-1)], -1)  # (hi - lo, A, S + hi)
+            # (hi - lo, A, *, D) each:
+            g_memory, g_tgt = torch.autograd.grad(hidden, [memory, tgt_e], seeds, is_grads_batched=True)
+        scores = torch.cat([side.scores(g_memory), (g_tgt * x_tgt).sum(-1)], -1)  # (hi - lo, A, S + hi)
         return torch.nn.functional.pad(scores, (0, len(self.tokens) - hi)).transpose(0, 1)  # causal: zero after hi
 
 
@@ -271,8 +246,8 @@ ATTRIBUTIONS = (
                        "mattered (Shrikumar et al., 2017).",
            compute=lambda inputs: _of(inputs, None), source_map=lambda s, _layer: np.abs(s.source)),
     Method(INTEGRATED, "gradient × input averaged from zero embeddings to the real ones: adds up to f_t's change",
-           exact=False, cost="at each path point (8 to 1,024, adaptive), one backward per generated token and one "
-                             "forward-mode pass per source token", order=5,
+           exact=False, cost="at each path point (8 to 1,024, adaptive), one backward per generated token; "
+                             "through the encoder, one forward-mode pass per source token where fewer", order=5,
            explanation="**Integrated gradients** (Sundararajan et al., \"Axiomatic Attribution for Deep "
                        "Networks\", ICML 2017). Gradients are averaged along the path from zero embeddings to the real "
                        "ones, so the attributions add up to the log-probability's change along that path; the path "
