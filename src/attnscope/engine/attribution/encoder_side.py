@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 from torch import Tensor
@@ -51,10 +52,10 @@ class EncoderSide:
 
 def encoder_side(model: Transformer, src: Tensor, alphas: Tensor, forward: bool) -> EncoderSide:
     """The encoder's side of the path points `alphas` for the source ids `src` (1, S), by forward mode or not."""
-    n, s, seen = len(alphas), src.shape[1], []
+    n, s, seen = len(alphas), src.shape[1], []  # backward mode: x, its scaled leaf; then the mask
     src = src.expand(n, -1)
 
-    def encode(swap) -> Tensor:  # the memory with each source embedding swapped for what `swap` makes of it
+    def encode(swap: Callable[[Tensor], Tensor]) -> Tensor:  # the memory, each source embedding swapped by `swap`
         with ExitStack() as listening:
             model.encoder.hooks.listen(listening, EMBED, swap)
             encoded = model.encode(src)
