@@ -72,6 +72,20 @@ def test_gauss_legendre_is_exact_for_polynomials_of_degree_2n_minus_1() -> None:
     assert got.points == 3 and got.integral[0, 0] == pytest.approx(want, abs=1e-14)
 
 
+def test_the_panels_inner_ends_are_evaluated_only_when_a_round_falls_short() -> None:
+    asked: list[float] = []
+
+    def counted_values(a: np.ndarray) -> np.ndarray:
+        asked.extend(a)
+        return values(a)
+
+    gentle = integrate(lambda a: np.ones((len(a), 1, 1)), lambda a: (asked.extend(a), a[:, None])[1], IGSettings())
+    assert gentle.points == 16 and sorted(asked) == [0.0, 1.0]  # complete at once: f at the path's ends only
+    asked.clear()
+    steep = integrate(Counted(), counted_values, IGSettings(tolerance=0.01, max_points=1024))
+    assert steep.points > 16 and 0.5 in asked and len(asked) == len(set(asked))  # refined: inner ends too, once each
+
+
 @pytest.mark.parametrize("kw,match", [(dict(tolerance=0), "positive"), (dict(nodes=0), "at least one panel"),
                                       (dict(max_points=8, panels=8, nodes=2), "allow at least 16")])
 def test_bad_settings_say_what_to_do(kw: dict, match: str) -> None:

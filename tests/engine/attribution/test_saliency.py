@@ -2,10 +2,13 @@
 their completeness."""
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
 
+from attnscope.engine.attribution.encoder_side import SOURCE_ROWS
 from attnscope.engine.attribution.quadrature import IGSettings, integrate
 from attnscope.engine.attribution.saliency import ROWS, _pair, saliency, token_groups, translation_saliency
 from attnscope.engine.attribution.sentence import attribute, exact_contributions
@@ -173,15 +176,44 @@ def test_token_groups_cover_every_token_once_within_the_rows(t_max: int, n_alpha
     assert all(hi - lo == 1 or (hi - lo) * n_alphas * hi <= rows for lo, hi in groups)
 
 
-@pytest.mark.parametrize("model_kw,dtype,rows", [({}, torch.float64, ROWS), ({}, torch.float64, 1), (T5_MODEL, torch.float64, 40),
-                                                 ({"share_embeddings": True, "src_vocab_size": 29}, torch.float32, ROWS)])
-def test_batched_gradients_equal_one_token_and_one_path_point_at_a_time(model_kw: dict, dtype: torch.dtype, rows: int) -> None:
-    """Every path point in one pass and the target tokens in batched backwards (over their own prefixes) give
-    what one full pass and one backward per token and path point give, to the dtype's rounding."""
+def decoder_rows(groups: list[tuple[int, int]], n_alphas: int, group_rows: int) -> int:
+    """Rows a pass over these groups computes at n_alphas path points (each group's forward over its prefix, then
+    a backward per token), with `group_rows` for each group."""
+    return sum(n_alphas * (hi + (hi - lo) * hi) + group_rows for lo, hi in groups)
+
+
+@pytest.mark.parametrize("t_max,n_alphas,rows,group_rows", [(9, 1, 2048, 0), (9, 2, 24, 0), (10, 16, 2048, 0),
+                                                            (9, 1, 2048, 40), (10, 16, 2048, 256)])
+def test_token_groups_cost_the_least_of_every_split_within_the_rows(t_max: int, n_alphas: int, rows: int,
+                                                                    group_rows: int) -> None:
+    splits = []  # every way to cut 0..t_max-1 into consecutive groups (2^(t_max-1)), those within the rows kept
+    for cuts in itertools.product((False, True), repeat=t_max - 1):
+        ends = [t + 1 for t, cut in enumerate(cuts) if cut] + [t_max]
+        groups = list(zip([0, *ends[:-1]], ends))
+        if all(hi - lo == 1 or (hi - lo) * n_alphas * hi <= rows for lo, hi in groups):
+            splits.append(groups)
+    def cost(groups: list[tuple[int, int]]) -> int:
+        return decoder_rows(groups, n_alphas, group_rows)
+
+    assert cost(token_groups(t_max, n_alphas, rows, group_rows)) == min(map(cost, splits))
+
+
+@pytest.mark.parametrize("model_kw,dtype,rows,source_rows,forward", [
+    ({}, torch.float64, ROWS, SOURCE_ROWS, None), ({}, torch.float64, 1, SOURCE_ROWS, True),
+    ({}, torch.float64, ROWS, 1, True),
+    ({}, torch.float64, 40, SOURCE_ROWS, False), (T5_MODEL, torch.float64, 40, SOURCE_ROWS, True),
+    (T5_MODEL, torch.float64, ROWS, SOURCE_ROWS, False),
+    ({"share_embeddings": True, "src_vocab_size": 29}, torch.float32, ROWS, SOURCE_ROWS, None)])
+def test_batched_gradients_equal_one_token_and_one_path_point_at_a_time(model_kw: dict, dtype: torch.dtype, rows: int,
+                                                                         source_rows: int,
+                                                                         forward: bool | None) -> None:
+    """Path points in one pass (or one at a time: `source_rows` 1), the source side by forward or backward mode
+    and the target tokens in batched backwards (over their own prefixes) give what one full pass and one
+    backward per token and path point give, to the dtype's rounding."""
     model = tiny(8, **model_kw).to(dtype)
     src, tgt = pair(8, n_src=5, n_tgt=8)
     alphas = np.array([0.1, 0.45, 0.8, 1.0])
-    got = _pair(model, src, tgt).gradients(alphas, rows)
+    got = _pair(model, src, tgt).gradients(alphas, rows, source_rows=source_rows, forward=forward)
     want = np.stack([gradient_x_input_at(model, src, tgt, float(a)) for a in alphas])
     np.testing.assert_allclose(got, want, atol=(1e-12 if dtype == torch.float64 else 1e-6) * np.abs(want).max())
 

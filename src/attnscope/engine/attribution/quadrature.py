@@ -83,7 +83,7 @@ def integrate(gradients: Gradients, values: Values, settings: IGSettings = IGSet
 
     path = _Path(gradients, values)
     panels = [(k / settings.panels, (k + 1) / settings.panels) for k in range(settings.panels)]
-    path.need([e for p in panels for e in p], gradient=False)
+    path.need([0.0, 1.0], gradient=False)  # the panels' inner ends only when a round falls short: most do not
     path.need([a for p in panels for a, _ in nodes(p)], gradient=True)
     per_split = 2 * settings.nodes
     while True:
@@ -95,9 +95,9 @@ def integrate(gradients: Gradients, values: Values, settings: IGSettings = IGSet
         room = (settings.max_points - len(path.g)) // per_split
         if not open_rows.any() or room < 1:
             return PathIntegral(total, path.f[0.0], path.f[1.0], len(path.g), len(panels))
+        path.need([e for p in panels for e in p], gradient=False)
         miss = {p: (np.abs(parts[p].sum(-1) - (path.f[p[1]] - path.f[p[0]])) / allowed)[open_rows].max() for p in panels}
         worst = sorted(panels, key=lambda p: -miss[p])[: min(room, max(1, CHUNK // per_split))]
         halves = [h for a, b in worst for h in ((a, (a + b) / 2), ((a + b) / 2, b))]
         panels = [p for p in panels if p not in worst] + halves
-        path.need([(a + b) / 2 for a, b in worst], gradient=False)
         path.need([a for p in halves for a, _ in nodes(p)], gradient=True)

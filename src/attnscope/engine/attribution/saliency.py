@@ -14,6 +14,8 @@ Path points ride on the batch dimension. Each generated token needs a backward o
 a group of tokens shares one forward over the decoder inputs they read (a causal decoder's rows do not depend
 on later ones) and one backward batched over the tokens (vmap, `is_grads_batched`), each token seeded at its
 own row with its output layer's gradient, which one backward through the output layer gives for all rows.
+That backward stops at the encoder's output, which runs once per path point; engine/attribution/encoder_side.py
+carries it on to the source tokens (forward mode along each source token when there are fewer of them).
 """
 from __future__ import annotations
 
@@ -25,16 +27,18 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from attnscope.engine.attribution.encoder_side import SOURCE_ROWS, EncoderSide, encoder_side, forward_mode, path_chunk
 from attnscope.engine.attribution.quadrature import IGSettings, integrate
 from attnscope.engine.attribution.registry import Inputs, Method
 from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.engine.recording.sharing import eval_mode
 from attnscope.engine.recording.trace import decoder_inputs
 from attnscope.model.hooks import EMBED, FINAL
-from attnscope.model.transformer import Transformer
+from attnscope.model.transformer import EncoderOutput, Transformer
 
 CHUNK = 16  # path points per forward pass: bounds memory, keeps matmuls wide
 ROWS = 2048  # decoder rows one batched backward carries (tokens × path points × prefix length): bounds its memory
+GROUP_ROWS = 256  # decoder rows (× path points) one more group costs as much as: its own kernels and calls
 
 
 GRADIENT_X_INPUT = "gradient × input"
@@ -97,18 +101,22 @@ def scaled_embeddings(model: Transformer, scale: Tensor) -> Iterator[list[tuple[
         yield seen
 
 
-def token_groups(t_max: int, n_alphas: int, rows: int) -> list[tuple[int, int]]:
-    """Target tokens lo..hi-1 whose gradients one backward computes, in order: each group as long as its
-    tokens × path points × prefix length (hi) stays within `rows` (one token at least). The first tokens read
-    short prefixes, so their groups are the widest; a group's pass stops at its last token's prefix (causal)."""
-    groups, lo = [], 0
-    while lo < t_max:
-        hi = lo + 1
-        while hi < t_max and (hi + 1 - lo) * n_alphas * (hi + 1) <= rows:
-            hi += 1
-        groups.append((lo, hi))
-        lo = hi
-    return groups
+def token_groups(t_max: int, n_alphas: int, rows: int, group_rows: int = GROUP_ROWS) -> list[tuple[int, int]]:
+    """Target tokens lo..hi-1 whose gradients one backward computes, in order, each group within `rows`
+    (tokens × path points × prefix length hi; one token at least), chosen to cost the fewest decoder rows in all:
+    a group's forward reads hi rows at each path point (causal: its last token's prefix), its backward
+    (hi - lo) × hi, and the group itself `group_rows`; the first tokens, which read short prefixes, share wide
+    groups."""
+    cost, start = [0] + [0] * t_max, [0] * (t_max + 1)  # the least cost of tokens 0..hi-1, and its last group's lo
+    for hi in range(1, t_max + 1):
+        widest = max(1, rows // (n_alphas * hi))  # tokens a group ending at hi may hold
+        cost[hi], start[hi] = min((cost[lo] + n_alphas * (hi - lo + 1) * hi + group_rows, lo)
+                                  for lo in range(max(0, hi - widest), hi))
+    groups, hi = [], t_max
+    while hi:
+        groups.append((start[hi], hi))
+        hi = start[hi]
+    return groups[::-1]
 
 
 @dataclass(frozen=True)
@@ -120,17 +128,20 @@ class _Pair:
     tgt_in: Tensor  # (1, T)
     tokens: list[int]
 
-    def hidden(self, alphas: Tensor, length: int) -> tuple[Tensor, list[Tensor]]:
+    def hidden(self, alphas: Tensor, length: int,
+               source: EncoderOutput | None = None) -> tuple[Tensor, list[tuple[Tensor, Tensor]]]:
         """The last decoder layer's output (A, length, D) at each path point over the first `length` decoder
-        inputs (a causal decoder computes the same rows as over all of them), and the scaled embeddings (source,
-        target) then the unscaled ones. The output layer runs on the last row only: log_probs() applies it."""
+        inputs (a causal decoder computes the same rows as over all of them), and the (unscaled, scaled) embeddings
+        the pass read: source then target, or the target only when `source` (the encoder's output) is given.
+        The output layer runs on the last row only: log_probs() applies it."""
         kept: list[Tensor] = []
         model, n = self.model, len(alphas)
         scale = alphas.view(-1, 1, 1).to(model.generator.weight)
         with ExitStack() as listening, scaled_embeddings(model, scale) as seen:
             model.decoder.hooks.listen(listening, FINAL, kept.append)
-            model.decode(self.tgt_in[:, :length].expand(n, -1), model.encode(self.src.expand(n, -1)), last_only=True)
-        return kept[0], [scaled for _, scaled in seen] + [x for x, _ in seen]
+            source = model.encode(self.src.expand(n, -1)) if source is None else source
+            model.decode(self.tgt_in[:, :length].expand(n, -1), source, last_only=True)
+        return kept[0], seen
 
     def log_probs(self, hidden: Tensor, first: int = 0) -> Tensor:
         """f_t at each path point (A, R) for the R rows of `hidden` (A, R, D), the first being target position
@@ -145,33 +156,40 @@ class _Pair:
             hidden, _ = self.hidden(torch.as_tensor(alphas, device=self.src.device), len(self.tokens))
             return self.log_probs(hidden).double().cpu().numpy()
 
-    def gradients(self, alphas: np.ndarray, rows: int = ROWS, done: Callable[[float], None] | None = None) -> np.ndarray:
+    def gradients(self, alphas: np.ndarray, rows: int = ROWS, done: Callable[[float], None] | None = None,
+                  source_rows: int = SOURCE_ROWS, forward: bool | None = None) -> np.ndarray:
         """Gradient × input at each path point, [A, T, S + T]: sum_d x_jd ∂f_t/∂x_jd at α x; the target tokens
-        in groups of at most `rows` decoder rows per batched backward, `done` told the fraction finished after each."""
-        t_max, chunks, out = len(self.tokens), torch.as_tensor(alphas, device=self.src.device).split(CHUNK), []
+        in groups of at most `rows` decoder rows per batched backward, `done` told the fraction finished after each;
+        the source side by forward mode or not (`forward`; None: whichever carries fewer, encoder_side.py)."""
+        t_max, s, out = len(self.tokens), self.src.shape[1], []
+        forward = forward_mode(s, t_max) if forward is None else forward
+        chunks = torch.as_tensor(alphas, device=self.src.device).split(path_chunk(s, forward, CHUNK, source_rows))
         if done is not None:
             done(0.0)
         for c, chunk in enumerate(chunks):
-            groups = []
+            groups, side = [], encoder_side(self.model, self.src, chunk, forward)
             for lo, hi in token_groups(t_max, len(chunk), rows):
-                groups.append(self._group(chunk, lo, hi))  # (A, hi - lo, S + T)
+                groups.append(self._group(chunk, lo, hi, side))  # (A, hi - lo, S + T)
                 if done is not None:
                     done((c * t_max + hi) / (len(chunks) * t_max))
             out.append(torch.cat(groups, 1))
         return torch.cat(out).double().cpu().numpy()
 
-    def _group(self, alphas: Tensor, lo: int, hi: int) -> Tensor:
+    def _group(self, alphas: Tensor, lo: int, hi: int, side: EncoderSide) -> Tensor:
         """Gradient × input of tokens lo..hi-1 at each path point, (A, hi - lo, S + T): one forward over the
-        decoder inputs they read (0..hi-1), then one backward for all of them, batched over the tokens (vmap)."""
+        decoder inputs they read (0..hi-1), then one backward for all of them, batched over the tokens (vmap), to
+        the target embeddings and the encoder's output, which `side` carries on to the source tokens."""
         with torch.enable_grad():
-            hidden, (src_e, tgt_e, x_src, x_tgt) = self.hidden(alphas, hi)  # (A, hi, D)
+            memory = side.encoded.memory.detach().requires_grad_(True)
+            hidden, [(x_tgt, tgt_e)] = self.hidden(alphas, hi, EncoderOutput(memory, side.encoded.mask))  # (A, hi, D)
             rows = hidden[:, lo:].detach().requires_grad_(True)
             (head,) = torch.autograd.grad(self.log_probs(rows, lo).sum(), rows)  # (A, hi - lo, D): row k is ∂f_lo+k/∂h_lo+k
             k = torch.arange(hi - lo, device=hidden.device)
             seeds = hidden.new_zeros(hi - lo, *hidden.shape)  # (hi - lo, A, hi, D): token lo+k's seed on its own row
             seeds[k, :, lo + k] = head.transpose(0, 1)
-            g_src, g_tgt = torch.autograd.grad(hidden, [src_e, tgt_e], seeds, is_grads_batched=True)  # (hi - lo, A, *, D)
-        scores = torch.cat([(g_src * x_src).sum(-1), (g_tgt * x_tgt).sum(-1)], -1)  # (hi - lo, A, S + hi)
+            # (hi - lo, A, *, D) each:
+            g_memory, g_tgt = torch.autograd.grad(hidden, [memory, tgt_e], seeds, is_grads_batched=True)
+        scores = torch.cat([side.scores(g_memory), (g_tgt * x_tgt).sum(-1)], -1)  # (hi - lo, A, S + hi)
         return torch.nn.functional.pad(scores, (0, len(self.tokens) - hi)).transpose(0, 1)  # causal: zero after hi
 
 
@@ -195,7 +213,7 @@ def saliency(model: Transformer, src_ids: Sequence[int], target_ids: Sequence[in
             grad, ends = pair.gradients(np.ones(1), done=told(GRADIENT_X_INPUT))[0], pair.values(np.array([1.0, 0.0]))
             return Saliency(GRADIENT_X_INPUT, grad[:, :s], grad[:, s:], ends[0], ends[1])
         if progress is not None:
-            progress(INTEGRATED, 0.0)  # its first values, f at the panels' ends, come before any gradient
+            progress(INTEGRATED, 0.0)  # its first values, f at the path's two ends, come before any gradient
         spent = 0  # path points evaluated before this round
 
         def gradients(alphas: np.ndarray) -> np.ndarray:
@@ -228,7 +246,8 @@ ATTRIBUTIONS = (
                        "mattered (Shrikumar et al., 2017).",
            compute=lambda inputs: _of(inputs, None), source_map=lambda s, _layer: np.abs(s.source)),
     Method(INTEGRATED, "gradient × input averaged from zero embeddings to the real ones: adds up to f_t's change",
-           exact=False, cost="one backward per generated token at each path point (8 to 1,024, adaptive)", order=5,
+           exact=False, cost="at each path point (8 to 1,024, adaptive), one backward per generated token; "
+                             "through the encoder, one forward-mode pass per source token where fewer", order=5,
            explanation="**Integrated gradients** (Sundararajan et al., \"Axiomatic Attribution for Deep "
                        "Networks\", ICML 2017). Gradients are averaged along the path from zero embeddings to the real "
                        "ones, so the attributions add up to the log-probability's change along that path; the path "
