@@ -53,22 +53,38 @@ TOKENS = 25  # output tokens of a typical sentence's translation: random weights
 SENTENCE = "A man in an orange hat starring at something."
 IMPORTED = "imported.safetensors"  # the checkpoint `measured` writes in the model's folder
 CEILING_MS = 1_800_000  # a hang limit for a page: a 3.3B model loads and decodes in minutes on a busy 2-core machine
+POLL_S = 0.02  # how often a child's peak memory is read (growth in its last interval is missed)
 PAGES = (("Translate", "", "server start to heatmaps s"), ("Step", "step", "open to heatmaps s"))
 
 
 def child_run(args: list[str]) -> tuple[float, float, float]:
     """Wall seconds, peak resident memory (GB) and CPU seconds (user + system: what a quiet machine's wall time would
-    be, near enough, for a one-thread job) of a child process running `args`, which must succeed."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    err = proc.stderr.read() if proc.stderr else ""
-    if proc.returncode:
-        raise RuntimeError(f"{' '.join(args[:4])} failed: {err.strip()[-400:]}")
-    return seconds, usage.ru_maxrss * 1024 / 2**30, usage.ru_utime + usage.ru_stime
+    be, near enough, for a one-thread job) of a child process running `args`, which must succeed.
 
+    The peak is the child's own high-water mark (VmHWM), read while it runs: its rusage would count this process's
+    peak too (Linux keeps the memory's high-water mark from before exec), and this process has just built the model
+    the child imports."""
+    start, peak_kb = time.perf_counter(), 0
+    with tempfile.TemporaryFile("w+") as err:  # a file, not a pipe: a child writing much would wait for a reader
+        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=err, text=True)
+        while not (done := os.wait4(proc.pid, os.WNOHANG))[0]:
+            peak_kb = max(peak_kb, _high_water_kb(proc.pid))
+            time.sleep(POLL_S)
+        seconds = time.perf_counter() - start
+        _, status, usage = done
+        if os.waitstatus_to_exitcode(status):
+            err.seek(0)
+            raise RuntimeError(f"{' '.join(args[:4])} failed: {err.read().strip()[-400:]}")
+    return seconds, peak_kb * 1024 / 2**30, usage.ru_utime + usage.ru_stime
+
+
+def _high_water_kb(pid: int) -> int:
+    """A running process's peak resident memory so far (kB), 0 once it has ended."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    return int(status.split("VmHWM:")[1].split()[0]) if "VmHWM:" in status else 0
 
 
 def _timed(fn: Callable[[], Any], repeats: int) -> tuple[list[float], float]:
