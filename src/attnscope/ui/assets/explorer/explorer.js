@@ -42,7 +42,7 @@ class Explorer {
 
   reopen(header) {  // a payload new to this explorer: where the user left it on this payload, else where the payload
     // opens, under the latest pick. Where the user left it is said to the server again: the element it was picked in
-    // may have gone, and its report with it (Streamlit runs a report of a rebuilt fragment no more).
+    // may have gone before the server heard its report (seen under load: the URL stayed a step behind for good).
     const last = shown.get(slot(header)), known = last && last.epoch === header.epoch;
     this.sel = this.fit({ ...(known ? last.sel : header.selection), ...(pending || {}) });
     if (known && SELECTED.some((name) => last.sel[name] !== header.selection[name])) this.schedule();
