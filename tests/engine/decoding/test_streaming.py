@@ -11,7 +11,7 @@ from attnscope.engine.decoding.decode import greedy, greedy_steps
 from attnscope.engine.decoding.streaming import stopped_note
 from attnscope.engine.recording.sharing import model_lock
 from tests.engine_fixtures import MAX_LEN, random_source, tiny_model, tiny_translator
-from tests.support import CEILING
+from tests.support import CEILING, wait_for
 
 TEXT = "d e f g h i"
 
@@ -93,45 +93,62 @@ def test_the_model_is_free_between_steps() -> None:
     assert next(stream).index == 1  # and the stream goes on
 
 
+class SpyLock:
+    """A lock that notes each thread that asks for it (whether a stop waited for the step)."""
+
+    def __init__(self) -> None:
+        self.lock, self.asked = threading.Lock(), []
+
+    def __enter__(self) -> SpyLock:
+        self.asked.append(threading.current_thread())
+        self.lock.acquire()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.lock.release()
+
+
 def test_a_stop_from_another_thread_waits_for_the_step_running_and_keeps_it() -> None:
     """Streamlit's fast reruns: the click's run stops the stream while the previous run's thread is inside a step.
-    Closing the running generator then raised "generator already executing"; now the stop waits for the step."""
+    Closing the running generator then raised "generator already executing"; now the stop waits for the step. The
+    old thread, like a page run, stops at its next redraw: here it waits for the stop after the blocked step."""
     tr = tiny_translator(0, eos_bias=-20.0)  # never ends by itself
     stream = tr.stream(TEXT)
-    inside, release = threading.Event(), threading.Event()
+    stream._lock = spy = SpyLock()
+    inside, release, stopped = threading.Event(), threading.Event(), threading.Event()
     steps, errors = stream._steps, []
 
-    def slowed():  # the third step blocks until released, as a step on a big model takes a while
+    def slowed():  # the third token's step blocks until released, as a step on a big model takes a while
         for i, run in enumerate(steps):
             if i == 3:
                 inside.set()
                 assert release.wait(CEILING)
             yield run
 
-    stream._steps = slowed()
-
     def consume() -> None:
         try:
-            list(stream)
+            for step in stream:
+                if step.index == 2:
+                    assert stopped.wait(CEILING)
         except Exception as e:  # noqa: BLE001 - any error of the iterating thread fails the test
             errors.append(e)
 
-    old = threading.Thread(target=consume)
+    def stop() -> None:
+        try:
+            stream.stop()
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+        stopped.set()
+
+    stream._steps = slowed()
+    old, stopper = threading.Thread(target=consume), threading.Thread(target=stop)
     old.start()
     assert inside.wait(CEILING)
-    stopper = threading.Thread(target=lambda: errors.extend(_raised(stream.stop)))
     stopper.start()
+    wait_for(lambda: stopper in spy.asked or not stopper.is_alive(), "the stop to wait for the step, or to fail")
     release.set()
     stopper.join(CEILING)
     old.join(CEILING)
     assert errors == []
     result = stream.result()
-    assert result.stopped and len(result.target_ids) == len(stream.steps) >= 3  # the blocked step kept
-
-
-def _raised(call) -> list[Exception]:
-    try:
-        call()
-    except Exception as e:  # noqa: BLE001
-        return [e]
-    return []
+    assert result.stopped and len(result.target_ids) == len(stream.steps) == 3  # the blocked step kept, none after
