@@ -3,6 +3,7 @@ opened in headless Chromium until their heatmaps are drawn, with the errors eith
 each page's heatmaps."""
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from pathlib import Path
@@ -36,10 +37,16 @@ def test_a_childs_peak_memory_is_its_own_not_its_parents(tmp_path: Path, monkeyp
     read, release = [], tmp_path / "release"
     monkeypatch.setattr(big_models, "_high_water_kb", lambda pid, real=big_models._high_water_kb: read.append(real(pid))
                         or read[-1])
-    code = (f"import os, time\nx = bytearray(24 << 20)\nx[::4096] = b'1' * len(x[::4096])\n"
-            f"while not os.path.exists({str(release)!r}): time.sleep(0.01)")
-    releaser = threading.Thread(target=lambda: (wait_for(lambda: any(kb >= 24 << 10 for kb in read), "the peak read"),
-                                                release.touch()))
+    os.mkfifo(release)  # the child's read blocks until the releaser opens it for writing: an event, not a clock
+    code = f"x = bytearray(24 << 20)\nx[::4096] = b'1' * len(x[::4096])\nopen({str(release)!r}).read()"
+
+    def release_once_read() -> None:
+        try:
+            wait_for(lambda: any(kb >= 24 << 10 for kb in read), "the child's peak to be read")
+        finally:
+            open(release, "w").close()  # released even so: the child must not wait forever
+
+    releaser = threading.Thread(target=release_once_read)
     releaser.start()
     held = np.ones(64 << 20, dtype=np.uint8)  # 64 MB touched here, beside this process's own hundreds
     seconds, peak, cpu = child_run([sys.executable, "-S", "-c", code])
