@@ -13,12 +13,12 @@ as text and nothing else, then one small table as well (what any page with an `s
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote_plus
 
 from attnscope.bench.app_latency import HEATMAPS_DRAWN, NOT_STALE, served
+from attnscope.bench.measure import status_kb
 
 # (what is clicked: a sidebar link or a page's tab, its name, a text the page then shows)
 JOURNEY = (("link", "Step through decoding", "Step 0: chose"), ("link", "Heads & layers", "Head statistics"),
@@ -28,9 +28,7 @@ JOURNEY = (("link", "Step through decoding", "Step 0: chose"), ("link", "Heads &
 
 def resident_mb(pid: int) -> dict[str, float]:
     """VmRSS and its anonymous and file-backed parts of process `pid`, in MB (Linux)."""
-    status = Path(f"/proc/{pid}/status").read_text()
-    return {key: round(int(re.search(rf"{key}:\s*(\d+)", status).group(1)) / 1024, 1)  # type: ignore[union-attr]
-            for key in ("VmRSS", "RssAnon", "RssFile")}
+    return {key: round(status_kb(pid, key) / 1024, 1) for key in ("VmRSS", "RssAnon", "RssFile")}
 
 
 class Runs:

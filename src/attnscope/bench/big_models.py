@@ -24,7 +24,7 @@ from typing import Any, Callable
 import torch
 
 from attnscope.bench.big_folders import hf_folder, sharded_folder
-from attnscope.bench.measure import load_average
+from attnscope.bench.measure import load_average, status_kb
 from attnscope.model.budget import available_bytes, model_refusal
 
 MBART = dict(d_model=1024, encoder_layers=12, decoder_layers=12, encoder_attention_heads=16, decoder_attention_heads=16,
@@ -80,11 +80,7 @@ def child_run(args: list[str]) -> tuple[float, float, float]:
 
 def _high_water_kb(pid: int) -> int:
     """A running process's peak resident memory so far (kB), 0 once it has ended."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return 0
-    return int(status.split("VmHWM:")[1].split()[0]) if "VmHWM:" in status else 0
+    return status_kb(pid, "VmHWM")
 
 
 def _timed(fn: Callable[[], Any], repeats: int) -> tuple[list[float], float]:
@@ -155,8 +151,7 @@ def app_pages(checkpoint: Path, name: str, shots: Path) -> dict[str, Any]:
             row[f"{title}: errors shown"] = app.page.locator('[data-testid="stException"], '
                                                              '[data-testid="stAlertContentError"]').all_inner_texts()
             app.page.locator(".atsx").first.screenshot(path=str(shots / f"{name}-{title.lower()}.png"))
-        status = Path(f"/proc/{app.server.pid}/status").read_text()
-        row["app server peak RSS GB"] = round(int(status.split("VmHWM:")[1].split()[0]) / 2**20, 2)
+        row["app server peak RSS GB"] = round(_high_water_kb(app.server.pid) / 2**20, 2)
     return row
 
 

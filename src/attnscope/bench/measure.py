@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import statistics
 import subprocess
 import time
@@ -77,6 +78,16 @@ def other_load() -> dict[str, Any]:
     others = [(cpu, args) for pid, cpu, args in rows if int(pid) != os.getpid() and not args.startswith("ps ")]
     busy = [f"{cpu} {args[:80]}" for cpu, args in others if float(cpu) >= 20][:4]
     return {"load average (1 min)": round(os.getloadavg()[0], 2), "busy processes (lifetime %CPU, command)": busy}
+
+
+def status_kb(pid: int, key: str) -> int:
+    """Field `key` (VmRSS, VmHWM, RssAnon...) of /proc/<pid>/status in kB (Linux); 0 once the process has ended."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    found = re.search(rf"^{key}:\s*(\d+)", status, re.MULTILINE)
+    return int(found.group(1)) if found else 0
 
 
 def load_average() -> float:
