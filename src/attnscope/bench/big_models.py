@@ -55,6 +55,10 @@ IMPORTED = "imported.safetensors"  # the checkpoint `measured` writes in the mod
 CEILING_MS = 1_800_000  # a hang limit for a page: a 3.3B model loads and decodes in minutes on a busy 2-core machine
 POLL_S = 0.02  # how often a child's peak memory is read (growth in its last interval is missed)
 PAGES = (("Translate", "", "server start to heatmaps s"), ("Step", "step", "open to heatmaps s"))
+# Installed in the page: the time from its navigation's start to the live view's first attention row on screen
+LIVE_TIMER = """new MutationObserver((_, seen) => {
+  if (document.querySelector('.attn-live tbody tr')) { window.__live = performance.now(); seen.disconnect(); }
+}).observe(document, {childList: true, subtree: true});"""
 
 
 def child_run(args: list[str]) -> tuple[float, float, float]:
@@ -133,7 +137,8 @@ def _theirs(folder: Path, text: str, tgt_lang: str | None, repeats: int) -> tupl
 
 def app_pages(checkpoint: Path, name: str, shots: Path) -> dict[str, Any]:
     """The app serving `checkpoint` alone: seconds from the server's start to the Translate page's heatmaps drawn
-    (the model's load and the sentence's decode included), then to the Step page's; the errors either page shows,
+    (the model's load and the sentence's decode included) and from the page's opening to the first attention rows of
+    its live view (decoding streams), then from the Step page's opening to its heatmaps; the errors either page shows,
     the server's peak resident memory, and a screenshot of each page's heatmaps in folder `shots`, named for the
     model (`name`)."""
     from urllib.parse import quote_plus
@@ -142,12 +147,18 @@ def app_pages(checkpoint: Path, name: str, shots: Path) -> dict[str, Any]:
 
     row: dict[str, Any] = {"load average (app)": load_average()}
     with served(checkpoint) as app:
+        app.page.add_init_script(LIVE_TIMER)
         for title, path, figure in PAGES:
-            start = app.started if title == "Translate" else time.perf_counter()
+            opened = time.perf_counter()
+            start = app.started if title == "Translate" else opened
             app.page.goto(f"{app.url}/{path}?sentence={quote_plus(SENTENCE)}&max_len={TOKENS}")
             app.page.locator(HEATMAPS_DRAWN).first.wait_for(timeout=CEILING_MS)
             app.page.wait_for_function(NOT_STALE, timeout=CEILING_MS)
             row[f"{title}: {figure}"] = round(time.perf_counter() - start, 1)
+            if title == "Translate":  # the server was up: what a user opening the page waits for
+                live = app.page.evaluate("window.__live")  # None: decoded before the live view was drawn
+                row["Translate: open to heatmaps s"] = round(time.perf_counter() - opened, 1)
+                row["Translate: open to the first live heatmap s"] = None if live is None else round(live / 1e3, 1)
             row[f"{title}: errors shown"] = app.page.locator('[data-testid="stException"], '
                                                              '[data-testid="stAlertContentError"]').all_inner_texts()
             app.page.locator(".atsx").first.screenshot(path=str(shots / f"{name}-{title.lower()}.png"))
