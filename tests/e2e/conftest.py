@@ -50,6 +50,16 @@ def open_menu(box: Locator, option: Locator) -> None:
     wait_for(opened, "a menu to open")
 
 
+def type_sentence(page: Page, box: Locator, text: str) -> None:
+    """Type `text` into a page's text box once the page has drawn, and commit it with Ctrl+Enter, as a user who
+    waits for the page does. Text typed while the page still reruns is lost when Streamlit rebuilds the box (seen
+    on a loaded machine: the previous sentence was translated again)."""
+    box.wait_for()
+    settled(page)
+    box.fill(text)
+    box.press("Control+Enter")
+
+
 def enter(box: Locator, value: str) -> None:
     """Type `value` into an input and commit it with Enter, as a user does."""
     box.fill(value)
@@ -200,7 +210,5 @@ def page(new_context: Callable[[], BrowserContext]) -> Page:
 def translate_on_page(page: Page, server: str, text: str, expected: str) -> None:
     """Open the app, type `text` as the source sentence and wait until the translation `expected` shows."""
     page.goto(server)
-    box = page.locator("textarea[aria-label=\"Sentence (en)\"]")
-    box.fill(text)
-    box.press("Control+Enter")
+    type_sentence(page, page.locator("textarea[aria-label=\"Sentence (en)\"]"), text)
     expect(page.get_by_text(expected)).to_be_visible()

@@ -12,7 +12,7 @@ from playwright.sync_api import Page, expect
 
 import attnscope
 from attnscope.engine.analysis.atlas import atlas, vectors_each
-from tests.e2e.conftest import Served, explorer_map, settled
+from tests.e2e.conftest import Served, explorer_map, settled, type_sentence
 from tests.support import TOY_CHECKPOINT
 
 SENTENCES = ["a b c d e", "f g h", "i j k l", "b c d"]
@@ -21,8 +21,7 @@ SENTENCES = ["a b c d e", "f g h", "i j k l", "b c d"]
 def test_the_atlas_answers_in_the_browser_and_a_click_opens_the_sentence(server: Served, page: Page) -> None:
     page.goto(f"{server}/atlas")
     box = page.locator('textarea[aria-label^="…or paste sentences"]')
-    box.fill("\n".join(SENTENCES))
-    box.press("Control+Enter")
+    type_sentence(page, box, "\n".join(SENTENCES))
     page.get_by_role("button", name=re.compile("^Map every head")).click()
     root = page.locator('.atsx[data-mode="atlas"]')
     expect(root.locator("canvas.atlas-head")).to_be_visible()

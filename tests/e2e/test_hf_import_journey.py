@@ -8,7 +8,7 @@ from pathlib import Path
 from playwright.sync_api import Page, expect
 
 from tests.checkpoints import hf_fixtures
-from tests.e2e.conftest import explorer_map, import_folder, settled
+from tests.e2e.conftest import explorer_map, import_folder, settled, type_sentence
 
 
 def test_import_a_zipped_marian_folder_and_look_inside(server: str, page: Page, tmp_path: Path) -> None:
@@ -22,8 +22,7 @@ def test_import_a_zipped_marian_folder_and_look_inside(server: str, page: Page, 
 
     page.get_by_role("link", name="Translate").click()
     box = page.locator("textarea[aria-label=\"Sentence (en)\"]")
-    box.fill("A man rides a red bike.")
-    box.press("Control+Enter")
+    type_sentence(page, box, "A man rides a red bike.")
     heatmap = explorer_map(page, "Cross-attention · layer")
     expect(heatmap).to_have_attribute("aria-label", re.compile(r"Columns \(key\): .*<eos>\.$"))  # the source axis: x </s>
     for name in ("Step through decoding", "Inside one head"):

@@ -10,7 +10,7 @@ import torch
 from playwright.sync_api import Page, expect
 
 from tests.byom_models import WORDS, Seq2SeqTransformer, m1_vocab
-from tests.e2e.conftest import enter, explorer_map, logged_since, settled
+from tests.e2e.conftest import enter, explorer_map, logged_since, settled, type_sentence
 
 
 def test_import_an_m1_state_dict_with_a_json_vocabulary_and_see_its_heatmaps(server: str, page: Page, tmp_path: Path,
@@ -27,15 +27,20 @@ def test_import_an_m1_state_dict_with_a_json_vocabulary_and_see_its_heatmaps(ser
     page.get_by_text("Import a model trained elsewhere").click()
     uploaders = page.get_by_test_id("stFileUploader")
     files = (("state_dict", "tutorial.pt"), ("Source vocabulary", "vocab_de.json"), ("Target vocabulary", "vocab_en.json"))
-    for _ in range(3):  # an upload landing while the page reruns is dropped with the remounted widget: upload it again
+    for _ in range(3):  # a file given while the page reruns is dropped with the remounted widget: give it again
         for label, file in files:
             uploader = uploaders.filter(has_text=label)
             if file not in uploader.inner_text():
+                settled(page)
                 uploader.locator("input[type=file]").set_input_files(str(tmp_path / file))
-                expect(uploader).to_contain_text(file)
-            settled(page)
+                # its upload ends ("Remove" replaces "Cancel upload"), or the rebuilt widget is empty again
+                expect(uploader.get_by_role("button", name=f"Remove {file}").or_(uploader.get_by_text("per file"))
+                       ).to_be_visible()
+        settled(page)
         if all(file in uploaders.filter(has_text=label).inner_text() for label, file in files):
             break
+    for label, file in files:
+        expect(uploaders.filter(has_text=label)).to_contain_text(file)
     enter(page.get_by_label("Attention heads"), "4")
     enter(page.get_by_label("Name", exact=True), "tutorial-m1")
     page.get_by_role("button", name="Import", exact=True).click()
@@ -48,8 +53,7 @@ def test_import_an_m1_state_dict_with_a_json_vocabulary_and_see_its_heatmaps(ser
 
     page.get_by_role("link", name="Translate").click()
     box = page.locator("textarea[aria-label=\"Sentence (de)\"]")
-    box.fill("Zwei Hunde laufen durch den Schnee .")
-    box.press("Control+Enter")
+    type_sentence(page, box, "Zwei Hunde laufen durch den Schnee .")
     # The heatmap's source axis shows this model's tokens, framed <bos> x <eos> as the tutorial feeds them.
     keys = re.compile(r"Columns \(key\): 0: <bos>, 1: Zwei, 2: Hunde")
     expect(explorer_map(page, "Cross-attention · layer")).to_have_attribute("aria-label", keys)

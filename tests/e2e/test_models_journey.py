@@ -7,7 +7,7 @@ from pathlib import Path
 from playwright.sync_api import Page, expect
 
 from attnscope.ui.train.form import MAX_EPOCHS
-from tests.e2e.conftest import explorer_map, upload
+from tests.e2e.conftest import explorer_map, type_sentence, upload
 
 
 def test_upload_a_checkpoint_and_translate_with_it(server: str, page: Page, e2e_checkpoint: Path) -> None:
@@ -16,8 +16,7 @@ def test_upload_a_checkpoint_and_translate_with_it(server: str, page: Page, e2e_
     upload(page, e2e_checkpoint, "it is now the active checkpoint on every page")
     page.get_by_role("link", name="Translate").click()
     box = page.locator("textarea[aria-label=\"Sentence (en)\"]")
-    box.fill("c d e")
-    box.press("Control+Enter")
+    type_sentence(page, box, "c d e")
     expect(page.get_by_text("e d c")).to_be_visible()
 
 

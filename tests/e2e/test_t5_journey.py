@@ -11,7 +11,7 @@ from playwright.sync_api import Page, expect
 from attnscope.checkpoints.importers.huggingface import import_hf
 from attnscope.engine.decoding.translator import Translator
 from tests.checkpoints import t5_fixtures
-from tests.e2e.conftest import explorer_map, import_folder, settled
+from tests.e2e.conftest import explorer_map, import_folder, settled, type_sentence
 
 PAGES = {  # the menu's name -> text the page shows only for a T5 model
     "Translate": "Task prefix, added before the sentence",
@@ -36,8 +36,7 @@ def test_import_a_t5_and_open_every_page(server: str, page: Page, tmp_path: Path
     prefix = page.locator("input[aria-label=\"Task prefix, added before the sentence\"]")
     expect(prefix).to_have_value(t5_fixtures.TRAIN_PREFIX)
     box = page.locator("textarea[aria-label=\"Sentence (en)\"]")
-    box.fill("A man rides a red bike.")
-    box.press("Control+Enter")
+    type_sentence(page, box, "A man rides a red bike.")
     imported = import_hf(folder, src_lang="en", tgt_lang="de")
     first = Translator(imported.model, imported.bundle).translate("A man rides a red bike.", max_len=1).source_tokens[0]
     expect(explorer_map(page, "Cross-attention · layer")).to_have_attribute(  # the prefix's first piece
