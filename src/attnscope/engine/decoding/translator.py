@@ -15,7 +15,8 @@ import torch
 from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.checkpoint import Bundle
 from attnscope.checkpoints.decoding_rules import ATTNSCOPE, DecodingRules
-from attnscope.engine.decoding.beam import beam_decode, beam_search, beam_search_batch
+from attnscope.engine.decoding.beam import beam_search, beam_search_batch
+from attnscope.engine.decoding.beam_record import beam_decode
 from attnscope.engine.decoding.beam_result import BeamResult
 from attnscope.engine.decoding.decode import Decoded, greedy, greedy_batch, teacher_force
 from attnscope.engine.decoding.rules import chosen, limit
