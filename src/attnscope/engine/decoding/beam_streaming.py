@@ -66,7 +66,8 @@ class BeamStream(DecodeStream[RecordedBeam, BeamStreamStep]):
     @property
     def best_ids(self) -> list[int]:
         """The tokens of the best hypothesis so far."""
-        return [] if self._best is None else self._state.tree.path(self._best)
+        best = self._best  # read once: another thread's step may move it
+        return [] if best is None else self._state.tree.path(best)
 
     @property
     def text(self) -> str:
@@ -74,15 +75,19 @@ class BeamStream(DecodeStream[RecordedBeam, BeamStreamStep]):
         return self.translator.bundle.tgt_codec.decode(self.best_ids)
 
     def live(self, rows: int) -> tuple[list[str], list[np.ndarray]]:
-        """The best hypothesis' tokens and the cross-attention rows (last layer, mean of heads) of its latest `rows`."""
-        if self._best is None:
+        """The best hypothesis' tokens and the cross-attention rows (last layer, mean of heads) of its latest `rows`
+        (a node's path and rows never change once it is in the tree, whatever steps come after)."""
+        best = self._best
+        if best is None:
             return [], []
-        return (self.translator.bundle.tgt_codec.pieces(self.best_ids), self._state.cross_rows(self._best, rows))
+        return (self.translator.bundle.tgt_codec.pieces(self._state.tree.path(best)),
+                self._state.cross_rows(best, rows))
 
     def _step(self) -> BeamStreamStep:
-        self._best = self._state.best()
-        node = self._state.tree.nodes[self._best]
+        best = self._state.best()
+        node = self._state.tree.nodes[best]
         score = node.score if node.status == "finished" else node.log_prob / self._state.run.rules.divisor(node.step)
+        self._best = best
         return BeamStreamStep(self.decoded - 1, tuple(self.best_ids), score, node.status == "finished", self.seconds)
 
     def _outcome(self) -> tuple[Decoded, BeamResult | None, str]:
