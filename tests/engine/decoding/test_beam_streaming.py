@@ -4,6 +4,8 @@ hypothesis so far as a complete record that a teacher-forced pass confirms, with
 (Threads: test_streaming.py runs its tests on both kinds of stream.)"""
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -77,9 +79,7 @@ def test_each_step_shows_the_best_hypothesis_by_the_beam_s_score() -> None:
 def test_stop_keeps_the_best_hypothesis_so_far_as_a_complete_stopped_record() -> None:
     tr = tiny_translator(0)  # no <eos> bias: searches on to its budget
     stream = tr.stream(TEXT, beam_size=3, max_len=20)
-    for step in stream:
-        if step.index == 4:
-            break
+    *_, step = itertools.islice(stream, 5)  # five steps, then Stop
     stream.stop()
     assert list(stream) == []  # a stopped stream searches no more
     result = stream.result()
