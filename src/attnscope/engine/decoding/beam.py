@@ -40,7 +40,6 @@ class BeamRun:
     results: list[BeamResult]
     node_of: list[list[int]]  # per source: beam slot -> tree node (0, the root, for a dead row)
     rules: DecodingRules
-    budget: int  # the most tokens an output may have
     step: int = 0  # steps run (0: the source is encoded)
     finished: bool = False  # every source's search is over
 
@@ -82,7 +81,7 @@ def beam_steps(model: Transformer, src: Tensor, beam_size: int, *, max_len: int 
         scores = torch.full((b, k), float("-inf"), device=src.device)
         scores[:, 0] = 0.0  # at first only one live hypothesis per source
         run = BeamRun([BeamResult([], [BeamNode(0, None, 0, bos, 0.0, "extended")]) for _ in range(b)],
-                      [[0] * k for _ in range(b)], rules, max_len)
+                      [[0] * k for _ in range(b)], rules)
         finished = [False] * b
         yield run
         for step in range(1, max_len + 1):
