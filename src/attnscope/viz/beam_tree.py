@@ -10,7 +10,7 @@ from attnscope.viz.heatmap import TITLE_PX, title_layout
 
 STATUS_COLORS = {"extended": "steelblue", "pruned": "#bbbbbb", "finished": "seagreen", "stopped": "darkorange"}
 NODE_HOVER = ("node %{customdata[0]}: %{customdata[3]}<br>log-probability of the path (sum) %{customdata[1]:.3f}"
-              "<br>score (÷ length, finished only) %{customdata[2]}<extra></extra>")
+              "<br>score (÷ length, finished or stopped only) %{customdata[2]}<extra></extra>")
 
 
 def hypothesis_nodes(result: BeamResult) -> list[int]:
