@@ -96,7 +96,3 @@ class BeamStream(DecodeStream[RecordedBeam, BeamStreamStep]):
                 beam, decoded = self._state.settle(self.stopped) if self._state is not None else (None, Decoded([]))
                 self._settled = decoded, beam
         return (*self._settled, stopped_beam_note(self.decoded, self.budget, self.beam_size))
-
-    @staticmethod
-    def _nothing() -> Decoded:
-            return Decoded([])
