@@ -1,6 +1,7 @@
 """The live decode on the pages (AppTest): a greedy translation streams into the same result translate gives; Stop
 keeps the prefix as a stopped record that every page shows; a stopped translation can be decoded in full; a large
-budget is given its time before it starts, from the model's measured cost."""
+budget is given its time before it starts, from the model's measured cost. A beam search likewise: it streams into
+translate's beam search, and Stop keeps its best hypothesis so far."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,6 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attnscope.checkpoints import checkpoint
+from attnscope.engine.decoding.beam_streaming import stopped_beam_note
 from attnscope.engine.decoding.streaming import stopped_note
 from attnscope.engine.decoding.translator import Translator
 from attnscope.ui import live_decode, widgets
@@ -27,11 +29,11 @@ def toy_translator(folder: Path) -> Translator:
     return Translator(*checkpoint.load(path), label=path.stem, revision=path.stat().st_mtime)
 
 
-def interrupted(app: AppTest, tr: Translator, steps: int, stop: bool) -> Translator:
-    """The session as a run interrupted after `steps` tokens leaves it (the stream waiting in the session), and,
-    with `stop`, as the Stop button's click leaves it for the next run."""
-    name = result_key("translate", Query.of(tr, SENTENCE))
-    stream = tr.stream(SENTENCE)
+def interrupted(app: AppTest, tr: Translator, steps: int, stop: bool, beam: int = 1) -> Translator:
+    """The session as a run interrupted after `steps` tokens (a beam's: steps) leaves it (the stream waiting in the
+    session), and, with `stop`, as the Stop button's click leaves it for the next run."""
+    name = result_key("translate", Query.of(tr, SENTENCE, beam))
+    stream = tr.stream(SENTENCE, beam_size=beam)
     for step in stream if steps else ():
         if step.index == steps - 1:
             break
@@ -121,3 +123,57 @@ def test_token_costs_follow_the_latest_decodes() -> None:
     costs.add("m", 0.04)
     costs.add("m", 0.02)
     assert costs.get("m") == pytest.approx(0.03) and costs.get("other") is None
+
+
+def test_a_streamed_beam_search_is_translate_s(toy_checkpoint_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    app = app_on(toy_checkpoint_dir, monkeypatch)
+    app.session_state["sentence"], app.session_state["beam"] = SENTENCE, 3
+    app.run()
+    assert not app.exception
+    whole = toy_translator(toy_checkpoint_dir).translate(SENTENCE, beam_size=3)
+    assert translation_shown(app).text == whole.text and not any("stopped" in shown(i) for i in app.info)
+    assert explorers(app)[0].header["output"] == list(whole.output_tokens)
+    assert live_decode.STOP_BUTTON not in [b.key for b in app.button] and live_decode.LIVE_DECODE not in app.session_state
+
+
+def test_stop_keeps_the_beam_s_best_hypothesis_and_the_step_page_shows_its_tree(
+        toy_checkpoint_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    app = app_on(toy_checkpoint_dir, monkeypatch)
+    app.session_state["sentence"], app.session_state["beam"] = SENTENCE, 3
+    tr = interrupted(app, toy_translator(toy_checkpoint_dir), 3, stop=True, beam=3)
+    reference = tr.stream(SENTENCE, beam_size=3)  # the same search, stopped after the same 3 steps
+    for step in reference:
+        if step.index == 2:
+            break
+    expected = reference.result()
+    app.run()
+    assert not app.exception
+    note = stopped_beam_note(3, expected.budget, 3)
+    assert expected.stopped and len(expected.target_ids) == 3 and note in [shown(i) for i in app.info]
+    assert translation_shown(app).text == expected.text == "h g f"
+    assert explorers(app)[0].header["output"] == ["h", "g", "f"]
+    step = app.switch_page(page_script("Step through decoding")).run()
+    assert not step.exception and note in [shown(i) for i in step.info]
+    (hypotheses,) = [box for box in step.selectbox if box.label == "Hypothesis"]
+    labels = list(hypotheses.options)  # as the page formats them
+    assert labels[0].startswith("1. h g f  (unfinished, in the beam when stopped; score")
+    assert len(labels) == len(expected.beam.hypotheses) and step.get("plotly_chart")  # and its tree
+    step.button(key=widgets.DECODE_AGAIN).click().run()  # decoded again, in full
+    assert not step.exception and not any("stopped" in shown(i) for i in step.info)
+
+
+def test_a_large_beam_budget_is_given_its_time_for_that_beam_size(toy_checkpoint_dir: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A beam's cost per step is measured for its beam size: greedy's measure gives a beam no estimate."""
+    app = app_on(toy_checkpoint_dir, monkeypatch, SENTENCE, max_len=30)  # greedy measures its cost
+    seen = []
+    monkeypatch.setattr("attnscope.ui.live_decode.LARGE_BUDGET", 20)
+    monkeypatch.setattr("streamlit.delta_generator.DeltaGenerator.caption",
+                        lambda self, body, *a, **k: seen.append(body))
+    app.session_state["beam"] = 3
+    app.run()  # the first beam search of 3: measured, not estimated
+    assert not app.exception and not any(text.startswith("Up to 30") for text in seen)
+    app.session_state["sentence"] = "a b c"
+    app.run()
+    assert not app.exception
+    assert any(text.startswith("Up to 30 steps of a beam of 3: at most about") for text in seen)

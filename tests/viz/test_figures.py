@@ -167,3 +167,15 @@ def test_beam_tree_rows_grow_with_the_steps_and_labels_fit_their_column() -> Non
     assert fit_label("und", 100) == "und" and fit_label("Straßenbahn", 40) == "Stra…"
     low, high = fig.layout.yaxis.range
     assert low > 2 and high < 0  # step 0 on top
+
+
+def test_a_stopped_search_s_beam_is_drawn_as_stopped() -> None:
+    beam = wide_beam()
+    beam.nodes[3].status, beam.nodes[3].score = "stopped", -0.6
+    beam.hypotheses.insert(2, ([7], -0.6, -0.6))
+    assert hypothesis_nodes(beam) == [5, 6, 3, 7]
+    fig = beam_tree(beam, str, highlight=3)
+    (stopped,) = [t for t in fig.data if t.name == "stopped"]
+    assert [d[0] for d in stopped.customdata] == [3]
+    assert "orange: in the beam when the search was stopped" in fig.layout.title.text
+    assert "orange" not in beam_tree(wide_beam(), str).layout.title.text

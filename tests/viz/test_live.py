@@ -32,3 +32,13 @@ def test_before_the_first_token_the_view_has_no_rows() -> None:
 
 def test_estimate_is_the_budget_at_the_measured_cost() -> None:
     assert estimate(400, 0.025).startswith("Up to 400 output tokens: at most about 10 s at 25 ms a token")
+
+
+def test_a_beam_search_says_its_steps_what_it_shows_and_what_stop_keeps() -> None:
+    page = live_html("x y", ["a", "<eos>"], ["x", "y"], [np.array([0.5, 0.5])] * 2, LiveProgress(5, 40, 0.5, 0.08, beam=4))
+    assert 'data-decoded="5"' in page and "best hypothesis" in page and page.count('<th class="r">') == 2
+    assert ("Beam search (4 hypotheses): step 5 of at most 40, 0.5 s so far (80 ms a step), at most about 2.8 s left"
+            in page)
+    assert "Stop keeps it as the translation" in page
+    assert estimate(400, 0.1, beam=4).startswith("Up to 400 steps of a beam of 4: at most about 40 s at 100 ms a step, "
+                                                 "as measured for this model with this beam size")

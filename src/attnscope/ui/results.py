@@ -25,17 +25,11 @@ def _warned(kind: str, tr: Translator, query: Query, compute: Callable[[], Trans
 
 
 def translate(tr: Translator, query: Query) -> Translation | None:
-    """The translation of `query` with every head captured; a greedy one is shown token by token as it decodes
-    (ui/live_decode.py), and when stopped, what was decoded is the result (marked stopped)."""
-    if query.beam == 1:
-        name = result_key("translate", query)
-        return stopped(name) or _warned("translate", tr, query, lambda: decode_live(tr, query, name), spinner=None)
-    return _warned("translate", tr, query,
-                   lambda: tr.translate(query.sentence, beam_size=query.beam, max_len=query.max_len, rules=query.rules,
-                                        task_prefix=query.task_prefix),
-                   spinner="Translating…")
-
-
+    """The translation of `query` with every head captured, shown as it decodes (ui/live_decode.py: greedy token by
+    token, a beam search's best hypothesis after each step); when stopped, what was decoded is the result (marked
+    stopped)."""
+    name = result_key("translate", query)
+    return stopped(name) or _warned("translate", tr, query, lambda: decode_live(tr, query, name), spinner=None)
 
 
 def force(tr: Translator, query: Query, prefix: tuple[int, ...]) -> Translation | None:

@@ -131,9 +131,13 @@ def whole_output_caption(result: Translation, branch: Translation) -> str:
 def hypothesis_labels(beam: BeamResult, decode: Callable[[list[int]], str]) -> list[str]:
     """“1. text (score …: log-probability … ÷ n tokens)” per hypothesis: the score is normalised by length,
     the log-probability is the sum. A wide beam can keep the empty output (<eos> chosen at the first step: its
-    score is its one log-probability); it is named, not blank."""
+    score is its one log-probability); it is named, not blank. A stopped search's hypotheses still in the beam at
+    the stop are said to be unfinished."""
+    nodes = hypothesis_nodes(beam) if beam.nodes else []
+    unfinished = {i for i, n in enumerate(nodes) if beam.nodes[n].status == "stopped"}
     return [f"{i + 1}. {decode(ids) or '(empty output: the model ended at once)'}  "
-            f"(score {score:.3f}: log-probability {log_prob:.2f} ÷ {len(ids)} token{'s' * (len(ids) > 1)})"
+            f"({'unfinished, in the beam when stopped; ' * (i in unfinished)}"
+            f"score {score:.3f}: log-probability {log_prob:.2f} ÷ {len(ids)} token{'s' * (len(ids) > 1)})"
             for i, (ids, score, log_prob) in enumerate(beam.hypotheses)]
 
 

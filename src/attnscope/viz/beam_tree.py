@@ -8,14 +8,15 @@ import plotly.graph_objects as go
 from attnscope.engine.decoding.beam_result import BeamResult
 from attnscope.viz.heatmap import TITLE_PX, title_layout
 
-STATUS_COLORS = {"extended": "steelblue", "pruned": "#bbbbbb", "finished": "seagreen"}
+STATUS_COLORS = {"extended": "steelblue", "pruned": "#bbbbbb", "finished": "seagreen", "stopped": "darkorange"}
 NODE_HOVER = ("node %{customdata[0]}: %{customdata[3]}<br>log-probability of the path (sum) %{customdata[1]:.3f}"
-              "<br>score (÷ length, finished only) %{customdata[2]}<extra></extra>")
+              "<br>score (÷ length, finished or stopped only) %{customdata[2]}<extra></extra>")
 
 
 def hypothesis_nodes(result: BeamResult) -> list[int]:
-    """The finished tree node of each hypothesis, in the hypotheses' (best first) order."""
-    finished = [n for n in result.nodes if n.status == "finished"]
+    """The finished (or, in a stopped search, stopped) tree node of each hypothesis, in the hypotheses' (best first)
+    order."""
+    finished = [n for n in result.nodes if n.status in ("finished", "stopped")]
     found = []
     for ids, _, _ in result.hypotheses:
         found.append(next((n.id for n in finished if result.path(n.id) == ids), 0))
@@ -78,6 +79,8 @@ def beam_tree(result: BeamResult, piece: Callable[[int], str], highlight: int | 
                                  line=dict(color="crimson" if bold else "#cccccc", width=3 if bold else 1)))
     for status, color in STATUS_COLORS.items():
         group = [n for n in nodes if n.status == status]
+        if status == "stopped" and not group:  # only a stopped search has them: no empty legend entry
+            continue
         fig.add_trace(go.Scatter(
             x=[x[n.id] for n in group], y=[n.step for n in group], mode="markers+text", name=status,
             text=["" if status == "pruned" else fit_label(piece(n.token_id), room) for n in group],
@@ -88,8 +91,9 @@ def beam_tree(result: BeamResult, piece: Callable[[int], str], highlight: int | 
     hidden = len(result.nodes) - len(nodes)
     what = f"paths of the {len(ends)} best of {len(result.hypotheses)} hypotheses" if top else "every hypothesis"
     title = (f"Beam search tree: {what}" + (f", {hidden} of {len(result.nodes)} nodes collapsed" if hidden else "") +
-             "<br><sup>green: finished · blue: kept in the beam · grey: pruned · red: chosen hypothesis · "
-             "best on the left</sup>")
+             "<br><sup>green: finished · blue: kept in the beam · grey: pruned · "
+             + ("orange: in the beam when the search was stopped · " * any(n.status == "stopped" for n in nodes))
+             + "red: chosen hypothesis · best on the left</sup>")
     steps = max(by_step, default=0)
     fig.update_yaxes(title="step", dtick=1, range=[steps + 0.6, -0.6], zeroline=False)  # step 0 on top
     fig.update_xaxes(visible=False, range=[-0.3, columns - 0.1])

@@ -1,4 +1,5 @@
-"""The live view of a translation while it decodes: the text so far and the latest tokens' cross-attention rows.
+"""The live view of a translation while it decodes: the text so far and the latest tokens' cross-attention rows (a
+beam search's: its best hypothesis so far, which may change at every step).
 
 Drawn as plain HTML on every redraw of the decoding loop (a few per second), so it stays small whatever the output's
 length: the latest LIVE_ROWS rows only; the explorer draws the whole record once decoding ends.
@@ -23,19 +24,32 @@ class LiveProgress:
     decoded: int
     budget: int
     seconds: float  # since the decode started
-    per_token: float  # seconds per output token so far (the source's encoding aside)
+    per_token: float  # seconds per output token (a beam search's: per step) so far (the source's encoding aside)
+    beam: int = 1  # hypotheses kept: 1 for greedy decoding
 
     def status(self) -> str:
-        """"Decoding: token 12 of at most 400, 0.3 s so far (25 ms a token), at most about 9.7 s left"."""
+        """"Decoding: token 12 of at most 400, 0.3 s so far (25 ms a token), at most about 9.7 s left" (a beam
+        search's: its steps, and what Stop keeps)."""
         left = (self.budget - self.decoded) * self.per_token
-        return (f"Decoding: token {self.decoded} of at most {self.budget}, {self.seconds:.1f} s so far "
-                f"({self.per_token * 1e3:.0f} ms a token), at most about {left:.1f} s left. Stop keeps what is decoded.")
+        if self.beam == 1:
+            return (f"Decoding: token {self.decoded} of at most {self.budget}, {self.seconds:.1f} s so far "
+                    f"({self.per_token * 1e3:.0f} ms a token), at most about {left:.1f} s left. "
+                    "Stop keeps what is decoded.")
+        return (f"Beam search ({self.beam} hypotheses): step {self.decoded} of at most {self.budget}, "
+                f"{self.seconds:.1f} s so far ({self.per_token * 1e3:.0f} ms a step), at most about {left:.1f} s left. "
+                "Shown: the best hypothesis so far by the search's score (log-probability ÷ length penalty), finished "
+                "or still in the beam; Stop keeps it as the translation.")
 
 
-def estimate(budget: int, per_token: float) -> str:
-    """What a decode of up to `budget` tokens will take at `per_token` seconds a token, said before it starts."""
-    return (f"Up to {budget} output tokens: at most about {budget * per_token:.0f} s at {per_token * 1e3:.0f} ms a "
-            "token, as measured for this model on this server. Tokens show as they are decoded; Stop keeps them.")
+def estimate(budget: int, per_token: float, beam: int = 1) -> str:
+    """What a decode of up to `budget` tokens will take at `per_token` seconds a token (a beam search's: a step),
+    said before it starts."""
+    if beam == 1:
+        return (f"Up to {budget} output tokens: at most about {budget * per_token:.0f} s at {per_token * 1e3:.0f} ms "
+                "a token, as measured for this model on this server. Tokens show as they are decoded; Stop keeps them.")
+    return (f"Up to {budget} steps of a beam of {beam}: at most about {budget * per_token:.0f} s at "
+            f"{per_token * 1e3:.0f} ms a step, as measured for this model with this beam size on this server (a search "
+            "often ends sooner). The best hypothesis shows as it goes; Stop keeps it.")
 
 
 def latest(text: str) -> str:
@@ -59,7 +73,8 @@ def live_html(text: str, source_tokens: Sequence[str], output_tokens: Sequence[s
         rows.append(f'<tr><th class="r">{t}: {esc(output_tokens[t])}</th>{cells}</tr>')
     table = (f'<table><thead><tr><th></th>{column_labels(source_tokens)}</tr></thead><tbody>{"".join(rows)}</tbody>'
              "</table>") if rows else ""
-    title = "Cross-attention of the latest tokens (last layer, mean of heads), as they are decoded"
+    title = ("Cross-attention of the latest tokens (last layer, mean of heads), as they are decoded" if progress.beam == 1
+             else "Cross-attention of the best hypothesis' latest tokens (last layer, mean of heads), as the beam goes")
     return (f'<div class="attn-live" data-decoded="{progress.decoded}" role="status">'
             f'<div style="font-size:1.5rem;font-weight:600;line-height:1.3">{esc(latest(text)) or "…"}</div>'
             f'<div class="s">{esc(progress.status())}</div>'

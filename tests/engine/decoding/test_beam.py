@@ -6,7 +6,8 @@ from collections import Counter
 import pytest
 import torch
 
-from attnscope.engine.decoding.beam import beam_decode, beam_search, beam_search_batch, normalised
+from attnscope.engine.decoding.beam import beam_search, beam_search_batch, normalised
+from attnscope.engine.decoding.beam_record import beam_decode
 from attnscope.engine.decoding.decode import greedy, teacher_force
 from attnscope.model.batch import pad
 from attnscope.model.config import BOS_ID, EOS_ID

@@ -1,5 +1,6 @@
 """Translator.stream: steps in order with their rows as decoded, a finished stream equal to translate, and Stop
-keeping the prefix as a complete, stopped record."""
+keeping the prefix as a complete, stopped record; threads and the model's lock for greedy and beam streams alike
+(beam search's own: test_beam_streaming.py)."""
 from __future__ import annotations
 
 import threading
@@ -74,10 +75,11 @@ def test_result_of_an_unfinished_stream_stops_it() -> None:
     assert result.stopped and len(result.target_ids) == 1
 
 
-def test_the_model_is_free_between_steps() -> None:
-    """Another thread can take the model's lock while a stream waits between two steps."""
+@pytest.mark.parametrize("beam", [1, 3])
+def test_the_model_is_free_between_steps(beam: int) -> None:
+    """Another thread can take the model's lock while a stream (greedy, or a beam search) waits between two steps."""
     tr = tiny_translator(0)
-    stream = iter(tr.stream(TEXT, max_len=10))
+    stream = iter(tr.stream(TEXT, max_len=10, beam_size=beam))
     next(stream)
     took = []
 
@@ -108,12 +110,14 @@ class SpyLock:
         self.lock.release()
 
 
-def test_a_stop_from_another_thread_waits_for_the_step_running_and_keeps_it() -> None:
+@pytest.mark.parametrize("beam", [1, 3])
+def test_a_stop_from_another_thread_waits_for_the_step_running_and_keeps_it(beam: int) -> None:
     """Streamlit's fast reruns: the click's run stops the stream while the previous run's thread is inside a step.
     Closing the running generator then raised "generator already executing"; now the stop waits for the step. The
-    old thread, like a page run, stops at its next redraw: here it waits for the stop after the blocked step."""
+    old thread, like a page run, stops at its next redraw: here it waits for the stop after the blocked step. A beam
+    search streams through the same steps and lock (its best hypothesis after 3 steps has 3 tokens)."""
     tr = tiny_translator(0, eos_bias=-20.0)  # never ends by itself
-    stream = tr.stream(TEXT)
+    stream = tr.stream(TEXT, beam_size=beam)
     stream._lock = spy = SpyLock()
     inside, release, stopped = threading.Event(), threading.Event(), threading.Event()
     steps, errors = stream._steps, []

@@ -1,25 +1,23 @@
-"""Beam search over a batch of sources, with the KV cache and, for one source, its search tree (and, on request,
-every head's attention for the best hypothesis, recorded while it searches)."""
+"""Beam search over a batch of sources, with the KV cache and each source's search tree, step by step or at once
+(every head's attention of a hypothesis, recorded while it searches, is beam_record.py's)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from dataclasses import dataclass
+from typing import Iterator, Protocol
 
 import torch
 from torch import Tensor
 
 from attnscope.checkpoints.decoding_rules import ATTNSCOPE, DecodingRules
 from attnscope.engine.decoding.beam_result import BeamNode, BeamResult
-from attnscope.engine.decoding.decode import Decoded, RawStep
 from attnscope.engine.decoding.rules import constrain, done, history, keep, limit, triage
 from attnscope.engine.recording.sharing import eval_mode
-from attnscope.engine.recording.steps import join_steps
 from attnscope.model.tokenization import strip_specials
 from attnscope.model.transformer import DecoderCache, DecoderOutput, EncoderOutput, Transformer
 
 
 class Watcher(Protocol):
-    """What a caller sees of a beam search while it runs (beam_decode records the best hypothesis from it)."""
+    """What a caller sees of a beam search while it runs (beam_record.py records hypotheses from it)."""
 
     def encoded(self, source: EncoderOutput) -> None:
         """The encoder's output, with every layer's weights."""
@@ -34,13 +32,41 @@ def normalised(log_prob: float, length: int, alpha: float) -> float:
     return log_prob / ATTNSCOPE.with_penalty(alpha).divisor(length)
 
 
+@dataclass
+class BeamRun:
+    """A beam search as far as it has gone (`beam_steps`): each source's tree and finished hypotheses so far, and the
+    tree node each beam row holds."""
+
+    results: list[BeamResult]
+    node_of: list[list[int]]  # per source: beam slot -> tree node (0, the root, for a dead row)
+    rules: DecodingRules
+    step: int = 0  # steps run (0: the source is encoded)
+    finished: bool = False  # every source's search is over
+
+    def alive(self, source: int = 0) -> list[BeamNode]:
+        """The hypotheses of `source` in the beam after the latest step (those it extends next, if it goes on)."""
+        nodes = self.results[source].nodes
+        return [nodes[i] for i in self.node_of[source] if nodes[i].status == "alive"]
+
+    def settle(self, stopped: bool = False) -> list[BeamResult]:
+        """The results as beam_search returns them: hypotheses best first, nodes no later node extends marked pruned.
+        `stopped` (a search ended before its end): the hypotheses still in the beam are kept as "stopped" ones, scored
+        as a finished one of their length is, among the hypotheses. Call once: it marks the tree."""
+        for i, result in enumerate(self.results):
+            for node in self.alive(i) if stopped else ():
+                node.status, node.score = "stopped", node.log_prob / self.rules.divisor(node.step)
+                result.hypotheses.append((result.path(node.id), node.score, node.log_prob))
+            result.hypotheses.sort(key=lambda h: -h[1])
+            _mark_pruned(result)
+        return self.results
+
+
 @torch.no_grad()
-def beam_search(model: Transformer, src: Tensor, beam_size: int, *, max_len: int | None = None,
-                length_penalty: float | None = None, use_cache: bool = True, watch: Watcher | None = None,
-                rules: DecodingRules = ATTNSCOPE) -> list[BeamResult]:
-    """Beam search for padded sources (B, S) under `rules` (rules.py: each step's bans, the scores of finished
-    hypotheses, log-prob / penalty(length), with alpha `length_penalty` if given, and when a search ends). A
-    `watch`er sees the search as it runs, every head's weights included."""
+def beam_steps(model: Transformer, src: Tensor, beam_size: int, *, max_len: int | None = None,
+               length_penalty: float | None = None, use_cache: bool = True, watch: Watcher | None = None,
+               rules: DecodingRules = ATTNSCOPE) -> Iterator[BeamRun]:
+    """`beam_search`, one step at a time: yields its run once the sources are encoded, then after every step (the
+    same object, grown by that step). Closing the generator stops the search; the run keeps what it found."""
     b, k = src.shape[0], beam_size
     rules = rules.with_penalty(length_penalty)
     max_len = max_len or limit(rules, model, src.shape[1])
@@ -54,9 +80,10 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, *, max_len: int
         tokens = torch.full((b * k, 1), bos, dtype=torch.long, device=src.device)
         scores = torch.full((b, k), float("-inf"), device=src.device)
         scores[:, 0] = 0.0  # at first only one live hypothesis per source
-        results = [BeamResult([], [BeamNode(0, None, 0, bos, 0.0, "extended")]) for _ in range(b)]
-        node_of = [[0] * k for _ in range(b)]  # beam slot -> tree node
+        run = BeamRun([BeamResult([], [BeamNode(0, None, 0, bos, 0.0, "extended")]) for _ in range(b)],
+                      [[0] * k for _ in range(b)], rules)
         finished = [False] * b
+        yield run
         for step in range(1, max_len + 1):
             feed = tokens[:, -1:] if use_cache else tokens
             step_out = model.decode(feed, source, cache, last_only=True, output_attentions=watch is not None)
@@ -69,24 +96,34 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, *, max_len: int
             parents, next_tokens, next_scores = [], [], []
             for i in range(b):
                 chosen, over = ([(0, eos, float("-inf"))] * k, True) if finished[i] else _advance(  # finished: dead
-                    results[i], node_of[i], top_scores[i].tolist(), top_idx[i].tolist(), log_probs.shape[-1],
+                    run.results[i], run.node_of[i], top_scores[i].tolist(), top_idx[i].tolist(), log_probs.shape[-1],
                     k, step, rules, max_len, eos)
                 for parent, token, score in chosen:
                     parents.append(i * k + parent)
                     next_tokens.append(token)
                     next_scores.append(score)
                 finished[i] = over
-            if all(finished):
-                break
-            order = torch.tensor(parents, device=src.device)
-            tokens = torch.cat([tokens[order], torch.tensor(next_tokens, device=src.device).unsqueeze(1)], 1)
-            scores = torch.tensor(next_scores, device=src.device).view(b, k)
-            if cache is not None:
-                cache.reorder(order)
-    for r in results:
-        r.hypotheses.sort(key=lambda h: -h[1])
-        _mark_pruned(r)
-    return results
+            run.step, run.finished = step, all(finished)
+            if not run.finished:
+                order = torch.tensor(parents, device=src.device)
+                tokens = torch.cat([tokens[order], torch.tensor(next_tokens, device=src.device).unsqueeze(1)], 1)
+                scores = torch.tensor(next_scores, device=src.device).view(b, k)
+                if cache is not None:
+                    cache.reorder(order)
+            yield run
+            if run.finished:
+                return
+
+
+def beam_search(model: Transformer, src: Tensor, beam_size: int, *, max_len: int | None = None,
+                length_penalty: float | None = None, use_cache: bool = True, watch: Watcher | None = None,
+                rules: DecodingRules = ATTNSCOPE) -> list[BeamResult]:
+    """Beam search for padded sources (B, S) under `rules` (rules.py: each step's bans, the scores of finished
+    hypotheses, log-prob / penalty(length), with alpha `length_penalty` if given, and when a search ends). A
+    `watch`er sees the search as it runs, every head's weights included."""
+    *_, run = beam_steps(model, src, beam_size, max_len=max_len, length_penalty=length_penalty, use_cache=use_cache,
+                         watch=watch, rules=rules)  # every yield is the one run, grown
+    return run.settle()
 
 
 def _advance(result: BeamResult, node_of: list[int], top_scores: list[float], top_idx: list[int], vocab: int,
@@ -141,68 +178,3 @@ def beam_search_batch(model: Transformer, src: Tensor, beam_size: int, max_len: 
     c = model.config
     return [strip_specials(r.hypotheses[0][0], c.eos_id, (c.bos_id, c.pad_id)) if r.hypotheses else []
             for r in beam_search(model, src, beam_size, max_len=max_len, rules=rules)]
-
-
-@dataclass
-class _StepStats:
-    """What one step of a one-source search offers each beam row: its top-k, entropy and the ranked candidates'
-    log-probabilities (the chosen token is always among them), and every row's weights."""
-
-    top_probs: Tensor  # (k, top_k)
-    top_ids: Tensor  # (k, top_k)
-    entropy: Tensor  # (k,)
-    candidates: dict[int, float]  # flat index row * V + token -> that token's log-probability in that row
-    attention: dict[str, Tensor]  # "decoder" / "cross" -> (L, k, H, Q, K_t)
-
-
-@dataclass
-class _Recorder:
-    """The Watcher of a one-source search: the encoder's weights and each step's statistics."""
-
-    top_k: int
-    encoder: Tensor | None = None  # (L, H, S, S)
-    steps: list[_StepStats] = field(default_factory=list)
-
-    def encoded(self, source: EncoderOutput) -> None:
-        self.encoder = torch.cat(source.attentions)
-
-    def stepped(self, log_probs: Tensor, top_idx: Tensor, step: DecoderOutput) -> None:
-        probs = log_probs.exp()
-        top = probs.topk(min(self.top_k, probs.shape[-1]), dim=-1)
-        flat = top_idx[0]
-        lps = log_probs.view(-1)[flat]
-        self.steps.append(_StepStats(top.values, top.indices, -(probs * log_probs).nan_to_num().sum(-1),
-                                     dict(zip(flat.tolist(), lps.tolist())),
-                                     {"decoder": torch.stack(step.self_attentions),
-                                      "cross": torch.stack(step.cross_attentions)}))
-
-
-@torch.inference_mode()
-def beam_decode(model: Transformer, src_ids: Sequence[int], beam_size: int, *, max_len: int | None = None,
-                length_penalty: float | None = None, use_cache: bool = True, top_k: int = 10,
-                rules: DecodingRules = ATTNSCOPE) -> tuple[BeamResult, Decoded]:
-    """Beam search for one source, recording every head while it searches, and the best hypothesis as `greedy`
-    gives a sentence: its steps (top-k, entropy) and attention, read from the rows of the beam that computed each
-    of its tokens (the nodes' slots; the KV cache was reordered with the beam, so each row attends over that
-    hypothesis' own prefix). No second pass: the record is what the search computed."""
-    src = torch.tensor([list(src_ids)], dtype=torch.long, device=next(model.parameters()).device)
-    seen = _Recorder(top_k)
-    result = beam_search(model, src, beam_size, max_len=max_len, length_penalty=length_penalty, use_cache=use_cache,
-                         watch=seen, rules=rules)[0]
-    best_ids = result.hypotheses[0][0]
-    best = next(n for n in result.nodes if n.status == "finished" and result.path(n.id) == best_ids)
-    chain = [best]
-    while chain[-1].parent is not None and chain[-1].parent != 0:
-        chain.append(result.nodes[chain[-1].parent])
-    chain.reverse()  # node t+1 was chosen at step t+1 from row `slot` of that step
-    vocab = model.config.tgt_vocab_size
-    out = Decoded(list(best_ids))
-    for node in chain:
-        stats, row = seen.steps[node.step - 1], node.slot
-        out.steps.append(RawStep(node.token_id, stats.candidates[row * vocab + node.token_id],
-                                 stats.top_ids[row].tolist(), stats.top_probs[row].tolist(), float(stats.entropy[row])))
-    out.encoder = seen.encoder
-    for kind in ("decoder", "cross"):
-        rows = [seen.steps[node.step - 1].attention[kind][:, node.slot] for node in chain]
-        setattr(out, kind, join_steps(rows, last_query=True))
-    return result, out

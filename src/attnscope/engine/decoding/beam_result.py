@@ -13,16 +13,18 @@ class BeamNode:
     step: int
     token_id: int
     log_prob: float  # cumulative log-probability
-    status: str = "alive"  # alive -> "extended" | "pruned"; or "finished" (ended with <eos>)
-    score: float | None = None  # length-normalised score, for finished nodes
+    status: str = "alive"  # alive -> "extended" | "pruned" | "stopped" (in the beam when a search was stopped);
+    # or "finished" (ended with <eos>, or at the length limit)
+    score: float | None = None  # length-normalised score, for finished (and stopped) nodes
     slot: int | None = None  # the beam row whose step chose this token (None for the root): where its attention is
 
 
 @dataclass
 class BeamResult:
-    """Finished hypotheses of one source, best first, and (if tracked) the whole search tree."""
+    """Finished hypotheses of one source, best first (a stopped search's: with those still in the beam, "stopped"),
+    and (if tracked) the whole search tree."""
 
-    hypotheses: list[tuple[list[int], float, float]]  # (ids ending in <eos>, score, log-prob)
+    hypotheses: list[tuple[list[int], float, float]]  # (ids ending in <eos>, or at the limit or the stop; score; log-prob)
     nodes: list[BeamNode] = field(default_factory=list)
 
     def path(self, node_id: int) -> list[int]:

@@ -15,8 +15,10 @@ import torch
 from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.checkpoint import Bundle
 from attnscope.checkpoints.decoding_rules import ATTNSCOPE, DecodingRules
-from attnscope.engine.decoding.beam import beam_decode, beam_search, beam_search_batch
+from attnscope.engine.decoding.beam import beam_search, beam_search_batch
+from attnscope.engine.decoding.beam_record import beam_decode
 from attnscope.engine.decoding.beam_result import BeamResult
+from attnscope.engine.decoding.beam_streaming import BeamStream
 from attnscope.engine.decoding.decode import Decoded, greedy, greedy_batch, teacher_force
 from attnscope.engine.decoding.rules import chosen, limit
 from attnscope.engine.decoding.streaming import TranslationStream
@@ -178,12 +180,21 @@ class Translator:
         return self.assemble(src_ids, decoded, tuple(notes), beam, max_len)
 
     def stream(self, text: str, max_len: int | None = None, capture: bool = True,
-               rules: DecodingRules | str | None = None, task_prefix: str | None = None) -> TranslationStream:
-        """`translate` greedily, token by token: iterate the stream for each step with its attention rows as it is
-        decoded; `stop()` ends it early and `result()` is the Translation so far (translate's own once finished)."""
+               rules: DecodingRules | str | None = None, task_prefix: str | None = None, beam_size: int = 1,
+               length_penalty: float | None = None) -> TranslationStream | BeamStream:
+        """`translate`, step by step: iterate the stream for each step as it is decoded (greedy: each token with its
+        attention rows; a beam: the best hypothesis so far); `stop()` ends it early and `result()` is the Translation
+        so far (translate's own once finished). A beam search streams with every head recorded."""
+        if not 1 <= beam_size <= MAX_BEAM:
+            raise InputError(f"Beam size must be between 1 and {MAX_BEAM}, got {beam_size}.")
+        if beam_size > 1 and not capture:
+            raise InputError("A beam search streams with its attention recorded: stream it with capture=True, or "
+                             "call translate.")
         src_ids, notes = self.source(text, task_prefix)
-        chosen_rules = self.decoding_rules(rules)
+        chosen_rules = self.decoding_rules(rules).with_penalty(length_penalty)
         budget = self._max_len(max_len, len(src_ids), chosen_rules)
+        if beam_size > 1:
+            return BeamStream(self, src_ids, tuple(notes), budget, chosen_rules, beam_size)
         return TranslationStream(self, src_ids, tuple(notes), budget, chosen_rules, capture)
 
     def score(self, text: str, reference: str, task_prefix: str | None = None) -> Translation:
