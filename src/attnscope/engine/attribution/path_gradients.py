@@ -2,10 +2,11 @@
 integrates): sum_d x_jd ∂f_t/∂x_jd at α x, f_t the log-probability of the token generated at step t.
 
 Path points ride on the batch dimension. Each generated token needs a backward of its own (f_t's gradient), batched
-over a group of tokens (vmap, `is_grads_batched`), each token seeded at its own row with its output layer's gradient.
+over a group of tokens (batched.py), each token seeded at its own row with its output layer's gradient.
 One forward serves every group: the decoder runs the groups one after another through the model's own incremental
 decoding (its cache of keys and values), so a group's backward reaches only the rows up to its own (a causal
-decoder's rows do not depend on later ones), and its last layer only at its own rows. The backward stops at the
+decoder's rows do not depend on later ones), and its last layer only at its own rows (the prefix is read as
+decoding read it, a <pad> inside it included). The backward stops at the
 encoder's output, which runs once per path point; engine/attribution/encoder_side.py carries it on to the source
 tokens (forward mode along each source token when there are fewer of them).
 """
