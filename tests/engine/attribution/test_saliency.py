@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from attnscope.engine.attribution.encoder_side import SOURCE_ROWS
+from attnscope.engine.attribution.path_gradients import ROWS, path_pair, token_groups
 from attnscope.engine.attribution.quadrature import IGSettings, integrate
-from attnscope.engine.attribution.saliency import ROWS, _pair, saliency, token_groups, translation_saliency
+from attnscope.engine.attribution.saliency import gradient_saliency, saliency, translation_saliency
 from attnscope.engine.attribution.sentence import attribute, exact_contributions
 from attnscope.engine.recording.trace import decoder_inputs
 from tests.attribution_fixtures import T5_MODEL, pair, tiny
@@ -177,9 +178,9 @@ def test_token_groups_cover_every_token_once_within_the_rows(t_max: int, n_alpha
 
 
 def decoder_rows(groups: list[tuple[int, int]], n_alphas: int, group_rows: int) -> int:
-    """Rows a pass over these groups computes at n_alphas path points (each group's forward over its prefix, then
-    a backward per token), with `group_rows` for each group."""
-    return sum(n_alphas * (hi + (hi - lo) * hi) + group_rows for lo, hi in groups)
+    """Rows the backwards of these groups compute at n_alphas path points (a backward per token over its group's
+    prefix; the forward is shared), with `group_rows` for each group."""
+    return sum(n_alphas * (hi - lo) * hi + group_rows for lo, hi in groups)
 
 
 @pytest.mark.parametrize("t_max,n_alphas,rows,group_rows", [(9, 1, 2048, 0), (9, 2, 24, 0), (10, 16, 2048, 0),
@@ -213,7 +214,7 @@ def test_batched_gradients_equal_one_token_and_one_path_point_at_a_time(model_kw
     model = tiny(8, **model_kw).to(dtype)
     src, tgt = pair(8, n_src=5, n_tgt=8)
     alphas = np.array([0.1, 0.45, 0.8, 1.0])
-    got = _pair(model, src, tgt).gradients(alphas, rows, source_rows=source_rows, forward=forward)
+    got = path_pair(model, src, tgt).gradients(alphas, rows, source_rows=source_rows, forward=forward)
     want = np.stack([gradient_x_input_at(model, src, tgt, float(a)) for a in alphas])
     np.testing.assert_allclose(got, want, atol=(1e-12 if dtype == torch.float64 else 1e-6) * np.abs(want).max())
 
@@ -240,6 +241,24 @@ def test_integrated_gradients_report_the_completeness_of_one_at_a_time_gradients
     np.testing.assert_allclose(ig.gap, np.abs(ref.integral.sum(-1) - (ref.end - ref.start)), atol=1e-12)
 
 
+def test_gradient_x_input_from_the_first_round_of_integrated_gradients_equals_each_computed_alone() -> None:
+    """One set of passes for both (the gradient at the input beside the first round's path points, f at the path's
+    ends read once) gives what each method computes alone and what one token at a time at α = 1 gives; integrated
+    gradients spend the same path points and report the same gaps."""
+    model = tiny(10)
+    src, tgt = pair(10, n_src=5, n_tgt=7)
+    settings = IGSettings(tolerance=1e-3, max_points=256)
+    gxi, ig = gradient_saliency(model, src, tgt, settings)
+    alone_gxi, alone_ig = saliency(model, src, tgt), saliency(model, src, tgt, settings)
+    one_at_a_time = gradient_x_input_at(model, src, tgt, 1.0)
+    np.testing.assert_allclose(np.hstack([gxi.source, gxi.prefix]), one_at_a_time, atol=1e-12)
+    for field in ("source", "prefix", "score", "baseline_score"):
+        np.testing.assert_allclose(getattr(gxi, field), getattr(alone_gxi, field), atol=1e-12)
+        np.testing.assert_allclose(getattr(ig, field), getattr(alone_ig, field), atol=1e-12)
+    assert gxi.method == alone_gxi.method and ig.method == alone_ig.method and ig.points == alone_ig.points > 16
+    np.testing.assert_allclose(ig.gap, alone_ig.gap, atol=1e-12)
+
+
 def test_progress_names_each_stage_and_each_gradient_evaluation_reaches_its_end() -> None:
     tr = tiny_translator(0, eos_bias=2.0)
     result = tr.translate("a b c d e")
@@ -247,11 +266,12 @@ def test_progress_names_each_stage_and_each_gradient_evaluation_reaches_its_end(
     settings = IGSettings(tolerance=1e-4, floor=1e-3, max_points=64)
     att = attribute(tr, result, settings, lambda what, done: heard.append((what, done)))
     stages = list(dict.fromkeys(what for what, _ in heard))
-    assert stages[:4] == ["ALTI+ and value zeroing", "norm-based attention", "gradient × input", "integrated gradients"]
-    rounds = stages[4:]
+    assert stages[:3] == ["ALTI+ and value zeroing", "norm-based attention", "integrated gradients"]
+    rounds = stages[3:]  # gradient × input's gradient rides with the first
     assert len(rounds) > 1 and all(s.startswith("integrated gradients: path points ") for s in rounds)
-    assert rounds[0].endswith(" 1-16 (at most 64)") and rounds[-1].endswith(f"-{att.integrated_gradients.points} (at most 64)")
-    for stage in [stages[2], *rounds]:  # each gradient evaluation, from its start to its end
+    assert rounds[0].endswith(" 1-16 (at most 64) and gradient × input")
+    assert rounds[-1].endswith(f"-{att.integrated_gradients.points} (at most 64)")
+    for stage in rounds:  # each gradient evaluation, from its start to its end
         done = [d for what, d in heard if what == stage]
         assert done == sorted(done) and done[0] == 0.0 and done[-1] == 1.0
     quiet = attribute(tr, result, settings)

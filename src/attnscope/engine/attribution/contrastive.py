@@ -18,9 +18,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from attnscope.engine.attribution.path_gradients import scaled_embeddings
 from attnscope.engine.attribution.quadrature import CHUNK, IGSettings, integrate
 from attnscope.engine.attribution.registry import CONTRAST, Inputs, Method
-from attnscope.engine.attribution.saliency import Progress, Saliency, scaled_embeddings
+from attnscope.engine.attribution.saliency import Progress, Saliency
 from attnscope.engine.decoding.translator import Translation, Translator
 from attnscope.engine.recording.sharing import eval_mode
 from attnscope.engine.recording.trace import decoder_inputs

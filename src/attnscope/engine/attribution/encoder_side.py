@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from attnscope.engine.attribution.batched import batched_grad
 from attnscope.model.hooks import EMBED
 from attnscope.model.transformer import EncoderOutput, Transformer
 
@@ -46,7 +47,7 @@ class EncoderSide:
             return torch.einsum("kasd,jasd->kaj", g_memory, self.along)  # the chain rule through the encoder
         memory, scaled, x = self.graph
         with torch.enable_grad():
-            (g,) = torch.autograd.grad(memory, scaled, g_memory, retain_graph=True, is_grads_batched=True)
+            (g,) = batched_grad(memory, [scaled], g_memory)
         return (g * x).sum(-1)
 
 
@@ -68,7 +69,7 @@ def encoder_side(model: Transformer, src: Tensor, alphas: Tensor, forward: bool)
             seen.extend([x, (x * alphas.view(-1, 1, 1).to(x)).requires_grad_(True)])
             return seen[-1]
 
-        with torch.enable_grad():
+        with torch.enable_grad(), sdpa_kernel(SDPBackend.MATH):  # attention as products: their backward batches
             memory = encode(scaled)
         x, leaf, mask = seen
         return EncoderSide(EncoderOutput(memory.detach(), mask), None, (memory, leaf, x))

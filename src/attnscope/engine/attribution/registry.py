@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -35,6 +35,7 @@ class Inputs:
     exact: tuple[Contributions, Contributions] | None  # ALTI+ and value zeroing, from one float64 pass
     traced: Trace | None  # one traced float32 pass (what the norms read); both None when only a contrast is asked
     contrast: Contrast | None = None  # the step and foil a contrastive method explains
+    shared: dict[str, Any] = field(default_factory=dict)  # results two methods share, kept by the first to ask
 
 
 @dataclass(frozen=True)
