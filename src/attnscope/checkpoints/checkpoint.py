@@ -23,9 +23,9 @@ from attnscope.checkpoints.tensor_stream import read_tensors, stored, write_tens
 from attnscope.model import untrusted
 from attnscope.model.budget import model_refusal
 from attnscope.model.config import ConfigError, ModelConfig
-from attnscope.model.parameters import expected_shapes
+from attnscope.model.parameters import column_major, expected_shapes
 from attnscope.model.tokenization import TextCodec, TokenizerError
-from attnscope.model.transformer import Transformer, column_major
+from attnscope.model.transformer import Transformer
 
 FORMAT = "attnscope-checkpoint"
 FORMAT_VERSION = "2"  # 2: the special tokens' ids are config fields (pad_id...); version 1 files hold the defaults
