@@ -106,6 +106,7 @@ ROWS = 64  # rows read and transposed at a time into a column-major tensor: a bl
 
 
 def _column_major(f: BinaryIO, entry: Entry, name: str, cast: torch.dtype | None) -> Tensor:
+    """A 2-d tensor read ROWS rows at a time into (cols, rows) memory, returned as its (rows, cols) view."""
     rows, cols = entry.shape
     out = torch.empty((cols, rows), dtype=cast or entry.dtype).t()
     block = torch.empty((min(ROWS, rows), cols), dtype=entry.dtype)
