@@ -10,6 +10,7 @@ from safetensors.torch import save_file
 
 from attnscope.checkpoints import checkpoint
 from attnscope.checkpoints.checkpoint import Bundle, CheckpointError, atomic_write
+from attnscope.engine.decoding.decode import greedy
 from attnscope.model.config import ModelConfig
 from attnscope.model.tokenization import TextCodec, train_word_level
 from attnscope.model.transformer import Transformer
@@ -34,6 +35,29 @@ def test_round_trip_is_exact_and_keeps_ties(saved) -> None:
         assert k == k2 and torch.equal(v, v2)
     assert loaded.generator.weight is loaded.tgt_embed.weight is loaded.src_embed.weight
     assert b.config == bundle.config and b.summary == {"steps": 3} and b.src_lang == "en"
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_the_output_layer_loads_column_major_and_decodes_as_the_saved_model(tied: bool, tmp_path: Path) -> None:
+    """The output layer's weight (the shared embedding's, when tied) comes back column-major with the same values
+    and ties, decodes the saved model's tokens with its attention (the products summed in another order: close),
+    and is saved back as the same bytes."""
+    codec = TextCodec(train_word_level(["a b c d e f g"]))
+    config = ModelConfig(src_vocab_size=codec.vocab_size, tgt_vocab_size=codec.vocab_size, d_model=16, n_heads=4,
+                         d_ff=32, n_encoder_layers=1, n_decoder_layers=2, share_embeddings=tied, tie_embeddings=tied,
+                         max_len=20)
+    torch.manual_seed(0)
+    model = Transformer(config).eval()
+    path = checkpoint.save(model, Bundle(config, codec, codec, "en", "de"), tmp_path / "m.safetensors")
+    loaded, _ = checkpoint.load(path)
+    weight = loaded.generator.weight
+    assert weight.stride() == (1, codec.vocab_size) and torch.equal(weight, model.generator.weight)
+    assert (weight is loaded.tgt_embed.weight is loaded.src_embed.weight) == tied
+    ours, theirs = (greedy(m, [4, 5, 6, 7, 3], max_len=12) for m in (loaded, model))
+    assert ours.ids == theirs.ids and torch.allclose(ours.cross, theirs.cross, atol=1e-6)
+    assert [s.log_prob for s in ours.steps] == pytest.approx([s.log_prob for s in theirs.steps], abs=1e-5)
+    again = checkpoint.save(loaded, Bundle(config, codec, codec, "en", "de"), tmp_path / "again.safetensors")
+    assert again.read_bytes() == path.read_bytes()
 
 
 def test_one_codec_serves_both_sides_and_every_reader_of_a_file(saved, tmp_path: Path) -> None:

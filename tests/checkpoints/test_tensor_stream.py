@@ -11,7 +11,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from attnscope.checkpoints.tensor_stream import read_header, read_tensors, write_tensors
+from attnscope.checkpoints.tensor_stream import ROWS, read_header, read_tensors, write_tensors
 
 TENSORS = {"w": torch.randn(3, 5), "half": torch.randn(7).half(), "brain": torch.randn(2, 3).bfloat16(),
            "ids": torch.arange(6).reshape(2, 3), "mask": torch.tensor([True, False, True]), "scalar": torch.tensor(2.5),
@@ -38,6 +38,19 @@ def test_floating_point_tensors_are_cast_on_writing_and_on_reading(tmp_path: Pat
     back = read_tensors(path, ["w", "ids"], dtype=torch.float32)
     assert back.keys() == {"w", "ids"} and back["w"].dtype == torch.float32 and back["ids"].dtype == torch.int64
     assert torch.allclose(back["w"], TENSORS["w"], atol=1e-2)
+
+
+def test_tensors_named_in_columns_are_read_column_major_with_their_values(tmp_path: Path) -> None:
+    """A 2-d tensor of more rows than one block (ROWS), stored as float16 and read as float32, comes back with the
+    same values in column-major memory; the others, and a 1-d tensor named in columns, come back as ever."""
+    tall = torch.randn(ROWS * 2 + 5, 3)
+    path = tmp_path / "t.safetensors"
+    write_tensors(path, TENSORS | {"tall": tall}, {}, cast=torch.float16)
+    back = read_tensors(path, dtype=torch.float32, columns={"tall", "half", "w"})
+    assert back["tall"].dtype == torch.float32 and back["tall"].stride() == (1, tall.shape[0])
+    assert torch.equal(back["tall"], tall.half().float()) and back["w"].stride() == (1, 3)
+    assert torch.equal(back["w"], TENSORS["w"].half().float()) and back["half"].stride() == (1,)
+    assert torch.equal(back["ids"], TENSORS["ids"]) and back["ids"].is_contiguous()
 
 
 def _header(path: Path, header: object) -> Path:

@@ -115,6 +115,30 @@ def test_incremental_decoding_matches_full_forward(kw: dict, device: torch.devic
     assert torch.equal(cache.layers[0].self_k[0], cache.layers[0].self_k[1])
 
 
+def test_the_kv_cache_grows_in_place_over_a_long_target_and_equals_the_full_pass(device: torch.device) -> None:
+    """30 steps one at a time (the cache's buffers outgrow their first size on the way), rows reordered on the way as
+    beam search does: every step's logits and weights equal the whole target's pass over the reordered history."""
+    model = make(device)
+    src, tgt = ids(2, 6, device=device), ids(2, 30, device=device)
+    with torch.no_grad():
+        source, cache = model.encode(src), DecoderCache.empty(2)
+        steps = []
+        for t in range(30):
+            if t == 20:  # both rows continue the second one's history
+                cache.reorder(torch.tensor([1, 1], device=device))
+                tgt, src = tgt[[1, 1]], src[[1, 1]]
+                source = model.encode(src)
+            steps.append(model.decode(tgt[:, t:t + 1], source, cache, output_attentions=True))
+        full = model.decode(tgt, source, output_attentions=True)
+    layer = cache.layers[0]
+    assert layer.self_k.shape[2] == 30 and layer.buffers[0].shape[2] > 30  # grown, not joined anew each step
+    assert layer.self_k.data_ptr() == layer.buffers[0].data_ptr()  # a view of the buffer, written in place
+    for t in range(20, 30):
+        assert torch.allclose(steps[t].logits[:, 0], full.logits[:, t], atol=atol(device))
+        for got, whole in zip(steps[t].self_attentions, full.self_attentions):
+            assert torch.allclose(got[:, :, 0], whole[:, :, t, :t + 1], atol=atol(device))
+
+
 @pytest.mark.parametrize("limit", [PACK_LIMIT, 0])  # 0: every projection too wide to pack, as a 2048-wide model's
 def test_packed_projections_equal_the_separate_ones(limit: int, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(attention, "PACK_LIMIT", limit)

@@ -1,6 +1,8 @@
 """The table of parameter names is the model's: every name and shape it gives is a built Transformer's."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from attnscope.checkpoints.checkpoint import unique_state
@@ -41,3 +43,15 @@ def test_every_layer_part_is_a_module_of_the_model() -> None:
         for role in parameters.LAYER_PARTS[side]:
             assert parameters.part(side, 1, role) in names, (side, role)
     assert {parameters.OUTPUT, parameters.OUTPUT_BIAS, parameters.TGT_EMBED} <= set(model.state_dict())
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_column_major_names_the_output_layers_stored_tensor_up_to_its_limit(variant: dict) -> None:
+    """The name is the one the checkpoint stores the output layer's weight under (the tied embedding's), and an
+    output layer past COLUMNS_LIMIT weights is left as stored."""
+    config = _config(variant)
+    model = Transformer(config)
+    (name,) = parameters.column_major(config)
+    assert unique_state(model)[name].data_ptr() == model.generator.weight.data_ptr()
+    wide = parameters.COLUMNS_LIMIT // config.d_model + 1
+    assert parameters.column_major(replace(config, src_vocab_size=wide, tgt_vocab_size=wide)) == set()

@@ -23,7 +23,7 @@ from attnscope.checkpoints.tensor_stream import read_tensors, stored, write_tens
 from attnscope.model import untrusted
 from attnscope.model.budget import model_refusal
 from attnscope.model.config import ConfigError, ModelConfig
-from attnscope.model.parameters import expected_shapes
+from attnscope.model.parameters import column_major, expected_shapes
 from attnscope.model.tokenization import TextCodec, TokenizerError
 from attnscope.model.transformer import Transformer
 
@@ -232,7 +232,7 @@ def load(path: str | os.PathLike[str], device: str | torch.device = "cpu", *,
     if recorded == "false" and not check_finite:
         raise CheckpointError(f"{path.name}: its weights contain NaN or infinite values (recorded when it was saved)")
     try:  # each tensor read into its float32 place, one at a time: no second copy of the model, mapped or not
-        tensors = read_tensors(path, shapes, torch.float32)
+        tensors = read_tensors(path, shapes, torch.float32, column_major(bundle.config))
     except (OSError, ValueError, RuntimeError) as err:
         raise CheckpointError(f"{path.name}: its weights cannot be read ({str(err)[:120]})") from None
     if check_finite or recorded != "true":

@@ -13,7 +13,7 @@ import json
 import math
 import os
 from dataclasses import dataclass
-from typing import BinaryIO, Iterable, Mapping
+from typing import BinaryIO, Collection, Iterable, Mapping
 
 import torch
 from torch import Tensor
@@ -81,19 +81,39 @@ def _itemsize(dtype: torch.dtype) -> int:
 
 
 def read_tensors(path: str | os.PathLike[str], names: Iterable[str] | None = None,
-                 dtype: torch.dtype | None = None) -> dict[str, Tensor]:
+                 dtype: torch.dtype | None = None, columns: Collection[str] = ()) -> dict[str, Tensor]:
     """The file's tensors (or those `names`), each read into its own memory and, with `dtype`, every floating-point
-    one converted to it as soon as it is read."""
+    one converted to it as soon as it is read. The 2-d tensors named in `columns` are laid out column-major (the
+    same shape and values, strides (1, rows)), a block of rows at a time: no second copy of the tensor is held."""
     entries, _, start = read_header(path)
     out = {}
     with open(path, "rb", buffering=0) as f:
         sequential(f.fileno())
         for name in sorted(entries if names is None else names, key=lambda n: entries[n].start):  # in file order
             entry = entries[name]
-            tensor = torch.empty(entry.shape, dtype=entry.dtype)
+            cast = dtype if dtype is not None and entry.dtype.is_floating_point else None
             f.seek(start + entry.start)
+            if name in columns and len(entry.shape) == 2:
+                out[name] = _column_major(f, entry, name, cast)
+                continue
+            tensor = torch.empty(entry.shape, dtype=entry.dtype)
             _fill(f, tensor, name)
-            out[name] = tensor.to(dtype) if dtype is not None and tensor.is_floating_point() else tensor
+            out[name] = tensor if cast is None else tensor.to(cast)
+    return out
+
+
+ROWS = 64  # rows read and transposed at a time into a column-major tensor: a block that stays in the cache
+
+
+def _column_major(f: BinaryIO, entry: Entry, name: str, cast: torch.dtype | None) -> Tensor:
+    """A 2-d tensor read ROWS rows at a time into (cols, rows) memory, returned as its (rows, cols) view."""
+    rows, cols = entry.shape
+    out = torch.empty((cols, rows), dtype=cast or entry.dtype).t()
+    block = torch.empty((min(ROWS, rows), cols), dtype=entry.dtype)
+    for first in range(0, rows, ROWS):
+        part = block[:rows - first]
+        _fill(f, part, name)
+        out[first:first + len(part)] = part
     return out
 
 

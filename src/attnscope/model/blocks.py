@@ -129,4 +129,5 @@ class Generator(nn.Linear):
 
     def forward(self, x: Tensor) -> Tensor:
         logits = super().forward(x if self.input_scale is None else x * self.input_scale)
-        return logits.index_fill(-1, self.suppressed, float("-inf")) if len(self.suppressed) else logits
+        # in place: the product is a fresh tensor, and a copy of it would be 58101 floats a decoding step (opus-mt)
+        return logits.index_fill_(-1, self.suppressed, float("-inf")) if len(self.suppressed) else logits

@@ -46,10 +46,7 @@ class DecoderCache:
     def reorder(self, index: Tensor) -> None:
         """Keep batch rows `index` (beam search reorders and prunes hypotheses)."""
         for layer in self.layers:
-            for name in ("self_k", "self_v", "cross_k", "cross_v"):
-                value = getattr(layer, name)
-                if value is not None:
-                    setattr(layer, name, value.index_select(0, index))
+            layer.reorder(index)
 
 
 @dataclass(frozen=True)

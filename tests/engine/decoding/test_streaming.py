@@ -3,12 +3,15 @@ keeping the prefix as a complete, stopped record; threads and the model's lock f
 (beam search's own: test_beam_streaming.py)."""
 from __future__ import annotations
 
+import math
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from attnscope.engine.decoding.decode import greedy, greedy_steps
+from attnscope.engine.decoding.decode import greedy, greedy_steps, teacher_force
+from attnscope.engine.decoding.loading import load
 from attnscope.engine.decoding.streaming import stopped_note
 from attnscope.engine.recording.sharing import model_lock
 from tests.engine_fixtures import MAX_LEN, random_source, tiny_model, tiny_translator
@@ -156,3 +159,22 @@ def test_a_stop_from_another_thread_waits_for_the_step_running_and_keeps_it(beam
     assert errors == []
     result = stream.result()
     assert result.stopped and len(result.target_ids) == len(stream.steps) == 3  # the blocked step kept, none after
+
+
+def test_a_long_stream_from_a_loaded_checkpoint_equals_translate_and_a_teacher_forced_pass(tmp_path: Path) -> None:
+    """30 tokens (the KV cache outgrows its first buffers) from a loaded checkpoint (its output layer column-major):
+    the stream's ids, probabilities and rows are translate's, and the rows and log-probabilities equal one
+    teacher-forced pass over the same output, which runs without a cache."""
+    tr = load(tiny_translator(0).save(tmp_path / "tiny.safetensors"))
+    assert tr.model.generator.weight.stride()[0] == 1  # column-major, as read
+    stream = tr.stream(TEXT, max_len=30)
+    steps = list(stream)
+    streamed, whole = stream.result(), tr.translate(TEXT, max_len=30)
+    assert len(steps) == 30 and streamed.target_ids == whole.target_ids and streamed.steps == whole.steps
+    for kind in ("encoder", "decoder", "cross"):
+        assert np.array_equal(getattr(streamed.attention, kind), getattr(whole.attention, kind))
+    forced = teacher_force(tr.model, list(streamed.source_ids), list(streamed.target_ids))
+    for s in steps:
+        assert np.allclose(s.self_attention, forced.decoder[:, :, s.index, : s.index + 1].numpy(), atol=1e-5)
+        assert np.allclose(s.cross_attention, forced.cross[:, :, s.index].numpy(), atol=1e-5)
+    assert [s.log_prob for s in forced.steps] == pytest.approx([math.log(s.prob) for s in steps], abs=1e-4)

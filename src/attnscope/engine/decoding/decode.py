@@ -56,7 +56,7 @@ def _step_stats(logits: Tensor, top_k: int) -> tuple[Tensor, list[int], list[flo
     log_probs = logits.float().log_softmax(-1)  # (V,)
     probs = log_probs.exp()
     top = probs.topk(min(top_k, probs.shape[-1]))
-    entropy = float(-(probs * log_probs).nan_to_num().sum())
+    entropy = float(-(probs * log_probs).nansum())  # 0 x -inf (a banned token) counts 0
     return log_probs, top.indices.tolist(), top.values.tolist(), entropy
 
 
