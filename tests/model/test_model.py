@@ -139,6 +139,19 @@ def test_the_kv_cache_grows_in_place_over_a_long_target_and_equals_the_full_pass
             assert torch.allclose(got[:, :, 0], whole[:, :, t, :t + 1], atol=atol(device))
 
 
+def test_gradients_flow_through_a_cache_built_step_by_step(device: torch.device) -> None:
+    """With autograd recording (attribution decodes incrementally and takes gradients back), the cache joins each step
+    out of place: the backward through three steps works and equals the whole target's pass's."""
+    model = make(device)
+    src, tgt = ids(1, 5, device=device), ids(1, 3, device=device)
+    source, cache = model.encode(src), DecoderCache.empty(len(model.decoder))
+    stepped = sum(model.decode(tgt[:, t:t + 1], source, cache).logits[0, 0, 3] for t in range(3))
+    (by_steps,) = torch.autograd.grad(stepped, source.memory)
+    whole = model.decode(tgt, source).logits[0, :, 3].sum()
+    (by_whole,) = torch.autograd.grad(whole, source.memory)
+    assert cache.layers[0].buffers is None and torch.allclose(by_steps, by_whole, atol=atol(device))
+
+
 @pytest.mark.parametrize("limit", [PACK_LIMIT, 0])  # 0: every projection too wide to pack, as a 2048-wide model's
 def test_packed_projections_equal_the_separate_ones(limit: int, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(attention, "PACK_LIMIT", limit)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
+import torch
 from torch import Tensor, nn
 
 from attnscope.model.attention import MultiHeadAttention
@@ -36,7 +37,14 @@ class LayerCache:
     buffers: tuple[Tensor, Tensor] | None = None  # (B, H, capacity, dh) each: where self_k and self_v live
 
     def extend(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-        """The keys and values of every position so far: the past ones, then `k` and `v` (B, H, n, dh)."""
+        """The keys and values of every position so far: the past ones, then `k` and `v` (B, H, n, dh). Where
+        autograd records (attribution's gradients through incremental decoding), joined out of place instead: a
+        write into the buffer would change tensors the backward still needs."""
+        if torch.is_grad_enabled() and any(x is not None and x.requires_grad for x in (k, v, self.self_k)):
+            self.buffers = None
+            self.self_k, self.self_v = (k, v) if self.self_k is None else (torch.cat([self.self_k, k], 2),
+                                                                           torch.cat([self.self_v, v], 2))
+            return self.self_k, self.self_v
         t = 0 if self.self_k is None else self.self_k.shape[2]
         end = t + k.shape[2]
         if self.buffers is None or self.buffers[0].shape[2] < end:
