@@ -6,9 +6,9 @@ over a group of tokens (batched.py), each token seeded at its own row with its o
 One forward serves every group: the decoder runs the groups one after another through the model's own incremental
 decoding (its cache of keys and values), so a group's backward reaches only the rows up to its own (a causal
 decoder's rows do not depend on later ones), and its last layer only at its own rows (the prefix is read as
-decoding read it, a <pad> inside it included). The backward stops at the
-encoder's output, which runs once per path point; engine/attribution/encoder_side.py carries it on to the source
-tokens (forward mode along each source token when there are fewer of them).
+decoding read it, a <pad> inside it included). The backward stops at the encoder's output, which runs once per path
+point; engine/attribution/encoder_side.py carries it on to the source tokens (forward mode along each source token
+when there are fewer of them).
 """
 from __future__ import annotations
 
