@@ -77,7 +77,7 @@ def test_a_damaged_header_is_refused_in_one_sentence_before_anything_is_read(tmp
         read_tensors(path)
 
 
-PEAK = """
+PEAK = r"""
 import re, sys, torch
 from attnscope.checkpoints.tensor_stream import read_tensors, write_tensors
 peak = lambda: int(re.search(r"VmHWM:\s*(\d+)", open("/proc/self/status").read()).group(1)) * 1024
