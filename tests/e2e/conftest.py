@@ -30,10 +30,13 @@ def settled(page: Page) -> None:
     expect(page.locator('[data-stale="true"]')).to_have_count(0)
 
 
-def explorer_map(page: Page, title: str) -> Locator:
+def explorer_map(page: Page, title: str, showing: str = "") -> Locator:
     """A map the attention explorer draws on canvas, found by the start of its title (its aria-label also lists
-    every row and column label)."""
-    return page.locator(f'.atsx canvas.cells[aria-label^="{title}"]')
+    every row and column label) and, with `showing`, by a part of the label. While a new sentence's run ends, its
+    explorer and the previous sentence's (stale, not yet removed) can both be on the page for a moment: `showing`
+    tells the new one apart."""
+    part = f'[aria-label*="{showing}"]' if showing else ""  # (CSS: *="" matches nothing)
+    return page.locator(f'.atsx canvas.cells[aria-label^="{title}"]{part}')
 
 
 def open_menu(box: Locator, option: Locator) -> None:

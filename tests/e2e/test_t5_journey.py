@@ -39,7 +39,7 @@ def test_import_a_t5_and_open_every_page(server: str, page: Page, tmp_path: Path
     type_sentence(page, box, "A man rides a red bike.")
     imported = import_hf(folder, src_lang="en", tgt_lang="de")
     first = Translator(imported.model, imported.bundle).translate("A man rides a red bike.", max_len=1).source_tokens[0]
-    expect(explorer_map(page, "Cross-attention · layer")).to_have_attribute(  # the prefix's first piece
+    expect(explorer_map(page, "Cross-attention · layer").first).to_have_attribute(  # the prefix's first piece
         "aria-label", re.compile(re.escape(f"Columns (key): 0: {first},")))
     sidebar = page.get_by_test_id("stSidebarUserContent")
     sidebar.get_by_text("Encoder self-attention").click()  # T5's bias is on self-attention's scores, not cross-attention's
