@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Generic, Iterator, TypeVar
 
@@ -51,7 +52,7 @@ def stopped_note(decoded: int, budget: int) -> str:
             "decoded up to there.")
 
 
-class DecodeStream(Generic[State, Step]):
+class DecodeStream(ABC, Generic[State, Step]):
     """A decode that runs as it is iterated (`for step in stream`), one generator step at a time: `stop()` ends it
     early, `result()` is the Translation as far as it went (after `stop()` if it has not finished). A subclass says
     how far its state has gone (`decoded`, `finished`), what each step yields (`_step`) and what was decoded
@@ -73,13 +74,14 @@ class DecodeStream(Generic[State, Step]):
         return self.translator.bundle.src_codec.pieces(self.source_ids)
 
     @property
+    @abstractmethod
     def decoded(self) -> int:
         """Steps decoded so far."""
-        raise NotImplementedError
 
     @property
+    @abstractmethod
     def finished(self) -> bool:
-        raise NotImplementedError
+        """The decode has ended by itself."""
 
     @property
     def per_token(self) -> float | None:
@@ -111,9 +113,9 @@ class DecodeStream(Generic[State, Step]):
             if step is not None:
                 yield step
 
+    @abstractmethod
     def _step(self) -> Step:
         """What the latest step yields."""
-        raise NotImplementedError
 
     def stop(self) -> None:
         """End the decode here (what was decoded is kept); nothing happens to a finished stream. A step running in
@@ -123,9 +125,9 @@ class DecodeStream(Generic[State, Step]):
                 self.stopped = True
             self._steps.close()
 
+    @abstractmethod
     def _outcome(self) -> tuple[Decoded, BeamResult | None, str]:
         """What was decoded (finished, or stopped), the search tree if any, and the note a stopped decode gets."""
-        raise NotImplementedError
 
     def result(self) -> Translation:
         """The translation decoded: translate's result once finished; else, after `stop()`, a record of what was
