@@ -14,7 +14,7 @@ from torch import Tensor
 from attnscope.checkpoints.decoding_rules import ATTNSCOPE, DecodingRules
 from attnscope.engine.decoding.beam import BeamRun, beam_steps
 from attnscope.engine.decoding.beam_result import BeamNode, BeamResult
-from attnscope.engine.decoding.decode import Decoded, RawStep
+from attnscope.engine.decoding.decode import Decoded, RawStep, entropy
 from attnscope.engine.recording.steps import join_steps
 from attnscope.model.transformer import DecoderOutput, EncoderOutput, Transformer
 
@@ -47,7 +47,7 @@ class _Recorder:
         top = probs.topk(min(self.top_k, probs.shape[-1]), dim=-1)
         flat = top_idx[0]
         lps = log_probs.view(-1)[flat]
-        self.steps.append(_StepStats(top.values, top.indices, -(probs * log_probs).nan_to_num().sum(-1),
+        self.steps.append(_StepStats(top.values, top.indices, entropy(probs, log_probs),
                                      dict(zip(flat.tolist(), lps.tolist())),
                                      {"decoder": torch.stack(step.self_attentions),
                                       "cross": torch.stack(step.cross_attentions)}))

@@ -52,12 +52,16 @@ def default_max_len(model: Transformer, src_len: int) -> int:
     return limit(ATTNSCOPE, model, src_len)
 
 
+def entropy(probs: Tensor, log_probs: Tensor) -> Tensor:
+    """The entropy of each distribution over the last dimension; 0 x -inf (a banned token) counts 0."""
+    return -(probs * log_probs).nansum(-1)
+
+
 def _step_stats(logits: Tensor, top_k: int) -> tuple[Tensor, list[int], list[float], float]:
     log_probs = logits.float().log_softmax(-1)  # (V,)
     probs = log_probs.exp()
     top = probs.topk(min(top_k, probs.shape[-1]))
-    entropy = float(-(probs * log_probs).nansum())  # 0 x -inf (a banned token) counts 0
-    return log_probs, top.indices.tolist(), top.values.tolist(), entropy
+    return log_probs, top.indices.tolist(), top.values.tolist(), float(entropy(probs, log_probs))
 
 
 @dataclass
