@@ -95,10 +95,10 @@ def read_tensors(path: str | os.PathLike[str], names: Iterable[str] | None = Non
             f.seek(start + entry.start)
             if name in columns and len(entry.shape) == 2:
                 out[name] = _column_major(f, entry, name, cast)
-                continue
-            tensor = torch.empty(entry.shape, dtype=entry.dtype)
-            _fill(f, tensor, name)
-            out[name] = tensor if cast is None else tensor.to(cast)
+            else:
+                tensor = torch.empty(entry.shape, dtype=entry.dtype)
+                _fill(f, tensor, name)
+                out[name] = tensor if cast is None else tensor.to(cast)
     return out
 
 
